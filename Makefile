@@ -1,0 +1,37 @@
+# The README's entry points. Each one runs scripts/setup first (fast when all is present).
+BUILD_DIR ?= build
+BUILD_TYPE ?= Release
+JOBS ?= $(shell nproc)
+MIXT := $(BUILD_DIR)/bin/mixt
+
+# ccache: CI builds in a fresh clone elsewhere; a base dir at the source root keeps the
+# compile lines relative so those builds still hit the cache.
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := true
+export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_file_ctime
+export CCACHE_MAXSIZE ?= 5G
+
+.PHONY: setup configure build test demo bench clean
+
+setup:
+	@scripts/setup
+
+$(BUILD_DIR)/build.ninja:
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+
+configure: setup $(BUILD_DIR)/build.ninja
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 900
+
+demo: build
+	$(MIXT) run recipes/fashion_mnist.yaml
+
+bench: build
+	bench/fashion_mnist_vs_pytorch.sh
+
+clean:
+	rm -rf $(BUILD_DIR)

@@ -1,0 +1,149 @@
+// datasets/fashion_mnist — Fashion-MNIST from its IDX .gz files (Debian package
+// dataset-fashion-mnist installs them in /usr/share/datasets/fashion-mnist).
+// The whole split lives in memory as uint8 (47 MB for train); batches are gathered,
+// converted to float and normalised on the fly. Each epoch is shuffled with a generator
+// seeded with seed + epoch (torch.utils.data.DistributedSampler's rule), so an epoch's
+// order depends only on the seed and the epoch.
+#include <ATen/CPUGeneratorImpl.h>
+#include <mixt/plugin.h>
+
+#include <filesystem>
+
+#include "idx_reader.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kDefaultRoot = "/usr/share/datasets/fashion-mnist";
+
+class FashionMnist : public mixt::Dataset {
+ public:
+  FashionMnist(at::Tensor images, at::Tensor labels, std::int64_t batch_size, bool shuffle, bool drop_last,
+               bool normalize, double mean, double std, const mixt::DatasetContext& context)
+      : images_(std::move(images)),
+        labels_(std::move(labels)),
+        batch_size_(batch_size),
+        shuffle_(shuffle),
+        drop_last_(drop_last),
+        normalize_(normalize),
+        mean_(mean),
+        std_(std),
+        seed_(context.seed),
+        rank_(context.rank),
+        world_size_(context.world_size) {
+    // DistributedSampler: every rank gets ceil(N / world) samples (wrapping around).
+    shard_size_ = (images_.size(0) + world_size_ - 1) / world_size_;
+  }
+
+  std::int64_t size() const override { return shard_size_; }
+  std::int64_t num_classes() const override { return 10; }
+  std::vector<std::int64_t> sample_shape() const override {
+    return {images_.size(1), images_.size(2), images_.size(3)};
+  }
+  std::int64_t batches_per_epoch() const override {
+    return drop_last_ ? shard_size_ / batch_size_ : (shard_size_ + batch_size_ - 1) / batch_size_;
+  }
+
+  void start_epoch(std::int64_t epoch) override {
+    const std::int64_t n = images_.size(0);
+    at::Tensor order;
+    if (shuffle_) {
+      auto generator = at::make_generator<at::CPUGeneratorImpl>(seed_ + static_cast<std::uint64_t>(epoch));
+      order = at::randperm(n, generator, at::kLong);
+    } else {
+      order = at::arange(n, at::kLong);
+    }
+    const std::int64_t total = shard_size_ * world_size_;
+    if (total > n) order = at::cat({order, order.slice(0, 0, total - n)});
+    indices_ = order.slice(0, rank_, total, world_size_);
+    position_ = 0;
+  }
+
+  std::optional<mixt::Batch> next_batch() override {
+    const std::int64_t remaining = indices_.size(0) - position_;
+    if (remaining <= 0 || (drop_last_ && remaining < batch_size_)) return std::nullopt;
+    const at::Tensor picked = indices_.slice(0, position_, position_ + std::min(batch_size_, remaining));
+    position_ += picked.size(0);
+    at::Tensor inputs = images_.index_select(0, picked).to(at::kFloat).div_(255.0);
+    if (normalize_) inputs.sub_(mean_).div_(std_);
+    return mixt::Batch{inputs, labels_.index_select(0, picked)};
+  }
+
+ private:
+  at::Tensor images_, labels_, indices_;
+  std::int64_t batch_size_;
+  bool shuffle_, drop_last_, normalize_;
+  double mean_, std_;
+  std::uint64_t seed_;
+  std::int64_t rank_, world_size_, shard_size_ = 0, position_ = 0;
+};
+
+std::unique_ptr<mixt::Dataset> make_fashion_mnist(const mixt::Config& c, const mixt::DatasetContext& context) {
+  const std::string root = c.string("root", kDefaultRoot);
+  const std::string split = c.string("split", context.split == "train" ? "train" : "test");
+  const std::int64_t batch_size = c.integer("batch_size", 64);
+  const bool shuffle = c.boolean("shuffle", split == "train");
+  const bool drop_last = c.boolean("drop_last", false);
+  const std::int64_t limit = c.integer("limit", 0);
+  const bool normalize = c.boolean("normalize", true);
+  // The training set's mean and standard deviation of pixel values in [0, 1].
+  const double mean = c.number("mean", 0.2860);
+  const double std = c.number("std", 0.3530);
+
+  if (split != "train" && split != "test") c.fail("split", "expected train or test, got \"" + split + "\"");
+  if (batch_size < 1) c.fail("batch_size", "must be at least 1");
+  if (limit < 0) c.fail("limit", "must be 0 (all samples) or positive");
+  if (std <= 0) c.fail("std", "must be positive");
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) {
+    c.fail("root", "dataset root does not exist: " + root,
+           "install the Debian package dataset-fashion-mnist (scripts/setup does), or point root: at a "
+           "directory with the four IDX .gz files");
+  }
+  const std::string prefix = split == "train" ? "train" : "t10k";
+  auto locate = [&](const std::string& stem) {
+    for (const char* suffix : {".gz", ""}) {
+      const fs::path file = fs::path(root) / (prefix + stem + std::string(suffix));
+      if (fs::exists(file, ec)) return file;
+    }
+    c.fail("root", "missing " + prefix + stem + ".gz in " + root);
+  };
+  at::Tensor images, labels;
+  try {
+    images = fashion_mnist::read_idx_images(locate("-images-idx3-ubyte"));
+    labels = fashion_mnist::read_idx_labels(locate("-labels-idx1-ubyte"));
+  } catch (const mixt::Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    c.fail("root", e.what());
+  }
+  if (images.size(0) != labels.size(0)) {
+    c.fail("root", "image and label files disagree: " + std::to_string(images.size(0)) + " images, " +
+                       std::to_string(labels.size(0)) + " labels");
+  }
+  if (limit > 0 && limit < images.size(0)) {
+    images = images.slice(0, 0, limit).contiguous();
+    labels = labels.slice(0, 0, limit).contiguous();
+  }
+  return std::make_unique<FashionMnist>(images, labels, batch_size, shuffle, drop_last, normalize, mean, std, context);
+}
+
+void register_components(mixt::Registrar& registrar) {
+  registrar.add_dataset("fashion_mnist",
+                        {"Fashion-MNIST 28x28 grey images, 10 classes (IDX .gz files)",
+                         {{"root", kDefaultRoot, "directory with the IDX .gz files"},
+                          {"split", "train for data.train, test for data.val", "train (60k) or test (10k)"},
+                          {"batch_size", "64", "samples per batch"},
+                          {"shuffle", "true for train", "reshuffle every epoch (seed + epoch)"},
+                          {"drop_last", "false", "drop the last incomplete batch"},
+                          {"limit", "0", "use only the first N samples (0 = all)"},
+                          {"normalize", "true", "subtract mean, divide by std"},
+                          {"mean", "0.2860", "pixel mean (of [0,1] values)"},
+                          {"std", "0.3530", "pixel standard deviation"}}},
+                        make_fashion_mnist);
+}
+
+}  // namespace
+
+MIXT_PLUGIN("fashion_mnist", "1.0.0", register_components)

@@ -1,0 +1,127 @@
+#include "commands.h"
+
+#include <ATen/detail/CUDAHooksInterface.h>
+#include <torch/version.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "experiment.h"
+#include "interrupt.h"
+#include "closest_match.h"
+#include "mixt/version.h"
+
+namespace mixt::cli {
+
+namespace fs = std::filesystem;
+
+void warn(const std::string& message) { std::fprintf(stderr, "mixt: warning: %s\n", message.c_str()); }
+
+int run(const std::string& recipe, const std::vector<std::string>& overrides) {
+  install_interrupt_handlers();
+  Registry registry;
+  PluginLoader loader(registry);
+  Experiment experiment = prepare_experiment(recipe, overrides, loader, registry, warn);
+  fs::path run_dir;
+  const TrainResult result = run_experiment(experiment, ::isatty(STDERR_FILENO) != 0, &run_dir);
+  std::printf("done: %lld optimizer steps, %lld samples in %.1fs (%.0f samples/s)\n",
+              static_cast<long long>(result.optimizer_steps), static_cast<long long>(result.samples),
+              result.train_seconds,
+              result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0.0);
+  if (result.final_eval) {
+    std::printf("test accuracy: %.2f%% (val loss %.4f)\n", 100.0 * result.final_eval->top1, result.final_eval->loss);
+  }
+  std::printf("run directory: %s\n", run_dir.string().c_str());
+  return 0;
+}
+
+int check(const std::string& recipe, const std::vector<std::string>& overrides) {
+  Registry registry;
+  PluginLoader loader(registry);
+  Experiment e = prepare_experiment(recipe, overrides, loader, registry, warn);
+  // One forward pass on a tiny batch proves the model accepts what the data delivers.
+  std::vector<std::int64_t> shape = e.components.train->sample_shape();
+  shape.insert(shape.begin(), 2);
+  at::NoGradGuard no_grad;
+  e.components.model->eval();
+  const at::Tensor out = e.components.model->forward(at::zeros(shape, at::TensorOptions().device(e.components.device)));
+  if (out.dim() != 2 || out.size(1) != e.components.train->num_classes()) {
+    throw recipe_error("the model's output has shape " + std::string(c10::str(out.sizes())) + ", expected [N, " +
+                           std::to_string(e.components.train->num_classes()) + "] for this dataset",
+                       e.recipe.config().section("model").location(), "model");
+  }
+  std::printf("%s: ok\n", recipe.c_str());
+  for (const auto& r : e.components.records) {
+    std::printf("  %-9s %-16s plugin %s %s\n", r.kind.c_str(), r.name.c_str(), r.plugin.c_str(),
+                r.plugin_version.c_str());
+  }
+  return 0;
+}
+
+namespace {
+void load_all(Registry& registry, PluginLoader& loader) { load_plugins(loader, {}, warn); }
+}  // namespace
+
+int list(const std::string& kind, const std::string& glob) {
+  Registry registry;
+  PluginLoader loader(registry);
+  load_all(registry, loader);
+  std::optional<ComponentKind> filter;
+  if (!kind.empty()) filter = parse_kind(kind);
+  const auto entries = registry.list(filter, glob.empty() ? "*" : glob);
+  for (ComponentKind k : all_kinds()) {
+    bool header = false;
+    for (const ComponentEntry* entry : entries) {
+      if (entry->kind != k) continue;
+      if (!header) std::printf("%s:\n", kind_name(k));
+      header = true;
+      std::printf("  %-18s %s\n  %-18s   (%s %s, %s)\n", entry->name.c_str(), entry->info.summary.c_str(), "",
+                  entry->origin.name.c_str(), entry->origin.version.c_str(), entry->origin.file.c_str());
+    }
+  }
+  if (entries.empty()) std::printf("no components match\n");
+  return 0;
+}
+
+int describe(const std::string& kind_text, const std::string& name) {
+  Registry registry;
+  PluginLoader loader(registry);
+  load_all(registry, loader);
+  const ComponentKind kind = parse_kind(kind_text);
+  const ComponentEntry* entry = registry.find(kind, name);
+  if (!entry) {
+    throw usage_error("unknown " + kind_text + " '" + name + "'",
+                      suggestion_hint(name, registry.names(kind), "known " + kind_text + "s"));
+  }
+  std::printf("%s %s — %s\n", kind_text.c_str(), entry->name.c_str(), entry->info.summary.c_str());
+  std::printf("plugin: %s %s (%s)\n\n", entry->origin.name.c_str(), entry->origin.version.c_str(),
+              entry->origin.file.c_str());
+  if (entry->info.options.empty()) {
+    std::printf("options: none\n");
+  } else {
+    std::printf("options:\n");
+    for (const OptionDoc& option : entry->info.options) {
+      const std::string value = option.default_value.empty() ? "(required)" : option.default_value;
+      std::printf("  %-22s %-12s %s\n", option.name.c_str(), value.c_str(), option.help.c_str());
+    }
+  }
+  return 0;
+}
+
+std::string version_text() {
+  const auto& cuda = at::detail::getCUDAHooks();
+  std::string text = std::string("mixt ") + version() + "\nLibTorch " + TORCH_VERSION + "\n";
+  const long cudart = cuda.versionCUDART();
+  if (cudart > 0) {
+    text += "CUDA " + std::to_string(cudart / 1000) + "." + std::to_string((cudart % 1000) / 10) + " (" +
+            std::to_string(cuda.hasCUDA() ? cuda.getNumGPUs() : 0) + " GPU(s) usable)\n";
+  } else {
+    text += "CUDA: not in this LibTorch build\n";
+  }
+  text += std::string("plugin ABI ") + MIXT_STRINGIFY(MIXT_ABI_MAJOR) "." MIXT_STRINGIFY(MIXT_ABI_MINOR) + " [" +
+          build_fingerprint() + "]\n";
+  return text;
+}
+
+}  // namespace mixt::cli

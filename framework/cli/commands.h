@@ -1,0 +1,18 @@
+// The `mixt` subcommands. Each returns an exit code; errors are thrown as mixt::Error and
+// turned into a message and exit code by main().
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace mixt::cli {
+
+int run(const std::string& recipe, const std::vector<std::string>& overrides);
+int check(const std::string& recipe, const std::vector<std::string>& overrides);
+int list(const std::string& kind, const std::string& glob);
+int describe(const std::string& kind, const std::string& name);
+std::string version_text();
+
+void warn(const std::string& message);
+
+}  // namespace mixt::cli

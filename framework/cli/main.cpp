@@ -1,0 +1,78 @@
+// mixt — the command line. Parses arguments with CLI11, dispatches to a subcommand, and
+// turns every failure into one clear message and the documented exit code:
+// 0 ok, 1 runtime failure, 2 bad usage/recipe/plugin, 130 interrupted.
+#include <CLI/CLI.hpp>
+#include <c10/util/Exception.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "commands.h"
+#include "mixt/error.h"
+
+namespace {
+
+int report(const mixt::Error& error) {
+  std::string text = "mixt: ";
+  if (error.kind() != mixt::ErrorKind::interrupted) text += "error: ";
+  text += error.what();
+  if (!error.hint().empty()) text += "\n  hint: " + error.hint();
+  std::fprintf(stderr, "%s\n", text.c_str());
+  return error.exit_code();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"mixt — mixed-precision training from YAML recipes and plugins", "mixt"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", mixt::cli::version_text());
+
+  std::string recipe, kind, name, glob;
+  std::vector<std::string> overrides;
+
+  auto* run = app.add_subcommand("run", "train the model a recipe describes");
+  run->add_option("recipe", recipe, "recipe YAML file")->required();
+  run->add_option("overrides", overrides, "key=value overrides, e.g. optimizer.lr=0.1 trainer.epochs=2");
+
+  auto* check = app.add_subcommand("check", "validate a recipe: load its plugins, build every component");
+  check->add_option("recipe", recipe, "recipe YAML file")->required();
+  check->add_option("overrides", overrides, "key=value overrides");
+
+  auto* list = app.add_subcommand("list", "list registered components");
+  list->add_option("kind", kind, "model, optimizer, scheduler, precision or dataset");
+  list->add_option("glob", glob, "wildcard on the name, e.g. 'resnet*'");
+
+  auto* describe = app.add_subcommand("describe", "show a component's options and defaults");
+  describe->add_option("kind", kind, "component kind")->required();
+  describe->add_option("name", name, "component name")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+
+  try {
+    if (*run) return mixt::cli::run(recipe, overrides);
+    if (*check) return mixt::cli::check(recipe, overrides);
+    if (*list) return mixt::cli::list(kind, glob);
+    if (*describe) return mixt::cli::describe(kind, name);
+  } catch (const mixt::Error& e) {
+    return report(e);
+  } catch (const c10::Error& e) {
+    std::fprintf(stderr, "mixt: error: LibTorch: %s\n", e.what_without_backtrace());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mixt: error: %s\n", e.what());
+    return 1;
+  }
+  return 2;
+}

@@ -1,0 +1,63 @@
+// mixt/precision.h — the precision-policy interface and its contract with the trainer.
+//
+// The trainer knows no policy by name. One optimizer step is, in this order:
+//
+//   for each micro-batch:
+//     { auto scope = precision.autocast(device);          // RAII autocast region (or none)
+//       out = model(x); loss = criterion(out, y) / accumulate; }
+//     precision.backward(loss);                           // scale (if it scales) + backward
+//   precision.unscale(optimizer);                         // only when clipping
+//   clip_grad_norm_ (optional)
+//   bool applied = precision.step(optimizer);             // unscale if needed, check inf/nan, step or skip
+//   precision.update();                                   // loss-scale update
+//   if (applied) scheduler.step();
+//
+// A policy also sets global math modes in setup() (TF32 on or explicitly off), may cast or
+// lay out the model, reports metrics, and saves/loads its state in checkpoints.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+#include <torch/serialize/archive.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mixt/autocast.h"
+#include "mixt/optimizer.h"
+
+namespace mixt {
+
+class PrecisionPolicy {
+ public:
+  virtual ~PrecisionPolicy() = default;
+
+  // Once, before training: global math modes, model casts or layout.
+  virtual void setup(torch::nn::Module& model, at::Device device) {}
+  // The autocast region for the forward pass and loss. Default: none (full precision).
+  virtual AutocastScope autocast(at::DeviceType device) const { return AutocastScope(); }
+  // Backward through the loss (scaled, for a policy that scales).
+  virtual void backward(const at::Tensor& loss) { loss.backward(); }
+  // Makes the gradients true gradients (unscaled) before clipping or inspection.
+  virtual void unscale(Optimizer& optimizer) {}
+  // Applies the optimizer step, or skips it; returns whether it was applied.
+  virtual bool step(Optimizer& optimizer) {
+    optimizer.step();
+    return true;
+  }
+  // After step(): e.g. grows or backs off the loss scale.
+  virtual void update() {}
+
+  // Numbers worth logging each step, e.g. {"loss_scale", 65536}, {"skipped_steps", 3}.
+  virtual std::vector<std::pair<std::string, double>> metrics() const { return {}; }
+
+  virtual void save(torch::serialize::OutputArchive& archive) const {}
+  virtual void load(torch::serialize::InputArchive& archive) {}
+};
+
+struct PrecisionContext {
+  at::Device device = at::kCPU;
+};
+
+}  // namespace mixt

@@ -1,0 +1,94 @@
+#include "checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "mixt/error.h"
+
+namespace mixt {
+
+namespace fs = std::filesystem;
+
+namespace {
+void fsync_path(const fs::path& path, int flags) {
+  const int fd = ::open(path.c_str(), flags);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+}  // namespace
+
+void write_checkpoint(const fs::path& file, const nlohmann::json& header,
+                      torch::serialize::OutputArchive& archive) {
+  fs::create_directories(file.parent_path());
+  const fs::path temporary = file.string() + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) throw runtime_error("cannot write checkpoint " + temporary.string());
+    const std::string header_text = header.dump();
+    const std::uint32_t format = kCheckpointFormat;
+    const std::uint64_t header_size = header_text.size();
+    out.write(kCheckpointMagic, sizeof(kCheckpointMagic));
+    out.write(reinterpret_cast<const char*>(&format), sizeof(format));
+    out.write(reinterpret_cast<const char*>(&header_size), sizeof(header_size));
+    out.write(header_text.data(), static_cast<std::streamsize>(header_text.size()));
+    archive.save_to(out);
+    out.flush();
+    if (!out) throw runtime_error("failed writing checkpoint " + temporary.string(), "is the disk full?");
+  }
+  // Durable before visible: a crash leaves the old checkpoint or the new one, never half.
+  fsync_path(temporary, O_RDONLY);
+  fs::rename(temporary, file);
+  fsync_path(file.parent_path(), O_RDONLY | O_DIRECTORY);
+}
+
+CheckpointContents read_checkpoint(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw runtime_error("cannot read checkpoint " + file.string());
+  char magic[sizeof(kCheckpointMagic)] = {};
+  std::uint32_t format = 0;
+  std::uint64_t header_size = 0;
+  in.read(magic, sizeof(magic));
+  if (!in || std::memcmp(magic, kCheckpointMagic, sizeof(magic)) != 0) {
+    throw Error(ErrorKind::recipe, "not a mixt checkpoint (bad magic number)", SourceLocation{file.string()});
+  }
+  in.read(reinterpret_cast<char*>(&format), sizeof(format));
+  in.read(reinterpret_cast<char*>(&header_size), sizeof(header_size));
+  if (!in || format != kCheckpointFormat) {
+    throw Error(ErrorKind::recipe,
+                "checkpoint format " + std::to_string(format) + ", this mixt reads format " +
+                    std::to_string(kCheckpointFormat),
+                SourceLocation{file.string()});
+  }
+  if (header_size > (1u << 26)) {
+    throw Error(ErrorKind::recipe, "damaged checkpoint (header too large)", SourceLocation{file.string()});
+  }
+  std::string header_text(header_size, '\0');
+  in.read(header_text.data(), static_cast<std::streamsize>(header_size));
+  CheckpointContents contents;
+  try {
+    contents.header = nlohmann::json::parse(header_text);
+    std::stringstream rest;
+    rest << in.rdbuf();
+    contents.archive.load_from(rest);
+  } catch (const std::exception&) {
+    throw Error(ErrorKind::recipe, "damaged checkpoint (cannot parse its contents)", SourceLocation{file.string()});
+  }
+  return contents;
+}
+
+fs::path resolve_checkpoint(const fs::path& path) {
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) return path;
+  for (const fs::path& candidate : {path / "last", path / "checkpoints" / "last"}) {
+    if (fs::exists(candidate, ec)) return fs::canonical(candidate, ec);
+  }
+  throw Error(ErrorKind::recipe, "no checkpoint found", SourceLocation{path.string()}, "trainer.resume",
+              "name a checkpoint file, a run directory or its checkpoints/ directory");
+}
+
+}  // namespace mixt

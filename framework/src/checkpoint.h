@@ -1,0 +1,32 @@
+// Checkpoint files: a header (magic, format version, JSON with the versions and plugins
+// that made it) followed by a LibTorch archive of model, optimizer, scheduler, precision
+// policy and trainer state. Written atomically: temp file, fsync, rename.
+#pragma once
+
+#include <torch/serialize/archive.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+namespace mixt {
+
+inline constexpr char kCheckpointMagic[8] = {'M', 'I', 'X', 'T', 'C', 'K', 'P', 'T'};
+inline constexpr std::uint32_t kCheckpointFormat = 1;
+
+void write_checkpoint(const std::filesystem::path& file, const nlohmann::json& header,
+                      torch::serialize::OutputArchive& archive);
+
+struct CheckpointContents {
+  nlohmann::json header;
+  torch::serialize::InputArchive archive;
+};
+
+// Throws a runtime error naming the file when it is not a mixt checkpoint, is of another
+// format version, or is damaged.
+CheckpointContents read_checkpoint(const std::filesystem::path& file);
+
+// `path` may be a checkpoint file, a run's checkpoints/ directory, or a run directory;
+// returns the checkpoint file meant.
+std::filesystem::path resolve_checkpoint(const std::filesystem::path& path);
+
+}  // namespace mixt

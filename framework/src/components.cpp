@@ -1,0 +1,63 @@
+#include "components.h"
+
+namespace mixt {
+
+namespace {
+void record(Components& c, const Registry& registry, ComponentKind kind, const Config& section) {
+  const ComponentEntry& entry = registry.find(kind, section);
+  c.records.push_back({kind_name(kind), entry.name, entry.origin.name, entry.origin.version, entry.origin.file});
+}
+}  // namespace
+
+Components build_components(const Config& recipe, const Registry& registry,
+                            const TrainerOptions& options, const Config& trainer_section) {
+  Components c;
+  c.device = resolve_device(options.device, trainer_section);
+
+  const Config data = recipe.section("data");
+  if (!data.has("train")) {
+    throw recipe_error("missing section: data.train", data.location(), "data",
+                       "add `data: {train: {name: <dataset>, ...}}`");
+  }
+  for (const std::string& split : data.keys()) {
+    if (split != "train" && split != "val") {
+      data.fail(split, "unknown data split '" + split + "'", "data: takes train and val");
+    }
+    const Config section = data.section(split);
+    DatasetContext context{split, options.seed, 0, 1, c.device};
+    auto dataset = registry.make_dataset(section, context);
+    record(c, registry, ComponentKind::dataset, section);
+    (split == "train" ? c.train : c.val) = std::move(dataset);
+  }
+
+  const Config model_section = recipe.section("model");
+  ModelContext model_context{c.device, c.train->sample_shape(), c.train->num_classes()};
+  c.model = registry.make_model(model_section, model_context);
+  record(c, registry, ComponentKind::model, model_section);
+  c.model->to(c.device);
+
+  const Config precision_section = recipe.section("precision");
+  c.precision = registry.make_precision(precision_section, PrecisionContext{c.device});
+  record(c, registry, ComponentKind::precision, precision_section);
+  c.precision->setup(*c.model, c.device);
+
+  const Config optimizer_section = recipe.section("optimizer");
+  OptimizerContext optimizer_context;
+  for (const auto& item : c.model->named_parameters(/*recurse=*/true)) {
+    if (item.value().requires_grad()) optimizer_context.named_parameters.emplace_back(item.key(), item.value());
+  }
+  c.optimizer = registry.make_optimizer(optimizer_section, optimizer_context);
+  record(c, registry, ComponentKind::optimizer, optimizer_section);
+
+  if (recipe.has("scheduler")) {
+    const Config scheduler_section = recipe.section("scheduler");
+    std::int64_t steps = (c.train->batches_per_epoch() + options.accumulate - 1) / options.accumulate;
+    if (options.max_steps_per_epoch > 0) steps = std::min(steps, options.max_steps_per_epoch);
+    SchedulerContext context{c.optimizer.get(), steps, options.epochs};
+    c.scheduler = registry.make_scheduler(scheduler_section, context);
+    record(c, registry, ComponentKind::scheduler, scheduler_section);
+  }
+  return c;
+}
+
+}  // namespace mixt

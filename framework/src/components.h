@@ -1,0 +1,38 @@
+// Builds every component a recipe names, in dependency order: datasets (they tell the
+// model its input shape and classes), the model, the precision policy (which may cast or
+// lay out the model), the optimizer over the model's parameters, the scheduler.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mixt/plugin.h"
+#include "registry.h"
+#include "trainer_options.h"
+
+namespace mixt {
+
+struct ComponentRecord {
+  std::string kind;
+  std::string name;
+  std::string plugin;
+  std::string plugin_version;
+  std::string file;
+};
+
+struct Components {
+  at::Device device = at::kCPU;
+  std::unique_ptr<Dataset> train;
+  std::unique_ptr<Dataset> val;  // may be null: no evaluation
+  std::shared_ptr<Model> model;
+  std::unique_ptr<PrecisionPolicy> precision;
+  std::unique_ptr<Optimizer> optimizer;
+  std::unique_ptr<Scheduler> scheduler;  // may be null: constant learning rate
+  std::vector<ComponentRecord> records;  // what built what, for run dirs and checkpoints
+};
+
+Components build_components(const Config& recipe, const Registry& registry,
+                            const TrainerOptions& options, const Config& trainer_section);
+
+}  // namespace mixt

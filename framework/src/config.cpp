@@ -1,0 +1,184 @@
+#include "mixt/config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+
+#include "recipe_node.h"
+
+namespace mixt {
+
+namespace {
+
+std::string lowercase(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+std::optional<double> parse_number(const RecipeNode& node) {
+  if (node.type != RecipeNode::Type::scalar || node.quoted || node.scalar.empty()) return {};
+  const std::string text = lowercase(node.scalar);
+  if (text == ".inf" || text == "+.inf" || text == "inf") return INFINITY;
+  if (text == "-.inf" || text == "-inf") return -INFINITY;
+  if (text == ".nan" || text == "nan") return NAN;
+  char* end = nullptr;
+  const double value = std::strtod(node.scalar.c_str(), &end);
+  if (end != node.scalar.c_str() + node.scalar.size()) return {};
+  return value;
+}
+
+std::optional<std::int64_t> parse_integer(const RecipeNode& node) {
+  if (node.type != RecipeNode::Type::scalar || node.quoted) return {};
+  std::int64_t value = 0;
+  const char* first = node.scalar.data();
+  const char* last = first + node.scalar.size();
+  if (first != last && *first == '+') ++first;
+  const auto [ptr, ec] = std::from_chars(first, last, value);
+  if (ec != std::errc() || ptr != last || first == last) return {};
+  return value;
+}
+
+std::optional<bool> parse_boolean(const RecipeNode& node) {
+  if (node.type != RecipeNode::Type::scalar || node.quoted) return {};
+  const std::string text = lowercase(node.scalar);
+  if (text == "true" || text == "yes" || text == "on") return true;
+  if (text == "false" || text == "no" || text == "off") return false;
+  return {};
+}
+
+std::optional<std::string> parse_string(const RecipeNode& node) {
+  if (node.type != RecipeNode::Type::scalar) return {};
+  return node.scalar;
+}
+
+}  // namespace
+
+Config::Config() : node_(std::make_shared<RecipeNode>()) { node_->type = RecipeNode::Type::map; }
+
+Config::Config(std::shared_ptr<RecipeNode> node, std::string path)
+    : node_(std::move(node)), path_(std::move(path)) {
+  if (!node_) {
+    node_ = std::make_shared<RecipeNode>();
+    node_->type = RecipeNode::Type::map;
+  }
+}
+
+bool Config::empty() const { return node_->entries.empty(); }
+
+std::string Config::key_path(std::string_view key) const {
+  if (path_.empty()) return std::string(key);
+  if (key.empty()) return path_;
+  return path_ + "." + std::string(key);
+}
+
+const RecipeNode* Config::child(std::string_view key) const {
+  node_->known_keys.emplace(key);
+  const RecipeEntry* entry = node_->find(key);
+  if (!entry || entry->value->type == RecipeNode::Type::null) return nullptr;
+  return entry->value.get();
+}
+
+SourceLocation Config::location(std::string_view key) const {
+  if (key.empty()) return node_->where;
+  const RecipeEntry* entry = node_->find(key);
+  if (!entry) return node_->where;
+  return entry->value->where.known() ? entry->value->where : entry->key_where;
+}
+
+void Config::fail(std::string_view key, const std::string& message, const std::string& hint) const {
+  throw recipe_error(message, location(key), key_path(key), hint);
+}
+
+namespace {
+// Reads one typed value: absent -> fallback (or an error when required); wrong type -> an
+// error at the value's location naming what was expected and what was found.
+template <typename T, typename Parse>
+T read(const Config& config, const RecipeNode* node, std::string_view key, const char* expected,
+       Parse parse, const std::optional<T>& fallback) {
+  if (!node) {
+    if (fallback) return *fallback;
+    config.fail(key, "missing required option",
+                "add `" + std::string(key) + ": <" + expected + ">` to this section");
+  }
+  if (auto value = parse(*node)) return *value;
+  config.fail(key, std::string("expected ") + expected + ", got " + describe_node(*node));
+}
+
+template <typename T, typename Parse>
+std::vector<T> read_list(const Config& config, const RecipeNode* node, std::string_view key,
+                         const char* expected, Parse parse, std::vector<T> fallback) {
+  if (!node) return fallback;
+  if (node->type != RecipeNode::Type::sequence) {
+    config.fail(key, std::string("expected a list of ") + expected + ", got " + describe_node(*node));
+  }
+  std::vector<T> values;
+  for (const auto& item : node->items) {
+    auto value = parse(*item);
+    if (!value) {
+      throw recipe_error(std::string("expected a list of ") + expected + ", but an item is " +
+                             describe_node(*item),
+                         item->where, config.path().empty() ? std::string(key)
+                                                            : config.path() + "." + std::string(key));
+    }
+    values.push_back(*value);
+  }
+  return values;
+}
+}  // namespace
+
+double Config::number(std::string_view key) const {
+  return read<double>(*this, child(key), key, "a number", parse_number, std::nullopt);
+}
+std::int64_t Config::integer(std::string_view key) const {
+  return read<std::int64_t>(*this, child(key), key, "an integer", parse_integer, std::nullopt);
+}
+std::string Config::string(std::string_view key) const {
+  return read<std::string>(*this, child(key), key, "a string", parse_string, std::nullopt);
+}
+double Config::number(std::string_view key, double fallback) const {
+  return read<double>(*this, child(key), key, "a number", parse_number, fallback);
+}
+std::int64_t Config::integer(std::string_view key, std::int64_t fallback) const {
+  return read<std::int64_t>(*this, child(key), key, "an integer", parse_integer, fallback);
+}
+bool Config::boolean(std::string_view key, bool fallback) const {
+  return read<bool>(*this, child(key), key, "true or false", parse_boolean, fallback);
+}
+std::string Config::string(std::string_view key, std::string fallback) const {
+  return read<std::string>(*this, child(key), key, "a string", parse_string, fallback);
+}
+std::vector<double> Config::numbers(std::string_view key, std::vector<double> fallback) const {
+  return read_list<double>(*this, child(key), key, "numbers", parse_number, std::move(fallback));
+}
+std::vector<std::int64_t> Config::integers(std::string_view key,
+                                           std::vector<std::int64_t> fallback) const {
+  return read_list<std::int64_t>(*this, child(key), key, "integers", parse_integer,
+                                 std::move(fallback));
+}
+std::vector<std::string> Config::strings(std::string_view key,
+                                         std::vector<std::string> fallback) const {
+  return read_list<std::string>(*this, child(key), key, "strings", parse_string, std::move(fallback));
+}
+
+bool Config::has(std::string_view key) const { return child(key) != nullptr; }
+
+Config Config::section(std::string_view key) const {
+  const RecipeNode* node = child(key);
+  if (!node) return Config(nullptr, key_path(key));
+  if (!node->is_map()) fail(key, "expected a map, got " + describe_node(*node));
+  node->opened = true;
+  // The section shares the node (and its known-key bookkeeping) with the tree.
+  return Config(node_->find(key)->value, key_path(key));
+}
+
+std::vector<std::string> Config::keys() const {
+  std::vector<std::string> keys;
+  for (const auto& entry : node_->entries) keys.push_back(entry.key);
+  return keys;
+}
+
+}  // namespace mixt

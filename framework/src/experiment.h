@@ -1,0 +1,40 @@
+// From a recipe file to a trained model: load plugins, build components, check that every
+// recipe key was understood, then train with outputs in a run directory. Shared by
+// `mixt run` and `mixt check` (and by the end-to-end tests).
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "components.h"
+#include "plugin_loader.h"
+#include "recipe_loader.h"
+#include "registry.h"
+#include "trainer.h"
+
+namespace mixt {
+
+using Warn = std::function<void(const std::string&)>;
+
+struct Experiment {
+  Recipe recipe;
+  std::string name;
+  std::filesystem::path output;
+  TrainerOptions options;
+  Components components;
+};
+
+// Loads the default plugin locations and the recipe's `plugins:` (relative to the recipe).
+void load_recipe_plugins(const Recipe& recipe, PluginLoader& loader, const Warn& warn);
+
+// Loads plugins, seeds, builds every component, and rejects keys nobody read.
+Experiment prepare_experiment(const std::filesystem::path& recipe_file,
+                              const std::vector<std::string>& overrides, PluginLoader& loader,
+                              Registry& registry, const Warn& warn);
+
+// Trains; writes the run directory. Returns the result and the run directory.
+TrainResult run_experiment(Experiment& experiment, bool terminal, std::filesystem::path* run_dir = nullptr);
+
+}  // namespace mixt

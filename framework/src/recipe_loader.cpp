@@ -1,0 +1,284 @@
+#include "recipe_loader.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "closest_match.h"
+
+namespace mixt {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+SourceLocation location_of(const YAML::Mark& mark, const std::string& source) {
+  // yaml-cpp counts from 0; editors and compilers count from 1.
+  if (mark.line < 0) return SourceLocation{source};
+  return SourceLocation{source, mark.line + 1, mark.column + 1};
+}
+
+RecipeNodePtr convert(const YAML::Node& yaml, const std::string& source) {
+  auto node = std::make_shared<RecipeNode>();
+  node->where = location_of(yaml.Mark(), source);
+  switch (yaml.Type()) {
+    case YAML::NodeType::Undefined:
+    case YAML::NodeType::Null: node->type = RecipeNode::Type::null; break;
+    case YAML::NodeType::Scalar:
+      node->type = RecipeNode::Type::scalar;
+      node->scalar = yaml.Scalar();
+      node->quoted = yaml.Tag() == "!";  // yaml-cpp tags quoted scalars "!", plain ones "?"
+      break;
+    case YAML::NodeType::Sequence:
+      node->type = RecipeNode::Type::sequence;
+      for (const auto& item : yaml) node->items.push_back(convert(item, source));
+      break;
+    case YAML::NodeType::Map:
+      node->type = RecipeNode::Type::map;
+      for (const auto& pair : yaml) {
+        const auto key_where = location_of(pair.first.Mark(), source);
+        if (!pair.first.IsScalar()) {
+          throw recipe_error("keys must be plain names", key_where);
+        }
+        const std::string key = pair.first.Scalar();
+        if (node->find(key)) throw recipe_error("duplicate key '" + key + "'", key_where);
+        node->entries.push_back({key, key_where, convert(pair.second, source)});
+      }
+      break;
+  }
+  return node;
+}
+
+std::string display_path(const fs::path& path) {
+  std::error_code ec;
+  const fs::path relative = fs::relative(path, fs::current_path(), ec);
+  if (!ec && !relative.empty() && relative.native().rfind("..", 0) != 0) return relative.string();
+  return path.string();
+}
+
+RecipeNodePtr parse_file(const fs::path& file) {
+  std::ifstream in(file);
+  if (!in) throw recipe_error("cannot read recipe file", SourceLocation{display_path(file)});
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_yaml(text.str(), display_path(file));
+}
+
+// `_delete_: true` in a child map means "do not inherit this map, take mine as it is".
+bool strip_delete_marker(RecipeNode& node) {
+  const RecipeEntry* marker = node.find("_delete_");
+  if (!marker) return false;
+  const auto& value = *marker->value;
+  const bool yes = value.type == RecipeNode::Type::scalar && (value.scalar == "true" || value.scalar == "True");
+  const bool no = value.type == RecipeNode::Type::scalar && (value.scalar == "false" || value.scalar == "False");
+  if (!yes && !no) throw recipe_error("_delete_ must be true or false", value.where, "_delete_");
+  node.erase("_delete_");
+  return yes;
+}
+
+// Deep merge: maps merge key by key, the child wins; scalars and lists replace.
+void merge_into(RecipeNode& parent, const RecipeNode& child) {
+  for (const auto& entry : child.entries) {
+    RecipeNodePtr value = entry.value->deep_copy();
+    RecipeEntry* existing = parent.find(entry.key);
+    const bool replace_whole = value->is_map() && strip_delete_marker(*value);
+    if (existing && existing->value->is_map() && value->is_map() && !replace_whole) {
+      merge_into(*existing->value, *value);
+    } else if (existing) {
+      existing->value = value;
+      existing->key_where = entry.key_where;
+    } else {
+      parent.entries.push_back({entry.key, entry.key_where, value});
+    }
+  }
+}
+
+void strip_all_delete_markers(RecipeNode& node) {
+  if (!node.is_map()) return;
+  strip_delete_marker(node);
+  for (auto& entry : node.entries) strip_all_delete_markers(*entry.value);
+}
+
+RecipeNodePtr load_with_bases(const fs::path& file, std::vector<fs::path>& chain,
+                              const SourceLocation& included_from) {
+  const fs::path canonical = fs::weakly_canonical(file);
+  if (std::find(chain.begin(), chain.end(), canonical) != chain.end()) {
+    std::string cycle;
+    for (const auto& link : chain) cycle += display_path(link) + " -> ";
+    cycle += display_path(canonical);
+    throw recipe_error("base: cycle: " + cycle, included_from, "base",
+                       "remove one of the base: links so the chain ends");
+  }
+  if (!fs::exists(canonical)) {
+    if (chain.empty()) {
+      throw recipe_error("recipe file not found", SourceLocation{display_path(file)});
+    }
+    std::string via;
+    for (const auto& link : chain) via += (via.empty() ? "" : " -> ") + display_path(link);
+    throw recipe_error("base file not found: " + display_path(file), included_from, "base",
+                       "included via " + via + "; base: paths are relative to the file that names them");
+  }
+  RecipeNodePtr node = parse_file(canonical);
+  if (node->type == RecipeNode::Type::null) {
+    node->type = RecipeNode::Type::map;
+  }
+  if (!node->is_map()) {
+    throw recipe_error("a recipe must be a map of sections, got " + describe_node(*node), node->where);
+  }
+  const RecipeEntry* base = node->find("base");
+  if (!base) return node;
+
+  std::vector<RecipeNodePtr> base_files;
+  if (base->value->type == RecipeNode::Type::scalar) {
+    base_files.push_back(base->value);
+  } else if (base->value->type == RecipeNode::Type::sequence) {
+    base_files = base->value->items;
+  } else {
+    throw recipe_error("expected a file name or a list of file names, got " + describe_node(*base->value),
+                       base->value->where, "base");
+  }
+  chain.push_back(canonical);
+  auto merged = std::make_shared<RecipeNode>();
+  merged->type = RecipeNode::Type::map;
+  merged->where = node->where;
+  for (const auto& base_file : base_files) {
+    if (base_file->type != RecipeNode::Type::scalar) {
+      throw recipe_error("expected a file name, got " + describe_node(*base_file), base_file->where, "base");
+    }
+    const fs::path path = canonical.parent_path() / base_file->scalar;
+    merge_into(*merged, *load_with_bases(path, chain, base_file->where));
+  }
+  chain.pop_back();
+  node->erase("base");
+  merge_into(*merged, *node);
+  return merged;
+}
+
+}  // namespace
+
+RecipeNodePtr parse_yaml(const std::string& text, const std::string& source) {
+  try {
+    return convert(YAML::Load(text), source);
+  } catch (const YAML::ParserException& e) {
+    throw recipe_error("YAML syntax error: " + e.msg, location_of(e.mark, source));
+  } catch (const YAML::Exception& e) {
+    throw recipe_error("cannot read YAML: " + e.msg, location_of(e.mark, source));
+  }
+}
+
+Recipe load_recipe(const fs::path& file, const std::vector<std::string>& overrides) {
+  std::vector<fs::path> chain;
+  Recipe recipe;
+  recipe.file = file;
+  recipe.root = load_with_bases(file, chain, SourceLocation{display_path(file)});
+  strip_all_delete_markers(*recipe.root);
+  for (const auto& assignment : overrides) apply_override(*recipe.root, assignment);
+  return recipe;
+}
+
+void apply_override(RecipeNode& root, const std::string& assignment) {
+  const std::string source = "command line '" + assignment + "'";
+  const auto equals = assignment.find('=');
+  if (equals == std::string::npos || equals == 0) {
+    throw usage_error("override '" + assignment + "' is not key=value",
+                      "write overrides as dotted keys, e.g. optimizer.lr=0.1 trainer.epochs=2");
+  }
+  const std::string dotted = assignment.substr(0, equals);
+  RecipeNodePtr value = parse_yaml(assignment.substr(equals + 1), source);
+  // Every node of the override points at the command line, not at the YAML snippet.
+  std::function<void(RecipeNode&)> relocate = [&](RecipeNode& node) {
+    node.where = SourceLocation{source};
+    for (auto& entry : node.entries) {
+      entry.key_where = SourceLocation{source};
+      relocate(*entry.value);
+    }
+    for (auto& item : node.items) relocate(*item);
+  };
+  relocate(*value);
+
+  RecipeNode* node = &root;
+  std::string walked;
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = dotted.find('.', start);
+    const std::string key = dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (key.empty()) throw usage_error("override '" + assignment + "' has an empty key");
+    walked += (walked.empty() ? "" : ".") + key;
+    RecipeEntry* entry = node->find(key);
+    if (dot == std::string::npos) {
+      if (entry) {
+        entry->value = value;
+      } else {
+        // A key the recipe does not spell out yet (e.g. trainer.resume): allowed here,
+        // rejected later by check_unknown_keys if no component knows it.
+        node->entries.push_back({key, SourceLocation{source}, value});
+      }
+      return;
+    }
+    if (!entry) {
+      auto map = std::make_shared<RecipeNode>();
+      map->type = RecipeNode::Type::map;
+      map->where = SourceLocation{source};
+      node->entries.push_back({key, SourceLocation{source}, map});
+      entry = &node->entries.back();
+    }
+    if (!entry->value->is_map()) {
+      throw recipe_error("cannot set '" + dotted + "': " + walked + " is " + describe_node(*entry->value) +
+                             ", not a map",
+                         SourceLocation{source}, walked);
+    }
+    node = entry->value.get();
+    start = dot + 1;
+  }
+}
+
+namespace {
+void check_keys(const RecipeNode& node, const std::string& path) {
+  for (const auto& entry : node.entries) {
+    const std::string key_path = path.empty() ? entry.key : path + "." + entry.key;
+    if (!node.known_keys.contains(entry.key)) {
+      const std::vector<std::string> known(node.known_keys.begin(), node.known_keys.end());
+      const std::string where = path.empty() ? "the recipe" : "'" + path + "'";
+      throw recipe_error("unknown key '" + entry.key + "' in " + where, entry.key_where, key_path,
+                         suggestion_hint(entry.key, known, "known keys"));
+    }
+    if (entry.value->is_map() && entry.value->opened) check_keys(*entry.value, key_path);
+  }
+}
+
+void emit(YAML::Emitter& out, const RecipeNode& node) {
+  switch (node.type) {
+    case RecipeNode::Type::null: out << YAML::Null; break;
+    case RecipeNode::Type::scalar:
+      if (node.quoted) out << YAML::DoubleQuoted;
+      out << node.scalar;
+      break;
+    case RecipeNode::Type::sequence:
+      out << YAML::Flow << YAML::BeginSeq;
+      for (const auto& item : node.items) emit(out, *item);
+      out << YAML::EndSeq;
+      break;
+    case RecipeNode::Type::map:
+      out << YAML::BeginMap;
+      for (const auto& entry : node.entries) {
+        out << YAML::Key << entry.key << YAML::Value;
+        emit(out, *entry.value);
+      }
+      out << YAML::EndMap;
+      break;
+  }
+}
+}  // namespace
+
+void check_unknown_keys(const RecipeNode& root) { check_keys(root, ""); }
+
+std::string to_yaml(const RecipeNode& root) {
+  YAML::Emitter out;
+  emit(out, root);
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace mixt

@@ -1,0 +1,76 @@
+// The registry: every component every loaded plugin registered, by kind and name, and the
+// one place components are built (so factory failures are reported the same way).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mixt/plugin.h"
+
+namespace mixt {
+
+const char* kind_name(ComponentKind kind);
+// "model" -> ComponentKind::model; a usage error listing the kinds otherwise.
+ComponentKind parse_kind(const std::string& name);
+const std::vector<ComponentKind>& all_kinds();
+
+struct PluginOrigin {
+  std::string file;     // the shared library it came from
+  std::string name;     // the plugin's own name
+  std::string version;  // the plugin's own version
+};
+
+struct ComponentEntry {
+  ComponentKind kind;
+  std::string name;
+  ComponentInfo info;
+  PluginOrigin origin;
+  ModelFactory model;
+  OptimizerFactory optimizer;
+  SchedulerFactory scheduler;
+  PrecisionFactory precision;
+  DatasetFactory dataset;
+};
+
+class Registry : public Registrar {
+ public:
+  // Components added between begin_plugin and end_plugin are attributed to that plugin.
+  void begin_plugin(PluginOrigin origin);
+  void end_plugin();
+
+  void add_model(const std::string& name, ComponentInfo info, ModelFactory factory) override;
+  void add_optimizer(const std::string& name, ComponentInfo info, OptimizerFactory factory) override;
+  void add_scheduler(const std::string& name, ComponentInfo info, SchedulerFactory factory) override;
+  void add_precision(const std::string& name, ComponentInfo info, PrecisionFactory factory) override;
+  void add_dataset(const std::string& name, ComponentInfo info, DatasetFactory factory) override;
+
+  // The entry, or a recipe error at the section's `name:` listing the known names.
+  const ComponentEntry& find(ComponentKind kind, const Config& section) const;
+  const ComponentEntry* find(ComponentKind kind, const std::string& name) const;
+  std::vector<const ComponentEntry*> list(std::optional<ComponentKind> kind = {},
+                                          const std::string& glob = "*") const;
+  std::vector<std::string> names(ComponentKind kind) const;
+
+  // Build the component a recipe section names. Errors thrown by the factory come back
+  // as mixt errors naming the component and its plugin.
+  std::shared_ptr<Model> make_model(const Config& section, const ModelContext& context) const;
+  std::unique_ptr<Optimizer> make_optimizer(const Config& section, const OptimizerContext& context) const;
+  std::unique_ptr<Scheduler> make_scheduler(const Config& section, const SchedulerContext& context) const;
+  std::unique_ptr<PrecisionPolicy> make_precision(const Config& section,
+                                                  const PrecisionContext& context) const;
+  std::unique_ptr<Dataset> make_dataset(const Config& section, const DatasetContext& context) const;
+
+ private:
+  ComponentEntry& add(ComponentKind kind, const std::string& name, ComponentInfo info);
+
+  std::map<std::pair<ComponentKind, std::string>, ComponentEntry> entries_;
+  std::optional<PluginOrigin> current_;
+};
+
+// Shell-style wildcard match ('*' and '?'), for `mixt list model 'resnet*'`.
+bool glob_match(std::string_view pattern, std::string_view text);
+
+}  // namespace mixt

@@ -1,0 +1,31 @@
+// A run's directory: runs/<name>/<timestamp>/ with recipe.yaml, metrics.jsonl, log.txt and
+// checkpoints/ (per-epoch files, the newest k kept, and `last` pointing at the newest).
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace mixt {
+
+class RunDirectory {
+ public:
+  // Creates <output>/<name>/<YYYYmmdd-HHMMSS>[-N]/.
+  RunDirectory(const std::filesystem::path& output, const std::string& name);
+
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path checkpoints() const { return path_ / "checkpoints"; }
+
+  void write_text(const std::string& file, const std::string& text) const;
+  void append_metrics(const nlohmann::json& line);
+  void append_log(const std::string& line);
+
+ private:
+  std::filesystem::path path_;
+  std::ofstream metrics_;
+  std::ofstream log_;
+};
+
+}  // namespace mixt

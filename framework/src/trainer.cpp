@@ -1,0 +1,293 @@
+#include "trainer.h"
+
+#include <ATen/autocast_mode.h>
+#include <torch/nn/utils/clip_grad.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "checkpoint.h"
+#include "interrupt.h"
+#include "mixt/version.h"
+
+namespace mixt {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+}  // namespace
+
+Trainer::Trainer(Components& components, TrainerOptions options, RunDirectory* run, Progress& progress)
+    : c_(components), options_(std::move(options)), run_(run), progress_(progress) {}
+
+TrainResult Trainer::fit() {
+  TrainResult result;
+  const auto start = Clock::now();
+  for (; epoch_ < options_.epochs; ++epoch_) {
+    train_epoch(epoch_, result);
+    if (c_.val) {
+      const Evaluation eval = evaluate(*c_.val);
+      result.final_eval = eval;
+      char line[256];
+      std::snprintf(line, sizeof(line), "epoch %lld/%lld: val loss %.4f, val top-1 %.2f%% (%lld samples), %.1fs",
+                    static_cast<long long>(epoch_ + 1), static_cast<long long>(options_.epochs), eval.loss,
+                    100.0 * eval.top1, static_cast<long long>(eval.samples), seconds_since(start));
+      progress_.end_epoch(line);
+      if (run_) {
+        run_->append_log(line);
+        run_->append_metrics({{"event", "epoch"}, {"epoch", epoch_ + 1}, {"step", global_step_},
+                              {"val_loss", eval.loss}, {"val_top1", eval.top1},
+                              {"elapsed_s", seconds_since(start)}});
+      }
+    } else {
+      progress_.end_epoch("epoch " + std::to_string(epoch_ + 1) + "/" + std::to_string(options_.epochs) + " done");
+    }
+    batches_in_epoch_ = 0;
+    finish_epoch_checkpoint(epoch_);
+  }
+  result.train_seconds = seconds_since(start);
+  return result;
+}
+
+// One epoch. The optimizer step below is the precision contract of mixt/precision.h,
+// top to bottom: autocast forward, policy backward, optional unscale + clip, policy step,
+// policy update, scheduler only when the step was applied.
+void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
+  Dataset& data = *c_.train;
+  Model& model = *c_.model;
+  PrecisionPolicy& precision = *c_.precision;
+  Optimizer& optimizer = *c_.optimizer;
+  const at::DeviceType device_type = c_.device.type();
+  const std::int64_t accumulate = options_.accumulate;
+
+  std::int64_t steps = (data.batches_per_epoch() + accumulate - 1) / accumulate;
+  if (options_.max_steps_per_epoch > 0) steps = std::min(steps, options_.max_steps_per_epoch);
+
+  data.start_epoch(epoch);
+  // Resuming mid-epoch: the order of an epoch depends only on seed and epoch, so skipping
+  // the batches already trained on puts us exactly where the interrupted run stopped.
+  for (std::int64_t skip = 0; skip < batches_in_epoch_; ++skip) data.next_batch();
+  std::int64_t step = batches_in_epoch_ / accumulate;
+  progress_.start_epoch(epoch, options_.epochs, steps);
+  model.train();
+
+  const auto epoch_start = Clock::now();
+  std::int64_t epoch_samples = 0;
+  bool data_left = true;
+  while (step < steps && data_left) {
+    optimizer.zero_grad();
+    at::Tensor loss_sum;
+    std::int64_t micro_batches = 0;
+    for (; micro_batches < accumulate; ++micro_batches) {
+      std::optional<Batch> batch = data.next_batch();
+      if (!batch) {
+        data_left = false;
+        break;
+      }
+      const at::Tensor inputs = batch->inputs.to(c_.device, /*non_blocking=*/true);
+      const at::Tensor targets = batch->targets.to(c_.device, /*non_blocking=*/true);
+      at::Tensor loss;
+      {
+        AutocastScope scope = precision.autocast(device_type);
+        const at::Tensor logits = model.forward(inputs);
+        loss = at::cross_entropy_loss(logits, targets) / static_cast<double>(accumulate);
+      }
+      precision.backward(loss);
+      loss_sum = loss_sum.defined() ? loss_sum + loss.detach() : loss.detach();
+      epoch_samples += inputs.size(0);
+      ++batches_in_epoch_;
+    }
+    if (micro_batches == 0) break;
+
+    if (options_.clip_grad_norm > 0) {
+      precision.unscale(optimizer);
+      torch::nn::utils::clip_grad_norm_(optimizer.parameters(), options_.clip_grad_norm);
+    }
+    const bool applied = precision.step(optimizer);
+    precision.update();
+    if (applied && c_.scheduler) c_.scheduler->step();
+    ++step;
+    ++global_step_;
+    ++result.optimizer_steps;
+
+    if (progress_.wants(step) || step % options_.log_every == 0) {
+      // Scale back a partial accumulation so the shown loss is per-sample comparable.
+      const double loss_value = loss_sum.item<double>() * static_cast<double>(accumulate) /
+                                static_cast<double>(micro_batches);
+      const double samples_per_second = static_cast<double>(epoch_samples) / seconds_since(epoch_start);
+      if (progress_.wants(step)) progress_.show(step, loss_value, samples_per_second, precision.metrics());
+      if (step % options_.log_every == 0) log_step(epoch, step, loss_value, samples_per_second);
+    }
+    if (interrupt_requested()) {
+      if (run_) {
+        const fs::path file = run_->checkpoints() / "interrupted";
+        save_checkpoint(file);
+        progress_.note("\ninterrupted: checkpoint written to " + file.string() +
+                       " (continue with trainer.resume=" + run_->path().string() + ")");
+      }
+      throw Error(ErrorKind::interrupted, "interrupted");
+    }
+  }
+  result.samples += epoch_samples;
+}
+
+void Trainer::log_step(std::int64_t epoch, std::int64_t step, double loss, double samples_per_second) {
+  if (!run_) return;
+  nlohmann::json line = {{"event", "step"},
+                         {"epoch", epoch + 1},
+                         {"step", global_step_},
+                         {"epoch_step", step},
+                         {"loss", loss},
+                         {"lr", c_.optimizer->learning_rate()},
+                         {"samples_per_s", samples_per_second}};
+  for (const auto& [name, value] : c_.precision->metrics()) line[name] = value;
+  run_->append_metrics(line);
+}
+
+Evaluation Trainer::evaluate(Dataset& dataset) {
+  Model& model = *c_.model;
+  model.eval();
+  at::NoGradGuard no_grad;
+  dataset.start_epoch(0);
+  at::Tensor loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(c_.device));
+  at::Tensor correct = at::zeros({}, at::TensorOptions().dtype(at::kLong).device(c_.device));
+  std::int64_t samples = 0;
+  while (std::optional<Batch> batch = dataset.next_batch()) {
+    const at::Tensor inputs = batch->inputs.to(c_.device, true);
+    const at::Tensor targets = batch->targets.to(c_.device, true);
+    AutocastScope scope = c_.precision->autocast(c_.device.type());
+    const at::Tensor logits = model.forward(inputs);
+    loss_sum += at::cross_entropy_loss(logits.to(at::kFloat), targets, {}, at::Reduction::Sum).to(at::kDouble);
+    correct += logits.argmax(1).eq(targets).sum();
+    samples += inputs.size(0);
+  }
+  model.train();
+  Evaluation eval;
+  eval.samples = samples;
+  if (samples > 0) {
+    eval.loss = loss_sum.item<double>() / static_cast<double>(samples);
+    eval.top1 = static_cast<double>(correct.item<std::int64_t>()) / static_cast<double>(samples);
+  }
+  return eval;
+}
+
+void Trainer::save_checkpoint(const fs::path& file) {
+  torch::serialize::OutputArchive archive;
+  torch::serialize::OutputArchive model_archive, optimizer_archive, precision_archive, trainer_archive;
+  c_.model->save(model_archive);
+  c_.optimizer->save(optimizer_archive);
+  c_.precision->save(precision_archive);
+  archive.write("model", model_archive);
+  archive.write("optimizer", optimizer_archive);
+  archive.write("precision", precision_archive);
+  if (c_.scheduler) {
+    torch::serialize::OutputArchive scheduler_archive;
+    c_.scheduler->save(scheduler_archive);
+    archive.write("scheduler", scheduler_archive);
+  }
+  at::Tensor rng;
+  {
+    auto generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    rng = generator.get_state();
+  }
+  trainer_archive.write("epoch", c10::IValue(epoch_));
+  trainer_archive.write("batches_in_epoch", c10::IValue(batches_in_epoch_));
+  trainer_archive.write("global_step", c10::IValue(global_step_));
+  trainer_archive.write("cpu_rng_state", rng);
+  archive.write("trainer", trainer_archive);
+
+  nlohmann::json header = {{"mixt", version()},
+                           {"torch", TORCH_VERSION},
+                           {"epoch", epoch_},
+                           {"batches_in_epoch", batches_in_epoch_},
+                           {"global_step", global_step_},
+                           {"components", nlohmann::json::array()}};
+  for (const auto& r : c_.records) {
+    header["components"].push_back({{"kind", r.kind}, {"name", r.name}, {"plugin", r.plugin},
+                                    {"plugin_version", r.plugin_version}});
+  }
+  write_checkpoint(file, header, archive);
+}
+
+void Trainer::finish_epoch_checkpoint(std::int64_t epoch) {
+  if (!run_) return;
+  char name[32];
+  std::snprintf(name, sizeof(name), "epoch-%04lld", static_cast<long long>(epoch + 1));
+  const fs::path directory = run_->checkpoints();
+  // epoch_ is advanced by the caller after this; the checkpoint must say "start at the next".
+  ++epoch_;
+  save_checkpoint(directory / name);
+  --epoch_;
+  // `last` is a symlink replaced atomically (a new link renamed over the old one).
+  const fs::path link = directory / "last";
+  const fs::path temporary = directory / "last.tmp";
+  std::error_code ec;
+  fs::remove(temporary, ec);
+  fs::create_symlink(name, temporary);
+  fs::rename(temporary, link);
+  // Keep the newest k per-epoch checkpoints.
+  if (epoch + 1 > options_.keep_checkpoints) {
+    std::snprintf(name, sizeof(name), "epoch-%04lld", static_cast<long long>(epoch + 1 - options_.keep_checkpoints));
+    fs::remove(directory / name, ec);
+  }
+  fs::remove(directory / "interrupted", ec);
+}
+
+void Trainer::resume(const fs::path& path) {
+  const fs::path file = resolve_checkpoint(path);
+  CheckpointContents contents = read_checkpoint(file);
+  // The components must be the ones that wrote it: other names mean other tensors.
+  const auto& saved = contents.header.value("components", nlohmann::json::array());
+  for (const auto& r : c_.records) {
+    bool found = false;
+    for (const auto& s : saved) {
+      if (s.value("kind", "") == r.kind && s.value("name", "") == r.name) found = true;
+    }
+    if (!found && r.kind != "dataset") {
+      throw Error(ErrorKind::recipe,
+                  "checkpoint was not written by a run with " + r.kind + " '" + r.name + "'",
+                  SourceLocation{file.string()}, "trainer.resume",
+                  "resume with the recipe that wrote it (its run directory has recipe.yaml)");
+    }
+  }
+  try {
+    torch::serialize::InputArchive model_archive, optimizer_archive, precision_archive, trainer_archive;
+    contents.archive.read("model", model_archive);
+    c_.model->load(model_archive);
+    contents.archive.read("optimizer", optimizer_archive);
+    c_.optimizer->load(optimizer_archive);
+    contents.archive.read("precision", precision_archive);
+    c_.precision->load(precision_archive);
+    if (c_.scheduler) {
+      torch::serialize::InputArchive scheduler_archive;
+      if (contents.archive.try_read("scheduler", scheduler_archive)) c_.scheduler->load(scheduler_archive);
+    }
+    contents.archive.read("trainer", trainer_archive);
+    c10::IValue value;
+    trainer_archive.read("epoch", value);
+    epoch_ = value.toInt();
+    trainer_archive.read("batches_in_epoch", value);
+    batches_in_epoch_ = value.toInt();
+    trainer_archive.read("global_step", value);
+    global_step_ = value.toInt();
+    at::Tensor rng;
+    trainer_archive.read("cpu_rng_state", rng);
+    auto generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(rng);
+  } catch (const Error&) {
+    throw;
+  } catch (const c10::Error& e) {
+    throw Error(ErrorKind::recipe, std::string("checkpoint does not fit this recipe: ") + e.what_without_backtrace(),
+                SourceLocation{file.string()}, "trainer.resume");
+  }
+  progress_.note("resumed from " + file.string() + " at epoch " + std::to_string(epoch_ + 1) + ", step " +
+                 std::to_string(global_step_));
+}
+
+}  // namespace mixt

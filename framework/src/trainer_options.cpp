@@ -1,0 +1,45 @@
+#include "trainer_options.h"
+
+namespace mixt {
+
+TrainerOptions TrainerOptions::read(const Config& s) {
+  TrainerOptions o;
+  o.epochs = s.integer("epochs", o.epochs);
+  o.device = s.string("device", o.device);
+  o.seed = static_cast<std::uint64_t>(s.integer("seed", static_cast<std::int64_t>(o.seed)));
+  o.threads = s.integer("threads", o.threads);
+  o.log_every = s.integer("log_every", o.log_every);
+  o.accumulate = s.integer("accumulate", o.accumulate);
+  o.clip_grad_norm = s.number("clip_grad_norm", o.clip_grad_norm);
+  o.max_steps_per_epoch = s.integer("max_steps_per_epoch", o.max_steps_per_epoch);
+  o.keep_checkpoints = s.integer("keep_checkpoints", o.keep_checkpoints);
+  o.resume = s.string("resume", o.resume);
+  if (o.epochs < 1) s.fail("epochs", "must be at least 1");
+  if (o.threads < 0) s.fail("threads", "must be 0 (LibTorch's default) or more");
+  if (o.log_every < 1) s.fail("log_every", "must be at least 1");
+  if (o.accumulate < 1) s.fail("accumulate", "must be at least 1");
+  if (o.clip_grad_norm < 0) s.fail("clip_grad_norm", "must be 0 (off) or positive");
+  if (o.max_steps_per_epoch < 0) s.fail("max_steps_per_epoch", "must be 0 (all) or positive");
+  if (o.keep_checkpoints < 1) s.fail("keep_checkpoints", "must be at least 1");
+  return o;
+}
+
+at::Device resolve_device(const std::string& text, const Config& section) {
+  const bool cuda_usable = at::hasCUDA() && at::getNumGPUs() > 0;
+  if (text == "auto") return cuda_usable ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+  if (text == "cpu") return at::kCPU;
+  if (text.rfind("cuda", 0) == 0) {
+    if (!cuda_usable) {
+      section.fail("device", "'" + text + "' requested, but no CUDA device is usable here",
+                   "use device: cpu, or device: auto");
+    }
+    try {
+      return at::Device(text);
+    } catch (const std::exception&) {
+      section.fail("device", "not a device: '" + text + "'", "write cuda or cuda:N");
+    }
+  }
+  section.fail("device", "unknown device '" + text + "'", "use auto, cpu, cuda or cuda:N");
+}
+
+}  // namespace mixt

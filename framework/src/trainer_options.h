@@ -1,0 +1,31 @@
+// The `trainer:` section of a recipe.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <string>
+
+#include "mixt/config.h"
+
+namespace mixt {
+
+struct TrainerOptions {
+  std::int64_t epochs = 1;
+  std::string device = "auto";          // auto | cpu | cuda | cuda:N
+  std::uint64_t seed = 0;
+  std::int64_t threads = 0;             // intra-op threads; 0 keeps LibTorch's default
+  std::int64_t log_every = 50;          // optimizer steps between metric lines
+  std::int64_t accumulate = 1;          // micro-batches per optimizer step
+  double clip_grad_norm = 0.0;          // 0 = no clipping
+  std::int64_t max_steps_per_epoch = 0; // 0 = the whole dataset
+  std::int64_t keep_checkpoints = 2;    // per-epoch checkpoints kept (plus `last`)
+  std::string resume;                   // checkpoint file or run directory
+
+  static TrainerOptions read(const Config& section);
+};
+
+// "auto" picks CUDA when a GPU is usable, else the CPU. Errors name the recipe key.
+at::Device resolve_device(const std::string& text, const Config& section);
+
+}  // namespace mixt

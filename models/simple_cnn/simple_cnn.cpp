@@ -1,0 +1,85 @@
+// models/simple_cnn — a small convolutional net for 28x28 inputs (Fashion-MNIST, MNIST):
+//   [conv3x3 -> ReLU -> maxpool2] x len(channels) -> flatten -> linear(hidden) -> ReLU
+//   -> dropout -> linear(num_classes)
+// Parameter names follow torch.nn.Sequential numbering (features.0.weight, ...) so the
+// same net written in Python has the same state_dict keys.
+#include <mixt/plugin.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/pooling.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/container/functional.h>
+
+namespace {
+
+class SimpleCnn : public mixt::Model {
+ public:
+  SimpleCnn(std::int64_t in_channels, std::int64_t height, std::int64_t width,
+            const std::vector<std::int64_t>& channels, std::int64_t hidden, double dropout,
+            std::int64_t num_classes) {
+    torch::nn::Sequential features;
+    std::int64_t previous = in_channels;
+    for (std::int64_t out : channels) {
+      features->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(previous, out, 3).padding(1)));
+      features->push_back(torch::nn::ReLU());
+      features->push_back(torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(2)));
+      previous = out;
+      height /= 2;
+      width /= 2;
+    }
+    torch::nn::Sequential classifier;
+    classifier->push_back(torch::nn::Linear(previous * height * width, hidden));
+    classifier->push_back(torch::nn::ReLU());
+    classifier->push_back(torch::nn::Dropout(dropout));
+    classifier->push_back(torch::nn::Linear(hidden, num_classes));
+    features_ = register_module("features", features);
+    classifier_ = register_module("classifier", classifier);
+  }
+
+  at::Tensor forward(const at::Tensor& input) override {
+    return classifier_->forward(features_->forward(input).flatten(1));
+  }
+
+ private:
+  torch::nn::Sequential features_{nullptr};
+  torch::nn::Sequential classifier_{nullptr};
+};
+
+std::shared_ptr<mixt::Model> make_simple_cnn(const mixt::Config& c, const mixt::ModelContext& context) {
+  const std::int64_t num_classes = c.integer("num_classes", context.num_classes > 0 ? context.num_classes : 10);
+  const std::vector<std::int64_t> channels = c.integers("channels", {32, 64});
+  const std::int64_t hidden = c.integer("hidden", 128);
+  const double dropout = c.number("dropout", 0.0);
+  std::vector<std::int64_t> shape = context.sample_shape.empty() ? std::vector<std::int64_t>{1, 28, 28}
+                                                                 : context.sample_shape;
+  if (shape.size() != 3) {
+    c.fail("name", "simple_cnn takes images (C x H x W), but the dataset delivers samples of " +
+                       std::to_string(shape.size()) + " dimensions");
+  }
+  if (num_classes < 1) c.fail("num_classes", "must be at least 1");
+  if (channels.empty()) c.fail("channels", "needs at least one convolution");
+  if (hidden < 1) c.fail("hidden", "must be at least 1");
+  if (dropout < 0 || dropout >= 1) c.fail("dropout", "must be in [0, 1)");
+  const std::int64_t shrink = std::int64_t{1} << channels.size();
+  if (shape[1] < shrink || shape[2] < shrink) {
+    c.fail("channels", "too many pooling stages for " + std::to_string(shape[1]) + "x" + std::to_string(shape[2]) +
+                           " inputs");
+  }
+  return std::make_shared<SimpleCnn>(shape[0], shape[1], shape[2], channels, hidden, dropout, num_classes);
+}
+
+void register_components(mixt::Registrar& registrar) {
+  registrar.add_model("simple_cnn",
+                      {"small conv net for 28x28 images (Fashion-MNIST)",
+                       {{"num_classes", "from the dataset", "output classes"},
+                        {"channels", "[32, 64]", "channels of each conv3x3+pool stage"},
+                        {"hidden", "128", "width of the hidden linear layer"},
+                        {"dropout", "0.0", "dropout before the last layer"}}},
+                      make_simple_cnn);
+}
+
+}  // namespace
+
+MIXT_PLUGIN("simple_cnn", "1.0.0", register_components)

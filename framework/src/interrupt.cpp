@@ -26,5 +26,6 @@ void install_interrupt_handlers() {
 
 bool interrupt_requested() { return g_signals.load() > 0; }
 void request_interrupt() { g_signals.fetch_add(1); }
+void clear_interrupt_request() { g_signals.store(0); }
 
 }  // namespace mixt

@@ -5,5 +5,6 @@
 namespace mixt {
 void install_interrupt_handlers();
 bool interrupt_requested();
-void request_interrupt();  // for tests
+void request_interrupt();        // what the signal handler does; also for tests
+void clear_interrupt_request();  // for tests
 }  // namespace mixt

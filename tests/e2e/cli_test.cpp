@@ -1,0 +1,285 @@
+// End to end: the real `mixt` binary on real (small) data, and every kind of bad input
+// answered with one clear message and exit code 2 — never a raw library message, an
+// abort or a core dump.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "test_support.h"
+
+namespace mixt {
+namespace {
+
+using testing::CommandResult;
+using testing::run_mixt;
+using testing::TempDir;
+namespace fs = std::filesystem;
+
+const std::string kFixtures = MIXT_FIXTURE_PLUGIN_DIR;
+
+// A small but real Fashion-MNIST recipe: 1024 training and 512 test images.
+const std::string kTinyRecipe = R"(name: tiny
+model:     { name: simple_cnn, channels: [8, 16], hidden: 32 }
+precision: { name: fp32 }
+optimizer: { name: sgd, lr: 0.05, momentum: 0.9 }
+data:
+  train: { name: fashion_mnist, split: train, batch_size: 64, limit: 1024 }
+  val:   { name: fashion_mnist, split: test, batch_size: 256, limit: 512 }
+trainer: { epochs: 2, seed: 0, threads: 1, log_every: 4 }
+output: runs
+)";
+
+void expect_clean_failure(const CommandResult& result, const std::string& expected) {
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("mixt: error: " + expected), std::string::npos) << result.output;
+  EXPECT_EQ(result.output.find("terminate called"), std::string::npos) << result.output;
+  EXPECT_EQ(result.output.find("Exception raised from"), std::string::npos) << result.output;
+  EXPECT_EQ(result.output.find("what():"), std::string::npos) << result.output;
+}
+
+CommandResult check_recipe(const TempDir& dir, const std::string& text, std::vector<std::string> extra = {}) {
+  dir.write("r.yaml", text);
+  std::vector<std::string> args = {"check", "r.yaml"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run_mixt(args, dir.path());
+}
+
+TEST(Cli, VersionNamesMixtLibTorchAndCuda) {
+  const CommandResult result = run_mixt({"--version"});
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_NE(result.output.find("mixt 0.1.0"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("LibTorch 2.11.0"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("CUDA"), std::string::npos) << result.output;
+}
+
+TEST(Cli, HelpEverywhereAndBadUsageIsExitTwo) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"--help"}, {"run", "--help"}, {"check", "--help"}, {"list", "--help"},
+                                             {"describe", "--help"}}) {
+    const CommandResult result = run_mixt(args);
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_NE(result.output.find("Usage"), std::string::npos) << result.output;
+  }
+  EXPECT_EQ(run_mixt({}).exit_code, 2);
+  EXPECT_EQ(run_mixt({"frobnicate"}).exit_code, 2);
+  EXPECT_EQ(run_mixt({"run"}).exit_code, 2);
+}
+
+TEST(Cli, ListAndDescribe) {
+  const CommandResult list = run_mixt({"list"});
+  EXPECT_EQ(list.exit_code, 0);
+  for (const char* name : {"simple_cnn", "sgd", "adamw", "fp32", "fashion_mnist", "libmixt_optimizer_sgd.so"}) {
+    EXPECT_NE(list.output.find(name), std::string::npos) << name << "\n" << list.output;
+  }
+  const CommandResult optimizers = run_mixt({"list", "optimizer", "s*"});
+  EXPECT_NE(optimizers.output.find("sgd"), std::string::npos);
+  EXPECT_EQ(optimizers.output.find("adamw"), std::string::npos) << optimizers.output;
+
+  const CommandResult describe = run_mixt({"describe", "optimizer", "sgd"});
+  EXPECT_EQ(describe.exit_code, 0);
+  EXPECT_NE(describe.output.find("momentum"), std::string::npos) << describe.output;
+  EXPECT_NE(describe.output.find("(required)"), std::string::npos) << describe.output;
+
+  const CommandResult unknown = run_mixt({"describe", "optimizer", "sdg"});
+  expect_clean_failure(unknown, "unknown optimizer 'sdg'");
+  EXPECT_NE(unknown.output.find("did you mean 'sgd'?"), std::string::npos) << unknown.output;
+  expect_clean_failure(run_mixt({"list", "modle"}), "unknown component kind 'modle'");
+}
+
+TEST(Cli, CheckAcceptsTheShippedRecipe) {
+  const CommandResult result = run_mixt({"check", MIXT_SOURCE_DIR "/recipes/fashion_mnist.yaml"});
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find(": ok"), std::string::npos) << result.output;
+}
+
+// --- bad input, one test each -------------------------------------------------------
+
+TEST(CliBadInput, YamlSyntaxError) {
+  TempDir dir;
+  const auto result = check_recipe(dir, "model: {name: simple_cnn\ntrainer: {epochs: 1}\n");
+  expect_clean_failure(result, "r.yaml:");
+  EXPECT_NE(result.output.find("YAML syntax error"), std::string::npos) << result.output;
+}
+
+TEST(CliBadInput, WrongType) {
+  TempDir dir;
+  const std::string recipe = testing::replace_once(kTinyRecipe, "lr: 0.05", "lr: fast");
+  // Line 4, column 29: counted in kTinyRecipe by hand.
+  expect_clean_failure(check_recipe(dir, recipe), "r.yaml:4:29: optimizer.lr: expected a number, got \"fast\"");
+}
+
+TEST(CliBadInput, UnknownKey) {
+  TempDir dir;
+  const std::string recipe = testing::replace_once(kTinyRecipe, "momentum", "momentun");
+  const auto result = check_recipe(dir, recipe);
+  expect_clean_failure(result, "r.yaml:4:35: optimizer.momentun: unknown key 'momentun' in 'optimizer'");
+  EXPECT_NE(result.output.find("did you mean 'momentum'?"), std::string::npos) << result.output;
+}
+
+TEST(CliBadInput, UnknownComponent) {
+  TempDir dir;
+  const std::string recipe = testing::replace_once(kTinyRecipe, "simple_cnn", "simple_ccn");
+  const auto result = check_recipe(dir, recipe);
+  expect_clean_failure(result, "r.yaml:2:20: model.name: unknown model 'simple_ccn'");
+  EXPECT_NE(result.output.find("did you mean 'simple_cnn'?"), std::string::npos) << result.output;
+}
+
+TEST(CliBadInput, MissingBaseFile) {
+  TempDir dir;
+  expect_clean_failure(check_recipe(dir, "base: base/missing.yaml\n" + kTinyRecipe),
+                       "r.yaml:1:7: base: base file not found: ");
+}
+
+TEST(CliBadInput, BaseCycle) {
+  TempDir dir;
+  dir.write("other.yaml", "base: r.yaml\n");
+  const auto result = check_recipe(dir, "base: other.yaml\n" + kTinyRecipe);
+  expect_clean_failure(result, "other.yaml:1:7: base: base: cycle: r.yaml -> other.yaml -> r.yaml");
+}
+
+TEST(CliBadInput, OverrideOfAKeyThatDoesNotExist) {
+  TempDir dir;
+  const auto result = check_recipe(dir, kTinyRecipe, {"trainer.epoch=3"});
+  expect_clean_failure(result, "command line 'trainer.epoch=3': trainer.epoch: unknown key 'epoch' in 'trainer'");
+  EXPECT_NE(result.output.find("did you mean 'epochs'?"), std::string::npos) << result.output;
+}
+
+TEST(CliBadInput, PluginPathThatDoesNotExist) {
+  TempDir dir;
+  expect_clean_failure(check_recipe(dir, "plugins: [plugins/libnothing.so]\n" + kTinyRecipe),
+                       "plugins/libnothing.so: plugin file not found");
+}
+
+TEST(CliBadInput, PluginThatIsNotASharedLibrary) {
+  TempDir dir;
+  expect_clean_failure(check_recipe(dir, "plugins: [" + kFixtures + "/libmixt_fixture_text.so]\n" + kTinyRecipe),
+                       kFixtures + "/libmixt_fixture_text.so: not a loadable shared library");
+}
+
+TEST(CliBadInput, SharedLibraryThatIsNotAPlugin) {
+  TempDir dir;
+  expect_clean_failure(check_recipe(dir, "plugins: [" + kFixtures + "/libfixture_not_a_plugin.so]\n" + kTinyRecipe),
+                       kFixtures + "/libfixture_not_a_plugin.so: not a mixt plugin");
+}
+
+TEST(CliBadInput, PluginBuiltForAnotherAbi) {
+  TempDir dir;
+  const auto result = check_recipe(dir, "plugins: [" + kFixtures + "/libmixt_fixture_wrong_abi.so]\n" + kTinyRecipe);
+  expect_clean_failure(result, kFixtures + "/libmixt_fixture_wrong_abi.so: incompatible plugin: built for plugin ABI");
+  EXPECT_NE(result.output.find("hint: rebuild the plugin against mixt 0.1.0"), std::string::npos) << result.output;
+}
+
+TEST(CliBadInput, TwoPluginsRegisteringTheSameName) {
+  TempDir dir;
+  const auto result = check_recipe(dir, "plugins: [" + kFixtures + "/libmixt_fixture_duplicate.so]\n" + kTinyRecipe);
+  expect_clean_failure(result, kFixtures + "/libmixt_fixture_duplicate.so: optimizer 'sgd' is registered twice");
+  EXPECT_NE(result.output.find("libmixt_optimizer_sgd.so"), std::string::npos) << result.output;
+}
+
+TEST(CliBadInput, FactoryThatThrows) {
+  TempDir dir;
+  const std::string recipe = testing::replace_once(kTinyRecipe, "{ name: simple_cnn, channels: [8, 16], hidden: 32 }", "{ name: exploding_model }");
+  const auto result = check_recipe(dir, "plugins: [" + kFixtures + "/libmixt_fixture_throwing_factory.so]\n" + recipe);
+  expect_clean_failure(result, kFixtures + "/libmixt_fixture_throwing_factory.so: model 'exploding_model' (plugin "
+                                           "'fixture_throwing_factory') failed to build: boom: out of coffee");
+}
+
+TEST(CliBadInput, DatasetRootThatDoesNotExist) {
+  TempDir dir;
+  const std::string recipe = testing::replace_once(kTinyRecipe, "split: train,", "root: /no/such/dir,");
+  expect_clean_failure(check_recipe(dir, recipe),
+                       "r.yaml:6:39: data.train.root: dataset root does not exist: /no/such/dir");
+}
+
+TEST(CliBadInput, RecipeFileThatDoesNotExist) {
+  TempDir dir;
+  expect_clean_failure(run_mixt({"run", "nope.yaml"}, dir.path()), "nope.yaml: recipe file not found");
+}
+
+// --- real runs -------------------------------------------------------------------------
+
+fs::path only_run_directory(const fs::path& runs) {
+  std::vector<fs::path> found;
+  for (const auto& item : fs::directory_iterator(runs)) found.push_back(item.path());
+  EXPECT_EQ(found.size(), 1u);
+  return found.empty() ? fs::path() : found.front();
+}
+
+TEST(CliRun, TrainsWritesTheRunDirectoryAndResumes) {
+  TempDir dir;
+  dir.write("tiny.yaml", kTinyRecipe);
+  const CommandResult result = run_mixt({"run", "tiny.yaml"}, dir.path());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("test accuracy: "), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("epoch 2/2: val loss"), std::string::npos) << result.output;
+
+  const fs::path run = only_run_directory(dir.path() / "runs" / "tiny");
+  ASSERT_TRUE(fs::exists(run / "recipe.yaml"));
+  ASSERT_TRUE(fs::exists(run / "checkpoints" / "last"));
+  EXPECT_TRUE(fs::exists(run / "checkpoints" / "epoch-0001"));
+  EXPECT_TRUE(fs::exists(run / "log.txt"));
+  // metrics.jsonl: one JSON object per line; 16 steps per epoch, logged every 4.
+  std::istringstream metrics(testing::read_file(run / "metrics.jsonl"));
+  int steps = 0, epochs = 0;
+  for (std::string line; std::getline(metrics, line);) {
+    const auto record = nlohmann::json::parse(line);
+    if (record["event"] == "step") ++steps;
+    if (record["event"] == "epoch") {
+      ++epochs;
+      EXPECT_GT(record["val_top1"].get<double>(), 0.3);  // 10 classes: chance is 0.1
+    }
+  }
+  EXPECT_EQ(steps, 8);
+  EXPECT_EQ(epochs, 2);
+
+  // The resolved recipe is itself a valid recipe.
+  const CommandResult check = run_mixt({"check", (run / "recipe.yaml").string()}, dir.path());
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+
+  // Resume: one more epoch from the last checkpoint.
+  const CommandResult resumed =
+      run_mixt({"run", "tiny.yaml", "trainer.epochs=3", "trainer.resume=" + run.string()}, dir.path());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from"), std::string::npos) << resumed.output;
+  EXPECT_NE(resumed.output.find("epoch 3/3: val loss"), std::string::npos) << resumed.output;
+  EXPECT_EQ(resumed.output.find("epoch 1/3: val loss"), std::string::npos) << resumed.output;
+}
+
+TEST(CliRun, SigintWritesACheckpointAndExits130) {
+  TempDir dir;
+  const std::string recipe = testing::replace_once(kTinyRecipe, "epochs: 2", "epochs: 1000");
+  dir.write("long.yaml", recipe);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (::chdir(dir.path().c_str()) != 0) ::_exit(99);
+    const int log = ::open("out.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(log, 1);
+    ::dup2(log, 2);
+    ::execl(MIXT_EXECUTABLE, "mixt", "run", "long.yaml", static_cast<char*>(nullptr));
+    ::_exit(98);
+  }
+  // Wait until training is under way (the first epoch's checkpoint is written).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  bool started = false;
+  while (!started && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    started = testing::read_file(dir.path() / "out.txt").find("epoch 2/1000") != std::string::npos;
+  }
+  ASSERT_TRUE(started) << testing::read_file(dir.path() / "out.txt");
+  ::kill(child, SIGINT);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130) << testing::read_file(dir.path() / "out.txt");
+  const fs::path run = only_run_directory(dir.path() / "runs" / "tiny");
+  EXPECT_TRUE(fs::exists(run / "checkpoints" / "interrupted"));
+  EXPECT_TRUE(fs::exists(run / "checkpoints" / "last"));
+}
+
+}  // namespace
+}  // namespace mixt

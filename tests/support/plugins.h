@@ -1,0 +1,16 @@
+// Loads the in-tree plugins of this build into a registry, for tests that build real
+// components.
+#pragma once
+
+#include "plugin_loader.h"
+#include "registry.h"
+
+namespace mixt::testing {
+
+struct BuiltPlugins {
+  Registry registry;
+  PluginLoader loader{registry};
+  BuiltPlugins() { loader.load_directory(MIXT_PLUGIN_DIR, [](const std::string&) {}); }
+};
+
+}  // namespace mixt::testing

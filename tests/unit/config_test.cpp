@@ -1,0 +1,85 @@
+// Config: typed option reads with file:line:column errors, and the unknown-key check.
+#include "mixt/config.h"
+
+#include <gtest/gtest.h>
+
+#include "recipe_loader.h"
+
+namespace mixt {
+namespace {
+
+Config section_of(const std::string& yaml, const std::string& key, RecipeNodePtr* root_out = nullptr) {
+  RecipeNodePtr root = parse_yaml(yaml, "r.yaml");
+  if (root_out) *root_out = root;
+  return Config(root, "").section(key);
+}
+
+TEST(Config, ReadsTypedValuesAndFallbacks) {
+  const Config c = section_of(
+      "optimizer:\n  lr: 0.25\n  steps: 12\n  nesterov: true\n  name: sgd\n  betas: [0.5, 0.75]\n"
+      "  tags: [a, b]\n  quoted: \"3\"\n",
+      "optimizer");
+  EXPECT_DOUBLE_EQ(c.number("lr"), 0.25);
+  EXPECT_EQ(c.integer("steps"), 12);
+  EXPECT_TRUE(c.boolean("nesterov", false));
+  EXPECT_EQ(c.string("name"), "sgd");
+  EXPECT_EQ(c.numbers("betas", {}), (std::vector<double>{0.5, 0.75}));
+  EXPECT_EQ(c.strings("tags", {}), (std::vector<std::string>{"a", "b"}));
+  EXPECT_DOUBLE_EQ(c.number("absent", 7.5), 7.5);
+  EXPECT_EQ(c.path(), "optimizer");
+  // An integer is a number too; a quoted "3" is a string, not a number.
+  EXPECT_DOUBLE_EQ(c.number("steps"), 12.0);
+  EXPECT_THROW(c.number("quoted"), Error);
+}
+
+TEST(Config, WrongTypeNamesFileLineColumnAndKeyPath) {
+  const Config c = section_of("model: {name: x}\noptimizer:\n  name: sgd\n  lr: fast\n", "optimizer");
+  try {
+    c.number("lr");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    // "fast" starts on line 4, column 7 (counted by hand).
+    EXPECT_STREQ(e.what(), "r.yaml:4:7: optimizer.lr: expected a number, got \"fast\"");
+    EXPECT_EQ(e.exit_code(), 2);
+  }
+}
+
+TEST(Config, MissingRequiredOptionIsAnError) {
+  const Config c = section_of("optimizer:\n  name: sgd\n", "optimizer");
+  EXPECT_THROW(c.number("lr"), Error);
+}
+
+TEST(Config, IntegerRejectsFractions) {
+  const Config c = section_of("t:\n  epochs: 2.5\n", "t");
+  EXPECT_THROW(c.integer("epochs"), Error);
+}
+
+TEST(Config, UnknownKeyIsReportedWithClosestKnownKey) {
+  RecipeNodePtr root;
+  const Config c = section_of("trainer:\n  epochs: 2\n  seeed: 3\n", "trainer", &root);
+  c.integer("epochs", 1);
+  c.integer("seed", 0);
+  try {
+    check_unknown_keys(*root);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "r.yaml:3:3: trainer.seeed: unknown key 'seeed' in 'trainer'");
+    EXPECT_NE(e.hint().find("did you mean 'seed'?"), std::string::npos) << e.hint();
+  }
+}
+
+TEST(Config, AllKeysReadPassesTheCheck) {
+  RecipeNodePtr root;
+  const Config c = section_of("trainer:\n  epochs: 2\n", "trainer", &root);
+  c.integer("epochs", 1);
+  EXPECT_NO_THROW(check_unknown_keys(*root));
+}
+
+TEST(Config, KeysOfAnUnopenedTopLevelSectionAreUnknown) {
+  RecipeNodePtr root = parse_yaml("trainer: {epochs: 2}\ntrainr: {seed: 1}\n", "r.yaml");
+  Config(root, "").section("trainer").integer("epochs", 1);
+  EXPECT_THROW(check_unknown_keys(*root), Error);
+}
+
+}  // namespace
+}  // namespace mixt

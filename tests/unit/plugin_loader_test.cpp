@@ -1,0 +1,120 @@
+// The plugin loader against the fixture plugins in tests/fixtures/plugins/ (broken on
+// purpose) and the real in-tree plugins.
+#include "plugin_loader.h"
+
+#include <gtest/gtest.h>
+
+#include "test_support.h"
+
+namespace mixt {
+namespace {
+
+const std::string kFixtures = MIXT_FIXTURE_PLUGIN_DIR;
+
+std::string load_error(const std::string& file) {
+  Registry registry;
+  PluginLoader loader(registry);
+  try {
+    loader.load(file);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 2);
+    return std::string(e.what()) + "\nhint: " + e.hint();
+  }
+  return "no error";
+}
+
+TEST(PluginLoader, LoadsAGoodPluginAndRegistersItsComponents) {
+  Registry registry;
+  PluginLoader loader(registry);
+  loader.load(kFixtures + "/libmixt_fixture_good.so");
+  ASSERT_EQ(loader.loaded().size(), 1u);
+  EXPECT_EQ(loader.loaded()[0].name, "fixture_good");
+  EXPECT_EQ(loader.loaded()[0].version, "0.0.1");
+  ASSERT_NE(registry.find(ComponentKind::precision, "fixture_policy"), nullptr);
+  loader.load(kFixtures + "/libmixt_fixture_good.so");  // a second load is a no-op
+  EXPECT_EQ(loader.loaded().size(), 1u);
+}
+
+TEST(PluginLoader, MissingFile) {
+  const std::string error = load_error(kFixtures + "/libmixt_nothing_here.so");
+  EXPECT_NE(error.find("libmixt_nothing_here.so: plugin file not found"), std::string::npos) << error;
+}
+
+TEST(PluginLoader, FileThatIsNotASharedLibrary) {
+  const std::string error = load_error(kFixtures + "/libmixt_fixture_text.so");
+  EXPECT_NE(error.find("libmixt_fixture_text.so: not a loadable shared library"), std::string::npos) << error;
+}
+
+TEST(PluginLoader, SharedLibraryWithoutEntryPoint) {
+  const std::string error = load_error(kFixtures + "/libfixture_not_a_plugin.so");
+  EXPECT_NE(error.find("not a mixt plugin: no entry point 'mixt_plugin_info'"), std::string::npos) << error;
+}
+
+TEST(PluginLoader, WrongAbiNamesBothVersionsAndTheFix) {
+  const std::string error = load_error(kFixtures + "/libmixt_fixture_wrong_abi.so");
+  const std::string plugin_abi = std::to_string(MIXT_ABI_MAJOR + 1) + ".0";
+  const std::string host_abi = std::to_string(MIXT_ABI_MAJOR) + "." + std::to_string(MIXT_ABI_MINOR);
+  EXPECT_NE(error.find("libmixt_fixture_wrong_abi.so: incompatible plugin: built for plugin ABI " + plugin_abi),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("supports plugin ABI " + host_abi), std::string::npos) << error;
+  EXPECT_NE(error.find("rebuild the plugin against mixt"), std::string::npos) << error;
+}
+
+TEST(PluginLoader, WrongBuildFingerprintNamesBoth) {
+  const std::string error = load_error(kFixtures + "/libmixt_fixture_wrong_fingerprint.so");
+  EXPECT_NE(error.find("built with [torch 1.13.1; cxx11abi 0; cuda 0; gcc 9]"), std::string::npos) << error;
+  EXPECT_NE(error.find(std::string("this mixt with [") + build_fingerprint() + "]"), std::string::npos) << error;
+}
+
+TEST(PluginLoader, EmptyDescriptorFieldIsRejected) {
+  const std::string error = load_error(kFixtures + "/libmixt_fixture_empty_field.so");
+  EXPECT_NE(error.find("descriptor has an empty field"), std::string::npos) << error;
+}
+
+TEST(PluginLoader, DuplicateComponentNamesBothFiles) {
+  Registry registry;
+  PluginLoader loader(registry);
+  loader.load(MIXT_PLUGIN_DIR "/libmixt_optimizer_sgd.so");
+  try {
+    loader.load(kFixtures + "/libmixt_fixture_duplicate.so");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("optimizer 'sgd' is registered twice"), std::string::npos) << what;
+    EXPECT_NE(what.find("libmixt_optimizer_sgd.so"), std::string::npos) << what;
+    EXPECT_NE(what.find("libmixt_fixture_duplicate.so"), std::string::npos) << what;
+  }
+}
+
+TEST(PluginLoader, DirectoryScanWarnsAndSkipsBadFiles) {
+  testing::TempDir dir;
+  std::filesystem::copy_file(kFixtures + "/libmixt_fixture_good.so", dir.path() / "libmixt_good.so");
+  std::filesystem::copy_file(kFixtures + "/libmixt_fixture_text.so", dir.path() / "libmixt_text.so");
+  std::filesystem::copy_file(kFixtures + "/libmixt_fixture_wrong_abi.so", dir.path() / "libmixt_wrong_abi.so");
+  Registry registry;
+  PluginLoader loader(registry);
+  std::vector<std::string> warnings;
+  loader.load_directory(dir.path(), [&](const std::string& w) { warnings.push_back(w); });
+  EXPECT_EQ(loader.loaded().size(), 1u);
+  EXPECT_EQ(warnings.size(), 2u);
+}
+
+TEST(PluginLoader, TheInTreePluginsAllLoad) {
+  Registry registry;
+  PluginLoader loader(registry);
+  std::vector<std::string> warnings;
+  loader.load_directory(MIXT_PLUGIN_DIR, [&](const std::string& w) { warnings.push_back(w); });
+  EXPECT_TRUE(warnings.empty()) << warnings.front();
+  for (const auto& [kind, name] : std::vector<std::pair<ComponentKind, std::string>>{
+           {ComponentKind::precision, "fp32"},
+           {ComponentKind::optimizer, "sgd"},
+           {ComponentKind::optimizer, "adamw"},
+           {ComponentKind::model, "simple_cnn"},
+           {ComponentKind::dataset, "fashion_mnist"}}) {
+    EXPECT_NE(registry.find(kind, name), nullptr) << name;
+  }
+}
+
+}  // namespace
+}  // namespace mixt

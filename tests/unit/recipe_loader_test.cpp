@@ -1,0 +1,144 @@
+// Recipes: base: inheritance, _delete_, overrides, and the errors of each.
+#include "recipe_loader.h"
+
+#include <gtest/gtest.h>
+
+#include "test_support.h"
+
+namespace mixt {
+namespace {
+
+using testing::TempDir;
+
+std::string scalar_at(const Recipe& recipe, const std::string& section, const std::string& key) {
+  return recipe.config().section(section).string(key);
+}
+
+TEST(RecipeLoader, BaseMapsMergeDeeplyAndTheChildWins) {
+  TempDir dir;
+  dir.write("base/common.yaml",
+            "optimizer: {name: sgd, lr: 0.1, momentum: 0.9}\ntrainer: {epochs: 10, seed: 1}\n");
+  const auto file = dir.write("child.yaml", "base: base/common.yaml\noptimizer: {lr: 0.5}\n");
+  const Recipe recipe = load_recipe(file);
+  EXPECT_EQ(scalar_at(recipe, "optimizer", "lr"), "0.5");
+  EXPECT_EQ(scalar_at(recipe, "optimizer", "momentum"), "0.9");
+  EXPECT_EQ(scalar_at(recipe, "optimizer", "name"), "sgd");
+  EXPECT_EQ(scalar_at(recipe, "trainer", "epochs"), "10");
+  EXPECT_EQ(recipe.root->find("base"), nullptr);
+}
+
+TEST(RecipeLoader, ListOfBasesLaterOnesWin) {
+  TempDir dir;
+  dir.write("a.yaml", "trainer: {epochs: 1, seed: 1}\n");
+  dir.write("b.yaml", "trainer: {epochs: 2}\n");
+  const auto file = dir.write("c.yaml", "base: [a.yaml, b.yaml]\n");
+  const Recipe recipe = load_recipe(file);
+  EXPECT_EQ(scalar_at(recipe, "trainer", "epochs"), "2");
+  EXPECT_EQ(scalar_at(recipe, "trainer", "seed"), "1");
+}
+
+TEST(RecipeLoader, DeleteDropsWhatWasInherited) {
+  TempDir dir;
+  dir.write("base.yaml", "optimizer: {name: sgd, lr: 0.1, momentum: 0.9}\n");
+  const auto file = dir.write("child.yaml", "base: base.yaml\noptimizer: {_delete_: true, name: adamw}\n");
+  const Recipe recipe = load_recipe(file);
+  const RecipeNode& optimizer = *recipe.root->find("optimizer")->value;
+  ASSERT_EQ(optimizer.entries.size(), 1u);
+  EXPECT_EQ(optimizer.entries[0].key, "name");
+  EXPECT_EQ(optimizer.entries[0].value->scalar, "adamw");
+}
+
+TEST(RecipeLoader, ListsReplaceRatherThanMerge) {
+  TempDir dir;
+  dir.write("base.yaml", "model: {channels: [1, 2, 3]}\n");
+  const auto file = dir.write("child.yaml", "base: base.yaml\nmodel: {channels: [4]}\n");
+  EXPECT_EQ(load_recipe(file).config().section("model").integers("channels", {}), (std::vector<std::int64_t>{4}));
+}
+
+TEST(RecipeLoader, OverridesAreParsedAsYaml) {
+  TempDir dir;
+  const auto file = dir.write("r.yaml", "optimizer: {name: sgd, lr: 0.1}\n");
+  const Recipe recipe = load_recipe(file, {"optimizer.lr=0.01", "trainer.epochs=3", "model.channels=[8, 16]"});
+  EXPECT_DOUBLE_EQ(recipe.config().section("optimizer").number("lr"), 0.01);
+  EXPECT_EQ(recipe.config().section("trainer").integer("epochs"), 3);
+  EXPECT_EQ(recipe.config().section("model").integers("channels", {}), (std::vector<std::int64_t>{8, 16}));
+}
+
+TEST(RecipeLoader, OverrideOfAKeyNobodyKnowsIsRejectedAfterBuilding) {
+  TempDir dir;
+  const auto file = dir.write("r.yaml", "trainer: {epochs: 1}\n");
+  const Recipe recipe = load_recipe(file, {"trainer.epoch=3"});
+  recipe.config().section("trainer").integer("epochs", 1);
+  try {
+    check_unknown_keys(*recipe.root);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("command line 'trainer.epoch=3'"), std::string::npos) << e.what();
+    EXPECT_NE(e.hint().find("did you mean 'epochs'?"), std::string::npos) << e.hint();
+  }
+}
+
+TEST(RecipeLoader, OverrideThroughAScalarIsAnError) {
+  TempDir dir;
+  const auto file = dir.write("r.yaml", "optimizer: {name: sgd, lr: 0.1}\n");
+  EXPECT_THROW(load_recipe(file, {"optimizer.lr.x=1"}), Error);
+  EXPECT_THROW(load_recipe(file, {"no_equals_sign"}), Error);
+}
+
+TEST(RecipeLoader, SyntaxErrorHasLineAndColumn) {
+  TempDir dir;
+  const auto file = dir.write("bad.yaml", "trainer:\n  epochs: 2\n  seed: [1, 2\n");
+  try {
+    load_recipe(file);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("bad.yaml:"), std::string::npos) << what;
+    EXPECT_NE(what.find("YAML syntax error"), std::string::npos) << what;
+    EXPECT_GT(e.where().line, 0);
+    EXPECT_EQ(e.exit_code(), 2);
+  }
+}
+
+TEST(RecipeLoader, MissingBaseNamesTheChain) {
+  TempDir dir;
+  const auto file = dir.write("child.yaml", "base: nowhere.yaml\ntrainer: {epochs: 1}\n");
+  try {
+    load_recipe(file);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("base file not found: "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("nowhere.yaml"), std::string::npos) << e.what();
+    EXPECT_EQ(e.where().line, 1);
+    EXPECT_EQ(e.where().column, 7);
+  }
+}
+
+TEST(RecipeLoader, BaseCycleIsAnErrorNamingTheCycle) {
+  TempDir dir;
+  dir.write("a.yaml", "base: b.yaml\n");
+  dir.write("b.yaml", "base: a.yaml\n");
+  try {
+    load_recipe(dir.path() / "a.yaml");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("base: cycle:"), std::string::npos) << what;
+    EXPECT_NE(what.find("a.yaml -> "), std::string::npos) << what;
+  }
+}
+
+TEST(RecipeLoader, ResolvedRecipeRoundTrips) {
+  TempDir dir;
+  dir.write("base.yaml", "optimizer: {name: sgd, lr: 0.1}\n");
+  const auto file = dir.write("child.yaml", "base: base.yaml\nname: \"007\"\ntrainer: {epochs: 2}\n");
+  const Recipe first = load_recipe(file);
+  const auto resolved = dir.write("resolved.yaml", to_yaml(*first.root));
+  const Recipe second = load_recipe(resolved);
+  EXPECT_EQ(to_yaml(*second.root), to_yaml(*first.root));
+  // The quoted "007" stays a string (not the number 7).
+  EXPECT_THROW(second.config().integer("name"), Error);
+}
+
+}  // namespace
+}  // namespace mixt

@@ -23,6 +23,8 @@ Components build_components(const Config& recipe, const Registry& registry,
     if (split != "train" && split != "val") {
       data.fail(split, "unknown data split '" + split + "'", "data: takes train and val");
     }
+    // `data.val: null` (e.g. the override data.val=null) turns evaluation off.
+    if (!data.has(split)) continue;
     const Config section = data.section(split);
     DatasetContext context{split, options.seed, 0, 1, c.device};
     auto dataset = registry.make_dataset(section, context);

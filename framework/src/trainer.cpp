@@ -120,7 +120,9 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
                                 static_cast<double>(micro_batches);
       const double samples_per_second = static_cast<double>(epoch_samples) / seconds_since(epoch_start);
       if (progress_.wants(step)) progress_.show(step, loss_value, samples_per_second, precision.metrics());
-      if (step % options_.log_every == 0) log_step(epoch, step, loss_value, samples_per_second);
+      if (step % options_.log_every == 0) {
+        log_step(epoch, step, loss_value, samples_per_second, seconds_since(epoch_start));
+      }
     }
     if (interrupt_requested()) {
       if (run_) {
@@ -135,7 +137,8 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
   result.samples += epoch_samples;
 }
 
-void Trainer::log_step(std::int64_t epoch, std::int64_t step, double loss, double samples_per_second) {
+void Trainer::log_step(std::int64_t epoch, std::int64_t step, double loss, double samples_per_second,
+                       double epoch_seconds) {
   if (!run_) return;
   nlohmann::json line = {{"event", "step"},
                          {"epoch", epoch + 1},
@@ -143,7 +146,8 @@ void Trainer::log_step(std::int64_t epoch, std::int64_t step, double loss, doubl
                          {"epoch_step", step},
                          {"loss", loss},
                          {"lr", c_.optimizer->learning_rate()},
-                         {"samples_per_s", samples_per_second}};
+                         {"samples_per_s", samples_per_second},
+                         {"epoch_elapsed_s", epoch_seconds}};
   for (const auto& [name, value] : c_.precision->metrics()) line[name] = value;
   run_->append_metrics(line);
 }

@@ -42,7 +42,8 @@ class Trainer {
  private:
   void train_epoch(std::int64_t epoch, TrainResult& result);
   void finish_epoch_checkpoint(std::int64_t epoch);
-  void log_step(std::int64_t epoch, std::int64_t step, double loss, double samples_per_second);
+  void log_step(std::int64_t epoch, std::int64_t step, double loss, double samples_per_second,
+                double epoch_seconds);
 
   Components& c_;
   TrainerOptions options_;

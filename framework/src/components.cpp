@@ -37,6 +37,17 @@ Components build_components(const Config& recipe, const Registry& registry,
   c.model = registry.make_model(model_section, model_context);
   record(c, registry, ComponentKind::model, model_section);
   c.model->to(c.device);
+  if (options.channels_last) {
+    // torch::nn::Module::to() takes no memory format in C++: convert each 4-D tensor.
+    at::NoGradGuard no_grad;
+    for (auto& tensor : c.model->parameters()) {
+      if (tensor.dim() == 4) tensor.set_data(tensor.data().contiguous(at::MemoryFormat::ChannelsLast));
+    }
+    for (auto& tensor : c.model->buffers()) {
+      if (tensor.dim() == 4) tensor.set_data(tensor.data().contiguous(at::MemoryFormat::ChannelsLast));
+    }
+  }
+  at::globalContext().setBenchmarkCuDNN(options.cudnn_benchmark);
 
   const Config precision_section = recipe.section("precision");
   c.precision = registry.make_precision(precision_section, PrecisionContext{c.device});

@@ -88,13 +88,14 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
         data_left = false;
         break;
       }
-      const at::Tensor inputs = batch->inputs.to(c_.device, /*non_blocking=*/true);
+      const at::Tensor inputs = to_device(batch->inputs);
       const at::Tensor targets = batch->targets.to(c_.device, /*non_blocking=*/true);
       at::Tensor loss;
       {
         AutocastScope scope = precision.autocast(device_type);
         const at::Tensor logits = model.forward(inputs);
-        loss = at::cross_entropy_loss(logits, targets) / static_cast<double>(accumulate);
+        loss = at::cross_entropy_loss(logits, targets, {}, at::Reduction::Mean, -100, options_.label_smoothing) /
+               static_cast<double>(accumulate);
       }
       precision.backward(loss);
       loss_sum = loss_sum.defined() ? loss_sum + loss.detach() : loss.detach();
@@ -137,6 +138,12 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
   result.samples += epoch_samples;
 }
 
+at::Tensor Trainer::to_device(const at::Tensor& inputs) const {
+  at::Tensor moved = inputs.to(c_.device, /*non_blocking=*/true);
+  if (options_.channels_last && moved.dim() == 4) moved = moved.contiguous(at::MemoryFormat::ChannelsLast);
+  return moved;
+}
+
 void Trainer::log_step(std::int64_t epoch, std::int64_t step, double loss, double samples_per_second,
                        double epoch_seconds) {
   if (!run_) return;
@@ -161,7 +168,7 @@ Evaluation Trainer::evaluate(Dataset& dataset) {
   at::Tensor correct = at::zeros({}, at::TensorOptions().dtype(at::kLong).device(c_.device));
   std::int64_t samples = 0;
   while (std::optional<Batch> batch = dataset.next_batch()) {
-    const at::Tensor inputs = batch->inputs.to(c_.device, true);
+    const at::Tensor inputs = to_device(batch->inputs);
     const at::Tensor targets = batch->targets.to(c_.device, true);
     AutocastScope scope = c_.precision->autocast(c_.device.type());
     const at::Tensor logits = model.forward(inputs);

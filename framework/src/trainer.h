@@ -42,6 +42,7 @@ class Trainer {
  private:
   void train_epoch(std::int64_t epoch, TrainResult& result);
   void finish_epoch_checkpoint(std::int64_t epoch);
+  at::Tensor to_device(const at::Tensor& inputs) const;  // + channels_last when asked
   void log_step(std::int64_t epoch, std::int64_t step, double loss, double samples_per_second,
                 double epoch_seconds);
 

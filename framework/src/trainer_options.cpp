@@ -14,6 +14,10 @@ TrainerOptions TrainerOptions::read(const Config& s) {
   o.max_steps_per_epoch = s.integer("max_steps_per_epoch", o.max_steps_per_epoch);
   o.keep_checkpoints = s.integer("keep_checkpoints", o.keep_checkpoints);
   o.resume = s.string("resume", o.resume);
+  o.label_smoothing = s.number("label_smoothing", o.label_smoothing);
+  o.channels_last = s.boolean("channels_last", o.channels_last);
+  o.cudnn_benchmark = s.boolean("cudnn_benchmark", o.cudnn_benchmark);
+  if (o.label_smoothing < 0 || o.label_smoothing >= 1) s.fail("label_smoothing", "must be in [0, 1)");
   if (o.epochs < 1) s.fail("epochs", "must be at least 1");
   if (o.threads < 0) s.fail("threads", "must be 0 (LibTorch's default) or more");
   if (o.log_every < 1) s.fail("log_every", "must be at least 1");

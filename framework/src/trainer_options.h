@@ -21,6 +21,9 @@ struct TrainerOptions {
   std::int64_t max_steps_per_epoch = 0; // 0 = the whole dataset
   std::int64_t keep_checkpoints = 2;    // per-epoch checkpoints kept (plus `last`)
   std::string resume;                   // checkpoint file or run directory
+  double label_smoothing = 0.0;         // cross-entropy label smoothing (as torch.nn.CrossEntropyLoss)
+  bool channels_last = false;           // NHWC memory format for 4-D parameters and inputs
+  bool cudnn_benchmark = false;         // let cuDNN time and pick convolution algorithms
 
   static TrainerOptions read(const Config& section);
 };

@@ -39,7 +39,27 @@ def main():
             after.append(param.detach().tolist())
         cases.append({"optimizer": name, "options": options, "initial": initial.tolist(),
                       "grads": [g.tolist() for g in grads], "after": after})
-    print(json.dumps({"torch": torch.__version__, "cases": cases}, indent=1))
+    # Two parameters, a 2-D weight and a 1-D bias; with weight_decay_1d false the bias is
+    # in a group of its own with weight decay 0 (what the recipe option means).
+    grouped = []
+    for name, options in [("sgd", {"lr": 0.1, "momentum": 0.875, "weight_decay": 0.05, "weight_decay_1d": False}),
+                          ("adamw", {"lr": 0.01, "weight_decay": 0.2, "weight_decay_1d": False})]:
+        weight0 = torch.randn(2, 3, generator=generator, dtype=torch.float64).float()
+        bias0 = torch.randn(3, generator=generator, dtype=torch.float64).float()
+        grads = [(torch.randn(2, 3, generator=generator, dtype=torch.float64).float(),
+                  torch.randn(3, generator=generator, dtype=torch.float64).float()) for _ in range(STEPS)]
+        weight, bias = torch.nn.Parameter(weight0.clone()), torch.nn.Parameter(bias0.clone())
+        torch_options = {k: v for k, v in options.items() if k != "weight_decay_1d"}
+        groups = [{"params": [weight]}, {"params": [bias], "weight_decay": 0.0}]
+        optimizer = {"sgd": torch.optim.SGD, "adamw": torch.optim.AdamW}[name](groups, **torch_options)
+        after = []
+        for gw, gb in grads:
+            weight.grad, bias.grad = gw.clone(), gb.clone()
+            optimizer.step()
+            after.append([weight.detach().flatten().tolist(), bias.detach().tolist()])
+        grouped.append({"optimizer": name, "options": options, "initial": [weight0.flatten().tolist(), bias0.tolist()],
+                        "grads": [[gw.flatten().tolist(), gb.tolist()] for gw, gb in grads], "after": after})
+    print(json.dumps({"torch": torch.__version__, "cases": cases, "grouped_cases": grouped}, indent=1))
 
 
 if __name__ == "__main__":

@@ -33,5 +33,30 @@ TEST(OptimizerParity, MatchesTorchOptimStepByStep) {
   }
 }
 
+TEST(OptimizerParity, NoWeightDecayOnOneDimensionalParameters) {
+  const auto golden = nlohmann::json::parse(testing::read_file(MIXT_SOURCE_DIR "/tests/golden/optimizers.json"));
+  testing::BuiltPlugins plugins;
+  ASSERT_EQ(golden["grouped_cases"].size(), 2u);
+  for (const auto& c : golden["grouped_cases"]) {
+    nlohmann::json section = c["options"];
+    section["name"] = c["optimizer"];
+    const RecipeNodePtr root = parse_yaml("optimizer: " + section.dump(), "golden");
+    at::Tensor weight = at::tensor(c["initial"][0].get<std::vector<float>>()).view({2, 3}).requires_grad_(true);
+    at::Tensor bias = at::tensor(c["initial"][1].get<std::vector<float>>()).requires_grad_(true);
+    auto optimizer = plugins.registry.make_optimizer(Config(root, "").section("optimizer"),
+                                                     OptimizerContext{{{"fc.weight", weight}, {"fc.bias", bias}}});
+    for (std::size_t step = 0; step < c["grads"].size(); ++step) {
+      weight.mutable_grad() = at::tensor(c["grads"][step][0].get<std::vector<float>>()).view({2, 3});
+      bias.mutable_grad() = at::tensor(c["grads"][step][1].get<std::vector<float>>());
+      optimizer->step();
+      EXPECT_TRUE(at::allclose(weight.detach().flatten(), at::tensor(c["after"][step][0].get<std::vector<float>>()),
+                               1e-6, 1e-7))
+          << section.dump() << " step " << step;
+      EXPECT_TRUE(at::allclose(bias.detach(), at::tensor(c["after"][step][1].get<std::vector<float>>()), 1e-6, 1e-7))
+          << section.dump() << " step " << step;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace mixt

@@ -17,8 +17,9 @@ std::unique_ptr<mixt::Optimizer> make_adamw(const mixt::Config& c, const mixt::O
       .amsgrad(c.boolean("amsgrad", false));
   if (options.lr() < 0) c.fail("lr", "must not be negative");
   if (options.eps() <= 0) c.fail("eps", "must be positive");
+  const bool decay_1d = c.boolean("weight_decay_1d", true);
   return std::make_unique<mixt::TorchOptimizer>(
-      std::make_unique<torch::optim::AdamW>(mixt::parameters_of(context), options));
+      std::make_unique<torch::optim::AdamW>(mixt::weight_decay_groups(context, options, decay_1d), options));
 }
 
 void register_components(mixt::Registrar& registrar) {
@@ -28,7 +29,8 @@ void register_components(mixt::Registrar& registrar) {
                             {"betas", "[0.9, 0.999]", "coefficients of the running averages"},
                             {"eps", "1e-08", "added to the denominator"},
                             {"weight_decay", "0.01", "decoupled weight decay"},
-                            {"amsgrad", "false", "use the AMSGrad variant"}}},
+                            {"amsgrad", "false", "use the AMSGrad variant"},
+                            {"weight_decay_1d", "true", "also decay 1-D parameters (biases, norm scales)"}}},
                           make_adamw);
 }
 

@@ -18,8 +18,9 @@ std::unique_ptr<mixt::Optimizer> make_sgd(const mixt::Config& c, const mixt::Opt
   if (options.nesterov() && (options.momentum() <= 0 || options.dampening() != 0)) {
     c.fail("nesterov", "Nesterov momentum needs momentum > 0 and dampening 0");
   }
+  const bool decay_1d = c.boolean("weight_decay_1d", true);
   return std::make_unique<mixt::TorchOptimizer>(
-      std::make_unique<torch::optim::SGD>(mixt::parameters_of(context), options));
+      std::make_unique<torch::optim::SGD>(mixt::weight_decay_groups(context, options, decay_1d), options));
 }
 
 void register_components(mixt::Registrar& registrar) {
@@ -29,7 +30,8 @@ void register_components(mixt::Registrar& registrar) {
                             {"momentum", "0.0", "momentum factor"},
                             {"dampening", "0.0", "dampening for momentum"},
                             {"weight_decay", "0.0", "L2 penalty added to the gradient"},
-                            {"nesterov", "false", "Nesterov momentum"}}},
+                            {"nesterov", "false", "Nesterov momentum"},
+                            {"weight_decay_1d", "true", "also decay 1-D parameters (biases, norm scales)"}}},
                           make_sgd);
 }
 

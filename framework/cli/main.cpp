@@ -6,7 +6,9 @@
 
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 
+#include "bench.h"
 #include "commands.h"
 #include "mixt/error.h"
 
@@ -47,6 +49,24 @@ int main(int argc, char** argv) {
   describe->add_option("kind", kind, "component kind")->required();
   describe->add_option("name", name, "component name")->required();
 
+  mixt::cli::BenchOptions bench_options;
+  std::string policies;
+  auto* bench = app.add_subcommand("bench", "time a recipe under several precision policies, one table");
+  bench->add_option("recipe", bench_options.recipe, "recipe YAML file")->required();
+  bench->add_option("--precision", policies, "comma-separated policies, e.g. fp32,tf32,amp_fp16,amp_bf16");
+  bench->add_option("--steps", bench_options.steps, "timed optimizer steps per policy")->capture_default_str();
+  bench->add_option("--warmup", bench_options.warmup, "untimed steps first")->capture_default_str();
+  bench->add_option("--batch", bench_options.batch, "batch size (default: the recipe's)");
+  bench->add_option("overrides", bench_options.overrides, "key=value overrides");
+  // One policy in a process of its own; `mixt bench` runs it.
+  auto* worker = app.add_subcommand("bench-worker", "")->group("");
+  worker->add_option("recipe", bench_options.recipe)->required();
+  worker->add_option("--precision", policies)->required();
+  worker->add_option("--steps", bench_options.steps);
+  worker->add_option("--warmup", bench_options.warmup);
+  worker->add_option("--batch", bench_options.batch);
+  worker->add_option("overrides", bench_options.overrides);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -65,6 +85,13 @@ int main(int argc, char** argv) {
     if (*check) return mixt::cli::check(recipe, overrides);
     if (*list) return mixt::cli::list(kind, glob);
     if (*describe) return mixt::cli::describe(kind, name);
+    if (*bench || *worker) {
+      std::stringstream list(policies);
+      for (std::string policy; std::getline(list, policy, ',');) {
+        if (!policy.empty()) bench_options.policies.push_back(policy);
+      }
+      return *bench ? mixt::cli::bench(bench_options) : mixt::cli::bench_worker(bench_options);
+    }
   } catch (const mixt::Error& e) {
     return report(e);
   } catch (const c10::Error& e) {

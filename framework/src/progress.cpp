@@ -29,7 +29,8 @@ std::string format_extra(const std::vector<std::pair<std::string, double>>& extr
 }
 }  // namespace
 
-Progress::Progress(bool terminal, std::int64_t log_every) : terminal_(terminal), log_every_(log_every) {}
+Progress::Progress(bool terminal, std::int64_t log_every, bool quiet)
+    : terminal_(terminal), quiet_(quiet), log_every_(log_every) {}
 
 void Progress::start_epoch(std::int64_t epoch, std::int64_t epochs, std::int64_t steps) {
   epoch_ = epoch;
@@ -41,6 +42,7 @@ void Progress::start_epoch(std::int64_t epoch, std::int64_t epochs, std::int64_t
 }
 
 bool Progress::wants(std::int64_t step) const {
+  if (quiet_) return false;
   if (!terminal_) return step % log_every_ == 0 || step == steps_;
   const auto now = Clock::now();
   if (step != steps_ && now - last_draw_ < std::chrono::milliseconds(100)) return false;
@@ -74,11 +76,13 @@ void Progress::show(std::int64_t step, double loss, double samples_per_second,
 }
 
 void Progress::end_epoch(const std::string& summary) {
+  if (quiet_) return;
   if (terminal_ && bar_drawn_) std::fprintf(stderr, "\r\033[K");
   note(summary);
 }
 
 void Progress::note(const std::string& line) {
+  if (quiet_) return;
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);
 }

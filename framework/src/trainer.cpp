@@ -114,6 +114,7 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
     ++step;
     ++global_step_;
     ++result.optimizer_steps;
+    if (step_observer_) step_observer_(global_step_, loss_sum);
 
     if (progress_.wants(step) || step % options_.log_every == 0) {
       // Scale back a partial accumulation so the shown loss is per-sample comparable.

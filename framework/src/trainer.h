@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 
 #include "components.h"
@@ -39,6 +40,11 @@ class Trainer {
   Evaluation evaluate(Dataset& dataset);
   void save_checkpoint(const std::filesystem::path& file);
 
+  // Called after every optimizer step with the step's (detached, device-resident) loss;
+  // `mixt bench` times steps with it. Reading the loss on the host is the observer's choice.
+  using StepObserver = std::function<void(std::int64_t global_step, const at::Tensor& loss)>;
+  void on_step(StepObserver observer) { step_observer_ = std::move(observer); }
+
  private:
   void train_epoch(std::int64_t epoch, TrainResult& result);
   void finish_epoch_checkpoint(std::int64_t epoch);
@@ -50,6 +56,7 @@ class Trainer {
   TrainerOptions options_;
   RunDirectory* run_;
   Progress& progress_;
+  StepObserver step_observer_;
 
   // Where the run stands; saved in checkpoints.
   std::int64_t epoch_ = 0;             // the epoch in progress (or next to start)

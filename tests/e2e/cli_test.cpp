@@ -281,5 +281,33 @@ TEST(CliRun, SigintWritesACheckpointAndExits130) {
   EXPECT_TRUE(fs::exists(run / "checkpoints" / "last"));
 }
 
+TEST(CliBench, OnePolicyPerChildProcessOneTable) {
+  TempDir dir;
+  dir.write("tiny.yaml", kTinyRecipe);
+  const CommandResult result =
+      run_mixt({"bench", "tiny.yaml", "--precision", "fp32,no_such_policy", "--steps", "3", "--warmup", "1"}, dir.path());
+  EXPECT_EQ(result.exit_code, 1) << result.output;  // one policy failed
+  EXPECT_NE(result.output.find("| fp32 |"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("| no_such_policy | - |"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("unknown precision 'no_such_policy'"), std::string::npos) << result.output;
+
+  const fs::path run = only_run_directory(dir.path() / "runs" / "tiny-bench");
+  const auto report = nlohmann::json::parse(testing::read_file(run / "bench.json"));
+  ASSERT_EQ(report["results"].size(), 2u);
+  const auto& fp32 = report["results"][0];
+  EXPECT_EQ(fp32["steps"], 3);
+  EXPECT_EQ(fp32["batch"], 64);
+  EXPECT_GT(fp32["images_per_s"].get<double>(), 0.0);
+  EXPECT_GT(fp32["peak_memory_mib"].get<double>(), 10.0);
+  EXPECT_TRUE(fp32["loss_finite"].get<bool>());
+  EXPECT_LE(fp32["step_ms_p50"].get<double>(), fp32["step_ms_p95"].get<double>());
+  EXPECT_TRUE(fs::exists(run / "bench.md"));
+
+  // Not enough data for the requested steps: a clear usage error from the worker.
+  const CommandResult too_long = run_mixt({"bench", "tiny.yaml", "--steps", "100"}, dir.path());
+  EXPECT_EQ(too_long.exit_code, 1) << too_long.output;
+  EXPECT_NE(too_long.output.find("the training data has 16 batches per epoch"), std::string::npos) << too_long.output;
+}
+
 }  // namespace
 }  // namespace mixt

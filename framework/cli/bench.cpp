@@ -1,0 +1,243 @@
+#include "bench.h"
+
+#include <ATen/DeviceAccelerator.h>
+#include <c10/core/Event.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "commands.h"
+#include "experiment.h"
+#include "run_directory.h"
+
+namespace mixt::cli {
+
+namespace {
+
+using nlohmann::json;
+
+double percentile(std::vector<double> values, double q) {
+  if (values.empty()) return NAN;
+  std::sort(values.begin(), values.end());
+  const double position = q * static_cast<double>(values.size() - 1);
+  const auto below = static_cast<std::size_t>(std::floor(position));
+  const auto above = std::min(below + 1, values.size() - 1);
+  return values[below] + (values[above] - values[below]) * (position - static_cast<double>(below));
+}
+
+// Times the gaps between consecutive steps: CUDA events recorded on the stream (no host
+// synchronisation inside the loop) on a GPU, the wall clock on the CPU (where every op
+// has finished when it returns).
+class StepTimer {
+ public:
+  explicit StepTimer(at::Device device) : device_(device) {}
+  void mark() {
+    if (device_.is_cuda()) {
+      events_.emplace_back(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+      events_.back().record(at::accelerator::getCurrentStream(device_.index()));
+    } else {
+      clock_.push_back(std::chrono::steady_clock::now());
+    }
+  }
+  // Milliseconds of each step, after synchronising once at the end.
+  std::vector<double> step_ms() {
+    std::vector<double> out;
+    if (device_.is_cuda()) {
+      at::accelerator::synchronizeDevice(device_.index());
+      for (std::size_t i = 1; i < events_.size(); ++i) out.push_back(events_[i - 1].elapsedTime(events_[i]));
+    } else {
+      for (std::size_t i = 1; i < clock_.size(); ++i) {
+        out.push_back(std::chrono::duration<double, std::milli>(clock_[i] - clock_[i - 1]).count());
+      }
+    }
+    return out;
+  }
+
+ private:
+  at::Device device_;
+  std::vector<c10::Event> events_;
+  std::vector<std::chrono::steady_clock::time_point> clock_;
+};
+
+std::string recipe_policy(const Recipe& recipe) {
+  return recipe.config().section("precision").string("name", "");
+}
+
+// Runs `mixt bench-worker` for one policy; returns its JSON line (or an error record).
+json run_worker(const BenchOptions& options, const std::string& policy) {
+  std::vector<std::string> args = {"/proc/self/exe", "bench-worker", options.recipe, "--precision", policy,
+                                   "--steps", std::to_string(options.steps), "--warmup",
+                                   std::to_string(options.warmup), "--batch", std::to_string(options.batch)};
+  args.insert(args.end(), options.overrides.begin(), options.overrides.end());
+  int pipe_fds[2];
+  if (::pipe(pipe_fds) != 0) return {{"policy", policy}, {"error", "cannot create a pipe"}};
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::dup2(pipe_fds[1], STDOUT_FILENO);
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    std::vector<char*> argv;
+    for (auto& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    ::execv("/proc/self/exe", argv.data());
+    ::_exit(127);
+  }
+  ::close(pipe_fds[1]);
+  std::string output;
+  char buffer[4096];
+  ssize_t got = 0;
+  while ((got = ::read(pipe_fds[0], buffer, sizeof(buffer))) > 0) output.append(buffer, static_cast<std::size_t>(got));
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  const auto last_line = output.find_last_of('{');
+  if (code != 0 || last_line == std::string::npos) {
+    return {{"policy", policy}, {"error", "failed (exit " + std::to_string(code) + ")"}};
+  }
+  try {
+    return json::parse(output.substr(last_line));
+  } catch (const std::exception&) {
+    return {{"policy", policy}, {"error", "unreadable worker output"}};
+  }
+}
+
+std::string format(const char* pattern, double value) {
+  if (!std::isfinite(value)) return "-";
+  char text[64];
+  std::snprintf(text, sizeof(text), pattern, value);
+  return text;
+}
+
+std::string markdown_table(const std::vector<json>& rows) {
+  std::ostringstream out;
+  out << "| policy | images/s | step p50 (ms) | step p95 (ms) | peak memory (MiB) | loss | skipped | note |\n"
+      << "|---|---:|---:|---:|---:|---:|---:|---|\n";
+  for (const auto& r : rows) {
+    if (r.contains("error")) {
+      out << "| " << r["policy"].get<std::string>() << " | - | - | - | - | - | - | " << r["error"].get<std::string>()
+          << " |\n";
+      continue;
+    }
+    std::string note = r["memory_kind"].get<std::string>();
+    if (!r["loss_finite"].get<bool>()) note = "NON-FINITE LOSS: numbers not meaningful; " + note;
+    out << "| " << r["policy"].get<std::string>() << " | " << format("%.1f", r["images_per_s"].get<double>())
+        << " | " << format("%.2f", r["step_ms_p50"].get<double>()) << " | "
+        << format("%.2f", r["step_ms_p95"].get<double>()) << " | " << format("%.0f", r["peak_memory_mib"].get<double>())
+        << " | " << format("%.4f", r["loss"].get<double>()) << " | " << r["skipped_steps"].get<std::int64_t>() << " | "
+        << note << " |\n";
+  }
+  return out.str();
+}
+
+}  // namespace
+
+int bench_worker(const BenchOptions& options) {
+  const Recipe recipe = load_recipe(options.recipe, options.overrides);
+  std::vector<std::string> overrides = options.overrides;
+  const std::string policy = options.policies.at(0);
+  // Keep the recipe's policy options when benchmarking its own policy; otherwise the
+  // policy runs with its defaults (other policies' options would be unknown keys).
+  if (policy != recipe_policy(recipe)) overrides.push_back("precision={name: " + policy + "}");
+  overrides.insert(overrides.end(), {"data.val=null", "trainer.epochs=1", "trainer.resume=\"\"",
+                                     "trainer.log_every=1000000000",
+                                     "trainer.max_steps_per_epoch=" + std::to_string(options.warmup + options.steps)});
+  if (options.batch > 0) overrides.push_back("data.train.batch_size=" + std::to_string(options.batch));
+
+  Registry registry;
+  PluginLoader loader(registry);
+  Experiment e = prepare_experiment(options.recipe, overrides, loader, registry, warn);
+  const std::int64_t available = e.components.train->batches_per_epoch();
+  if (available < options.warmup + options.steps) {
+    throw usage_error("the training data has " + std::to_string(available) + " batches per epoch; the benchmark needs " +
+                          std::to_string(options.warmup + options.steps),
+                      "lower --steps/--warmup, or use more (or synthetic) data");
+  }
+  const at::Device device = e.components.device;
+  if (device.is_cuda()) at::accelerator::resetPeakStats(device.index());
+
+  Progress quiet(false, 1, /*quiet=*/true);
+  Trainer trainer(e.components, e.options, nullptr, quiet);
+  StepTimer timer(device);
+  at::Tensor last_loss;
+  std::int64_t batch_size = 0;
+  timer.mark();
+  trainer.on_step([&](std::int64_t, const at::Tensor& loss) {
+    timer.mark();
+    last_loss = loss;
+  });
+  const TrainResult result = trainer.fit();
+  batch_size = result.optimizer_steps > 0 ? result.samples / result.optimizer_steps : 0;
+
+  std::vector<double> all = timer.step_ms();
+  const std::vector<double> timed(all.begin() + std::min<std::size_t>(all.size(), options.warmup), all.end());
+  double total_ms = 0;
+  for (double ms : timed) total_ms += ms;
+  double peak_mib = 0;
+  std::string memory_kind;
+  if (device.is_cuda()) {
+    const auto stats = at::accelerator::getDeviceStats(device.index());
+    peak_mib = static_cast<double>(stats.allocated_bytes[0].peak) / (1024.0 * 1024.0);
+    memory_kind = "CUDA caching-allocator peak";
+  } else {
+    rusage usage{};
+    ::getrusage(RUSAGE_SELF, &usage);
+    peak_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;
+    memory_kind = "process peak RSS";
+  }
+  std::int64_t skipped = 0;
+  for (const auto& [name, value] : e.components.precision->metrics()) {
+    if (name == "skipped_steps") skipped = static_cast<std::int64_t>(value);
+  }
+  const double loss = last_loss.defined() ? last_loss.item<double>() : NAN;
+  const json line = {{"policy", policy},
+                     {"device", device.str()},
+                     {"batch", batch_size},
+                     {"steps", static_cast<std::int64_t>(timed.size())},
+                     {"warmup", options.warmup},
+                     {"images_per_s", total_ms > 0 ? 1000.0 * static_cast<double>(batch_size * timed.size()) / total_ms : NAN},
+                     {"step_ms_p50", percentile(timed, 0.5)},
+                     {"step_ms_p95", percentile(timed, 0.95)},
+                     {"peak_memory_mib", peak_mib},
+                     {"memory_kind", memory_kind},
+                     {"loss", loss},
+                     {"loss_finite", std::isfinite(loss)},
+                     {"skipped_steps", skipped}};
+  std::printf("%s\n", line.dump().c_str());
+  return 0;
+}
+
+int bench(const BenchOptions& options) {
+  const Recipe recipe = load_recipe(options.recipe, options.overrides);
+  const Config root = recipe.config();
+  const std::string name = root.string("name", std::filesystem::path(options.recipe).stem().string());
+  const std::string output = root.string("output", "runs");
+  std::vector<std::string> policies = options.policies;
+  if (policies.empty()) policies.push_back(recipe_policy(recipe));
+  if (options.steps < 1 || options.warmup < 0) throw usage_error("--steps must be at least 1 and --warmup at least 0");
+
+  std::vector<json> rows;
+  bool failed = false;
+  for (const auto& policy : policies) {
+    std::fprintf(stderr, "mixt bench: %s ...\n", policy.c_str());
+    rows.push_back(run_worker(options, policy));
+    failed = failed || rows.back().contains("error");
+  }
+  const std::string table = markdown_table(rows);
+  RunDirectory run(output, name + "-bench");
+  json report = {{"recipe", options.recipe}, {"steps", options.steps}, {"warmup", options.warmup},
+                 {"overrides", options.overrides}, {"results", rows}};
+  run.write_text("bench.json", report.dump(2) + "\n");
+  run.write_text("bench.md", "# mixt bench " + options.recipe + "\n\n" + table);
+  std::printf("%s\nwritten to %s\n", table.c_str(), run.path().string().c_str());
+  return failed ? 1 : 0;
+}
+
+}  // namespace mixt::cli

@@ -1,0 +1,26 @@
+// `mixt bench`: runs a recipe's model and data under several precision policies in turn
+// and prints one table (images/s, step time p50/p95, peak memory, final loss, skipped
+// steps). Each policy runs in a child process of its own (`mixt bench-worker`), so global
+// math modes, allocator peaks and process memory never leak from one policy to the next.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mixt::cli {
+
+struct BenchOptions {
+  std::string recipe;
+  std::vector<std::string> policies;  // empty: the recipe's own policy
+  std::int64_t steps = 50;
+  std::int64_t warmup = 10;
+  std::int64_t batch = 0;  // 0: the recipe's batch size
+  std::vector<std::string> overrides;
+};
+
+int bench(const BenchOptions& options);
+// One policy, one JSON line on stdout.
+int bench_worker(const BenchOptions& options);
+
+}  // namespace mixt::cli

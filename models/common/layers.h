@@ -7,12 +7,40 @@
 #include <torch/nn/module.h>
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/container/any.h>
 #include <torch/nn/modules/conv.h>
+#include <torch/nn/pimpl.h>
 
 #include <cstdint>
 #include <memory>
 
 namespace mixt::models {
+
+// torchvision nests nn.Sequential inside nn.Sequential; torch::nn::Sequential cannot hold
+// another Sequential (its forward is a template, which AnyModule cannot wrap). Chain is a
+// Sequential with a plain forward: children named "0", "1", ... run in order.
+class ChainImpl : public torch::nn::Module {
+ public:
+  template <typename... Modules>
+  explicit ChainImpl(Modules&&... modules) {
+    (push_back(std::forward<Modules>(modules)), ...);
+  }
+  template <typename M>
+  void push_back(M module) {
+    torch::nn::AnyModule any(std::move(module));
+    register_module(std::to_string(items_.size()), any.ptr());
+    items_.push_back(std::move(any));
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    at::Tensor y = x;
+    for (auto& item : items_) y = item.forward(y);
+    return y;
+  }
+
+ private:
+  std::vector<torch::nn::AnyModule> items_;
+};
+TORCH_MODULE(Chain);
 
 enum class Act { none, relu, relu6, hardswish, hardsigmoid, silu, sigmoid };
 
@@ -50,8 +78,8 @@ struct ConvNormAct {
   NormOptions norm = {};
 };
 
-inline torch::nn::Sequential conv_norm_activation(const ConvNormAct& o) {
-  torch::nn::Sequential s;
+inline Chain conv_norm_activation(const ConvNormAct& o) {
+  Chain s;
   s->push_back(torch::nn::Conv2d(
       torch::nn::Conv2dOptions(o.in, o.out, o.kernel).stride(o.stride).padding((o.kernel - 1) / 2).groups(o.groups).bias(false)));
   s->push_back(torch::nn::BatchNorm2d(torch::nn::BatchNormOptions(o.out).eps(o.norm.eps).momentum(o.norm.momentum)));

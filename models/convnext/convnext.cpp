@@ -11,10 +11,12 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 
+#include "../common/layers.h"
 #include "../common/zoo.h"
 
 namespace {
 
+using mixt::models::Chain;
 using mixt::models::ZooFacts;
 
 constexpr double kEps = 1e-6;
@@ -64,7 +66,7 @@ class CNBlockImpl : public torch::nn::Module {
  public:
   CNBlockImpl(std::int64_t dim, double layer_scale, double sd_prob) : sd_prob_(sd_prob) {
     block = register_module(
-        "block", torch::nn::Sequential(
+        "block", Chain(
                      torch::nn::Conv2d(torch::nn::Conv2dOptions(dim, dim, 7).padding(3).groups(dim)),
                      std::make_shared<PermuteImpl>(std::vector<std::int64_t>{0, 2, 3, 1}),
                      torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim}).eps(kEps)),
@@ -75,7 +77,7 @@ class CNBlockImpl : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& x) {
     return stochastic_depth(layer_scale_ * block->forward(x), sd_prob_, is_training()) + x;
   }
-  torch::nn::Sequential block{nullptr};
+  Chain block{nullptr};
 
  private:
   double sd_prob_;
@@ -89,21 +91,21 @@ struct Stage {
 class ConvNeXt : public mixt::Model {
  public:
   ConvNeXt(const std::vector<Stage>& stages, double stochastic_depth_prob, double layer_scale, std::int64_t num_classes) {
-    torch::nn::Sequential features;
-    features->push_back(torch::nn::Sequential(
+    Chain features;
+    features->push_back(Chain(
         torch::nn::Conv2d(torch::nn::Conv2dOptions(3, stages[0].in, 4).stride(4)),
         std::make_shared<LayerNorm2dImpl>(stages[0].in)));
     std::int64_t total = 0, block_id = 0;
     for (const Stage& s : stages) total += s.layers;
     for (const Stage& s : stages) {
-      torch::nn::Sequential stage;
+      Chain stage;
       for (std::int64_t i = 0; i < s.layers; ++i) {
         const double p = stochastic_depth_prob * static_cast<double>(block_id++) / (static_cast<double>(total) - 1.0);
         stage->push_back(std::make_shared<CNBlockImpl>(s.in, layer_scale, p));
       }
       features->push_back(stage);
       if (s.out > 0) {
-        features->push_back(torch::nn::Sequential(
+        features->push_back(Chain(
             std::make_shared<LayerNorm2dImpl>(s.in),
             torch::nn::Conv2d(torch::nn::Conv2dOptions(s.in, s.out, 2).stride(2))));
       }
@@ -111,7 +113,7 @@ class ConvNeXt : public mixt::Model {
     const std::int64_t last = stages.back().out > 0 ? stages.back().out : stages.back().in;
     features_ = register_module("features", features);
     classifier_ = register_module(
-        "classifier", torch::nn::Sequential(std::make_shared<LayerNorm2dImpl>(last), std::make_shared<FlattenImpl>(),
+        "classifier", Chain(std::make_shared<LayerNorm2dImpl>(last), std::make_shared<FlattenImpl>(),
                                             torch::nn::Linear(last, num_classes)));
 
     // torchvision: trunc_normal_(std=0.02) on conv and linear weights, truncated at +-2
@@ -133,7 +135,7 @@ class ConvNeXt : public mixt::Model {
   }
 
  private:
-  torch::nn::Sequential features_{nullptr}, classifier_{nullptr};
+  Chain features_{nullptr}, classifier_{nullptr};
 };
 
 struct Variant {

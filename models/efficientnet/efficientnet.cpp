@@ -37,7 +37,7 @@ class MBConvImpl : public torch::nn::Module {
   MBConvImpl(const StageConfig& c, double stochastic_depth_prob)
       : use_residual_(c.stride == 1 && c.in == c.out), sd_prob_(stochastic_depth_prob) {
     const std::int64_t expanded = make_divisible(static_cast<double>(c.in * c.expand_ratio));
-    torch::nn::Sequential layers;
+    Chain layers;
     if (expanded != c.in) layers->push_back(conv_norm_activation({c.in, expanded, 1, 1, 1, Act::silu}));
     layers->push_back(conv_norm_activation({expanded, expanded, c.kernel, c.stride, expanded, Act::silu}));
     layers->push_back(std::make_shared<SqueezeExcitationImpl>(expanded, std::max<std::int64_t>(1, c.in / 4), Act::silu,
@@ -54,7 +54,7 @@ class MBConvImpl : public torch::nn::Module {
  private:
   bool use_residual_;
   double sd_prob_;
-  torch::nn::Sequential block_{nullptr};
+  Chain block_{nullptr};
 };
 
 class EfficientNet : public mixt::Model {
@@ -66,11 +66,11 @@ class EfficientNet : public mixt::Model {
                                   {6, 3, 1, 192, 320, 1}};
     std::int64_t total = 0;
     for (const auto& s : stages) total += s.layers;
-    torch::nn::Sequential features;
+    Chain features;
     features->push_back(conv_norm_activation({3, stages[0].in, 3, 2, 1, Act::silu}));
     std::int64_t block_id = 0;
     for (const auto& s : stages) {
-      torch::nn::Sequential stage;
+      Chain stage;
       for (std::int64_t i = 0; i < s.layers; ++i) {
         StageConfig c = s;
         if (i > 0) {
@@ -86,7 +86,7 @@ class EfficientNet : public mixt::Model {
     features->push_back(conv_norm_activation({stages[6].out, last, 1, 1, 1, Act::silu}));
     features_ = register_module("features", features);
     classifier_ = register_module("classifier",
-                                  torch::nn::Sequential(torch::nn::Dropout(dropout), torch::nn::Linear(last, num_classes)));
+                                  Chain(torch::nn::Dropout(dropout), torch::nn::Linear(last, num_classes)));
 
     at::NoGradGuard no_grad;  // torchvision's init
     for (auto& module : modules(/*include_self=*/false)) {
@@ -106,7 +106,7 @@ class EfficientNet : public mixt::Model {
   }
 
  private:
-  torch::nn::Sequential features_{nullptr}, classifier_{nullptr};
+  Chain features_{nullptr}, classifier_{nullptr};
 };
 
 void register_components(mixt::Registrar& r) {

@@ -4,7 +4,7 @@
 #pragma once
 
 #include <mixt/model.h>
-#include <torch/nn/modules/container/sequential.h>
+#include "../common/layers.h"
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
 
@@ -20,11 +20,11 @@ std::shared_ptr<Model> make_mobilenet_v3(const std::string& variant, std::int64_
 // features -> global average pool -> classifier: the shape every MobileNet shares.
 class MobileNet : public Model {
  public:
-  MobileNet(torch::nn::Sequential features, torch::nn::Sequential classifier);
+  MobileNet(Chain features, Chain classifier);
   at::Tensor forward(const at::Tensor& x) override;
 
  private:
-  torch::nn::Sequential features_{nullptr}, classifier_{nullptr};
+  Chain features_{nullptr}, classifier_{nullptr};
 };
 
 // torchvision's init for MobileNets: He-normal (fan_out) convolutions with zero bias,

@@ -1,5 +1,7 @@
 #include <torch/nn/init.h>
 
+#include <cmath>
+
 #include "../common/layers.h"
 #include "mobilenet.h"
 
@@ -14,7 +16,7 @@ class InvertedResidualV2Impl : public torch::nn::Module {
   InvertedResidualV2Impl(std::int64_t in, std::int64_t out, std::int64_t stride, std::int64_t expand_ratio)
       : use_residual_(stride == 1 && in == out) {
     const auto hidden = static_cast<std::int64_t>(std::llround(static_cast<double>(in * expand_ratio)));
-    torch::nn::Sequential layers;
+    Chain layers;
     if (expand_ratio != 1) layers->push_back(conv_norm_activation({in, hidden, 1, 1, 1, Act::relu6}));
     layers->push_back(conv_norm_activation({hidden, hidden, 3, stride, hidden, Act::relu6}));
     layers->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(hidden, out, 1).bias(false)));
@@ -28,12 +30,12 @@ class InvertedResidualV2Impl : public torch::nn::Module {
 
  private:
   bool use_residual_;
-  torch::nn::Sequential conv_{nullptr};
+  Chain conv_{nullptr};
 };
 
 }  // namespace
 
-MobileNet::MobileNet(torch::nn::Sequential features, torch::nn::Sequential classifier) {
+MobileNet::MobileNet(Chain features, Chain classifier) {
   features_ = register_module("features", features);
   classifier_ = register_module("classifier", classifier);
   init_mobilenet(*this);
@@ -62,7 +64,7 @@ std::shared_ptr<Model> make_mobilenet_v2(std::int64_t num_classes, double dropou
                                       {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
   std::int64_t channels = make_divisible(32);
   const std::int64_t last_channel = make_divisible(1280);
-  torch::nn::Sequential features;
+  Chain features;
   features->push_back(conv_norm_activation({3, channels, 3, 2, 1, Act::relu6}));
   for (const auto& s : settings) {
     const std::int64_t out = make_divisible(static_cast<double>(s[1]));
@@ -72,7 +74,7 @@ std::shared_ptr<Model> make_mobilenet_v2(std::int64_t num_classes, double dropou
     }
   }
   features->push_back(conv_norm_activation({channels, last_channel, 1, 1, 1, Act::relu6}));
-  torch::nn::Sequential classifier(torch::nn::Dropout(dropout), torch::nn::Linear(last_channel, num_classes));
+  Chain classifier(torch::nn::Dropout(dropout), torch::nn::Linear(last_channel, num_classes));
   return std::make_shared<MobileNet>(features, classifier);
 }
 

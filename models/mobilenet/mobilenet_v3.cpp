@@ -20,7 +20,7 @@ class InvertedResidualV3Impl : public torch::nn::Module {
  public:
   explicit InvertedResidualV3Impl(const BlockConfig& c) : use_residual_(c.stride == 1 && c.in == c.out) {
     const Act act = c.hardswish ? Act::hardswish : Act::relu;
-    torch::nn::Sequential layers;
+    Chain layers;
     if (c.expanded != c.in) layers->push_back(conv_norm_activation({c.in, c.expanded, 1, 1, 1, act, kNorm}));
     layers->push_back(conv_norm_activation({c.expanded, c.expanded, c.kernel, c.stride, c.expanded, act, kNorm}));
     if (c.se) {
@@ -37,7 +37,7 @@ class InvertedResidualV3Impl : public torch::nn::Module {
 
  private:
   bool use_residual_;
-  torch::nn::Sequential block_{nullptr};
+  Chain block_{nullptr};
 };
 
 }  // namespace
@@ -59,12 +59,12 @@ std::shared_ptr<Model> make_mobilenet_v3(const std::string& variant, std::int64_
   const std::vector<BlockConfig>& blocks = is_large ? large : small;
   const std::int64_t last_channel = is_large ? 1280 : 1024;
 
-  torch::nn::Sequential features;
+  Chain features;
   features->push_back(conv_norm_activation({3, blocks.front().in, 3, 2, 1, Act::hardswish, kNorm}));
   for (const BlockConfig& b : blocks) features->push_back(std::make_shared<InvertedResidualV3Impl>(b));
   const std::int64_t last_conv = 6 * blocks.back().out;
   features->push_back(conv_norm_activation({blocks.back().out, last_conv, 1, 1, 1, Act::hardswish, kNorm}));
-  torch::nn::Sequential classifier(torch::nn::Linear(last_conv, last_channel),
+  Chain classifier(torch::nn::Linear(last_conv, last_channel),
                                    std::make_shared<ActivationImpl>(Act::hardswish), torch::nn::Dropout(dropout),
                                    torch::nn::Linear(last_channel, num_classes));
   return std::make_shared<MobileNet>(features, classifier);

@@ -70,7 +70,7 @@ TEST(WeightsCli, ExportedCheckpointRoundTripsWithoutLoss) {
   at::manual_seed(3);
   const at::Tensor batch = at::randn({4, 1, 28, 28});
   save_safetensors(dir.path() / "batch.safetensors", {{"input", batch}});
-  dir.write("p.yaml", replace_once(kTinyRecipe, "hidden: 32 }", "hidden: 32, weights: model.safetensors }"));
+  dir.write("p.yaml", testing::replace_once(kTinyRecipe, "hidden: 32 }", "hidden: 32, weights: model.safetensors }"));
   const CommandResult predicted =
       run_mixt({"predict", "p.yaml", "--input", "batch.safetensors", "--output", "out.safetensors"}, dir.path());
   ASSERT_EQ(predicted.exit_code, 0) << predicted.output;

@@ -94,9 +94,13 @@ TEST(ModelZoo, Resnet50HasTorchvisionsParameterCount) {
 TEST(ModelZoo, NumClassesAndZeroInitResidual) {
   const auto model = build("{name: resnet18, num_classes: 7, zero_init_residual: true}");
   for (const auto& [name, t] : state_dict(*model)) {
-    if (name == "fc.weight") EXPECT_EQ(t.size(0), 7);
-    if (name == "layer1.0.bn2.weight") EXPECT_EQ(t.abs().sum().item<double>(), 0.0);
-    if (name == "layer1.0.bn1.weight") EXPECT_EQ(t.sum().item<double>(), 64.0);
+    if (name == "fc.weight") {
+      EXPECT_EQ(t.size(0), 7);
+    } else if (name == "layer1.0.bn2.weight") {
+      EXPECT_EQ(t.abs().sum().item<double>(), 0.0);
+    } else if (name == "layer1.0.bn1.weight") {
+      EXPECT_EQ(t.sum().item<double>(), 64.0);
+    }
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include "bench.h"
 #include "commands.h"
+#include "weights_commands.h"
 #include "mixt/error.h"
 
 namespace {
@@ -30,7 +31,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", mixt::cli::version_text());
 
-  std::string recipe, kind, name, glob;
+  std::string recipe, kind, name, glob, checkpoint, format = "safetensors", input, output;
   std::vector<std::string> overrides;
 
   auto* run = app.add_subcommand("run", "train the model a recipe describes");
@@ -66,6 +67,16 @@ int main(int argc, char** argv) {
   worker->add_option("--warmup", bench_options.warmup);
   worker->add_option("--batch", bench_options.batch);
   worker->add_option("overrides", bench_options.overrides);
+  auto* export_ = app.add_subcommand("export", "write a checkpoint's model weights with torchvision names");
+  export_->add_option("checkpoint", checkpoint, "checkpoint file, run directory or its checkpoints/")->required();
+  export_->add_option("--format", format, "output format (safetensors)");
+  export_->add_option("-o,--output", output, "output file, e.g. model.safetensors")->required();
+
+  auto* predict = app.add_subcommand("predict", "run a recipe's model in eval mode on a tensor");
+  predict->add_option("recipe", recipe, "recipe YAML file (model.weights: names the weights)")->required();
+  predict->add_option("--input", input, "safetensors file with the input batch")->required();
+  predict->add_option("--output", output, "safetensors file to write the outputs to")->required();
+  predict->add_option("overrides", overrides, "key=value overrides, e.g. model.weights=w.safetensors");
 
   try {
     app.parse(argc, argv);
@@ -92,6 +103,8 @@ int main(int argc, char** argv) {
       }
       return *bench ? mixt::cli::bench(bench_options) : mixt::cli::bench_worker(bench_options);
     }
+    if (*export_) return mixt::cli::export_weights(checkpoint, format, output);
+    if (*predict) return mixt::cli::predict(recipe, overrides, input, output);
   } catch (const mixt::Error& e) {
     return report(e);
   } catch (const c10::Error& e) {

@@ -1,5 +1,9 @@
 #include "components.h"
 
+#include <cstdio>
+
+#include "mixt/state_dict.h"
+
 namespace mixt {
 
 namespace {
@@ -8,6 +12,22 @@ void record(Components& c, const Registry& registry, ComponentKind kind, const C
   c.records.push_back({kind_name(kind), entry.name, entry.origin.name, entry.origin.version, entry.origin.file});
 }
 }  // namespace
+
+std::shared_ptr<Model> build_model(const Config& section, const Registry& registry, const ModelContext& context) {
+  std::shared_ptr<Model> model = registry.make_model(section, context);
+  // `weights:` and `strict:` belong to every model, so the framework reads them here
+  // rather than each plugin.
+  const bool strict = section.boolean("strict", true);
+  if (section.has("weights")) {
+    const std::string file = section.string("weights");
+    const LoadReport report = load_state_dict(*model, load_safetensors(file).tensors, strict, file);
+    if (!report.complete()) {
+      std::fprintf(stderr, "mixt: warning: %s: loaded %zu tensors of %s; the rest keep their initial values:%s\n",
+                   section.location("weights").str().c_str(), report.loaded, file.c_str(), report.describe().c_str());
+    }
+  }
+  return model;
+}
 
 Components build_components(const Config& recipe, const Registry& registry,
                             const TrainerOptions& options, const Config& trainer_section) {
@@ -34,7 +54,7 @@ Components build_components(const Config& recipe, const Registry& registry,
 
   const Config model_section = recipe.section("model");
   ModelContext model_context{c.device, c.train->sample_shape(), c.train->num_classes()};
-  c.model = registry.make_model(model_section, model_context);
+  c.model = build_model(model_section, registry, model_context);
   record(c, registry, ComponentKind::model, model_section);
   c.model->to(c.device);
   if (options.channels_last) {

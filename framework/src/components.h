@@ -32,6 +32,11 @@ struct Components {
   std::vector<ComponentRecord> records;  // what built what, for run dirs and checkpoints
 };
 
+// Builds the model a `model:` section names and, when the section has `weights: FILE`
+// (safetensors, torchvision names), loads them: strictly unless `strict: false`, which
+// loads what matches and warns about the rest.
+std::shared_ptr<Model> build_model(const Config& section, const Registry& registry, const ModelContext& context);
+
 Components build_components(const Config& recipe, const Registry& registry,
                             const TrainerOptions& options, const Config& trainer_section);
 

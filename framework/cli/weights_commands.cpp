@@ -1,0 +1,101 @@
+#include "weights_commands.h"
+
+#include <cstdio>
+
+#include "checkpoint.h"
+#include "commands.h"
+#include "components.h"
+#include "experiment.h"
+#include "mixt/safetensors.h"
+#include "mixt/state_dict.h"
+#include "mixt/version.h"
+#include "trainer_options.h"
+
+namespace mixt::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A module archive nests one archive per child module; flatten it to dotted names in the
+// order Module::save wrote them (own parameters, own buffers, then children), which is
+// the order of PyTorch's state_dict.
+void flatten(torch::serialize::InputArchive& archive, const std::string& prefix, NamedTensors& out) {
+  for (const std::string& key : archive.keys()) {
+    at::Tensor tensor;
+    torch::serialize::InputArchive child;
+    if (archive.try_read(key, tensor)) {
+      out.emplace_back(prefix + key, tensor);
+    } else if (archive.try_read(key, child)) {
+      flatten(child, prefix + key + ".", out);
+    }
+  }
+}
+
+}  // namespace
+
+int export_weights(const std::string& checkpoint, const std::string& format, const std::string& output) {
+  if (format != "safetensors") {
+    throw usage_error("unknown export format '" + format + "'", "mixt export writes --format safetensors");
+  }
+  const fs::path file = resolve_checkpoint(checkpoint);
+  CheckpointContents contents = read_checkpoint(file);
+  torch::serialize::InputArchive model;
+  if (!contents.archive.try_read("model", model)) {
+    throw Error(ErrorKind::recipe, "this checkpoint holds no model state", SourceLocation{file.string()});
+  }
+  NamedTensors tensors;
+  flatten(model, "", tensors);
+  std::map<std::string, std::string> metadata{{"format", "pt"}, {"source", "mixt " + std::string(version())}};
+  if (contents.header.contains("components")) metadata["mixt_components"] = contents.header["components"].dump();
+  save_safetensors(output, tensors, metadata);
+  std::int64_t values = 0;
+  for (const auto& item : tensors) values += item.second.numel();
+  std::printf("wrote %zu tensors (%lld values) from %s to %s\n", tensors.size(), static_cast<long long>(values),
+              file.string().c_str(), output.c_str());
+  return 0;
+}
+
+int predict(const std::string& recipe_file, const std::vector<std::string>& overrides, const std::string& input,
+            const std::string& output) {
+  Registry registry;
+  PluginLoader loader(registry);
+  const Recipe recipe = load_recipe(recipe_file, overrides);
+  load_recipe_plugins(recipe, loader, warn);
+  const Config root = recipe.config();
+  const Config trainer = root.section("trainer");
+  const at::Device device = resolve_device(trainer.string("device", "auto"), trainer);
+
+  const SafetensorsContents file = load_safetensors(input);
+  const at::Tensor* batch = nullptr;
+  for (const auto& [name, tensor] : file.tensors) {
+    if (name == "input" || file.tensors.size() == 1) batch = &tensor;
+  }
+  if (!batch) {
+    throw Error(ErrorKind::recipe, "expected one tensor, or one named 'input'", SourceLocation{input}, {},
+                "save the batch as {\"input\": tensor}");
+  }
+  if (batch->dim() < 2) {
+    throw Error(ErrorKind::recipe, "the input must be a batch (N x sample dimensions)", SourceLocation{input});
+  }
+  // The model learns its input shape from the batch, not from the recipe's datasets, which
+  // predict never opens; num_classes comes from the model section (or the model's default).
+  ModelContext context{device, batch->sizes().slice(1).vec(), 0};
+  at::manual_seed(0);
+  std::shared_ptr<Model> model = build_model(root.section("model"), registry, context);
+  model->to(device);
+  model->eval();
+  at::Tensor result;
+  {
+    at::NoGradGuard no_grad;
+    at::Tensor x = batch->to(device, at::kFloat);
+    if (trainer.boolean("channels_last", false) && x.dim() == 4) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+    result = model->forward(x);
+  }
+  save_safetensors(output, {{"output", result.to(at::kCPU).contiguous()}});
+  std::printf("%s: input %s -> output %s written to %s\n", recipe_file.c_str(), c10::str(batch->sizes()).c_str(),
+              c10::str(result.sizes()).c_str(), output.c_str());
+  return 0;
+}
+
+}  // namespace mixt::cli

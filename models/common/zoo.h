@@ -1,0 +1,66 @@
+// Shared by the model-zoo plugins (header only, compiled into each plugin): the one-line
+// summary `mixt list model` shows, and the options every zoo model reads the same way.
+#pragma once
+
+#include <mixt/config.h>
+#include <mixt/model.h>
+#include <mixt/plugin.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace mixt::models {
+
+// Published by torchvision in its weights' meta ("num_params", "_ops" in GFLOPs at the
+// default input size); tests/unit/model_zoo_names_test.cpp checks both against the built
+// model and tests/golden/model_zoo.json.
+struct ZooFacts {
+  std::int64_t params;
+  double gflops;
+  std::int64_t input_size;  // square, 3 channels
+};
+
+inline std::string with_thousands(std::int64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+inline std::string zoo_summary(const std::string& title, const ZooFacts& f) {
+  char gflops[32];
+  std::snprintf(gflops, sizeof(gflops), "%.3f", f.gflops);
+  return title + ": " + with_thousands(f.params) + " params, " + gflops + " GFLOPs at 3x" +
+         std::to_string(f.input_size) + "x" + std::to_string(f.input_size) + " (torchvision meta)";
+}
+
+// num_classes: the recipe's, else the dataset's, else ImageNet's 1000.
+inline std::int64_t read_num_classes(const Config& c, const ModelContext& context) {
+  const std::int64_t n = c.integer("num_classes", context.num_classes > 0 ? context.num_classes : 1000);
+  if (n < 1) c.fail("num_classes", "must be at least 1");
+  return n;
+}
+
+// Zoo models take RGB images: say so at the recipe rather than deep inside a convolution.
+inline void require_rgb_images(const Config& c, const ModelContext& context) {
+  const auto& s = context.sample_shape;
+  if (!s.empty() && (s.size() != 3 || s[0] != 3)) {
+    std::string shape;
+    for (auto d : s) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+    c.fail("name", "this model takes 3-channel images (3 x H x W), but the data delivers samples of shape " + shape,
+           "use an RGB dataset, or a model made for this input such as simple_cnn");
+  }
+}
+
+inline const std::vector<OptionDoc>& common_zoo_options() {
+  static const std::vector<OptionDoc> options{
+      {"num_classes", "dataset's or 1000", "output classes"},
+      {"weights", "none", "safetensors file to load (torchvision names); read by the framework"},
+      {"strict", "true", "with weights: every name and shape must match (false: load what matches)"}};
+  return options;
+}
+
+}  // namespace mixt::models

@@ -1,0 +1,48 @@
+// Registers the resnet family: one entry per torchvision builder, same depths and widths.
+#include <mixt/plugin.h>
+
+#include "../common/zoo.h"
+#include "resnet.h"
+
+namespace {
+
+using mixt::models::ResNetOptions;
+using mixt::models::ZooFacts;
+
+struct Variant {
+  const char* name;
+  const char* title;
+  ResNetOptions options;
+  ZooFacts facts;
+};
+
+const Variant kVariants[] = {
+    {"resnet18", "ResNet-18", {false, {2, 2, 2, 2}, 1, 64}, {11689512, 1.814, 224}},
+    {"resnet34", "ResNet-34", {false, {3, 4, 6, 3}, 1, 64}, {21797672, 3.664, 224}},
+    {"resnet50", "ResNet-50", {true, {3, 4, 6, 3}, 1, 64}, {25557032, 4.089, 224}},
+    {"resnet101", "ResNet-101", {true, {3, 4, 23, 3}, 1, 64}, {44549160, 7.801, 224}},
+    {"resnet152", "ResNet-152", {true, {3, 8, 36, 3}, 1, 64}, {60192808, 11.514, 224}},
+    {"resnext50_32x4d", "ResNeXt-50 32x4d", {true, {3, 4, 6, 3}, 32, 4}, {25028904, 4.230, 224}},
+    {"resnext101_32x8d", "ResNeXt-101 32x8d", {true, {3, 4, 23, 3}, 32, 8}, {88791336, 16.414, 224}},
+    {"wide_resnet50_2", "Wide ResNet-50-2", {true, {3, 4, 6, 3}, 1, 128}, {68883240, 11.398, 224}},
+    {"wide_resnet101_2", "Wide ResNet-101-2", {true, {3, 4, 23, 3}, 1, 128}, {126886696, 22.753, 224}},
+};
+
+void register_components(mixt::Registrar& registrar) {
+  for (const Variant& v : kVariants) {
+    std::vector<mixt::OptionDoc> options = mixt::models::common_zoo_options();
+    options.push_back({"zero_init_residual", "false", "start the last BN of each residual block at zero"});
+    registrar.add_model(v.name, {mixt::models::zoo_summary(v.title, v.facts), options},
+                        [v](const mixt::Config& c, const mixt::ModelContext& context) -> std::shared_ptr<mixt::Model> {
+                          mixt::models::require_rgb_images(c, context);
+                          ResNetOptions o = v.options;
+                          o.num_classes = mixt::models::read_num_classes(c, context);
+                          o.zero_init_residual = c.boolean("zero_init_residual", false);
+                          return std::make_shared<mixt::models::ResNet>(o);
+                        });
+  }
+}
+
+}  // namespace
+
+MIXT_PLUGIN("resnet", "1.0.0", register_components)

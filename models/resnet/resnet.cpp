@@ -1,0 +1,66 @@
+#include "resnet.h"
+
+#include <torch/nn/init.h>
+
+namespace mixt::models {
+
+ResNet::ResNet(const ResNetOptions& o) {
+  conv1 = register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 64, 7).stride(2).padding(3).bias(false)));
+  bn1 = register_module("bn1", torch::nn::BatchNorm2d(64));
+  layer1 = register_module("layer1", make_layer(o, 64, o.layers.at(0), 1));
+  layer2 = register_module("layer2", make_layer(o, 128, o.layers.at(1), 2));
+  layer3 = register_module("layer3", make_layer(o, 256, o.layers.at(2), 2));
+  layer4 = register_module("layer4", make_layer(o, 512, o.layers.at(3), 2));
+  const std::int64_t expansion = o.bottleneck ? BottleneckImpl::expansion : BasicBlockImpl::expansion;
+  fc = register_module("fc", torch::nn::Linear(512 * expansion, o.num_classes));
+
+  // torchvision's initialisation: He-normal (fan_out) convolutions, BN at (1, 0), the
+  // Linear layer keeps its default.
+  at::NoGradGuard no_grad;
+  for (auto& module : modules(/*include_self=*/false)) {
+    if (auto* conv = module->as<torch::nn::Conv2d>()) {
+      torch::nn::init::kaiming_normal_(conv->weight, 0.0, torch::kFanOut, torch::kReLU);
+    }
+  }
+  if (o.zero_init_residual) {
+    for (auto& module : modules(/*include_self=*/false)) {
+      torch::nn::BatchNorm2d norm{nullptr};
+      if (auto* block = module->as<BottleneckImpl>()) norm = block->last_norm();
+      if (auto* block = module->as<BasicBlockImpl>()) norm = block->last_norm();
+      if (norm) torch::nn::init::zeros_(norm->weight);
+    }
+  }
+}
+
+torch::nn::Sequential ResNet::make_layer(const ResNetOptions& o, std::int64_t planes, std::int64_t blocks,
+                                         std::int64_t stride) {
+  const std::int64_t expansion = o.bottleneck ? BottleneckImpl::expansion : BasicBlockImpl::expansion;
+  torch::nn::Sequential layer;
+  for (std::int64_t i = 0; i < blocks; ++i) {
+    const std::int64_t block_stride = i == 0 ? stride : 1;
+    torch::nn::Sequential downsample{nullptr};
+    if (i == 0 && (stride != 1 || inplanes_ != planes * expansion)) {
+      downsample = torch::nn::Sequential(
+          torch::nn::Conv2d(torch::nn::Conv2dOptions(inplanes_, planes * expansion, 1).stride(stride).bias(false)),
+          torch::nn::BatchNorm2d(planes * expansion));
+    }
+    if (o.bottleneck) {
+      layer->push_back(std::make_shared<BottleneckImpl>(inplanes_, planes, block_stride, downsample, o.groups,
+                                                        o.width_per_group));
+    } else {
+      layer->push_back(std::make_shared<BasicBlockImpl>(inplanes_, planes, block_stride, downsample));
+    }
+    inplanes_ = planes * expansion;
+  }
+  return layer;
+}
+
+at::Tensor ResNet::forward(const at::Tensor& input) {
+  at::Tensor x = bn1->forward(conv1->forward(input)).relu_();
+  x = at::max_pool2d(x, {3, 3}, {2, 2}, {1, 1});
+  x = layer4->forward(layer3->forward(layer2->forward(layer1->forward(x))));
+  x = at::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
+  return fc->forward(x);
+}
+
+}  // namespace mixt::models

@@ -1,0 +1,134 @@
+// End to end: weights in and out of the real `mixt` binary — `mixt export` of a trained
+// run, `model.weights:` (strict and not), `mixt predict` against torchvision's logits, and
+// `mixt list model` with torchvision's parameter counts.
+#include <gtest/gtest.h>
+
+#include "checkpoint.h"
+#include "mixt/safetensors.h"
+#include "mixt/state_dict.h"
+#include "plugins.h"
+#include "recipe_loader.h"
+#include "test_support.h"
+
+namespace mixt {
+namespace {
+
+using testing::CommandResult;
+using testing::run_mixt;
+using testing::TempDir;
+namespace fs = std::filesystem;
+
+const fs::path kParity = MIXT_MODEL_PARITY_DIR;
+
+const std::string kTinyRecipe = R"(name: tiny
+model:     { name: simple_cnn, channels: [8, 16], hidden: 32 }
+precision: { name: fp32 }
+optimizer: { name: sgd, lr: 0.05, momentum: 0.9 }
+data:
+  train: { name: fashion_mnist, split: train, batch_size: 64, limit: 256 }
+trainer: { epochs: 1, seed: 0, threads: 1, log_every: 4 }
+output: runs
+)";
+
+const at::Tensor& find(const NamedTensors& tensors, const std::string& name) {
+  for (const auto& item : tensors) {
+    if (item.first == name) return item.second;
+  }
+  throw std::runtime_error("no tensor " + name);
+}
+
+TEST(WeightsCli, ExportedCheckpointRoundTripsWithoutLoss) {
+  TempDir dir;
+  dir.write("r.yaml", kTinyRecipe);
+  const CommandResult run = run_mixt({"run", "r.yaml"}, dir.path());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  fs::path run_dir;
+  for (const auto& entry : fs::directory_iterator(dir.path() / "runs" / "tiny")) run_dir = entry.path();
+
+  const CommandResult exported = run_mixt(
+      {"export", (run_dir / "checkpoints" / "last").string(), "--format", "safetensors", "-o", "model.safetensors"},
+      dir.path());
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  const NamedTensors file = load_safetensors(dir.path() / "model.safetensors").tensors;
+
+  // The checkpoint's model, loaded the way `mixt run --resume` loads it.
+  testing::BuiltPlugins plugins;
+  const auto model = plugins.registry.make_model(
+      Config(parse_yaml("{name: simple_cnn, channels: [8, 16], hidden: 32}", "t"), "model"), ModelContext{});
+  CheckpointContents checkpoint = read_checkpoint(resolve_checkpoint(run_dir));
+  torch::serialize::InputArchive archive;
+  checkpoint.archive.read("model", archive);
+  model->load(archive);
+  const NamedTensors state = state_dict(*model);
+  ASSERT_EQ(file.size(), state.size());
+  for (std::size_t i = 0; i < state.size(); ++i) {
+    EXPECT_EQ(file[i].first, state[i].first);
+    EXPECT_TRUE(at::equal(file[i].second, state[i].second)) << state[i].first;  // bit for bit
+  }
+
+  // And back: the exported file as `model.weights` gives the checkpoint model's outputs.
+  at::manual_seed(3);
+  const at::Tensor batch = at::randn({4, 1, 28, 28});
+  save_safetensors(dir.path() / "batch.safetensors", {{"input", batch}});
+  dir.write("p.yaml", testing::replace_once(kTinyRecipe, "hidden: 32 }", "hidden: 32, weights: model.safetensors }"));
+  const CommandResult predicted =
+      run_mixt({"predict", "p.yaml", "--input", "batch.safetensors", "--output", "out.safetensors"}, dir.path());
+  ASSERT_EQ(predicted.exit_code, 0) << predicted.output;
+  model->eval();
+  at::NoGradGuard no_grad;
+  EXPECT_TRUE(at::equal(find(load_safetensors(dir.path() / "out.safetensors").tensors, "output"), model->forward(batch)));
+}
+
+TEST(WeightsCli, PredictMatchesTorchvisionLogits) {
+  TempDir dir;
+  const fs::path weights = kParity / "resnet18.weights.safetensors";
+  dir.write("r.yaml", "model: { name: resnet18, num_classes: 10, weights: " + weights.string() + " }\n");
+  const CommandResult result = run_mixt(
+      {"predict", "r.yaml", "--input", (kParity / "resnet18.io.safetensors").string(), "--output", "logits.safetensors"},
+      dir.path());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  // resnet18.io.safetensors holds several tensors: predict takes the one named "input".
+  const at::Tensor got = find(load_safetensors(dir.path() / "logits.safetensors").tensors, "output");
+  const at::Tensor expected = find(load_safetensors(kParity / "resnet18.io.safetensors").tensors, "logits");
+  EXPECT_LE((got - expected).abs().max().item<double>() / expected.abs().max().item<double>(), 1e-5);
+}
+
+TEST(WeightsCli, MismatchingWeightsAreOneClearError) {
+  TempDir dir;
+  const std::string weights = (kParity / "resnet18.weights.safetensors").string();
+  save_safetensors(dir.path() / "x.safetensors", {{"input", at::zeros({1, 3, 64, 64})}});
+  const std::vector<std::string> args = {"predict", "r.yaml", "--input", "x.safetensors", "--output", "o.safetensors"};
+
+  dir.write("r.yaml", "model: { name: resnet18, weights: " + weights + " }\n");  // 1000 classes vs 10
+  CommandResult result = run_mixt(args, dir.path());
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("mixt: error: "), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("weights do not match the model"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("fc.weight: file [10, 512] vs model [1000, 512]"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("strict: false"), std::string::npos) << result.output;
+
+  dir.write("r.yaml", "model: { name: resnet18, weights: " + weights + ", strict: false }\n");
+  result = run_mixt(args, dir.path());
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("warning"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("loaded 120 tensors"), std::string::npos) << result.output;
+
+  dir.write("r.yaml", "model: { name: resnet18, weights: nowhere.safetensors }\n");
+  result = run_mixt(args, dir.path());
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("nowhere.safetensors"), std::string::npos) << result.output;
+
+  result = run_mixt({"export", "nowhere", "--format", "onnx", "-o", "x"}, dir.path());
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("unknown export format 'onnx'"), std::string::npos) << result.output;
+}
+
+TEST(WeightsCli, ListShowsParamsAndGflops) {
+  const CommandResult result = run_mixt({"list", "model", "resnet*"});
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("resnet50"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("25,557,032 params, 4.089 GFLOPs at 3x224x224"), std::string::npos) << result.output;
+}
+
+}  // namespace
+}  // namespace mixt

@@ -1,0 +1,156 @@
+// safetensors I/O and state dicts: exact round trips, the byte layout of the format,
+// PyTorch's state_dict naming and order, and strict / non-strict loading.
+#include <gtest/gtest.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "mixt/error.h"
+#include "mixt/safetensors.h"
+#include "mixt/state_dict.h"
+#include "test_support.h"
+
+namespace mixt {
+namespace {
+
+using testing::TempDir;
+
+TEST(Safetensors, RoundTripsEveryDtypeExactly) {
+  TempDir dir;
+  at::manual_seed(0);
+  NamedTensors tensors = {
+      {"f32", at::randn({3, 4})},
+      {"f64", at::randn({2}, at::kDouble)},
+      {"f16", at::randn({5}).to(at::kHalf)},
+      {"bf16", at::randn({2, 2}).to(at::kBFloat16)},
+      {"i64", at::arange(7)},
+      {"i32", at::arange(3, at::kInt)},
+      {"u8", at::arange(4, at::kByte)},
+      {"bool", at::arange(4).remainder(2) == 0},
+      {"scalar", at::tensor(3.5f)},
+      {"empty", at::empty({0, 3})},
+      {"strided", at::randn({4, 6}).t()},  // not contiguous: written as its values
+  };
+  const auto file = dir.path() / "t.safetensors";
+  save_safetensors(file, tensors, {{"format", "pt"}});
+  const SafetensorsContents read = load_safetensors(file);
+  ASSERT_EQ(read.tensors.size(), tensors.size());
+  EXPECT_EQ(read.metadata.at("format"), "pt");
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    EXPECT_EQ(read.tensors[i].first, tensors[i].first);
+    EXPECT_EQ(read.tensors[i].second.scalar_type(), tensors[i].second.scalar_type()) << tensors[i].first;
+    EXPECT_EQ(read.tensors[i].second.sizes(), tensors[i].second.sizes()) << tensors[i].first;
+    EXPECT_TRUE(at::equal(read.tensors[i].second, tensors[i].second)) << tensors[i].first;
+  }
+}
+
+TEST(Safetensors, ByteLayoutIsTheFormat) {
+  // Little-endian u64 header length, JSON header padded to 8 bytes, then raw data.
+  TempDir dir;
+  const auto file = dir.path() / "t.safetensors";
+  save_safetensors(file, {{"w", at::tensor({1.0f, 2.0f})}});
+  const std::string bytes = testing::read_file(file);
+  std::uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  ASSERT_EQ(n % 8, 0u);
+  const auto header = nlohmann::json::parse(bytes.substr(8, n));
+  EXPECT_EQ(header["w"]["dtype"], "F32");
+  EXPECT_EQ(header["w"]["shape"], nlohmann::json::array({2}));
+  EXPECT_EQ(header["w"]["data_offsets"], nlohmann::json::array({0, 8}));
+  ASSERT_EQ(bytes.size(), 8 + n + 8);
+  float values[2];
+  std::memcpy(values, bytes.data() + 8 + n, 8);
+  EXPECT_EQ(values[0], 1.0f);
+  EXPECT_EQ(values[1], 2.0f);
+}
+
+TEST(Safetensors, DamagedFilesAreClearErrors) {
+  TempDir dir;
+  const auto good = dir.path() / "good.safetensors";
+  save_safetensors(good, {{"w", at::ones({16})}});
+  const std::string bytes = testing::read_file(good);
+  const auto expect_error = [&](const std::string& content, const std::string& what) {
+    const auto file = dir.write("bad.safetensors", content);
+    try {
+      load_safetensors(file);
+      ADD_FAILURE() << "no error for " << what;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::recipe);
+      EXPECT_NE(std::string(e.what()).find("not a valid safetensors file"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("bad.safetensors"), std::string::npos) << e.what();
+    }
+  };
+  expect_error("", "empty file");
+  expect_error("hello world, not a tensor file", "text");
+  expect_error(bytes.substr(0, bytes.size() - 4), "truncated data");
+  std::string not_json = bytes;
+  not_json[8] = '!';
+  expect_error(not_json, "header not JSON");
+  EXPECT_THROW(load_safetensors(dir.path() / "missing.safetensors"), Error);
+}
+
+// A module with torchvision-like nesting: own parameters, a child, a Sequential.
+struct Net : torch::nn::Module {
+  Net() {
+    conv = register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 4, 3).bias(false)));
+    bn = register_module("bn1", torch::nn::BatchNorm2d(4));
+    head = register_module("layer", torch::nn::Sequential(torch::nn::Linear(4, 2)));
+  }
+  torch::nn::Conv2d conv{nullptr};
+  torch::nn::BatchNorm2d bn{nullptr};
+  torch::nn::Sequential head{nullptr};
+};
+
+TEST(StateDict, NamesAndOrderAreTorchs) {
+  Net net;
+  std::vector<std::string> names;
+  for (const auto& item : state_dict(net)) names.push_back(item.first);
+  // What torch.nn.Module.state_dict() lists for the same module tree.
+  const std::vector<std::string> expected = {"conv1.weight",       "bn1.weight",          "bn1.bias",
+                                             "bn1.running_mean",   "bn1.running_var",     "bn1.num_batches_tracked",
+                                             "layer.0.weight",     "layer.0.bias"};
+  EXPECT_EQ(names, expected);
+}
+
+TEST(StateDict, StrictLoadListsEveryProblemAndLoadsNothing) {
+  Net source, target;
+  NamedTensors tensors = state_dict(source);
+  tensors.erase(tensors.begin());                                  // conv1.weight missing
+  tensors.emplace_back("extra.weight", at::zeros({1}));            // unexpected
+  for (auto& [name, t] : tensors) {
+    if (name == "layer.0.weight") t = at::zeros({3, 4});           // wrong shape
+  }
+  const at::Tensor before = target.bn->weight.clone();
+  try {
+    load_state_dict(target, tensors, /*strict=*/true, "w.safetensors");
+    FAIL() << "strict load accepted mismatching weights";
+  } catch (const Error& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("missing in the file (1): conv1.weight"), std::string::npos) << text;
+    EXPECT_NE(text.find("unexpected in the file (1): extra.weight"), std::string::npos) << text;
+    EXPECT_NE(text.find("layer.0.weight: file [3, 4] vs model [2, 4]"), std::string::npos) << text;
+    EXPECT_NE(text.find("w.safetensors"), std::string::npos) << text;
+  }
+  EXPECT_TRUE(at::equal(before, target.bn->weight));
+}
+
+TEST(StateDict, NonStrictLoadsWhatMatches) {
+  Net source, target;
+  at::NoGradGuard no_grad;
+  source.bn->weight.fill_(3.0);
+  NamedTensors tensors = state_dict(source);
+  tensors.erase(tensors.begin());
+  const LoadReport report = load_state_dict(target, tensors, /*strict=*/false, "w");
+  EXPECT_EQ(report.loaded, 7u);
+  EXPECT_EQ(report.missing, std::vector<std::string>{"conv1.weight"});
+  EXPECT_TRUE(at::equal(target.bn->weight, source.bn->weight));
+  EXPECT_FALSE(at::equal(target.conv->weight, source.conv->weight));
+}
+
+}  // namespace
+}  // namespace mixt

@@ -32,7 +32,10 @@ struct Components {
   std::vector<ComponentRecord> records;  // what built what, for run dirs and checkpoints
 };
 
+// `communicator` is null for a single process; otherwise datasets are built for its rank's
+// shard and the precision policy gets it (PrecisionContext::communicator).
 Components build_components(const Config& recipe, const Registry& registry,
-                            const TrainerOptions& options, const Config& trainer_section);
+                            const TrainerOptions& options, const Config& trainer_section,
+                            const Communicator* communicator = nullptr);
 
 }  // namespace mixt

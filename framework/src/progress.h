@@ -12,7 +12,8 @@ namespace mixt {
 
 class Progress {
  public:
-  Progress(bool terminal, std::int64_t log_every);
+  // `quiet`: print nothing (the ranks other than 0 of a distributed run).
+  Progress(bool terminal, std::int64_t log_every, bool quiet = false);
 
   void start_epoch(std::int64_t epoch, std::int64_t epochs, std::int64_t steps);
   // Whether step `step` (1-based within the epoch) will be shown: fetching the loss from
@@ -26,6 +27,7 @@ class Progress {
  private:
   using Clock = std::chrono::steady_clock;
   bool terminal_;
+  bool quiet_;
   std::int64_t log_every_;
   std::int64_t epoch_ = 0, epochs_ = 0, steps_ = 0;
   Clock::time_point epoch_start_;

@@ -14,6 +14,7 @@ TrainerOptions TrainerOptions::read(const Config& s) {
   o.max_steps_per_epoch = s.integer("max_steps_per_epoch", o.max_steps_per_epoch);
   o.keep_checkpoints = s.integer("keep_checkpoints", o.keep_checkpoints);
   o.resume = s.string("resume", o.resume);
+  o.distributed = distributed::DistributedOptions::read(s.section("distributed"));
   if (o.epochs < 1) s.fail("epochs", "must be at least 1");
   if (o.threads < 0) s.fail("threads", "must be 0 (LibTorch's default) or more");
   if (o.log_every < 1) s.fail("log_every", "must be at least 1");

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "distributed/options.h"
 #include "mixt/config.h"
 
 namespace mixt {
@@ -21,6 +22,7 @@ struct TrainerOptions {
   std::int64_t max_steps_per_epoch = 0; // 0 = the whole dataset
   std::int64_t keep_checkpoints = 2;    // per-epoch checkpoints kept (plus `last`)
   std::string resume;                   // checkpoint file or run directory
+  distributed::DistributedOptions distributed;  // trainer.distributed (used under torchrun)
 
   static TrainerOptions read(const Config& section);
 };

@@ -262,6 +262,30 @@ TEST(DataParallel, KillingOneRankMakesTheOtherExitWithinTheTimeout) {
   EXPECT_LT(seconds, 15.0 + 10.0);
 }
 
+// SIGINT to one rank only: the stop request is agreed on with the step's loss, so both
+// ranks stop after the same step; rank 0 writes the interrupted checkpoint; both exit 130.
+TEST(DataParallel, AnInterruptOnOneRankStopsEveryRankAfterTheSameStep) {
+  TempDir dir;
+  dir.write("r.yaml", testing::replace_once(kRecipe, "epochs: 1", "epochs: 1000"));
+  const int port = testing::free_port();
+  ChildProcess rank0({MIXT_EXECUTABLE, "run", "r.yaml"}, rank_environment(0, 2, port), dir.path(), dir.path() / "0.log");
+  ChildProcess rank1({MIXT_EXECUTABLE, "run", "r.yaml"}, rank_environment(1, 2, port), dir.path(), dir.path() / "1.log");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  while (testing::read_file(dir.path() / "0.log").find(" step 2/") == std::string::npos) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << testing::read_file(dir.path() / "0.log");
+    ASSERT_FALSE(rank0.wait_for(0)) << testing::read_file(dir.path() / "0.log");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  rank1.signal(SIGINT);
+  const auto code0 = rank0.wait_for(60), code1 = rank1.wait_for(10);
+  const std::string log0 = testing::read_file(dir.path() / "0.log"), log1 = testing::read_file(dir.path() / "1.log");
+  ASSERT_TRUE(code0 && code1) << log0 << "\n---\n" << log1;
+  EXPECT_EQ(*code0, 130) << log0;
+  EXPECT_EQ(*code1, 130) << log1;
+  EXPECT_NE(log0.find("interrupted: checkpoint written to"), std::string::npos) << log0;
+  EXPECT_TRUE(fs::exists(only_run_directory(dir.path() / "runs") / "checkpoints" / "interrupted"));
+}
+
 // torchrun itself (the wheel's), with one restart allowed: rank 1 crashes in epoch 2 of
 // the first attempt; the restarted job resumes from the epoch-1 checkpoint of the same run
 // directory and finishes.

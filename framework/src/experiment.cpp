@@ -36,6 +36,11 @@ Experiment prepare_experiment(const fs::path& recipe_file, const std::vector<std
     // Each rank trains on the GPU of its LOCAL_RANK (or on the CPU).
     at::Device device = resolve_device(e.options.device, trainer);
     if (device.is_cuda()) {
+      if (static_cast<std::size_t>(launch->local_rank) >= at::getNumGPUs()) {
+        throw usage_error("LOCAL_RANK=" + std::to_string(launch->local_rank) + ", but this machine has " +
+                              std::to_string(at::getNumGPUs()) + " usable GPU(s)",
+                          "start at most one rank per GPU (torchrun --nproc-per-node), or use trainer.device: cpu");
+      }
       device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(launch->local_rank));
       e.options.device = device.str();
     }

@@ -104,6 +104,7 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
         const at::Tensor logits = model.forward(inputs);
         loss = at::cross_entropy_loss(logits, targets) / static_cast<double>(accumulate);
       }
+      if (parallel_) parallel_->prepare_backward(micro_batches + 1 == accumulate);
       precision.backward(loss);
       loss_sum = loss_sum.defined() ? loss_sum + loss.detach() : loss.detach();
       epoch_samples += inputs.size(0);

@@ -143,6 +143,33 @@ TEST(DataParallel, TwoRanksMatchOneProcessWithTheSameGlobalBatchFp32) {
   expect_two_ranks_match_one_process("{ name: fp32 }", 1e-5);
 }
 
+// The all-reduce started from gradient hooks during backward (overlap, the default) and
+// started after backward give bitwise the same weights; with gradient accumulation (two
+// micro-batches of 16 per rank: only the last backward starts all-reduces) too, and that
+// still matches one process with batch 64.
+TEST(DataParallel, OverlapAndAccumulationGiveTheSameWeights) {
+  TempDir dir;
+  const fs::path recipe = dir.write("r.yaml", kRecipe);
+  const auto single = testing::run_mixt({"run", "r.yaml", "output=single"}, dir.path());
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  const auto overlapped = run_ranks(dir, 2, {{"output=overlap", "data.train.batch_size=32"}});
+  ASSERT_EQ(overlapped[0].exit_code, 0) << overlapped[0].log;
+  const auto after = run_ranks(dir, 2, {{"output=after", "data.train.batch_size=32", "trainer.distributed.overlap=false"}});
+  ASSERT_EQ(after[0].exit_code, 0) << after[0].log;
+  const auto accumulated =
+      run_ranks(dir, 2, {{"output=accumulate", "data.train.batch_size=16", "trainer.accumulate=2"}});
+  ASSERT_EQ(accumulated[0].exit_code, 0) << accumulated[0].log;
+
+  const auto weights = [&](const char* output) {
+    return checkpoint_weights(recipe, only_run_directory(dir.path() / output) / "checkpoints" / "epoch-0001");
+  };
+  const auto w_single = weights("single");
+  EXPECT_EQ(max_difference(weights("overlap"), weights("after")), 0.0);
+  const double accumulate_difference = max_difference(w_single, weights("accumulate"));
+  std::printf("max |w(1 process) - w(2 ranks x 2 micro-batches)| = %.3g\n", accumulate_difference);
+  EXPECT_LT(accumulate_difference, 1e-5);
+}
+
 TEST(DataParallel, TwoRanksMatchOneProcessWithTheSameGlobalBatchAmpFp16) {
   testing::BuiltPlugins plugins;
   if (!plugins.registry.find(ComponentKind::precision, "amp_fp16")) {

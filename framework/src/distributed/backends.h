@@ -23,10 +23,12 @@ c10::intrusive_ptr<c10d::Backend> make_gloo_backend(const c10::intrusive_ptr<c10
                                                     int world_size, std::chrono::milliseconds timeout,
                                                     const GlooDevice& device);
 
-// c10d::ProcessGroupNCCL from libtorch_cuda (nccl_backend.cpp); a runtime error when mixt
-// was built without it (a CPU-only LibTorch, or no nccl.h).
+// c10d::ProcessGroupNCCL from libtorch_cuda (nccl_backend.cpp), after making `device`
+// this process's current CUDA device; a runtime error when mixt was built without it (a
+// CPU-only LibTorch, or no nccl.h).
 c10::intrusive_ptr<c10d::Backend> make_nccl_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank,
-                                                    int world_size, std::chrono::milliseconds timeout);
+                                                    int world_size, std::chrono::milliseconds timeout,
+                                                    at::Device device);
 bool nccl_available();
 
 }  // namespace mixt::distributed

@@ -48,7 +48,7 @@ DataParallel::DataParallel(const LaunchEnvironment& environment, const Distribut
   c10::intrusive_ptr<c10d::Backend> process_group;
   try {
     process_group = backend == "nccl"
-                        ? make_nccl_backend(store, environment.rank, environment.world_size, timeout)
+                        ? make_nccl_backend(store, environment.rank, environment.world_size, timeout, device)
                         : make_gloo_backend(store, environment.rank, environment.world_size, timeout,
                                             gloo_device(environment));
   } catch (const Error&) {
@@ -60,7 +60,7 @@ DataParallel::DataParallel(const LaunchEnvironment& environment, const Distribut
                             ") within trainer.distributed.timeout");
   }
   communicator_ = std::make_unique<ProcessGroupCommunicator>(process_group, backend, environment.rank,
-                                                             environment.world_size, timeout);
+                                                             environment.world_size, timeout, device);
 }
 
 void DataParallel::check_same_recipe(const std::string& text) const {
@@ -89,9 +89,14 @@ void DataParallel::broadcast_model(torch::nn::Module& model) const {
 void DataParallel::set_parameters(const std::vector<at::Tensor>& parameters) {
   const auto bytes = static_cast<std::int64_t>(options_.bucket_mb * 1024.0 * 1024.0);
   buckets_.emplace(parameters, bytes);
+  if (options_.overlap) buckets_->enable_overlap(*communicator_);
 }
 
-void DataParallel::average_gradients() const {
+void DataParallel::prepare_backward(bool last) {
+  if (buckets_) buckets_->prepare_backward(last);
+}
+
+void DataParallel::average_gradients() {
   if (!buckets_) throw runtime_error("DataParallel::average_gradients before set_parameters");
   buckets_->average(*communicator_);
 }

@@ -40,8 +40,11 @@ class DataParallel {
   void broadcast_model(torch::nn::Module& model) const;
   // Prepares the gradient buckets for these parameters (once, before training).
   void set_parameters(const std::vector<at::Tensor>& parameters);
+  // Before each backward: `last` for the optimizer step's last micro-batch, whose backward
+  // starts bucket all-reduces from gradient hooks (trainer.distributed.overlap).
+  void prepare_backward(bool last);
   // Averages the gradients over ranks (bucketed all-reduce); after the last backward.
-  void average_gradients() const;
+  void average_gradients();
 
   // Sums small per-rank numbers (a loss, a sample count, an interrupt flag) over ranks.
   std::vector<double> sum(const std::vector<double>& values) const;

@@ -8,7 +8,7 @@ namespace mixt::distributed {
 bool nccl_available() { return false; }
 
 c10::intrusive_ptr<c10d::Backend> make_nccl_backend(const c10::intrusive_ptr<c10d::Store>&, int, int,
-                                                    std::chrono::milliseconds) {
+                                                    std::chrono::milliseconds, at::Device) {
   throw runtime_error("this mixt was built without NCCL (no libtorch_cuda or no nccl.h at configure time)",
                       "use trainer.distributed.backend: gloo, or rebuild against the CUDA wheel");
 }

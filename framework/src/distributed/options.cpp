@@ -7,6 +7,7 @@ DistributedOptions DistributedOptions::read(const Config& s) {
   o.backend = s.string("backend", o.backend);
   o.timeout_seconds = s.number("timeout", o.timeout_seconds);
   o.bucket_mb = s.number("bucket_mb", o.bucket_mb);
+  o.overlap = s.boolean("overlap", o.overlap);
   o.sync_batchnorm = s.boolean("sync_batchnorm", o.sync_batchnorm);
   if (o.backend != "auto" && o.backend != "nccl" && o.backend != "gloo") {
     s.fail("backend", "unknown backend '" + o.backend + "'", "use auto, nccl or gloo");

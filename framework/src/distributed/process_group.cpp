@@ -21,12 +21,13 @@ const char* name(ReduceOp op) {
 
 ProcessGroupCommunicator::ProcessGroupCommunicator(c10::intrusive_ptr<c10d::Backend> backend,
                                                    std::string backend_name, int rank, int world_size,
-                                                   std::chrono::milliseconds timeout)
+                                                   std::chrono::milliseconds timeout, at::Device device)
     : backend_(std::move(backend)),
       backend_name_(std::move(backend_name)),
       rank_(rank),
       world_size_(world_size),
-      timeout_(timeout) {}
+      timeout_(timeout),
+      device_(device) {}
 
 void ProcessGroupCommunicator::fail(const std::string& what, const std::string& reason) const {
   throw runtime_error("distributed " + what + " failed on rank " + std::to_string(rank_) + " of " +
@@ -96,7 +97,12 @@ void ProcessGroupCommunicator::broadcast(at::Tensor& tensor, int root) const {
 void ProcessGroupCommunicator::barrier() const {
   c10::intrusive_ptr<c10d::Work> work;
   try {
-    work = backend_->barrier(c10d::BarrierOptions{});
+    c10d::BarrierOptions options;
+    if (device_.is_cuda()) {  // NCCL's barrier is an all-reduce on this GPU
+      options.device_ids = {device_.index()};
+      options.device = device_;
+    }
+    work = backend_->barrier(options);
   } catch (const c10::Error& error) {
     fail("barrier", error.what_without_backtrace());
   }

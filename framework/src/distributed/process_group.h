@@ -17,7 +17,7 @@ namespace mixt::distributed {
 class ProcessGroupCommunicator final : public Communicator {
  public:
   ProcessGroupCommunicator(c10::intrusive_ptr<c10d::Backend> backend, std::string backend_name, int rank,
-                           int world_size, std::chrono::milliseconds timeout);
+                           int world_size, std::chrono::milliseconds timeout, at::Device device = at::kCPU);
 
   int rank() const override { return rank_; }
   int world_size() const override { return world_size_; }
@@ -39,6 +39,7 @@ class ProcessGroupCommunicator final : public Communicator {
   int rank_;
   int world_size_;
   std::chrono::milliseconds timeout_;
+  at::Device device_;
 };
 
 }  // namespace mixt::distributed

@@ -143,8 +143,8 @@ TEST(DataParallel, TwoRanksMatchOneProcessWithTheSameGlobalBatchFp32) {
   expect_two_ranks_match_one_process("{ name: fp32 }", 1e-5);
 }
 
-// The all-reduce started from gradient hooks during backward (overlap, the default) and
-// started after backward give bitwise the same weights; with gradient accumulation (two
+// The all-reduce started from gradient hooks during backward (overlap: true) and started
+// after backward (the default) give bitwise the same weights; with gradient accumulation (two
 // micro-batches of 16 per rank: only the last backward starts all-reduces) too, and that
 // still matches one process with batch 64.
 TEST(DataParallel, OverlapAndAccumulationGiveTheSameWeights) {
@@ -152,12 +152,12 @@ TEST(DataParallel, OverlapAndAccumulationGiveTheSameWeights) {
   const fs::path recipe = dir.write("r.yaml", kRecipe);
   const auto single = testing::run_mixt({"run", "r.yaml", "output=single"}, dir.path());
   ASSERT_EQ(single.exit_code, 0) << single.output;
-  const auto overlapped = run_ranks(dir, 2, {{"output=overlap", "data.train.batch_size=32"}});
+  const auto overlapped = run_ranks(dir, 2, {{"output=overlap", "data.train.batch_size=32", "trainer.distributed.overlap=true"}});
   ASSERT_EQ(overlapped[0].exit_code, 0) << overlapped[0].log;
   const auto after = run_ranks(dir, 2, {{"output=after", "data.train.batch_size=32", "trainer.distributed.overlap=false"}});
   ASSERT_EQ(after[0].exit_code, 0) << after[0].log;
-  const auto accumulated =
-      run_ranks(dir, 2, {{"output=accumulate", "data.train.batch_size=16", "trainer.accumulate=2"}});
+  const auto accumulated = run_ranks(
+      dir, 2, {{"output=accumulate", "data.train.batch_size=16", "trainer.accumulate=2", "trainer.distributed.overlap=true"}});
   ASSERT_EQ(accumulated[0].exit_code, 0) << accumulated[0].log;
 
   const auto weights = [&](const char* output) {
@@ -206,8 +206,10 @@ TEST(DataParallel, AnInfOnOneRankMakesEveryRankSkipThatStep) {
   EXPECT_NE(metrics.find("\"skipped_steps\":1.0"), std::string::npos) << metrics;
 }
 
-// Injected before the average, the inf reaches every rank through the all-reduce sum even
-// without the explicit flag all-reduce.
+// Injected before the average (in the policy's backward(), after autograd's), the inf
+// reaches every rank through the all-reduce sum even without the explicit flag all-reduce.
+// (Not with overlap: true, where gradients are sent from hooks during autograd's backward,
+// as in DDP: see docs/distributed.md.)
 TEST(DataParallel, AnInfBeforeTheAverageReachesEveryRank) {
   TempDir dir;
   dir.write("r.yaml", inf_recipe("inject_rank: 0, inject_step: 3, inject_at: backward, sync_found_inf: false"));

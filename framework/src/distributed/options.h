@@ -13,7 +13,7 @@ struct DistributedOptions {
   std::string backend = "auto";  // auto (NCCL on CUDA, Gloo on CPU) | nccl | gloo
   double timeout_seconds = 600;  // a collective or the store waits at most this long
   double bucket_mb = 25;         // gradient all-reduce bucket size, as DDP's bucket_cap_mb
-  bool overlap = true;           // start a bucket's all-reduce during backward (gradient hooks)
+  bool overlap = false;          // start a bucket's all-reduce during backward (gradient hooks)
   bool sync_batchnorm = false;   // not implemented: `true` is rejected
 
   static DistributedOptions read(const Config& section);

@@ -262,6 +262,24 @@ TEST(DataParallel, SyncBatchnormTrueIsRejectedNotFaked) {
   EXPECT_NE(backend.output.find("unknown backend 'mpi'"), std::string::npos) << backend.output;
 }
 
+// Rank 1 alone (rank 0 never started): it gives up after the timeout with one clear
+// message, not c10d's retry logs and backtraces.
+TEST(DataParallel, ARankWhoseStoreNeverAppearsFailsClearlyAfterTheTimeout) {
+  TempDir dir;
+  dir.write("r.yaml", testing::replace_once(kRecipe, "timeout: 30", "timeout: 3"));
+  const auto start = std::chrono::steady_clock::now();
+  ChildProcess rank1({MIXT_EXECUTABLE, "run", "r.yaml"}, rank_environment(1, 2, testing::free_port()), dir.path(),
+                     dir.path() / "1.log");
+  const auto code = rank1.wait_for(60);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string log = testing::read_file(dir.path() / "1.log");
+  ASSERT_TRUE(code) << log;
+  EXPECT_EQ(*code, 1) << log;
+  EXPECT_NE(log.find("mixt: error: rank 1 could not reach the c10d store at 127.0.0.1:"), std::string::npos) << log;
+  EXPECT_EQ(log.find("Exception raised from"), std::string::npos) << log;
+  EXPECT_LT(seconds, 30.0);
+}
+
 TEST(DataParallel, KillingOneRankMakesTheOtherExitWithinTheTimeout) {
   TempDir dir;
   // Long enough never to finish on its own; a 15 s collective timeout.

@@ -3,15 +3,35 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <c10/util/Logging.h>
+
+#include <cstdlib>
+
 #include "mixt/error.h"
 
 namespace mixt::distributed {
+
+namespace {
+// While connecting, c10d logs every failed try as an error with a C++ backtrace; mixt
+// reports the outcome once, as a mixt error. TORCH_CPP_LOG_LEVEL (set by the user) wins.
+class QuietConnectLogs {
+ public:
+  QuietConnectLogs() : saved_(FLAGS_caffe2_log_level) {
+    if (!std::getenv("TORCH_CPP_LOG_LEVEL")) FLAGS_caffe2_log_level = 3;  // FATAL only
+  }
+  ~QuietConnectLogs() { FLAGS_caffe2_log_level = saved_; }
+
+ private:
+  int saved_;
+};
+}  // namespace
 
 c10::intrusive_ptr<c10d::Store> make_store(const LaunchEnvironment& e, std::chrono::milliseconds timeout) {
   c10d::TCPStoreOptions options;
   options.port = static_cast<std::uint16_t>(e.master_port);
   options.numWorkers = static_cast<std::size_t>(e.world_size);
   options.timeout = timeout;
+  QuietConnectLogs quiet;
   try {
     if (e.use_agent_store) {
       // torch.distributed's env:// rendezvous (torch/distributed/rendezvous.py,

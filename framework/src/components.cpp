@@ -30,7 +30,8 @@ std::shared_ptr<Model> build_model(const Config& section, const Registry& regist
 }
 
 Components build_components(const Config& recipe, const Registry& registry,
-                            const TrainerOptions& options, const Config& trainer_section) {
+                            const TrainerOptions& options, const Config& trainer_section,
+                            const Communicator* communicator) {
   Components c;
   c.device = resolve_device(options.device, trainer_section);
 
@@ -46,7 +47,8 @@ Components build_components(const Config& recipe, const Registry& registry,
     // `data.val: null` (e.g. the override data.val=null) turns evaluation off.
     if (!data.has(split)) continue;
     const Config section = data.section(split);
-    DatasetContext context{split, options.seed, 0, 1, c.device};
+    DatasetContext context{split, options.seed, communicator ? communicator->rank() : 0,
+                           communicator ? communicator->world_size() : 1, c.device};
     auto dataset = registry.make_dataset(section, context);
     record(c, registry, ComponentKind::dataset, section);
     (split == "train" ? c.train : c.val) = std::move(dataset);
@@ -70,7 +72,7 @@ Components build_components(const Config& recipe, const Registry& registry,
   at::globalContext().setBenchmarkCuDNN(options.cudnn_benchmark);
 
   const Config precision_section = recipe.section("precision");
-  c.precision = registry.make_precision(precision_section, PrecisionContext{c.device});
+  c.precision = registry.make_precision(precision_section, PrecisionContext{c.device, communicator});
   record(c, registry, ComponentKind::precision, precision_section);
   c.precision->setup(*c.model, c.device);
 

@@ -37,7 +37,10 @@ struct Components {
 // loads what matches and warns about the rest.
 std::shared_ptr<Model> build_model(const Config& section, const Registry& registry, const ModelContext& context);
 
+// `communicator` is null for a single process; otherwise datasets are built for its rank's
+// shard and the precision policy gets it (PrecisionContext::communicator).
 Components build_components(const Config& recipe, const Registry& registry,
-                            const TrainerOptions& options, const Config& trainer_section);
+                            const TrainerOptions& options, const Config& trainer_section,
+                            const Communicator* communicator = nullptr);
 
 }  // namespace mixt

@@ -32,15 +32,31 @@ Experiment prepare_experiment(const fs::path& recipe_file, const std::vector<std
   const Config trainer = root.section("trainer");
   e.options = TrainerOptions::read(trainer);
   if (e.options.threads > 0) at::set_num_threads(static_cast<int>(e.options.threads));
+  if (auto launch = distributed::LaunchEnvironment::from_process_environment()) {
+    // Each rank trains on the GPU of its LOCAL_RANK (or on the CPU).
+    at::Device device = resolve_device(e.options.device, trainer);
+    if (device.is_cuda()) {
+      if (static_cast<std::size_t>(launch->local_rank) >= at::getNumGPUs()) {
+        throw usage_error("LOCAL_RANK=" + std::to_string(launch->local_rank) + ", but this machine has " +
+                              std::to_string(at::getNumGPUs()) + " usable GPU(s)",
+                          "start at most one rank per GPU (torchrun --nproc-per-node), or use trainer.device: cpu");
+      }
+      device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(launch->local_rank));
+      e.options.device = device.str();
+    }
+    e.parallel = std::make_unique<distributed::DataParallel>(*launch, e.options.distributed, device);
+    e.parallel->check_same_recipe(to_yaml(*e.recipe.root));
+  }
   at::manual_seed(e.options.seed);  // model initialisation depends on it
-  e.components = build_components(root, registry, e.options, trainer);
+  e.components = build_components(root, registry, e.options, trainer,
+                                  e.parallel ? &e.parallel->communicator() : nullptr);
   check_unknown_keys(*e.recipe.root);
   return e;
 }
 
-TrainResult run_experiment(Experiment& e, bool terminal, fs::path* run_dir) {
-  RunDirectory run(e.output, e.name);
-  if (run_dir) *run_dir = run.path();
+namespace {
+
+void write_resolved_recipe(const Experiment& e, const RunDirectory& run) {
   std::ostringstream recipe;
   recipe << "# Resolved recipe written by mixt " << version() << " (" << build_fingerprint() << ")\n"
          << "# Re-run with: mixt run " << (run.path() / "recipe.yaml").string() << "\n";
@@ -50,11 +66,55 @@ TrainResult run_experiment(Experiment& e, bool terminal, fs::path* run_dir) {
   }
   recipe << to_yaml(*e.recipe.root);
   run.write_text("recipe.yaml", recipe.str());
+}
 
-  Progress progress(terminal, e.options.log_every);
-  progress.note("run directory: " + run.path().string());
-  Trainer trainer(e.components, e.options, &run, progress);
-  if (!e.options.resume.empty()) trainer.resume(e.options.resume);
+// runs/<name>/elastic-<run id>: the link from a torchelastic job to its run directory.
+fs::path elastic_link(const Experiment& e) {
+  return e.output / e.name / ("elastic-" + e.parallel->environment().run_id);
+}
+
+}  // namespace
+
+TrainResult run_experiment(Experiment& e, bool terminal, fs::path* run_dir) {
+  const bool main_rank = !e.parallel || e.parallel->is_main();
+  const bool elastic = e.parallel && !e.parallel->environment().run_id.empty();
+  const bool restarted = elastic && e.parallel->environment().restart_count > 0;
+  std::string resume = e.options.resume;
+  std::unique_ptr<RunDirectory> run;
+  fs::path run_path;
+  if (restarted) {
+    // Every rank continues the run attempt 0 started, from its last checkpoint.
+    std::error_code ec;
+    run_path = fs::read_symlink(elastic_link(e), ec);
+    if (!ec && run_path.is_relative()) run_path = elastic_link(e).parent_path() / run_path;
+    if (ec || !fs::is_directory(run_path)) {
+      throw runtime_error("torchelastic restart " + std::to_string(e.parallel->environment().restart_count) +
+                          ": no run directory linked from " + elastic_link(e).string());
+    }
+    if (fs::exists(run_path / "checkpoints" / "last")) resume = run_path.string();
+    if (main_rank) run = std::make_unique<RunDirectory>(run_path, RunDirectory::Reopen{});
+  } else if (main_rank) {
+    run = std::make_unique<RunDirectory>(e.output, e.name);
+    run_path = run->path();
+    write_resolved_recipe(e, *run);
+    if (elastic) {
+      const fs::path link = elastic_link(e), temporary = link.string() + ".tmp";
+      std::error_code ec;
+      fs::remove(temporary, ec);
+      fs::create_symlink(run_path.filename(), temporary);
+      fs::rename(temporary, link);
+    }
+  }
+  if (run_dir) *run_dir = run_path;
+
+  Progress progress(terminal, e.options.log_every, /*quiet=*/!main_rank);
+  if (run) progress.note("run directory: " + run->path().string());
+  if (e.parallel) {
+    progress.note("data parallel: " + std::to_string(e.parallel->world_size()) + " ranks, " +
+                  e.parallel->backend_name() + " backend, " + e.components.device.str());
+  }
+  Trainer trainer(e.components, e.options, run.get(), progress, e.parallel.get());
+  if (!resume.empty()) trainer.resume(resume);
   return trainer.fit();
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "components.h"
+#include "distributed/data_parallel.h"
 #include "plugin_loader.h"
 #include "recipe_loader.h"
 #include "registry.h"
@@ -24,6 +25,8 @@ struct Experiment {
   std::filesystem::path output;
   TrainerOptions options;
   Components components;
+  // Set when launched by torchrun (RANK/WORLD_SIZE in the environment): the process group.
+  std::unique_ptr<distributed::DataParallel> parallel;
 };
 
 // Loads the default plugin locations and the recipe's `plugins:` (relative to the recipe).
@@ -34,7 +37,10 @@ Experiment prepare_experiment(const std::filesystem::path& recipe_file,
                               const std::vector<std::string>& overrides, PluginLoader& loader,
                               Registry& registry, const Warn& warn);
 
-// Trains; writes the run directory. Returns the result and the run directory.
+// Trains; writes the run directory (rank 0 only, in a distributed run). Returns the result
+// and the run directory. Under torchelastic, attempt 0 makes a new run directory and
+// links runs/<name>/elastic-<TORCHELASTIC_RUN_ID> to it; a restarted attempt reopens it
+// and resumes from its checkpoints/last.
 TrainResult run_experiment(Experiment& experiment, bool terminal, std::filesystem::path* run_dir = nullptr);
 
 }  // namespace mixt

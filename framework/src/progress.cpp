@@ -30,7 +30,7 @@ std::string format_extra(const std::vector<std::pair<std::string, double>>& extr
 }  // namespace
 
 Progress::Progress(bool terminal, std::int64_t log_every, bool quiet)
-    : terminal_(terminal), quiet_(quiet), log_every_(log_every) {}
+    : terminal_(terminal && !quiet), quiet_(quiet), log_every_(log_every) {}
 
 void Progress::start_epoch(std::int64_t epoch, std::int64_t epochs, std::int64_t steps) {
   epoch_ = epoch;
@@ -52,6 +52,7 @@ bool Progress::wants(std::int64_t step) const {
 
 void Progress::show(std::int64_t step, double loss, double samples_per_second,
                     const std::vector<std::pair<std::string, double>>& extra) {
+  if (quiet_) return;
   const double elapsed = std::chrono::duration<double>(Clock::now() - epoch_start_).count();
   const double steps_per_second = elapsed > 0 ? static_cast<double>(step) / elapsed : 0.0;
   const double eta = steps_per_second > 0 ? static_cast<double>(steps_ - step) / steps_per_second : NAN;

@@ -12,7 +12,7 @@ namespace mixt {
 
 class Progress {
  public:
-  // `quiet`: print nothing (for workers whose stdout carries machine-readable output).
+  // `quiet`: print nothing (bench workers, whose stdout is JSON; ranks other than 0).
   Progress(bool terminal, std::int64_t log_every, bool quiet = false);
 
   void start_epoch(std::int64_t epoch, std::int64_t epochs, std::int64_t steps);

@@ -27,6 +27,12 @@ RunDirectory::RunDirectory(const fs::path& output, const std::string& name) {
   log_.open(path_ / "log.txt");
 }
 
+RunDirectory::RunDirectory(const fs::path& existing, Reopen) : path_(existing) {
+  if (!fs::is_directory(path_)) throw runtime_error("run directory to continue does not exist: " + path_.string());
+  metrics_.open(path_ / "metrics.jsonl", std::ios::app);
+  log_.open(path_ / "log.txt", std::ios::app);
+}
+
 void RunDirectory::write_text(const std::string& file, const std::string& text) const {
   std::ofstream out(path_ / file);
   out << text;

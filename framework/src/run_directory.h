@@ -14,6 +14,10 @@ class RunDirectory {
  public:
   // Creates <output>/<name>/<YYYYmmdd-HHMMSS>[-N]/.
   RunDirectory(const std::filesystem::path& output, const std::string& name);
+  // Reopens an existing run directory, appending to its metrics and log (a torchelastic
+  // restart continuing its run).
+  struct Reopen {};
+  RunDirectory(const std::filesystem::path& existing, Reopen);
 
   const std::filesystem::path& path() const { return path_; }
   std::filesystem::path checkpoints() const { return path_ / "checkpoints"; }

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "checkpoint.h"
+#include "distributed/data_parallel.h"
 #include "interrupt.h"
 #include "mixt/version.h"
 
@@ -21,12 +22,17 @@ double seconds_since(Clock::time_point start) {
 }
 }  // namespace
 
-Trainer::Trainer(Components& components, TrainerOptions options, RunDirectory* run, Progress& progress)
-    : c_(components), options_(std::move(options)), run_(run), progress_(progress) {}
+Trainer::Trainer(Components& components, TrainerOptions options, RunDirectory* run, Progress& progress,
+                 distributed::DataParallel* parallel)
+    : c_(components), options_(std::move(options)), run_(run), progress_(progress), parallel_(parallel) {
+  if (parallel_) parallel_->set_parameters(c_.model->parameters(/*recurse=*/true));
+}
 
 TrainResult Trainer::fit() {
   TrainResult result;
   const auto start = Clock::now();
+  // Data parallel: every rank starts from rank 0's parameters and buffers.
+  if (parallel_) parallel_->broadcast_model(*c_.model);
   for (; epoch_ < options_.epochs; ++epoch_) {
     train_epoch(epoch_, result);
     if (c_.val) {
@@ -47,7 +53,9 @@ TrainResult Trainer::fit() {
       progress_.end_epoch("epoch " + std::to_string(epoch_ + 1) + "/" + std::to_string(options_.epochs) + " done");
     }
     batches_in_epoch_ = 0;
+    if (parallel_) parallel_->check_in_sync(*c_.model, "after epoch " + std::to_string(epoch_ + 1));
     finish_epoch_checkpoint(epoch_);
+    if (parallel_) parallel_->barrier();  // rank 0's checkpoint is written before any rank goes on
   }
   result.train_seconds = seconds_since(start);
   return result;
@@ -97,12 +105,16 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
         loss = at::cross_entropy_loss(logits, targets, {}, at::Reduction::Mean, -100, options_.label_smoothing) /
                static_cast<double>(accumulate);
       }
+      if (parallel_) parallel_->prepare_backward(micro_batches + 1 == accumulate);
       precision.backward(loss);
       loss_sum = loss_sum.defined() ? loss_sum + loss.detach() : loss.detach();
       epoch_samples += inputs.size(0);
       ++batches_in_epoch_;
     }
     if (micro_batches == 0) break;
+    // Data parallel: average the gradients over ranks (bucketed all-reduce) before the
+    // policy sees them, so every rank unscales, clips and steps on the same numbers.
+    if (parallel_) parallel_->average_gradients();
 
     if (options_.clip_grad_norm > 0) {
       precision.unscale(optimizer);
@@ -116,27 +128,43 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
     ++result.optimizer_steps;
     if (step_observer_) step_observer_(global_step_, loss_sum);
 
-    if (progress_.wants(step) || step % options_.log_every == 0) {
+    bool stop = interrupt_requested();
+    double mean_loss = NAN;  // over ranks; known every step only in a data-parallel run
+    if (parallel_) {
+      // One small all-reduce per step: the logged loss is the mean over ranks, and a stop
+      // request on any rank stops every rank after this same step.
+      const double local = loss_sum.item<double>() * static_cast<double>(accumulate) /
+                           static_cast<double>(micro_batches);
+      const std::vector<double> sums = parallel_->sum({local, stop ? 1.0 : 0.0});
+      mean_loss = sums[0] / parallel_->world_size();
+      stop = sums[1] > 0;
+    }
+    // wants() throttles terminal redraws, so ask it once per step.
+    const bool show = progress_.wants(step);
+    if (show || step % options_.log_every == 0) {
       // Scale back a partial accumulation so the shown loss is per-sample comparable.
-      const double loss_value = loss_sum.item<double>() * static_cast<double>(accumulate) /
-                                static_cast<double>(micro_batches);
-      const double samples_per_second = static_cast<double>(epoch_samples) / seconds_since(epoch_start);
-      if (progress_.wants(step)) progress_.show(step, loss_value, samples_per_second, precision.metrics());
+      const double loss_value = parallel_ ? mean_loss
+                                          : loss_sum.item<double>() * static_cast<double>(accumulate) /
+                                                static_cast<double>(micro_batches);
+      const double samples_per_second = static_cast<double>(epoch_samples) * world_size() /
+                                        seconds_since(epoch_start);
+      if (show) progress_.show(step, loss_value, samples_per_second, precision.metrics());
       if (step % options_.log_every == 0) {
         log_step(epoch, step, loss_value, samples_per_second, seconds_since(epoch_start));
       }
     }
-    if (interrupt_requested()) {
+    if (stop) {
       if (run_) {
         const fs::path file = run_->checkpoints() / "interrupted";
         save_checkpoint(file);
         progress_.note("\ninterrupted: checkpoint written to " + file.string() +
                        " (continue with trainer.resume=" + run_->path().string() + ")");
       }
+      if (parallel_) parallel_->barrier();
       throw Error(ErrorKind::interrupted, "interrupted");
     }
   }
-  result.samples += epoch_samples;
+  result.samples += epoch_samples * world_size();
 }
 
 at::Tensor Trainer::to_device(const at::Tensor& inputs) const {
@@ -144,6 +172,7 @@ at::Tensor Trainer::to_device(const at::Tensor& inputs) const {
   if (options_.channels_last && moved.dim() == 4) moved = moved.contiguous(at::MemoryFormat::ChannelsLast);
   return moved;
 }
+std::int64_t Trainer::world_size() const { return parallel_ ? parallel_->world_size() : 1; }
 
 void Trainer::log_step(std::int64_t epoch, std::int64_t step, double loss, double samples_per_second,
                        double epoch_seconds) {
@@ -178,11 +207,20 @@ Evaluation Trainer::evaluate(Dataset& dataset) {
     samples += inputs.size(0);
   }
   model.train();
+  double total_loss = loss_sum.item<double>();
+  auto total_correct = static_cast<double>(correct.item<std::int64_t>());
+  auto total_samples = static_cast<double>(samples);
+  if (parallel_) {  // each rank evaluated its shard
+    const std::vector<double> sums = parallel_->sum({total_loss, total_correct, total_samples});
+    total_loss = sums[0];
+    total_correct = sums[1];
+    total_samples = sums[2];
+  }
   Evaluation eval;
-  eval.samples = samples;
-  if (samples > 0) {
-    eval.loss = loss_sum.item<double>() / static_cast<double>(samples);
-    eval.top1 = static_cast<double>(correct.item<std::int64_t>()) / static_cast<double>(samples);
+  eval.samples = static_cast<std::int64_t>(total_samples);
+  if (total_samples > 0) {
+    eval.loss = total_loss / total_samples;
+    eval.top1 = total_correct / total_samples;
   }
   return eval;
 }

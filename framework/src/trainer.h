@@ -16,6 +16,10 @@
 
 namespace mixt {
 
+namespace distributed {
+class DataParallel;
+}
+
 struct Evaluation {
   double loss = NAN;
   double top1 = NAN;  // fraction of samples whose arg-max is the label
@@ -31,8 +35,12 @@ struct TrainResult {
 
 class Trainer {
  public:
-  // `run` may be null (no outputs are written, e.g. in tests or `mixt check`).
-  Trainer(Components& components, TrainerOptions options, RunDirectory* run, Progress& progress);
+  // `run` may be null (no outputs are written, e.g. in tests, `mixt check`, or on the
+  // ranks other than 0). `parallel` is null unless the run is data parallel: then the
+  // gradients are averaged over ranks after backward, and losses, evaluations and stop
+  // requests are agreed on by all ranks.
+  Trainer(Components& components, TrainerOptions options, RunDirectory* run, Progress& progress,
+          distributed::DataParallel* parallel = nullptr);
 
   // Continues from a checkpoint written by a run of the same recipe.
   void resume(const std::filesystem::path& checkpoint);
@@ -49,6 +57,7 @@ class Trainer {
   void train_epoch(std::int64_t epoch, TrainResult& result);
   void finish_epoch_checkpoint(std::int64_t epoch);
   at::Tensor to_device(const at::Tensor& inputs) const;  // + channels_last when asked
+  std::int64_t world_size() const;
   void log_step(std::int64_t epoch, std::int64_t step, double loss, double samples_per_second,
                 double epoch_seconds);
 
@@ -57,6 +66,7 @@ class Trainer {
   RunDirectory* run_;
   Progress& progress_;
   StepObserver step_observer_;
+  distributed::DataParallel* parallel_;
 
   // Where the run stands; saved in checkpoints.
   std::int64_t epoch_ = 0;             // the epoch in progress (or next to start)

@@ -18,6 +18,7 @@ TrainerOptions TrainerOptions::read(const Config& s) {
   o.channels_last = s.boolean("channels_last", o.channels_last);
   o.cudnn_benchmark = s.boolean("cudnn_benchmark", o.cudnn_benchmark);
   if (o.label_smoothing < 0 || o.label_smoothing >= 1) s.fail("label_smoothing", "must be in [0, 1)");
+  o.distributed = distributed::DistributedOptions::read(s.section("distributed"));
   if (o.epochs < 1) s.fail("epochs", "must be at least 1");
   if (o.threads < 0) s.fail("threads", "must be 0 (LibTorch's default) or more");
   if (o.log_every < 1) s.fail("log_every", "must be at least 1");

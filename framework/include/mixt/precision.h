@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "mixt/autocast.h"
+#include "mixt/distributed.h"
 #include "mixt/optimizer.h"
 
 namespace mixt {
@@ -58,6 +59,14 @@ class PrecisionPolicy {
 
 struct PrecisionContext {
   at::Device device = at::kCPU;
+  // The data-parallel process group, or null when the run is a single process. A policy
+  // that can skip steps (a loss scaler) should all-reduce its found-inf flag with
+  // ReduceOp::max before deciding, so that every rank skips the same steps and keeps the
+  // same scale. (The trainer averages gradients by all-reduce before unscale/step, and an
+  // inf or nan in any rank's gradient propagates through that sum to every rank, so the
+  // flags already agree; the explicit all-reduce keeps that true for a policy that inspects
+  // anything rank-local, and costs one scalar per step.)
+  const Communicator* communicator = nullptr;
 };
 
 }  // namespace mixt

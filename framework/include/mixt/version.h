@@ -6,7 +6,8 @@
 // The plugin ABI. Bump the major on any change to an SDK class layout or virtual table;
 // bump the minor when something is only added (old plugins keep working).
 #define MIXT_ABI_MAJOR 1
-#define MIXT_ABI_MINOR 0
+// 1.1: PrecisionContext::communicator (mixt/distributed.h).
+#define MIXT_ABI_MINOR 1
 
 #define MIXT_STRINGIFY_IMPL(x) #x
 #define MIXT_STRINGIFY(x) MIXT_STRINGIFY_IMPL(x)

@@ -1,0 +1,137 @@
+#include "distributed/data_parallel.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "distributed/backends.h"
+#include "distributed/store.h"
+#include "mixt/error.h"
+
+namespace mixt::distributed {
+
+namespace {
+
+std::uint64_t fnv1a(const std::string& text) {
+  std::uint64_t hash = 1469598103934665603ull;
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+GlooDevice gloo_device(const LaunchEnvironment& e) {
+  GlooDevice device;
+  if (const char* interface = std::getenv("GLOO_SOCKET_IFNAME"); interface && *interface) {
+    device.interface = interface;
+  } else if (e.world_size == e.local_world_size) {
+    device.hostname = "127.0.0.1";  // every rank on this node: loopback
+  }
+  return device;
+}
+
+}  // namespace
+
+DataParallel::DataParallel(const LaunchEnvironment& environment, const DistributedOptions& options,
+                           at::Device device)
+    : environment_(environment), options_(options), device_(device) {
+  const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options.timeout_seconds * 1000.0));
+  std::string backend = options.backend;
+  if (backend == "auto") backend = device.is_cuda() ? "nccl" : "gloo";
+  if (backend == "nccl" && !device.is_cuda()) {
+    throw recipe_error("trainer.distributed.backend: nccl needs a CUDA device, but this run uses " + device.str(),
+                       {}, "trainer.distributed.backend", "use backend: gloo (or auto) on CPUs");
+  }
+  const auto store = make_store(environment, timeout);
+  c10::intrusive_ptr<c10d::Backend> process_group;
+  try {
+    process_group = backend == "nccl"
+                        ? make_nccl_backend(store, environment.rank, environment.world_size, timeout, device)
+                        : make_gloo_backend(store, environment.rank, environment.world_size, timeout,
+                                            gloo_device(environment));
+  } catch (const Error&) {
+    throw;
+  } catch (const c10::Error& error) {
+    throw runtime_error("rank " + std::to_string(environment.rank) + ": cannot create the " + backend +
+                            " process group: " + error.what_without_backtrace(),
+                        "every rank must be started (WORLD_SIZE=" + std::to_string(environment.world_size) +
+                            ") within trainer.distributed.timeout");
+  }
+  communicator_ = std::make_unique<ProcessGroupCommunicator>(process_group, backend, environment.rank,
+                                                             environment.world_size, timeout, device);
+}
+
+void DataParallel::check_same_recipe(const std::string& text) const {
+  const std::uint64_t hash = fnv1a(text);
+  const auto high = static_cast<std::int64_t>(hash >> 32), low = static_cast<std::int64_t>(hash & 0xffffffffu);
+  // max over ranks of (h, -h) gives (max h, -min h): equal to ours everywhere iff all agree.
+  at::Tensor t = at::tensor({high, low, -high, -low}, at::TensorOptions().dtype(at::kLong)).to(device_);
+  communicator_->all_reduce(t, ReduceOp::max);
+  t = t.cpu();
+  const auto* v = t.data_ptr<std::int64_t>();
+  if (v[0] != high || v[1] != low || v[2] != -high || v[3] != -low) {
+    char mine[32];
+    std::snprintf(mine, sizeof(mine), "%016llx", static_cast<unsigned long long>(hash));
+    throw recipe_error("the resolved recipe differs across ranks (hash on rank " + std::to_string(rank()) + ": " +
+                           mine + ")",
+                       {}, "", "start every rank with the same recipe file and the same overrides");
+  }
+}
+
+void DataParallel::broadcast_model(torch::nn::Module& model) const {
+  at::NoGradGuard no_grad;
+  for (auto& p : model.parameters(/*recurse=*/true)) communicator_->broadcast(p, 0);
+  for (auto& b : model.buffers(/*recurse=*/true)) communicator_->broadcast(b, 0);
+}
+
+void DataParallel::set_parameters(const std::vector<at::Tensor>& parameters) {
+  const auto bytes = static_cast<std::int64_t>(options_.bucket_mb * 1024.0 * 1024.0);
+  buckets_.emplace(parameters, bytes);
+  if (options_.overlap) buckets_->enable_overlap(*communicator_);
+}
+
+void DataParallel::prepare_backward(bool last) {
+  if (buckets_) buckets_->prepare_backward(last);
+}
+
+void DataParallel::average_gradients() {
+  if (!buckets_) throw runtime_error("DataParallel::average_gradients before set_parameters");
+  buckets_->average(*communicator_);
+}
+
+std::vector<double> DataParallel::sum(const std::vector<double>& values) const {
+  at::Tensor t = at::tensor(values, at::TensorOptions().dtype(at::kDouble)).to(device_);
+  communicator_->all_reduce(t, ReduceOp::sum);
+  t = t.cpu();
+  return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+}
+
+void DataParallel::check_in_sync(torch::nn::Module& model, const std::string& when) const {
+  at::NoGradGuard no_grad;
+  double sum = 0, squares = 0;
+  for (const auto& p : model.parameters(/*recurse=*/true)) {
+    const at::Tensor d = p.detach().to(at::kDouble);
+    sum += d.sum().item<double>();
+    squares += d.square().sum().item<double>();
+  }
+  at::Tensor t = at::tensor({sum, squares, -sum, -squares}, at::TensorOptions().dtype(at::kDouble)).to(device_);
+  communicator_->all_reduce(t, ReduceOp::max);
+  t = t.cpu();
+  const auto* v = t.data_ptr<double>();
+  for (double x : {sum, squares, v[0], v[1], v[2], v[3]}) {
+    if (!std::isfinite(x)) return;  // diverged to inf/nan: nothing meaningful to compare
+  }
+  const bool same = std::memcmp(v, &sum, sizeof(double)) == 0 && std::memcmp(v + 1, &squares, sizeof(double)) == 0 &&
+                    v[2] == -sum && v[3] == -squares;
+  if (!same) {
+    throw runtime_error("the model's parameters differ across ranks " + when + " (checksum on rank " +
+                            std::to_string(rank()) + ": " + std::to_string(sum) + ", max over ranks " +
+                            std::to_string(v[0]) + ")",
+                        "every rank must take the same steps: a precision policy that skips steps must "
+                        "all-reduce its found-inf flag (PrecisionContext::communicator)");
+  }
+}
+
+}  // namespace mixt::distributed

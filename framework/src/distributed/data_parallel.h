@@ -1,0 +1,64 @@
+// The data-parallel facade the experiment and the trainer use: it creates the process
+// group from torchrun's environment and the recipe's trainer.distributed section, and
+// offers the handful of synchronisation points a data-parallel step needs. The trainer
+// holds a null DataParallel* in a single-process run.
+#pragma once
+
+#include <torch/nn/module.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "distributed/environment.h"
+#include "distributed/gradient_buckets.h"
+#include "distributed/options.h"
+#include "distributed/process_group.h"
+
+namespace mixt::distributed {
+
+class DataParallel {
+ public:
+  // Connects to the store, creates the backend (`auto`: NCCL for a CUDA device, else
+  // Gloo) and returns once every rank has joined.
+  DataParallel(const LaunchEnvironment& environment, const DistributedOptions& options, at::Device device);
+
+  const LaunchEnvironment& environment() const { return environment_; }
+  const ProcessGroupCommunicator& communicator() const { return *communicator_; }
+  int rank() const { return environment_.rank; }
+  int world_size() const { return environment_.world_size; }
+  bool is_main() const { return environment_.rank == 0; }
+  const std::string& backend_name() const { return communicator_->backend_name(); }
+
+  // Every rank must run the same resolved recipe: compares a hash of `text` across ranks
+  // and throws a recipe error (exit 2) on every rank when they differ.
+  void check_same_recipe(const std::string& text) const;
+
+  // Parameters and buffers from rank 0 to every other rank.
+  void broadcast_model(torch::nn::Module& model) const;
+  // Prepares the gradient buckets for these parameters (once, before training).
+  void set_parameters(const std::vector<at::Tensor>& parameters);
+  // Before each backward: `last` for the optimizer step's last micro-batch, whose backward
+  // starts bucket all-reduces from gradient hooks (trainer.distributed.overlap).
+  void prepare_backward(bool last);
+  // Averages the gradients over ranks (bucketed all-reduce); after the last backward.
+  void average_gradients();
+
+  // Sums small per-rank numbers (a loss, a sample count, an interrupt flag) over ranks.
+  std::vector<double> sum(const std::vector<double>& values) const;
+  void barrier() const { communicator_->barrier(); }
+  // Throws a runtime error when the parameters are not bit-identical on every rank (a rank
+  // that skipped a step the others applied, a non-deterministic op).
+  void check_in_sync(torch::nn::Module& model, const std::string& when) const;
+
+ private:
+  LaunchEnvironment environment_;
+  DistributedOptions options_;
+  at::Device device_;
+  std::unique_ptr<ProcessGroupCommunicator> communicator_;
+  std::optional<GradientBuckets> buckets_;
+};
+
+}  // namespace mixt::distributed

@@ -1,0 +1,22 @@
+// The `trainer.distributed:` section of a recipe. Read (and checked) in every run, so that a
+// recipe is valid or invalid whether or not it is launched by torchrun; used only when it is.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "mixt/config.h"
+
+namespace mixt::distributed {
+
+struct DistributedOptions {
+  std::string backend = "auto";  // auto (NCCL on CUDA, Gloo on CPU) | nccl | gloo
+  double timeout_seconds = 600;  // a collective or the store waits at most this long
+  double bucket_mb = 25;         // gradient all-reduce bucket size, as DDP's bucket_cap_mb
+  bool overlap = false;          // start a bucket's all-reduce during backward (gradient hooks)
+  bool sync_batchnorm = false;   // not implemented: `true` is rejected
+
+  static DistributedOptions read(const Config& section);
+};
+
+}  // namespace mixt::distributed

@@ -1,0 +1,18 @@
+// The c10d key-value store through which the ranks find each other.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <chrono>
+
+#include "distributed/environment.h"
+
+namespace mixt::distributed {
+
+// Under torchelastic with TORCHELASTIC_USE_AGENT_STORE=True, a TCPStore client of the
+// agent's store at MASTER_ADDR:MASTER_PORT, under the prefix /worker/attempt_<restart>;
+// otherwise rank 0 hosts a c10d::TCPStore there and the other ranks connect to it.
+c10::intrusive_ptr<c10d::Store> make_store(const LaunchEnvironment& environment,
+                                           std::chrono::milliseconds timeout);
+
+}  // namespace mixt::distributed

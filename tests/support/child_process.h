@@ -1,0 +1,108 @@
+// Child processes for the distributed tests: started with extra environment variables in
+// their own process group, output to a file, waited for with a deadline, and always
+// killed (the whole group: torchrun's workers too) when the test lets go of them.
+#pragma once
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace mixt::testing {
+
+// A TCP port on 127.0.0.1 that was free a moment ago (the kernel picked it).
+inline int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t length = sizeof(address);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    throw std::runtime_error("free_port: cannot bind a socket on 127.0.0.1");
+  }
+  const int port = ntohs(address.sin_port);
+  ::close(fd);
+  return port;
+}
+
+class ChildProcess {
+ public:
+  // `environment`: "NAME=value" entries added to (or replacing in) this process's.
+  ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& environment,
+               const std::filesystem::path& directory, const std::filesystem::path& log) {
+    pid_ = ::fork();
+    if (pid_ < 0) throw std::runtime_error("fork failed");
+    if (pid_ == 0) {
+      ::setpgid(0, 0);
+      if (::chdir(directory.c_str()) != 0) ::_exit(126);
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd < 0) ::_exit(126);
+      ::dup2(fd, STDOUT_FILENO);
+      ::dup2(fd, STDERR_FILENO);
+      ::close(fd);
+      for (const std::string& entry : environment) {
+        const auto eq = entry.find('=');
+        ::setenv(entry.substr(0, eq).c_str(), entry.substr(eq + 1).c_str(), 1);
+      }
+      std::vector<char*> args;
+      for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+      args.push_back(nullptr);
+      ::execvp(args[0], args.data());
+      ::_exit(127);
+    }
+    ::setpgid(pid_, pid_);  // also from the parent: no race with the first kill
+  }
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+  ~ChildProcess() {
+    if (!exit_code_) {
+      ::kill(-pid_, SIGKILL);
+      ::kill(pid_, SIGKILL);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+    } else {
+      ::kill(-pid_, SIGKILL);  // leftovers of its group, if any
+    }
+  }
+
+  pid_t pid() const { return pid_; }
+
+  // The exit code (128 + signal when killed), or nothing if still running after `seconds`.
+  std::optional<int> wait_for(double seconds) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (!exit_code_) {
+      int status = 0;
+      const pid_t got = ::waitpid(pid_, &status, WNOHANG);
+      if (got == pid_) {
+        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        break;
+      }
+      if (std::chrono::steady_clock::now() > deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return exit_code_;
+  }
+
+  void signal(int sig) const { ::kill(pid_, sig); }
+
+ private:
+  pid_t pid_ = -1;
+  std::optional<int> exit_code_;
+};
+
+}  // namespace mixt::testing

@@ -1,0 +1,149 @@
+// The c10d layer on its own: torchrun's environment, and a real two-rank Gloo process
+// group on loopback (tests/support/distributed_probe.cpp launched once per rank) whose
+// all-reduce, broadcast and bucketed gradient average must be exact.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+
+#include "child_process.h"
+#include "distributed/environment.h"
+#include "mixt/error.h"
+#include "test_support.h"
+
+namespace mixt {
+namespace {
+
+using distributed::LaunchEnvironment;
+using testing::ChildProcess;
+using testing::TempDir;
+
+// Sets environment variables for one test and restores them after.
+class ScopedEnvironment {
+ public:
+  explicit ScopedEnvironment(const std::vector<std::pair<std::string, std::string>>& values) {
+    for (const char* name : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                             "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE"}) {
+      const char* old = std::getenv(name);
+      saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+      ::unsetenv(name);
+    }
+    for (const auto& [name, value] : values) ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnvironment() {
+    for (const auto& [name, value] : saved_) {
+      if (value) ::setenv(name.c_str(), value->c_str(), 1);
+      else ::unsetenv(name.c_str());
+    }
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+TEST(LaunchEnvironment, AbsentMeansASingleProcess) {
+  ScopedEnvironment env({});
+  EXPECT_FALSE(LaunchEnvironment::from_process_environment());
+}
+
+TEST(LaunchEnvironment, ReadsWhatTorchrunSets) {
+  ScopedEnvironment env({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"},
+                         {"MASTER_ADDR", "10.0.0.7"}, {"MASTER_PORT", "29400"},
+                         {"TORCHELASTIC_RESTART_COUNT", "2"}, {"TORCHELASTIC_RUN_ID", "job-17"},
+                         {"TORCHELASTIC_USE_AGENT_STORE", "True"}});
+  const auto e = LaunchEnvironment::from_process_environment();
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->rank, 3);
+  EXPECT_EQ(e->world_size, 4);
+  EXPECT_EQ(e->local_rank, 1);
+  EXPECT_EQ(e->local_world_size, 2);
+  EXPECT_EQ(e->master_addr, "10.0.0.7");
+  EXPECT_EQ(e->master_port, 29400);
+  EXPECT_EQ(e->restart_count, 2);
+  EXPECT_EQ(e->run_id, "job-17");
+  EXPECT_TRUE(e->use_agent_store);
+}
+
+TEST(LaunchEnvironment, AgentStoreOnlyForTheExactStringTrue) {
+  ScopedEnvironment env({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"TORCHELASTIC_USE_AGENT_STORE", "1"}});
+  EXPECT_FALSE(LaunchEnvironment::from_process_environment()->use_agent_store);
+}
+
+TEST(LaunchEnvironment, BadValuesAreUsageErrors) {
+  {
+    ScopedEnvironment env({{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}});
+    try {
+      LaunchEnvironment::from_process_environment();
+      FAIL() << "RANK >= WORLD_SIZE accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.exit_code(), 2);
+      EXPECT_NE(std::string(e.what()).find("RANK='2'"), std::string::npos) << e.what();
+    }
+  }
+  {
+    ScopedEnvironment env({{"RANK", "0"}, {"LOCAL_RANK", "0"}});
+    EXPECT_THROW(LaunchEnvironment::from_process_environment(), Error);
+  }
+  {
+    ScopedEnvironment env({{"RANK", "0"}, {"WORLD_SIZE", "2"}});  // no MASTER_ADDR
+    EXPECT_THROW(LaunchEnvironment::from_process_environment(), Error);
+  }
+}
+
+std::vector<std::string> rank_environment(int rank, int world, int port) {
+  return {"RANK=" + std::to_string(rank), "WORLD_SIZE=" + std::to_string(world), "LOCAL_RANK=" + std::to_string(rank),
+          "LOCAL_WORLD_SIZE=" + std::to_string(world), "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)};
+}
+
+TEST(GlooProcessGroup, TwoRanksOnLoopbackAreExact) {
+  TempDir dir;
+  const int port = testing::free_port();
+  ChildProcess rank0({MIXT_PROBE, "collectives"}, rank_environment(0, 2, port), dir.path(), dir.path() / "0.log");
+  ChildProcess rank1({MIXT_PROBE, "collectives"}, rank_environment(1, 2, port), dir.path(), dir.path() / "1.log");
+  const auto code0 = rank0.wait_for(60), code1 = rank1.wait_for(10);
+  const std::string log0 = testing::read_file(dir.path() / "0.log"), log1 = testing::read_file(dir.path() / "1.log");
+  ASSERT_TRUE(code0 && code1) << "a rank hung\n" << log0 << "\n---\n" << log1;
+  EXPECT_EQ(*code0, 0) << log0;
+  EXPECT_EQ(*code1, 0) << log1;
+  EXPECT_NE(log0.find("backend gloo, rank 0 of 2"), std::string::npos) << log0;
+  EXPECT_NE(log0.find("PROBE OK rank 0 of 2"), std::string::npos) << log0;
+  EXPECT_NE(log1.find("PROBE OK rank 1 of 2"), std::string::npos) << log1;
+  EXPECT_EQ(log0.find("MISMATCH"), std::string::npos) << log0;
+}
+
+TEST(GlooProcessGroup, ADeadPeerIsAnErrorNotAHang) {
+  TempDir dir;
+  const int port = testing::free_port();
+  const auto start = std::chrono::steady_clock::now();
+  ChildProcess rank0({MIXT_PROBE, "die"}, rank_environment(0, 2, port), dir.path(), dir.path() / "0.log");
+  ChildProcess rank1({MIXT_PROBE, "die"}, rank_environment(1, 2, port), dir.path(), dir.path() / "1.log");
+  const auto code0 = rank0.wait_for(60);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string log0 = testing::read_file(dir.path() / "0.log");
+  ASSERT_TRUE(code0) << "rank 0 hung with a dead peer\n" << log0;
+  EXPECT_EQ(*code0, 0) << log0;
+  EXPECT_NE(log0.find("caught after"), std::string::npos) << log0;
+  EXPECT_NE(log0.find("distributed all_reduce(sum) failed on rank 0 of 2 (gloo)"), std::string::npos) << log0;
+  EXPECT_LT(seconds, 45.0);  // the probe's timeout is 30 s
+  EXPECT_EQ(rank1.wait_for(10), 9);
+}
+
+// Gloo comes from libtorch_cpu: mixt compiles against libgloo-dev's headers but must not
+// link (or load) Debian's libgloo.
+TEST(GlooProcessGroup, LibmixtLinksNoLibgloo) {
+  const testing::CommandResult result = [] {
+    testing::CommandResult r;
+    FILE* pipe = ::popen("readelf -d " MIXT_BINARY_DIR "/lib/libmixt.so 2>&1", "r");
+    char buffer[4096];
+    std::size_t got = 0;
+    while ((got = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) r.output.append(buffer, got);
+    r.exit_code = ::pclose(pipe);
+    return r;
+  }();
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("[libtorch_cpu.so]"), std::string::npos) << result.output;
+  EXPECT_EQ(result.output.find("gloo"), std::string::npos) << result.output;
+}
+
+}  // namespace
+}  // namespace mixt

@@ -8,6 +8,8 @@
 namespace mixt {
 namespace {
 
+namespace fs = std::filesystem;
+
 using testing::BuiltPlugins;
 using testing::collect_epoch;
 using testing::make_dataset;

@@ -116,6 +116,9 @@ class LoaderDataset : public Dataset {
       : loader_(std::move(source), std::move(options)),
         num_classes_(num_classes),
         sample_shape_(std::move(sample_shape)) {}
+  // Defined in libmixt: its vtable and type_info live there, so dynamic_cast from the host
+  // works on a LoaderDataset made in a plugin (built with hidden visibility).
+  ~LoaderDataset() override;
 
   std::int64_t size() const override { return loader_.size(); }
   std::int64_t num_classes() const override { return num_classes_; }

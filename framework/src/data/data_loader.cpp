@@ -251,6 +251,8 @@ std::optional<Batch> DataLoader::next_batch() {
   }
 }
 
+LoaderDataset::~LoaderDataset() = default;
+
 std::int64_t DataLoader::bad_samples() const {
   std::lock_guard lock(state_->bad_mutex);
   return state_->bad_count;

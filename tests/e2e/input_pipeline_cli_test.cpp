@@ -43,7 +43,7 @@ TEST(InputPipelineCli, MissingRootIsARecipeErrorAtItsLine) {
   dir.write("r.yaml", recipe("/nonexistent/tree"));
   const auto result = run_mixt({"check", "r.yaml"}, dir.path());
   EXPECT_EQ(result.exit_code, 2) << result.output;
-  EXPECT_NE(result.output.find("r.yaml:6:46: data.train.root: dataset root does not exist: /nonexistent/tree"),
+  EXPECT_NE(result.output.find("r.yaml:6:38: data.train.root: dataset root does not exist: /nonexistent/tree"),
             std::string::npos)
       << result.output;
 }

@@ -2,6 +2,7 @@
 // tests/golden/distributed_sampler.json, made by tests/golden/make_sampler_golden.py),
 // results independent of the worker count, drop_last, bad samples, bounded prefetch.
 #include <gtest/gtest.h>
+#include <ATen/Parallel.h>
 #include <mixt/data_loader.h>
 
 #include <atomic>
@@ -177,6 +178,27 @@ TEST(DataLoader, OnBadSampleFailStopsNamingTheSample) {
     EXPECT_EQ(e.exit_code(), 1);
     EXPECT_NE(std::string(e.what()).find("bad sample sample-6.jpg: cannot decode"), std::string::npos) << e.what();
   }
+}
+
+// Records how many threads ATen would use inside load().
+class ThreadCountSource : public SampleSource {
+ public:
+  std::int64_t size() const override { return 8; }
+  std::string sample_name(std::int64_t i) const override { return std::to_string(i); }
+  Sample load(std::int64_t i, SampleRng&) const override {
+    threads = at::get_num_threads();
+    return {at::zeros({1}), i};
+  }
+  mutable std::atomic<int> threads{-1};
+};
+
+TEST(DataLoader, WorkersRunAtenSingleThreadedAndLeaveTheTrainerAlone) {
+  const int before = at::get_num_threads();
+  auto source = std::make_shared<ThreadCountSource>();
+  DataLoader loader(source, options(4, 2));
+  epoch(loader, 0);
+  EXPECT_EQ(source->threads.load(), 1);
+  EXPECT_EQ(at::get_num_threads(), before);
 }
 
 TEST(DataLoader, PrefetchIsBounded) {

@@ -96,7 +96,8 @@ void register_components(mixt::Registrar& registrar) {
       {"split", "train for data.train, test otherwise", "train (data_batch_1..5.bin) or test (test_batch.bin)"},
   };
   for (auto& doc : mixt::transform_option_docs()) {
-    doc.default_value = "[random_horizontal_flip (train only), to_tensor, normalize with CIFAR-10's mean/std]";
+    doc.default_value = "(below)";
+    doc.help = "default: [random_horizontal_flip (train only), to_tensor, normalize with CIFAR-10's mean/std]. " + doc.help;
     options.push_back(doc);
   }
   for (auto doc : mixt::loader_option_docs()) {

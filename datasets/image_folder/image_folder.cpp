@@ -99,7 +99,8 @@ void register_components(mixt::Registrar& registrar) {
       {"channels", "3", "3 (RGB) or 1 (grey)"},
   };
   for (auto& doc : mixt::transform_option_docs()) {
-    doc.default_value = "imagenet_train for data.train, imagenet_eval otherwise";
+    doc.default_value = "(below)";
+    doc.help = "default: imagenet_train for data.train, imagenet_eval for the other splits. " + doc.help;
     options.push_back(doc);
   }
   for (auto& doc : mixt::loader_option_docs()) options.push_back(doc);

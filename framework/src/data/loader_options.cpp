@@ -34,9 +34,9 @@ LoaderOptions read_loader_options(const Config& c, const DatasetContext& context
 std::vector<OptionDoc> loader_option_docs() {
   return {
       {"batch_size", "64", "samples per batch"},
-      {"shuffle", "true for train", "reshuffle every epoch (DistributedSampler order from seed + epoch)"},
+      {"shuffle", "train: true", "reshuffle every epoch (DistributedSampler order from seed + epoch)"},
       {"drop_last", "false", "drop the last incomplete batch"},
-      {"workers", "min(4, cores)", "loader threads (0: load in the training thread)"},
+      {"workers", "min(4,cores)", "loader threads (0: load in the training thread)"},
       {"prefetch", "0", "batches prepared ahead of training (0: 2 per worker)"},
       {"on_bad_sample", "skip", "skip (count and warn once per file) or fail (stop, naming the file)"},
   };

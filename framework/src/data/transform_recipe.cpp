@@ -1,6 +1,4 @@
 // Reading `transforms:` from a dataset's recipe section (see mixt/transforms.h).
-#include <cmath>
-
 #include "mixt/transforms.h"
 
 namespace mixt {

@@ -7,6 +7,10 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#if MIXT_HAVE_LIBJPEG
+#include "jpeg_decoder.h"
+#endif
+
 namespace image_folder {
 
 namespace {
@@ -29,6 +33,14 @@ bool has_jpeg_end(const std::vector<std::uint8_t>& b) {
 at::Tensor decode_image(const std::vector<std::uint8_t>& bytes, int channels) {
   if (bytes.empty()) throw mixt::BadSample("empty file");
   if (is_jpeg(bytes) && !has_jpeg_end(bytes)) throw mixt::BadSample("truncated JPEG (no end-of-image marker)");
+#if MIXT_HAVE_LIBJPEG
+  if (is_jpeg(bytes)) {
+    JpegResult jpeg = decode_jpeg(bytes.data(), bytes.size(), channels);
+    if (jpeg.truncated) throw mixt::BadSample("truncated JPEG (premature end of data)");
+    if (jpeg.image.defined()) return jpeg.image;
+    // Otherwise (CMYK, ...): OpenCV below knows more conversions.
+  }
+#endif
   // PIL (hence torchvision) ignores the EXIF orientation; so do we, for the same pixels.
   const int flags = (channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR) | cv::IMREAD_IGNORE_ORIENTATION;
   cv::Mat decoded;

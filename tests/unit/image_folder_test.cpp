@@ -63,12 +63,25 @@ TEST_F(ImageFolder, ReadsEveryImageWithClassesSortedByName) {
 }
 
 TEST_F(ImageFolder, ChannelsComeOutInRgbOrder) {
-  auto data = make_dataset(plugins, section(swatches(), "batch_size: 2, shuffle: false, workers: 0, transforms: "
+  auto data = make_dataset(plugins, section(swatches(), "batch_size: 3, shuffle: false, workers: 0, transforms: "
                                                         "[{name: center_crop, size: 8}, to_tensor]"));
   const auto batch = collect_epoch(*data, 0).at(0);
-  const at::Tensor mean_rgb = batch.inputs.mean({2, 3});  // [blue image, red image] x RGB
+  const at::Tensor mean_rgb = batch.inputs.mean({2, 3});  // [blue (JPEG), red (PNG), texture] x RGB
   EXPECT_TRUE(at::allclose(mean_rgb[0], at::tensor({0.0f, 0.0f, 1.0f}), 0, 0.02)) << mean_rgb;
   EXPECT_TRUE(at::allclose(mean_rgb[1], at::tensor({1.0f, 0.0f, 0.0f}), 0, 0.02)) << mean_rgb;
+}
+
+TEST_F(ImageFolder, JpegPixelsAreThoseThatPilDecodes) {
+  // Both decode with libjpeg-turbo's default (islow) IDCT and fancy upsampling.
+  const std::string raw = testing::read_file(swatches().string() + ".texture.rgb");
+  ASSERT_EQ(raw.size(), 24u * 24u * 3u);
+  const at::Tensor pil = at::from_blob(const_cast<char*>(raw.data()), {24, 24, 3}, at::kByte).to(at::kFloat);
+  auto data = make_dataset(plugins, section(swatches(), "batch_size: 3, shuffle: false, workers: 0, transforms: "
+                                                        "[{name: center_crop, size: 8}, to_tensor]"));
+  const at::Tensor ours = collect_epoch(*data, 0).at(0).inputs[2].permute({1, 2, 0}) * 255.0;
+  const at::Tensor expected = pil.slice(0, 8, 16).slice(1, 8, 16);
+  EXPECT_LE((ours - expected).abs().max().item<double>(), 1.01);
+  EXPECT_LT((ours - expected).abs().mean().item<double>(), 0.1);
 }
 
 TEST_F(ImageFolder, SameBatchesWithOneOrThreeWorkers) {

@@ -201,6 +201,31 @@ TEST(DataLoader, WorkersRunAtenSingleThreadedAndLeaveTheTrainerAlone) {
   EXPECT_EQ(at::get_num_threads(), before);
 }
 
+TEST(DataLoader, BatchMemoryIsReusedOnlyAfterTrainingLetsGo) {
+  auto source = std::make_shared<CountingSource>(200);
+  DataLoader loader(source, options(4, 2));
+  {
+    // Holding every batch: no two share memory, and each still holds its own samples.
+    const auto held = epoch(loader, 0);
+    std::set<void*> memory;
+    for (const auto& b : held) memory.insert(b.inputs.data_ptr());
+    EXPECT_EQ(memory.size(), held.size());
+    for (const auto& b : held) {
+      EXPECT_TRUE(at::equal(b.inputs.select(1, 0).select(1, 0).select(1, 0).floor().to(at::kLong), b.targets));
+    }
+  }
+  // Dropping each batch before asking for the next: a few buffers go round.
+  loader.start_epoch(1);
+  std::set<void*> recycled;
+  std::int64_t batches = 0;
+  while (auto b = loader.next_batch()) {
+    recycled.insert(b->inputs.data_ptr());
+    ++batches;
+  }
+  EXPECT_EQ(batches, 50);
+  EXPECT_LE(recycled.size(), 10u);
+}
+
 TEST(DataLoader, PrefetchIsBounded) {
   auto source = std::make_shared<CountingSource>(1000);
   LoaderOptions o = options(10, 3);

@@ -226,17 +226,23 @@ TEST(DataLoader, BatchMemoryIsReusedOnlyAfterTrainingLetsGo) {
   EXPECT_LE(recycled.size(), 10u);
 }
 
+// Waits (up to 10 s: the machine may be busy) until `loads` reaches `count`, then a little
+// longer to see that it goes no further.
+int settled_loads(const CountingSource& source, int count) {
+  for (int i = 0; i < 1000 && source.loads.load() < count; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  return source.loads.load();
+}
+
 TEST(DataLoader, PrefetchIsBounded) {
   auto source = std::make_shared<CountingSource>(1000);
   LoaderOptions o = options(10, 3);
   o.prefetch = 2;
   DataLoader loader(source, o);
   loader.start_epoch(0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  EXPECT_EQ(source->loads.load(), 20);  // two batches ahead, no more
+  EXPECT_EQ(settled_loads(*source, 20), 20);  // two batches ahead, no more
   loader.next_batch();
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  EXPECT_EQ(source->loads.load(), 30);
+  EXPECT_EQ(settled_loads(*source, 30), 30);
 }
 
 }  // namespace

@@ -78,11 +78,20 @@ std::unique_ptr<mixt::Dataset> make_image_folder(const mixt::Config& c, const mi
   const bool train = context.split == "train";
   mixt::TransformPipeline transforms =
       mixt::read_transforms(c, "transforms", train ? mixt::imagenet_train_pipeline() : mixt::imagenet_eval_pipeline());
-  if (!transforms.has_fixed_output_size(channels)) {
+  // Running the pipeline once on a blank image finds the sample shape, and mistakes such
+  // as a 3-value normalize on grey images before any file is read.
+  bool fixed_size = false;
+  std::vector<std::int64_t> shape;
+  try {
+    fixed_size = transforms.has_fixed_output_size(channels);
+    shape = transforms.output_shape(256, 256, channels);
+  } catch (const mixt::Error& e) {
+    c.fail("transforms", e.message(), "match the transforms to channels: " + std::to_string(channels));
+  }
+  if (!fixed_size) {
     c.fail("transforms", "these transforms give images of different sizes, which cannot be batched",
            "end the geometric transforms with center_crop or random_resized_crop");
   }
-  const std::vector<std::int64_t> shape = transforms.output_shape(256, 256, channels);
   const mixt::LoaderOptions options = mixt::read_loader_options(c, context, /*shuffle_default=*/train);
   // Decoding runs in mixt's worker threads; OpenCV's own pool would only oversubscribe.
   cv::setNumThreads(0);

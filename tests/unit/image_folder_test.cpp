@@ -163,6 +163,16 @@ TEST_F(ImageFolder, UnbatchableTransformsAreARecipeError) {
   EXPECT_NE(error.find("data.transforms: these transforms give images of different sizes"), std::string::npos) << error;
 }
 
+TEST_F(ImageFolder, TransformsThatDoNotFitTheChannelsAreARecipeError) {
+  const std::string error = recipe_error(plugins, section(good(), "channels: 1"));  // ImageNet's 3-channel normalize
+  EXPECT_NE(error.find("data.transforms: normalize: the image has 1 channels but mean has 3 values"), std::string::npos)
+      << error;
+  auto grey = make_dataset(plugins, section(good(), "channels: 1, batch_size: 60, transforms: [{name: center_crop, size: 28}, "
+                                                    "to_tensor, {name: normalize, mean: [0.5], std: [0.5]}]"));
+  EXPECT_EQ(grey->sample_shape(), (std::vector<std::int64_t>{1, 28, 28}));
+  EXPECT_EQ(collect_epoch(*grey, 0).at(0).inputs.sizes(), (std::vector<std::int64_t>{60, 1, 28, 28}));
+}
+
 TEST_F(ImageFolder, TheCachedIndexIsWrittenOnceAndReused) {
   TempDir tree;
   fs::copy(good(), tree.path() / "images", fs::copy_options::recursive);

@@ -6,6 +6,8 @@ Writes tests/golden/transforms.json:
       Resize(32) -> CenterCrop(28) -> ToTensor -> Normalize(ImageNet mean/std)
     makes of them, through torchvision's two paths: PIL images (the classic ImageFolder
     path) and uint8 tensors (transforms.v2, antialias=True, the kernel mixt uses).
+  color_jitter: one image and torchvision's adjust_brightness / adjust_contrast /
+    adjust_saturation of it (uint8 tensors, transforms.v2) at fixed factors.
   random_resized_crop: statistics of RandomResizedCrop.get_params (scale (0.08, 1),
     ratio (3/4, 4/3)) over many draws, for a normal and an extreme image shape.
 
@@ -55,6 +57,17 @@ def eval_pipeline():
     return cases
 
 
+def color_jitter():
+    from torchvision.transforms.v2 import functional as F
+    image = make_image(20, 24, seed=5)
+    chw = torch.from_numpy(image).permute(2, 0, 1).contiguous()
+    out = {"height": 20, "width": 24, "pixels": image.reshape(-1).tolist()}
+    for name, adjust, factor in [("brightness", F.adjust_brightness, 1.3), ("contrast", F.adjust_contrast, 0.6),
+                                 ("saturation", F.adjust_saturation, 1.7)]:
+        out[name] = {"factor": factor, "hwc": adjust(chw, factor).permute(1, 2, 0).reshape(-1).tolist()}
+    return out
+
+
 def crop_statistics(h, w, draws=20000):
     torch.manual_seed(0)
     image = torch.zeros(3, h, w)
@@ -79,6 +92,7 @@ def main():
         "torch": torch.__version__, "torchvision": __import__("torchvision").__version__,
         "mean": MEAN, "std": STD,
         "eval_pipeline": eval_pipeline(),
+        "color_jitter": color_jitter(),
         "random_resized_crop": [crop_statistics(350, 400), crop_statistics(40, 400)],
     }
     out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "transforms.json")

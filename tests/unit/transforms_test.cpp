@@ -135,7 +135,7 @@ TEST(Transforms, FlipAndJitterFollowTheirProbabilitiesAndRanges) {
   for (int i = 0; i < 2000; ++i) flipped += !at::equal(half->apply(image, rng), image);
   EXPECT_NEAR(flipped / 2000.0, 0.5, 0.05);
   // Brightness only, on a flat grey 100: the result is 100 * f with f in [0.5, 1.5].
-  const auto jitter = make_color_jitter(0.5, 0, 0);
+  const auto jitter = make_color_jitter({0.5, 1.5}, {1, 1}, {1, 1});
   const at::Tensor grey = at::full({4, 4, 3}, 100, at::kByte);
   double low = 255, high = 0;
   for (int i = 0; i < 500; ++i) {
@@ -147,6 +147,29 @@ TEST(Transforms, FlipAndJitterFollowTheirProbabilitiesAndRanges) {
   EXPECT_LE(high, 150);
   EXPECT_LT(low, 60);
   EXPECT_GT(high, 140);
+}
+
+TEST(Transforms, ColorJitterAdjustmentsMatchTorchvision) {
+  // One adjustment at a time with a fixed factor ([f, f]), so torchvision's random order
+  // and draws do not enter: uint8 in, uint8 out, truncation as torchvision's.
+  const auto g = golden()["color_jitter"];
+  const std::int64_t h = g["height"], w = g["width"];
+  const auto pixels = g["pixels"].get<std::vector<std::uint8_t>>();
+  const at::Tensor image = at::tensor(at::ArrayRef<std::uint8_t>(pixels)).view({h, w, 3});
+  for (const char* property : {"brightness", "contrast", "saturation"}) {
+    const double f = g[property]["factor"];
+    const std::string factor = std::to_string(f);
+    const TransformPipeline jitter = pipeline_from(std::string("transforms: [{name: color_jitter, ") + property + ": [" +
+                                                   factor + ", " + factor + "]}, to_tensor]");
+    SampleRng rng(0);
+    const at::Tensor ours = (jitter(image, rng) * 255.0).round().permute({1, 2, 0});
+    const auto expected_values = g[property]["hwc"].get<std::vector<std::uint8_t>>();
+    const at::Tensor expected = at::tensor(at::ArrayRef<std::uint8_t>(expected_values)).view({h, w, 3}).to(at::kFloat);
+    // Float rounding before truncation may flip a pixel by one level, rarely.
+    EXPECT_LE((ours - expected).abs().max().item<double>(), 1.0) << property;
+    EXPECT_LT((ours - expected).abs().mean().item<double>(), 0.02) << property;
+    EXPECT_FALSE(at::equal(ours, image.to(at::kFloat))) << property << " changed nothing";
+  }
 }
 
 TEST(Transforms, RecipeMistakesAreErrorsAtTheItem) {

@@ -75,7 +75,10 @@ std::unique_ptr<Transform> make_random_resized_crop(std::int64_t height, std::in
 std::unique_ptr<Transform> make_resize(std::int64_t shorter_side);
 std::unique_ptr<Transform> make_center_crop(std::int64_t height, std::int64_t width);
 std::unique_ptr<Transform> make_random_horizontal_flip(double p = 0.5);
-std::unique_ptr<Transform> make_color_jitter(double brightness, double contrast, double saturation);
+// Each factor is drawn uniformly in its [low, high]; {1, 1} leaves that property alone.
+// torchvision's `brightness=x` is the range [max(0, 1 - x), 1 + x].
+std::unique_ptr<Transform> make_color_jitter(std::array<double, 2> brightness, std::array<double, 2> contrast,
+                                             std::array<double, 2> saturation);
 std::unique_ptr<Transform> make_to_tensor(bool channels_last = false);
 std::unique_ptr<Transform> make_normalize(std::vector<double> mean, std::vector<double> std);
 

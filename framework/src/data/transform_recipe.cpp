@@ -29,6 +29,21 @@ std::array<double, 2> read_range(const Config& c, std::string_view key, std::arr
   return {v[0], v[1]};
 }
 
+// torchvision's ColorJitter argument: x >= 0 means [max(0, 1 - x), 1 + x]; [low, high] as is.
+std::array<double, 2> read_jitter(const Config& c, std::string_view key) {
+  std::vector<double> range;
+  try {
+    range = c.numbers(key, {});
+  } catch (const Error&) {  // not a list: a single number
+    const double x = c.number(key, 0);
+    if (x < 0) c.fail(key, "must be >= 0");
+    return {std::max(0.0, 1 - x), 1 + x};
+  }
+  if (range.empty()) return {1.0, 1.0};
+  if (range.size() != 2 || range[0] < 0 || range[0] > range[1]) c.fail(key, "expected x >= 0 or [low, high] with 0 <= low <= high");
+  return {range[0], range[1]};
+}
+
 void add_item(TransformPipeline& pipeline, const Config& item) {
   const std::string name = item.string("name");
   if (name == "imagenet_train" || name == "imagenet_eval") {
@@ -53,11 +68,8 @@ void add_item(TransformPipeline& pipeline, const Config& item) {
     if (p < 0 || p > 1) item.fail("p", "must be in [0, 1]");
     pipeline.add(make_random_horizontal_flip(p));
   } else if (name == "color_jitter") {
-    const double b = item.number("brightness", 0), c = item.number("contrast", 0), s = item.number("saturation", 0);
-    for (const char* key : {"brightness", "contrast", "saturation"}) {
-      if (item.number(key, 0) < 0) item.fail(key, "must be >= 0");
-    }
-    pipeline.add(make_color_jitter(b, c, s));
+    pipeline.add(make_color_jitter(read_jitter(item, "brightness"), read_jitter(item, "contrast"),
+                                   read_jitter(item, "saturation")));
   } else if (name == "to_tensor") {
     pipeline.add(make_to_tensor(item.boolean("channels_last", false)));
   } else if (name == "normalize") {
@@ -105,7 +117,7 @@ std::vector<OptionDoc> transform_option_docs() {
       {"transforms", "(per dataset)",
        "preset name (imagenet_train | imagenet_eval, options size, channels_last) or an ordered list of: "
        "random_resized_crop {size, scale: [0.08, 1], ratio: [0.75, 1.333]}, resize {size: shorter side}, "
-       "center_crop {size}, random_horizontal_flip {p: 0.5}, color_jitter {brightness, contrast, saturation}, "
+       "center_crop {size}, random_horizontal_flip {p: 0.5}, color_jitter {brightness, contrast, saturation: x or [low, high]}, "
        "to_tensor {channels_last: false}, normalize {mean, std: ImageNet's}"},
   };
 }

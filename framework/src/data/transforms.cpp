@@ -100,21 +100,21 @@ class RandomHorizontalFlip : public Transform {
 
 class ColorJitter : public Transform {
  public:
-  ColorJitter(double brightness, double contrast, double saturation)
-      : factors_{brightness, contrast, saturation} {}
+  ColorJitter(std::array<double, 2> brightness, std::array<double, 2> contrast, std::array<double, 2> saturation)
+      : ranges_{brightness, contrast, saturation} {}
   at::Tensor apply(const at::Tensor& image, SampleRng& rng) const override {
     // torchvision draws a random order of the adjustments, then each factor uniformly in
-    // [max(0, 1 - x), 1 + x]. Each adjustment blends with a reference image and, on uint8,
-    // clamps and truncates back to uint8.
+    // its range. Each adjustment blends with a reference image (black, the mean grey, the
+    // grey image) and, on uint8, clamps and truncates back to uint8.
     std::array<int, 3> order{0, 1, 2};
     for (int i = 2; i > 0; --i) std::swap(order[i], order[rng.integer(0, i)]);
     const bool is_uint8 = image.scalar_type() == at::kByte;
     const double bound = is_uint8 ? 255.0 : 1.0;
     at::Tensor x = image.to(at::kFloat);
     for (int which : order) {
-      const double amount = factors_[which];
-      if (amount <= 0) continue;
-      const double f = rng.uniform(std::max(0.0, 1 - amount), 1 + amount);
+      const auto [low, high] = ranges_[static_cast<std::size_t>(which)];
+      if (low == 1.0 && high == 1.0) continue;
+      const double f = rng.uniform(low, high);
       const at::Tensor grey = (x.select(2, 0) * 0.2989 + x.select(2, 1) * 0.587 + x.select(2, 2) * 0.114).unsqueeze(2);
       at::Tensor reference;
       if (which == 0) reference = at::zeros_like(grey);
@@ -128,7 +128,7 @@ class ColorJitter : public Transform {
   std::string describe() const override { return "color_jitter"; }
 
  private:
-  std::array<double, 3> factors_;
+  std::array<std::array<double, 2>, 3> ranges_;
 };
 
 class ToTensor : public Transform {
@@ -208,7 +208,8 @@ std::unique_ptr<Transform> make_center_crop(std::int64_t height, std::int64_t wi
   return std::make_unique<CenterCrop>(height, width);
 }
 std::unique_ptr<Transform> make_random_horizontal_flip(double p) { return std::make_unique<RandomHorizontalFlip>(p); }
-std::unique_ptr<Transform> make_color_jitter(double brightness, double contrast, double saturation) {
+std::unique_ptr<Transform> make_color_jitter(std::array<double, 2> brightness, std::array<double, 2> contrast,
+                                             std::array<double, 2> saturation) {
   return std::make_unique<ColorJitter>(brightness, contrast, saturation);
 }
 std::unique_ptr<Transform> make_to_tensor(bool channels_last) { return std::make_unique<ToTensor>(channels_last); }

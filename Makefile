@@ -11,7 +11,7 @@ export CCACHE_NOHASHDIR := true
 export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_file_ctime
 export CCACHE_MAXSIZE ?= 5G
 
-.PHONY: setup configure build test demo bench clean
+.PHONY: setup configure build test demo bench bench-data clean
 
 setup:
 	@scripts/setup
@@ -32,6 +32,10 @@ demo: build
 
 bench: build
 	bench/fashion_mnist_vs_pytorch.sh
+
+# Input pipeline: mixt's image_folder loader vs torchvision ImageFolder + DataLoader.
+bench-data: build
+	bench/data_pipeline/run.sh $(BUILD_DIR)
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -175,6 +175,32 @@ Config Config::section(std::string_view key) const {
   return Config(node_->find(key)->value, key_path(key));
 }
 
+std::vector<Config> Config::sections(std::string_view key) const {
+  const RecipeNode* node = child(key);
+  if (!node) return {};
+  auto as_section = [&](const RecipeNodePtr& item, const std::string& path) {
+    if (item->is_map()) {
+      item->opened = true;
+      return Config(item, path);
+    }
+    if (item->type != RecipeNode::Type::scalar) {
+      throw recipe_error("expected a name or a map, got " + describe_node(*item), item->where, path);
+    }
+    auto named = std::make_shared<RecipeNode>();  // the bare name `foo` as {name: foo}
+    named->type = RecipeNode::Type::map;
+    named->where = item->where;
+    named->entries.push_back({"name", item->where, item});
+    return Config(named, path);
+  };
+  const std::string path = key_path(key);
+  if (node->type != RecipeNode::Type::sequence) return {as_section(node_->find(key)->value, path)};
+  std::vector<Config> items;
+  for (std::size_t i = 0; i < node->items.size(); ++i) {
+    items.push_back(as_section(node->items[i], path + "[" + std::to_string(i) + "]"));
+  }
+  return items;
+}
+
 std::vector<std::string> Config::keys() const {
   std::vector<std::string> keys;
   for (const auto& entry : node_->entries) keys.push_back(entry.key);

@@ -246,6 +246,11 @@ void check_keys(const RecipeNode& node, const std::string& path) {
                          suggestion_hint(entry.key, known, "known keys"));
     }
     if (entry.value->is_map() && entry.value->opened) check_keys(*entry.value, key_path);
+    // Lists of maps read through Config::sections (e.g. transforms:).
+    for (std::size_t i = 0; i < entry.value->items.size(); ++i) {
+      const RecipeNode& item = *entry.value->items[i];
+      if (item.is_map() && item.opened) check_keys(item, key_path + "[" + std::to_string(i) + "]");
+    }
   }
 }
 

@@ -42,6 +42,10 @@ class Config {
   bool has(std::string_view key) const;
   // A nested map; an empty Config when absent. Marks the key as known.
   Config section(std::string_view key) const;
+  // A list of maps (e.g. `transforms:`), each item as a Config whose path is "key[i]".
+  // A bare scalar item `foo` — or a bare scalar instead of the list — reads as
+  // {name: foo}. Absent: an empty list. Unknown keys inside items are reported like any.
+  std::vector<Config> sections(std::string_view key) const;
   // Keys present in this section, in recipe order (e.g. to iterate `data:`).
   std::vector<std::string> keys() const;
 

@@ -1,0 +1,90 @@
+#include "folder_index.h"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+
+namespace image_folder {
+
+namespace fs = std::filesystem;
+
+bool is_image_file(const fs::path& file) {
+  std::string ext = file.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  // torchvision's IMG_EXTENSIONS, all of which OpenCV decodes.
+  for (const char* known : {".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp"}) {
+    if (ext == known) return true;
+  }
+  return false;
+}
+
+FolderIndex scan_folder(const fs::path& root) {
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) {
+    throw TreeError{"dataset root does not exist: " + root.string(),
+                    "point root: at a folder laid out as root/<class>/<image>"};
+  }
+  FolderIndex index;
+  for (const auto& entry : fs::directory_iterator(root, fs::directory_options::follow_directory_symlink)) {
+    if (entry.is_directory()) index.classes.push_back(entry.path().filename().string());
+  }
+  std::sort(index.classes.begin(), index.classes.end());
+  if (index.classes.empty()) {
+    throw TreeError{"no class folders in " + root.string(), "lay the images out as root/<class>/<image>"};
+  }
+  for (std::size_t label = 0; label < index.classes.size(); ++label) {
+    std::vector<std::string> files;
+    const fs::path class_dir = root / index.classes[label];
+    for (const auto& entry : fs::recursive_directory_iterator(class_dir, fs::directory_options::follow_directory_symlink)) {
+      if (entry.is_regular_file() && is_image_file(entry.path())) {
+        files.push_back(fs::relative(entry.path(), root).string());
+      }
+    }
+    if (files.empty()) {
+      throw TreeError{"class folder " + class_dir.string() + " has no images",
+                      "remove the empty folder, or add .jpg/.jpeg/.png/.bmp/.webp/.tif/.ppm/.pgm files to it"};
+    }
+    std::sort(files.begin(), files.end());
+    for (auto& file : files) {
+      index.files.push_back(std::move(file));
+      index.labels.push_back(static_cast<std::int64_t>(label));
+    }
+  }
+  return index;
+}
+
+// Format: the header line, the class count, one class per line, then "label<TAB>path"
+// per file.
+bool read_index(const fs::path& file, FolderIndex& index) {
+  std::ifstream in(file);
+  std::string line;
+  if (!in || !std::getline(in, line) || line != kIndexHeader) return false;
+  std::size_t classes = 0;
+  if (!(in >> classes) || !std::getline(in, line)) return false;
+  FolderIndex read;
+  for (std::size_t i = 0; i < classes && std::getline(in, line); ++i) read.classes.push_back(line);
+  while (std::getline(in, line)) {
+    const auto tab = line.find('\t');
+    if (tab == std::string::npos) return false;
+    const std::int64_t label = std::stoll(line.substr(0, tab));
+    if (label < 0 || label >= static_cast<std::int64_t>(read.classes.size())) return false;
+    read.labels.push_back(label);
+    read.files.push_back(line.substr(tab + 1));
+  }
+  if (read.classes.size() != classes || read.files.empty()) return false;
+  index = std::move(read);
+  return true;
+}
+
+void write_index(const fs::path& file, const FolderIndex& index) {
+  const fs::path temporary = file.string() + ".tmp";
+  {
+    std::ofstream out(temporary);
+    out << kIndexHeader << "\n" << index.classes.size() << "\n";
+    for (const auto& name : index.classes) out << name << "\n";
+    for (std::size_t i = 0; i < index.files.size(); ++i) out << index.labels[i] << "\t" << index.files[i] << "\n";
+  }
+  fs::rename(temporary, file);  // never a half-written index
+}
+
+}  // namespace image_folder

@@ -1,0 +1,37 @@
+// The list of images of an ImageFolder tree (root/<class>/**/<image>), as torchvision's
+// ImageFolder makes it: classes are the sorted sub-folder names, files are walked in
+// sorted order, and only known image extensions count (case-insensitive).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace image_folder {
+
+struct FolderIndex {
+  std::vector<std::string> classes;
+  std::vector<std::string> files;     // relative to the root
+  std::vector<std::int64_t> labels;   // index into classes, one per file
+};
+
+// Problems with the tree itself (missing root, empty class): the caller turns them into a
+// recipe error at the `root` key.
+struct TreeError {
+  std::string message;
+  std::string hint;
+};
+
+bool is_image_file(const std::filesystem::path& file);
+
+// Walks the tree. Throws TreeError.
+FolderIndex scan_folder(const std::filesystem::path& root);
+
+// A cached index, so a tree of a million files is walked once: a text file that starts
+// with kIndexHeader. read_index returns false when the file is absent or not an index.
+inline constexpr const char* kIndexHeader = "mixt image_folder index v1";
+bool read_index(const std::filesystem::path& file, FolderIndex& index);
+void write_index(const std::filesystem::path& file, const FolderIndex& index);
+
+}  // namespace image_folder

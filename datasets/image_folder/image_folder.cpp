@@ -1,0 +1,124 @@
+// datasets/image_folder — the ImageNet / torchvision ImageFolder layout: root/<class>/<image>,
+// classes sorted, images decoded with OpenCV and augmented by mixt's transforms, loaded by
+// mixt's multi-threaded DataLoader.
+#include <mixt/data_loader.h>
+#include <mixt/plugin.h>
+#include <mixt/transforms.h>
+
+#include <fstream>
+#include <opencv2/core.hpp>
+
+#include "folder_index.h"
+#include "image_decoder.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::uint8_t> read_bytes(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary | std::ios::ate);
+  if (!in) throw mixt::BadSample("cannot open the file");
+  const auto size = static_cast<std::size_t>(in.tellg());
+  std::vector<std::uint8_t> bytes(size);
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size));
+  if (!in) throw mixt::BadSample("cannot read the file");
+  return bytes;
+}
+
+class ImageFolderSource : public mixt::SampleSource {
+ public:
+  ImageFolderSource(fs::path root, image_folder::FolderIndex index, mixt::TransformPipeline transforms, int channels)
+      : root_(std::move(root)), index_(std::move(index)), transforms_(std::move(transforms)), channels_(channels) {}
+
+  std::int64_t size() const override { return static_cast<std::int64_t>(index_.files.size()); }
+  std::string sample_name(std::int64_t i) const override { return (root_ / file(i)).string(); }
+
+  mixt::Sample load(std::int64_t i, mixt::SampleRng& rng) const override {
+    const at::Tensor image = image_folder::decode_image(read_bytes(root_ / file(i)), channels_);
+    return {transforms_(image, rng), index_.labels[static_cast<std::size_t>(i)]};
+  }
+
+ private:
+  const std::string& file(std::int64_t i) const { return index_.files[static_cast<std::size_t>(i)]; }
+
+  fs::path root_;
+  image_folder::FolderIndex index_;
+  mixt::TransformPipeline transforms_;
+  int channels_;
+};
+
+image_folder::FolderIndex load_index(const mixt::Config& c, const fs::path& root) {
+  const std::string cache = c.string("index", "");
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) {
+    c.fail("root", "dataset root does not exist: " + root.string(), "point root: at a folder laid out as root/<class>/<image>");
+  }
+  image_folder::FolderIndex index;
+  if (!cache.empty() && image_folder::read_index(cache, index)) return index;
+  try {
+    index = image_folder::scan_folder(root);
+  } catch (const image_folder::TreeError& e) {
+    c.fail("root", e.message, e.hint);
+  }
+  if (!cache.empty()) {
+    try {
+      image_folder::write_index(cache, index);
+    } catch (const std::exception& e) {
+      c.fail("index", std::string("cannot write the index: ") + e.what(), "point index: at a writable path");
+    }
+  }
+  return index;
+}
+
+std::unique_ptr<mixt::Dataset> make_image_folder(const mixt::Config& c, const mixt::DatasetContext& context) {
+  const fs::path root = c.string("root");
+  const std::int64_t channels = c.integer("channels", 3);
+  if (channels != 1 && channels != 3) c.fail("channels", "expected 1 (grey) or 3 (RGB)");
+  const bool train = context.split == "train";
+  mixt::TransformPipeline transforms =
+      mixt::read_transforms(c, "transforms", train ? mixt::imagenet_train_pipeline() : mixt::imagenet_eval_pipeline());
+  // Running the pipeline once on a blank image finds the sample shape, and mistakes such
+  // as a 3-value normalize on grey images before any file is read.
+  bool fixed_size = false;
+  std::vector<std::int64_t> shape;
+  try {
+    fixed_size = transforms.has_fixed_output_size(channels);
+    shape = transforms.output_shape(256, 256, channels);
+  } catch (const mixt::Error& e) {
+    c.fail("transforms", e.message(), "match the transforms to channels: " + std::to_string(channels));
+  }
+  if (!fixed_size) {
+    c.fail("transforms", "these transforms give images of different sizes, which cannot be batched",
+           "end the geometric transforms with center_crop or random_resized_crop");
+  }
+  const mixt::LoaderOptions options = mixt::read_loader_options(c, context, /*shuffle_default=*/train);
+  // Decoding runs in mixt's worker threads; OpenCV's own pool would only oversubscribe.
+  cv::setNumThreads(0);
+  image_folder::FolderIndex index = load_index(c, root);
+  const auto classes = static_cast<std::int64_t>(index.classes.size());
+  auto source = std::make_shared<ImageFolderSource>(root, std::move(index), std::move(transforms), static_cast<int>(channels));
+  return std::make_unique<mixt::LoaderDataset>(source, options, classes, shape);
+}
+
+void register_components(mixt::Registrar& registrar) {
+  std::vector<mixt::OptionDoc> options = {
+      {"root", "", "folder laid out as root/<class>/<image> (classes sorted by name)"},
+      {"index", "\"\"", "cache file of the file list: read when present, written after a scan (delete it to rescan)"},
+      {"channels", "3", "3 (RGB) or 1 (grey)"},
+  };
+  for (auto& doc : mixt::transform_option_docs()) {
+    doc.default_value = "(below)";
+    doc.help = "default: imagenet_train for data.train, imagenet_eval for the other splits. " + doc.help;
+    options.push_back(doc);
+  }
+  for (auto& doc : mixt::loader_option_docs()) options.push_back(doc);
+  registrar.add_dataset("image_folder",
+                        {"ImageNet-style folders root/<class>/<image>, decoded with OpenCV (JPEG, PNG, BMP, WebP, TIFF)",
+                         options},
+                        make_image_folder);
+}
+
+}  // namespace
+
+MIXT_PLUGIN("image_folder", "1.0.0", register_components)

@@ -1,0 +1,87 @@
+// datasets/synthetic — random inputs and labels of any shape, made once on the target
+// device and handed out again and again: the input pipeline drops out of the measurement,
+// as in NVIDIA's ResNet-50 throughput benchmarks (DALI's synthetic mode). One batch of
+// distinct random samples is generated (from the seed, so runs repeat); every batch of an
+// epoch is that batch (the last one cut short unless drop_last).
+#include <ATen/CPUGeneratorImpl.h>
+#include <mixt/plugin.h>
+
+namespace {
+
+class Synthetic : public mixt::Dataset {
+ public:
+  Synthetic(at::Tensor inputs, at::Tensor targets, std::int64_t shard_size, std::int64_t num_classes, bool drop_last)
+      : inputs_(std::move(inputs)),
+        targets_(std::move(targets)),
+        shard_size_(shard_size),
+        num_classes_(num_classes),
+        drop_last_(drop_last) {}
+
+  std::int64_t size() const override { return shard_size_; }
+  std::int64_t num_classes() const override { return num_classes_; }
+  std::vector<std::int64_t> sample_shape() const override { return inputs_.sizes().slice(1).vec(); }
+  std::int64_t batches_per_epoch() const override {
+    const std::int64_t b = inputs_.size(0);
+    return drop_last_ ? shard_size_ / b : (shard_size_ + b - 1) / b;
+  }
+  void start_epoch(std::int64_t) override { delivered_ = 0; }
+  std::optional<mixt::Batch> next_batch() override {
+    if (delivered_ >= batches_per_epoch()) return std::nullopt;
+    const std::int64_t count = std::min(inputs_.size(0), shard_size_ - delivered_ * inputs_.size(0));
+    ++delivered_;
+    if (count == inputs_.size(0)) return mixt::Batch{inputs_, targets_};
+    return mixt::Batch{inputs_.narrow(0, 0, count), targets_.narrow(0, 0, count)};
+  }
+
+ private:
+  at::Tensor inputs_, targets_;
+  std::int64_t shard_size_, num_classes_;
+  bool drop_last_;
+  std::int64_t delivered_ = 0;
+};
+
+std::unique_ptr<mixt::Dataset> make_synthetic(const mixt::Config& c, const mixt::DatasetContext& context) {
+  const std::vector<std::int64_t> shape = c.integers("shape", {3, 224, 224});
+  const std::int64_t num_classes = c.integer("num_classes", 1000);
+  const std::int64_t size = c.integer("size", 256 * 100);
+  const std::int64_t batch_size = c.integer("batch_size", 256);
+  const bool drop_last = c.boolean("drop_last", false);
+  const bool channels_last = c.boolean("channels_last", false);
+  if (shape.empty()) c.fail("shape", "expected at least one dimension, e.g. [3, 224, 224]");
+  for (auto d : shape) {
+    if (d < 1) c.fail("shape", "every dimension must be positive");
+  }
+  if (channels_last && shape.size() != 3) c.fail("channels_last", "needs a shape of [C, H, W]");
+  if (num_classes < 1) c.fail("num_classes", "must be at least 1");
+  if (size < 1) c.fail("size", "must be at least 1");
+  if (batch_size < 1) c.fail("batch_size", "must be at least 1");
+
+  const std::int64_t shard_size = (size + context.world_size - 1) / context.world_size;
+  const std::int64_t rows = std::min(batch_size, shard_size);
+  std::vector<std::int64_t> batch_shape{rows};
+  batch_shape.insert(batch_shape.end(), shape.begin(), shape.end());
+  // Generated on the CPU from the seed (and rank), so every device gets the same data.
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(context.seed * 1000003 + static_cast<std::uint64_t>(context.rank));
+  at::Tensor inputs = at::randn(batch_shape, generator, at::kFloat);
+  at::Tensor targets = at::randint(num_classes, {rows}, generator, at::kLong);
+  inputs = inputs.to(context.device);
+  if (channels_last) inputs = inputs.contiguous(at::MemoryFormat::ChannelsLast);
+  return std::make_unique<Synthetic>(inputs, targets.to(context.device), shard_size, num_classes, drop_last);
+}
+
+void register_components(mixt::Registrar& registrar) {
+  registrar.add_dataset(
+      "synthetic",
+      {"random inputs and labels made once on the device (throughput benchmarks without an input pipeline)",
+       {{"shape", "[3, 224, 224]", "shape of one input"},
+        {"num_classes", "1000", "labels are uniform in [0, num_classes)"},
+        {"size", "25600", "samples per epoch (split across ranks)"},
+        {"batch_size", "256", "samples per batch"},
+        {"drop_last", "false", "drop the last incomplete batch"},
+        {"channels_last", "false", "lay the inputs out channels_last (NHWC memory)"}}},
+      make_synthetic);
+}
+
+}  // namespace
+
+MIXT_PLUGIN("synthetic", "1.0.0", register_components)

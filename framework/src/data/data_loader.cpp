@@ -1,0 +1,286 @@
+// The multi-threaded loader of mixt/data_loader.h.
+//
+// Workers claim batch numbers in order, build the whole batch, and file it under its
+// number; next_batch() hands them out strictly in order. A generation counter lets
+// start_epoch() abandon an epoch while workers are still busy with it: what they finish
+// for an old generation is dropped.
+#include "mixt/data_loader.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "mixt/error.h"
+
+// OpenMP's per-thread team size (libgomp, loaded with LibTorch). Weak, so a LibTorch
+// built without OpenMP still links.
+extern "C" void omp_set_num_threads(int) __attribute__((weak));
+
+namespace mixt {
+
+namespace {
+
+// torch.utils.data.DistributedSampler.__iter__ (drop_last=False): this rank's indices.
+std::vector<std::int64_t> shard_order(std::int64_t n, bool shuffle, std::uint64_t seed, std::int64_t epoch,
+                                      std::int64_t rank, std::int64_t world_size) {
+  at::Tensor order;
+  if (shuffle) {
+    auto generator = at::make_generator<at::CPUGeneratorImpl>(seed + static_cast<std::uint64_t>(epoch));
+    order = at::randperm(n, generator, at::kLong);
+  } else {
+    order = at::arange(n, at::kLong);
+  }
+  const std::int64_t* all = order.data_ptr<std::int64_t>();
+  const std::int64_t per_rank = (n + world_size - 1) / world_size;
+  std::vector<std::int64_t> mine;
+  mine.reserve(static_cast<std::size_t>(per_rank));
+  for (std::int64_t k = rank; k < per_rank * world_size; k += world_size) mine.push_back(all[k % n]);
+  return mine;
+}
+
+struct BuiltBatch {
+  std::optional<Batch> batch;  // empty when every sample of it was bad
+  std::exception_ptr error;
+};
+
+}  // namespace
+
+struct DataLoader::State {
+  std::shared_ptr<const SampleSource> source;
+  LoaderOptions options;
+  std::int64_t shard_size = 0;
+  bool pin = false;
+
+  std::mutex mutex;
+  std::condition_variable work_ready;   // workers wait for a batch to claim
+  std::condition_variable batch_ready;  // the consumer waits for the next batch in order
+  std::uint64_t generation = 0;
+  std::int64_t epoch = 0;
+  std::shared_ptr<const std::vector<std::int64_t>> order;
+  std::int64_t total_batches = 0;  // this epoch
+  std::int64_t next_to_claim = 0;
+  std::int64_t next_to_deliver = 0;
+  std::map<std::int64_t, BuiltBatch> ready;
+  bool stopping = false;
+  std::vector<std::thread> workers;
+
+  // Batch buffers of the CPU path, reused once training has let go of them: a fresh
+  // 150 MB buffer per batch costs ~37k page faults, a sixth of the loader's CPU time in
+  // bench/data_pipeline. (Pinned buffers are not pooled: the CUDA host allocator already
+  // caches them, and knows when an asynchronous copy out of one has finished.)
+  std::mutex pool_mutex;
+  std::vector<at::Tensor> pool;
+
+  at::Tensor batch_buffer(const std::vector<std::int64_t>& shape, at::ScalarType dtype, at::MemoryFormat format) {
+    const auto options = at::TensorOptions(dtype).pinned_memory(pin).memory_format(format);
+    if (pin) return at::empty(shape, options);
+    std::lock_guard lock(pool_mutex);
+    for (const at::Tensor& buffer : pool) {
+      // Free: only the pool refers to it — no worker holds it (tensor count) and no batch
+      // handed out views its memory (storage count).
+      const bool free = buffer.use_count() == 1 && buffer.unsafeGetTensorImpl()->storage().use_count() == 1;
+      if (free && buffer.sizes() == at::IntArrayRef(shape) && buffer.scalar_type() == dtype &&
+          buffer.is_contiguous(format)) {
+        return buffer;
+      }
+    }
+    at::Tensor fresh = at::empty(shape, options);
+    if (static_cast<std::int64_t>(pool.size()) < pool_limit()) pool.push_back(fresh);
+    return fresh;
+  }
+  // Enough for every batch in flight (prefetched, being built, being trained on) plus slack.
+  std::int64_t pool_limit() const { return options.prefetch + options.workers + 3; }
+
+  std::mutex bad_mutex;
+  std::set<std::int64_t> warned;
+  std::int64_t bad_count = 0;
+
+  void warn(const std::string& message) const {
+    if (options.warn) {
+      options.warn(message);
+    } else {
+      std::fprintf(stderr, "mixt: warning: %s\n", message.c_str());
+    }
+  }
+
+  // A sample that could not be loaded: counted and named once, or fatal.
+  void bad_sample(std::int64_t index, const std::string& why) {
+    const std::string name = source->sample_name(index);
+    if (options.on_bad_sample == OnBadSample::fail) {
+      throw runtime_error("bad sample " + name + ": " + why,
+                          "fix or remove the file, or set on_bad_sample: skip to skip such samples");
+    }
+    std::lock_guard lock(bad_mutex);
+    ++bad_count;
+    if (warned.insert(index).second) warn("skipping bad sample " + name + ": " + why);
+  }
+
+  BuiltBatch build(const std::vector<std::int64_t>& indices, std::int64_t batch, std::int64_t for_epoch) {
+    BuiltBatch built;
+    try {
+      const std::int64_t begin = batch * options.batch_size;
+      const std::int64_t end = std::min(begin + options.batch_size, static_cast<std::int64_t>(indices.size()));
+      at::Tensor inputs;
+      std::vector<std::int64_t> targets;
+      for (std::int64_t position = begin; position < end; ++position) {
+        const std::int64_t index = indices[static_cast<std::size_t>(position)];
+        SampleRng rng = SampleRng::for_sample(options.seed, static_cast<std::uint64_t>(for_epoch),
+                                              static_cast<std::uint64_t>(index));
+        Sample sample;
+        try {
+          sample = source->load(index, rng);
+        } catch (const BadSample& e) {
+          bad_sample(index, e.what());
+          continue;
+        }
+        if (!inputs.defined()) {
+          // The batch takes the first sample's shape and memory layout (channels_last
+          // when to_tensor made it so), in pinned memory when it goes to a GPU.
+          std::vector<std::int64_t> shape{end - begin};
+          for (auto d : sample.input.sizes()) shape.push_back(d);
+          const bool channels_last = sample.input.dim() == 3 && sample.input.stride(0) == 1 && sample.input.size(0) > 1;
+          inputs = batch_buffer(shape, sample.input.scalar_type(),
+                                channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
+        } else if (sample.input.sizes() != inputs.sizes().slice(1)) {
+          throw runtime_error("sample " + source->sample_name(index) + " has shape " +
+                                  c10::str(sample.input.sizes()) + " but the batch has " +
+                                  c10::str(inputs.sizes().slice(1)),
+                              "make every sample the same size: end the transforms with a crop "
+                              "(center_crop or random_resized_crop)");
+        }
+        inputs[static_cast<std::int64_t>(targets.size())].copy_(sample.input);
+        targets.push_back(sample.target);
+      }
+      if (!targets.empty()) {
+        const auto count = static_cast<std::int64_t>(targets.size());
+        at::Tensor target_tensor = at::empty({count}, at::TensorOptions(at::kLong).pinned_memory(pin));
+        std::copy(targets.begin(), targets.end(), target_tensor.data_ptr<std::int64_t>());
+        built.batch = Batch{inputs.narrow(0, 0, count), target_tensor};
+      }
+    } catch (...) {
+      built.error = std::current_exception();
+    }
+    return built;
+  }
+
+  void work() {
+    // One thread per worker already: ATen ops inside a worker run single-threaded, as
+    // PyTorch's DataLoader workers do (torch.set_num_threads(1)).
+    if (omp_set_num_threads != nullptr) omp_set_num_threads(1);
+    std::unique_lock lock(mutex);
+    while (true) {
+      work_ready.wait(lock, [&] {
+        return stopping || (next_to_claim < total_batches && next_to_claim < next_to_deliver + options.prefetch);
+      });
+      if (stopping) return;
+      const std::int64_t batch = next_to_claim++;
+      const std::uint64_t my_generation = generation;
+      const std::int64_t my_epoch = epoch;
+      const auto my_order = order;
+      lock.unlock();
+      BuiltBatch built = build(*my_order, batch, my_epoch);
+      lock.lock();
+      if (my_generation == generation) {
+        ready.emplace(batch, std::move(built));
+        batch_ready.notify_all();
+      }
+    }
+  }
+};
+
+DataLoader::DataLoader(std::shared_ptr<const SampleSource> source, LoaderOptions options)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  if (options.batch_size < 1) throw runtime_error("data loader: batch_size must be at least 1");
+  if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size) {
+    throw runtime_error("data loader: rank " + std::to_string(options.rank) + " is outside world_size " +
+                        std::to_string(options.world_size));
+  }
+  if (options.workers < 0) options.workers = 0;
+  if (options.prefetch <= 0) options.prefetch = 2 * std::max<std::int64_t>(options.workers, 1);
+  const std::int64_t n = source->size();
+  s.shard_size = n == 0 ? 0 : (n + options.world_size - 1) / options.world_size;
+  s.pin = options.device.is_cuda() && at::globalContext().hasCUDA();
+  s.source = std::move(source);
+  s.options = std::move(options);
+  for (std::int64_t i = 0; i < s.options.workers; ++i) s.workers.emplace_back([&s] { s.work(); });
+}
+
+DataLoader::~DataLoader() {
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->stopping = true;
+  }
+  state_->work_ready.notify_all();
+  for (auto& worker : state_->workers) worker.join();
+}
+
+std::int64_t DataLoader::size() const { return state_->shard_size; }
+
+std::int64_t DataLoader::batches_per_epoch() const {
+  const std::int64_t b = state_->options.batch_size, n = state_->shard_size;
+  return state_->options.drop_last ? n / b : (n + b - 1) / b;
+}
+
+void DataLoader::start_epoch(std::int64_t epoch) {
+  State& s = *state_;
+  auto order = std::make_shared<const std::vector<std::int64_t>>(
+      s.shard_size == 0 ? std::vector<std::int64_t>{}
+                        : shard_order(s.source->size(), s.options.shuffle, s.options.seed, epoch, s.options.rank,
+                                      s.options.world_size));
+  {
+    std::lock_guard lock(s.mutex);
+    ++s.generation;
+    s.epoch = epoch;
+    s.order = std::move(order);
+    s.total_batches = batches_per_epoch();
+    s.next_to_claim = 0;
+    s.next_to_deliver = 0;
+    s.ready.clear();
+  }
+  s.work_ready.notify_all();
+}
+
+std::optional<Batch> DataLoader::next_batch() {
+  State& s = *state_;
+  while (true) {
+    BuiltBatch built;
+    {
+      std::unique_lock lock(s.mutex);
+      if (!s.order) throw runtime_error("data loader: next_batch() before start_epoch()");
+      if (s.next_to_deliver >= s.total_batches) return std::nullopt;
+      if (s.workers.empty()) {
+        built = s.build(*s.order, s.next_to_deliver, s.epoch);
+      } else {
+        s.batch_ready.wait(lock, [&] { return s.ready.contains(s.next_to_deliver); });
+        auto node = s.ready.extract(s.next_to_deliver);
+        built = std::move(node.mapped());
+      }
+      ++s.next_to_deliver;
+    }
+    s.work_ready.notify_all();
+    if (built.error) std::rethrow_exception(built.error);
+    if (!built.batch) continue;  // every sample of that batch was bad
+    Batch batch = std::move(*built.batch);
+    if (s.options.device != batch.inputs.device()) {
+      batch.inputs = batch.inputs.to(s.options.device, /*non_blocking=*/s.pin);
+      batch.targets = batch.targets.to(s.options.device, /*non_blocking=*/s.pin);
+    }
+    return batch;
+  }
+}
+
+LoaderDataset::~LoaderDataset() = default;
+
+std::int64_t DataLoader::bad_samples() const {
+  std::lock_guard lock(state_->bad_mutex);
+  return state_->bad_count;
+}
+
+}  // namespace mixt

@@ -1,0 +1,50 @@
+// Helpers for the input-pipeline suites: datasets built from a YAML section, whole epochs
+// collected, fixture trees made by the committed Python scripts in tests/fixtures/data.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "plugins.h"
+#include "recipe_loader.h"
+#include "test_support.h"
+
+namespace mixt::testing {
+
+// A dataset from `yaml` (the section under data:), as the trainer would build it.
+inline std::unique_ptr<Dataset> make_dataset(BuiltPlugins& plugins, const std::string& yaml,
+                                             DatasetContext context = {"train", 0, 0, 1, at::kCPU}) {
+  static std::vector<RecipeNodePtr> keep_alive;
+  keep_alive.push_back(parse_yaml("data: " + yaml, "test.yaml"));
+  auto dataset = plugins.registry.make_dataset(Config(keep_alive.back(), "").section("data"), context);
+  check_unknown_keys(*keep_alive.back());
+  return dataset;
+}
+
+// Every batch of one epoch.
+inline std::vector<Batch> collect_epoch(Dataset& data, std::int64_t epoch) {
+  data.start_epoch(epoch);
+  std::vector<Batch> batches;
+  while (auto batch = data.next_batch()) batches.push_back(*batch);
+  return batches;
+}
+
+inline bool same_batches(const std::vector<Batch>& a, const std::vector<Batch>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (!at::equal(a[i].inputs, b[i].inputs) || !at::equal(a[i].targets, b[i].targets)) return false;
+  }
+  return true;
+}
+
+// Runs tests/fixtures/data/SCRIPT with ARGS; fails the test when it fails.
+inline void run_fixture_script(const std::string& script, const std::string& args) {
+  const std::string command =
+      "python3 " + shell_quote(std::string(MIXT_SOURCE_DIR) + "/tests/fixtures/data/" + script) + " " + args;
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+}
+
+}  // namespace mixt::testing

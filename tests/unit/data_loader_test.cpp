@@ -1,0 +1,249 @@
+// mixt::DataLoader: order against torch.utils.data.DistributedSampler (golden values in
+// tests/golden/distributed_sampler.json, made by tests/golden/make_sampler_golden.py),
+// results independent of the worker count, drop_last, bad samples, bounded prefetch.
+#include <gtest/gtest.h>
+#include <ATen/Parallel.h>
+#include <mixt/data_loader.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+namespace mixt {
+namespace {
+
+// Sample i: a 2 x 3 x 3 image filled with i plus a random draw (so the augmentation RNG
+// shows in the data), labelled i. Indices in `bad` throw BadSample.
+class CountingSource : public SampleSource {
+ public:
+  explicit CountingSource(std::int64_t n, std::set<std::int64_t> bad = {}) : n_(n), bad_(std::move(bad)) {}
+  std::int64_t size() const override { return n_; }
+  std::string sample_name(std::int64_t i) const override { return "sample-" + std::to_string(i) + ".jpg"; }
+  Sample load(std::int64_t i, SampleRng& rng) const override {
+    ++loads;
+    if (bad_.contains(i)) throw BadSample("cannot decode");
+    return {at::full({2, 3, 3}, static_cast<double>(i) + rng.uniform(), at::kFloat), i};
+  }
+  mutable std::atomic<int> loads{0};
+
+ private:
+  std::int64_t n_;
+  std::set<std::int64_t> bad_;
+};
+
+LoaderOptions options(std::int64_t batch, std::int64_t workers, std::uint64_t seed = 3) {
+  LoaderOptions o;
+  o.batch_size = batch;
+  o.workers = workers;
+  o.seed = seed;
+  return o;
+}
+
+std::vector<Batch> epoch(DataLoader& loader, std::int64_t e) {
+  loader.start_epoch(e);
+  std::vector<Batch> batches;
+  while (auto b = loader.next_batch()) batches.push_back(*b);
+  return batches;
+}
+
+std::vector<std::int64_t> targets(const std::vector<Batch>& batches) {
+  std::vector<std::int64_t> all;
+  for (const auto& b : batches) {
+    for (std::int64_t i = 0; i < b.targets.size(0); ++i) all.push_back(b.targets[i].item<std::int64_t>());
+  }
+  return all;
+}
+
+bool same(const std::vector<Batch>& a, const std::vector<Batch>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (!at::equal(a[i].inputs, b[i].inputs) || !at::equal(a[i].targets, b[i].targets)) return false;
+  }
+  return true;
+}
+
+TEST(DataLoader, OrderIsDistributedSamplers) {
+  std::ifstream in(std::string(MIXT_SOURCE_DIR) + "/tests/golden/distributed_sampler.json");
+  const auto golden = nlohmann::json::parse(in);
+  for (const auto& c : golden["cases"]) {
+    const std::int64_t n = c["n"], world = c["world_size"];
+    for (std::int64_t rank = 0; rank < world; ++rank) {
+      LoaderOptions o = options(4, 2, c["seed"].get<std::uint64_t>());
+      o.shuffle = c["shuffle"];
+      o.rank = rank;
+      o.world_size = world;
+      DataLoader loader(std::make_shared<CountingSource>(n), o);
+      const auto expected = c["ranks"][static_cast<std::size_t>(rank)].get<std::vector<std::int64_t>>();
+      EXPECT_EQ(loader.size(), static_cast<std::int64_t>(expected.size()));
+      EXPECT_EQ(targets(epoch(loader, c["epoch"])), expected) << "n=" << n << " world=" << world << " rank=" << rank;
+    }
+  }
+}
+
+TEST(DataLoader, ShardsCoverTheDatasetExactlyOncePerEpoch) {
+  const std::int64_t n = 120, world = 4;
+  std::multiset<std::int64_t> seen;
+  for (std::int64_t rank = 0; rank < world; ++rank) {
+    LoaderOptions o = options(7, 2);
+    o.rank = rank;
+    o.world_size = world;
+    DataLoader loader(std::make_shared<CountingSource>(n), o);
+    for (auto t : targets(epoch(loader, 5))) seen.insert(t);
+  }
+  EXPECT_EQ(seen.size(), static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) EXPECT_EQ(seen.count(i), 1u) << i;
+}
+
+TEST(DataLoader, SameBatchesWhateverTheWorkerCount) {
+  auto source = std::make_shared<CountingSource>(57);
+  DataLoader inline_loader(source, options(5, 0));
+  const auto reference = epoch(inline_loader, 2);
+  ASSERT_EQ(reference.size(), 12u);
+  for (std::int64_t workers : {1, 2, 3, 8}) {
+    for (std::int64_t prefetch : {0, 1, 5}) {
+      LoaderOptions o = options(5, workers);
+      o.prefetch = prefetch;
+      DataLoader loader(source, o);
+      EXPECT_TRUE(same(epoch(loader, 2), reference)) << workers << " workers, prefetch " << prefetch;
+    }
+  }
+  // The augmentation depends on the epoch and the seed.
+  EXPECT_FALSE(same(epoch(inline_loader, 3), reference));
+  DataLoader other_seed(source, options(5, 2, 4));
+  EXPECT_FALSE(same(epoch(other_seed, 2), reference));
+}
+
+TEST(DataLoader, DropLastDropsOnlyTheIncompleteBatch) {
+  auto source = std::make_shared<CountingSource>(10);
+  LoaderOptions o = options(4, 2);
+  DataLoader keep(source, o);
+  o.drop_last = true;
+  DataLoader drop(source, o);
+  EXPECT_EQ(keep.batches_per_epoch(), 3);
+  EXPECT_EQ(drop.batches_per_epoch(), 2);
+  const auto kept = epoch(keep, 0);
+  ASSERT_EQ(kept.size(), 3u);
+  EXPECT_EQ(kept[2].inputs.size(0), 2);
+  EXPECT_EQ(epoch(drop, 0).size(), 2u);
+  EXPECT_EQ(kept[0].inputs.sizes(), (std::vector<std::int64_t>{4, 2, 3, 3}));
+}
+
+TEST(DataLoader, StartingAnEpochAgainMidwayStartsItCleanly) {
+  DataLoader loader(std::make_shared<CountingSource>(40), options(3, 3));
+  const auto full = epoch(loader, 1);
+  loader.start_epoch(1);
+  loader.next_batch();
+  loader.next_batch();
+  EXPECT_TRUE(same(epoch(loader, 1), full));
+}
+
+TEST(DataLoader, BadSamplesAreSkippedCountedAndNamedOnce) {
+  std::vector<std::string> warnings;
+  LoaderOptions o = options(4, 2);
+  o.shuffle = false;
+  o.warn = [&](const std::string& w) { warnings.push_back(w); };
+  DataLoader loader(std::make_shared<CountingSource>(12, std::set<std::int64_t>{1, 2, 3, 9}), o);
+  const auto first = epoch(loader, 0);
+  epoch(loader, 1);
+  ASSERT_EQ(first.size(), 3u);
+  EXPECT_EQ(targets(first), (std::vector<std::int64_t>{0, 4, 5, 6, 7, 8, 10, 11}));
+  EXPECT_EQ(first[0].inputs.size(0), 1);
+  EXPECT_EQ(loader.bad_samples(), 8);  // 4 per epoch
+  ASSERT_EQ(warnings.size(), 4u);      // once per file
+  EXPECT_NE(warnings[0].find("sample-1.jpg: cannot decode"), std::string::npos) << warnings[0];
+}
+
+TEST(DataLoader, ABatchOfOnlyBadSamplesIsSkipped) {
+  LoaderOptions o = options(2, 1);
+  o.shuffle = false;
+  o.warn = [](const std::string&) {};
+  DataLoader loader(std::make_shared<CountingSource>(6, std::set<std::int64_t>{2, 3}), o);
+  EXPECT_EQ(targets(epoch(loader, 0)), (std::vector<std::int64_t>{0, 1, 4, 5}));
+}
+
+TEST(DataLoader, OnBadSampleFailStopsNamingTheSample) {
+  LoaderOptions o = options(4, 2);
+  o.shuffle = false;
+  o.on_bad_sample = OnBadSample::fail;
+  DataLoader loader(std::make_shared<CountingSource>(12, std::set<std::int64_t>{6}), o);
+  loader.start_epoch(0);
+  loader.next_batch();
+  try {
+    loader.next_batch();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 1);
+    EXPECT_NE(std::string(e.what()).find("bad sample sample-6.jpg: cannot decode"), std::string::npos) << e.what();
+  }
+}
+
+// Records how many threads ATen would use inside load().
+class ThreadCountSource : public SampleSource {
+ public:
+  std::int64_t size() const override { return 8; }
+  std::string sample_name(std::int64_t i) const override { return std::to_string(i); }
+  Sample load(std::int64_t i, SampleRng&) const override {
+    threads = at::get_num_threads();
+    return {at::zeros({1}), i};
+  }
+  mutable std::atomic<int> threads{-1};
+};
+
+TEST(DataLoader, WorkersRunAtenSingleThreadedAndLeaveTheTrainerAlone) {
+  const int before = at::get_num_threads();
+  auto source = std::make_shared<ThreadCountSource>();
+  DataLoader loader(source, options(4, 2));
+  epoch(loader, 0);
+  EXPECT_EQ(source->threads.load(), 1);
+  EXPECT_EQ(at::get_num_threads(), before);
+}
+
+TEST(DataLoader, BatchMemoryIsReusedOnlyAfterTrainingLetsGo) {
+  auto source = std::make_shared<CountingSource>(200);
+  DataLoader loader(source, options(4, 2));
+  {
+    // Holding every batch: no two share memory, and each still holds its own samples.
+    const auto held = epoch(loader, 0);
+    std::set<void*> memory;
+    for (const auto& b : held) memory.insert(b.inputs.data_ptr());
+    EXPECT_EQ(memory.size(), held.size());
+    for (const auto& b : held) {
+      EXPECT_TRUE(at::equal(b.inputs.select(1, 0).select(1, 0).select(1, 0).floor().to(at::kLong), b.targets));
+    }
+  }
+  // Dropping each batch before asking for the next: a few buffers go round.
+  loader.start_epoch(1);
+  std::set<void*> recycled;
+  std::int64_t batches = 0;
+  while (auto b = loader.next_batch()) {
+    recycled.insert(b->inputs.data_ptr());
+    ++batches;
+  }
+  EXPECT_EQ(batches, 50);
+  EXPECT_LE(recycled.size(), 10u);
+}
+
+// Waits (up to 10 s: the machine may be busy) until `loads` reaches `count`, then a little
+// longer to see that it goes no further.
+int settled_loads(const CountingSource& source, int count) {
+  for (int i = 0; i < 1000 && source.loads.load() < count; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  return source.loads.load();
+}
+
+TEST(DataLoader, PrefetchIsBounded) {
+  auto source = std::make_shared<CountingSource>(1000);
+  LoaderOptions o = options(10, 3);
+  o.prefetch = 2;
+  DataLoader loader(source, o);
+  loader.start_epoch(0);
+  EXPECT_EQ(settled_loads(*source, 20), 20);  // two batches ahead, no more
+  loader.next_batch();
+  EXPECT_EQ(settled_loads(*source, 30), 30);
+}
+
+}  // namespace
+}  // namespace mixt

@@ -1,0 +1,191 @@
+// The image_folder dataset plugin on a real tree: Fashion-MNIST test images written as
+// JPEG/PNG/BMP class folders by tests/fixtures/data/make_image_folder.py (60 images,
+// classes sorted by name), plus a corrupt and a truncated JPEG.
+#include <gtest/gtest.h>
+#include <mixt/data_loader.h>
+
+#include "data_support.h"
+
+namespace mixt {
+namespace {
+
+namespace fs = std::filesystem;
+
+using testing::BuiltPlugins;
+using testing::collect_epoch;
+using testing::make_dataset;
+using testing::TempDir;
+
+class ImageFolder : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    trees_ = new TempDir();
+    testing::run_fixture_script("make_image_folder.py", testing::shell_quote(good().string()));
+    testing::run_fixture_script("make_image_folder.py", testing::shell_quote(bad().string()) + " --bad");
+    testing::run_fixture_script("make_image_folder.py", testing::shell_quote(swatches().string()) + " --swatches");
+  }
+  static void TearDownTestSuite() { delete trees_; }
+  static fs::path good() { return trees_->path() / "good"; }
+  static fs::path bad() { return trees_->path() / "bad"; }
+  static fs::path swatches() { return trees_->path() / "swatches"; }
+
+  static std::string section(const fs::path& root, const std::string& extra) {
+    return "{name: image_folder, root: " + root.string() + ", " + extra + "}";
+  }
+
+  BuiltPlugins plugins;
+  static TempDir* trees_;
+};
+TempDir* ImageFolder::trees_ = nullptr;
+
+const char* const kSmallTrain =
+    "transforms: [{name: random_resized_crop, size: 32}, random_horizontal_flip, to_tensor, normalize]";
+
+TEST_F(ImageFolder, ReadsEveryImageWithClassesSortedByName) {
+  auto data = make_dataset(plugins, section(good(), "batch_size: 16, shuffle: false, workers: 2, transforms: "
+                                                    "[{name: resize, size: 40}, {name: center_crop, size: 36}, to_tensor]"));
+  EXPECT_EQ(data->size(), 60);
+  EXPECT_EQ(data->num_classes(), 10);
+  EXPECT_EQ(data->sample_shape(), (std::vector<std::int64_t>{3, 36, 36}));
+  const auto batches = collect_epoch(*data, 0);
+  ASSERT_EQ(batches.size(), 4u);
+  std::vector<at::Tensor> targets;
+  for (const auto& b : batches) targets.push_back(b.targets);
+  const at::Tensor all = at::cat(targets);
+  // Without shuffle: class by class in sorted order, 6 each (ankle_boot = 0 ... tshirt = 9).
+  EXPECT_TRUE(at::equal(all, at::arange(10, at::kLong).repeat_interleave(6)));
+  // Grey Fashion-MNIST pictures: R = G = B, values in [0, 1], not all black.
+  const at::Tensor x = batches[0].inputs;
+  EXPECT_TRUE(at::allclose(x.select(1, 0), x.select(1, 1), 0, 0.02));
+  EXPECT_GE(x.min().item<double>(), 0.0);
+  EXPECT_LE(x.max().item<double>(), 1.0);
+  EXPECT_GT(x.mean().item<double>(), 0.05);
+}
+
+TEST_F(ImageFolder, ChannelsComeOutInRgbOrder) {
+  auto data = make_dataset(plugins, section(swatches(), "batch_size: 3, shuffle: false, workers: 0, transforms: "
+                                                        "[{name: center_crop, size: 8}, to_tensor]"));
+  const auto batch = collect_epoch(*data, 0).at(0);
+  const at::Tensor mean_rgb = batch.inputs.mean({2, 3});  // [blue (JPEG), red (PNG), texture] x RGB
+  EXPECT_TRUE(at::allclose(mean_rgb[0], at::tensor({0.0f, 0.0f, 1.0f}), 0, 0.02)) << mean_rgb;
+  EXPECT_TRUE(at::allclose(mean_rgb[1], at::tensor({1.0f, 0.0f, 0.0f}), 0, 0.02)) << mean_rgb;
+}
+
+TEST_F(ImageFolder, JpegPixelsAreThoseThatPilDecodes) {
+  // Both decode with libjpeg-turbo's default (islow) IDCT and fancy upsampling.
+  const std::string raw = testing::read_file(swatches().string() + ".texture.rgb");
+  ASSERT_EQ(raw.size(), 24u * 24u * 3u);
+  const at::Tensor pil = at::from_blob(const_cast<char*>(raw.data()), {24, 24, 3}, at::kByte).to(at::kFloat);
+  auto data = make_dataset(plugins, section(swatches(), "batch_size: 3, shuffle: false, workers: 0, transforms: "
+                                                        "[{name: center_crop, size: 8}, to_tensor]"));
+  const at::Tensor ours = collect_epoch(*data, 0).at(0).inputs[2].permute({1, 2, 0}) * 255.0;
+  const at::Tensor expected = pil.slice(0, 8, 16).slice(1, 8, 16);
+  EXPECT_LE((ours - expected).abs().max().item<double>(), 1.01);
+  EXPECT_LT((ours - expected).abs().mean().item<double>(), 0.1);
+}
+
+TEST_F(ImageFolder, SameBatchesWithOneOrThreeWorkers) {
+  auto one = make_dataset(plugins, section(good(), std::string("batch_size: 8, workers: 1, ") + kSmallTrain), {"train", 11, 0, 1, at::kCPU});
+  auto three = make_dataset(plugins, section(good(), std::string("batch_size: 8, workers: 3, prefetch: 5, ") + kSmallTrain), {"train", 11, 0, 1, at::kCPU});
+  auto other_seed = make_dataset(plugins, section(good(), std::string("batch_size: 8, workers: 3, ") + kSmallTrain), {"train", 12, 0, 1, at::kCPU});
+  const auto reference = collect_epoch(*one, 1);
+  EXPECT_TRUE(testing::same_batches(collect_epoch(*three, 1), reference));
+  EXPECT_FALSE(testing::same_batches(collect_epoch(*three, 2), reference));
+  EXPECT_FALSE(testing::same_batches(collect_epoch(*other_seed, 1), reference));
+}
+
+TEST_F(ImageFolder, CorruptAndTruncatedFilesAreSkippedCountedAndNamedOnce) {
+  auto data = make_dataset(plugins, section(bad(), std::string("batch_size: 16, workers: 2, ") + kSmallTrain));
+  EXPECT_EQ(data->size(), 62);  // the index lists them; the loader skips them
+  ::testing::internal::CaptureStderr();
+  std::int64_t delivered = 0;
+  for (std::int64_t epoch = 0; epoch < 2; ++epoch) {
+    for (const auto& b : collect_epoch(*data, epoch)) delivered += b.targets.size(0);
+  }
+  const std::string warnings = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(delivered, 2 * 60);
+  auto count = [&](const std::string& text) {
+    std::size_t n = 0;
+    for (auto at = warnings.find(text); at != std::string::npos; at = warnings.find(text, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("mixt: warning: skipping bad sample"), 2u) << warnings;
+  EXPECT_EQ(count("bag/corrupt.jpg: cannot decode"), 1u) << warnings;
+  EXPECT_EQ(count("bag/truncated.jpg: truncated JPEG"), 1u) << warnings;
+  auto* loader_dataset = dynamic_cast<LoaderDataset*>(data.get());
+  ASSERT_NE(loader_dataset, nullptr);
+  EXPECT_EQ(loader_dataset->loader().bad_samples(), 4);
+}
+
+TEST_F(ImageFolder, OnBadSampleFailStopsWithTheFileNamed) {
+  auto data = make_dataset(plugins, section(bad(), std::string("batch_size: 64, on_bad_sample: fail, ") + kSmallTrain));
+  try {
+    collect_epoch(*data, 0);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 1);
+    EXPECT_NE(std::string(e.what()).find("/bag/"), std::string::npos) << e.what();
+    EXPECT_NE(e.hint().find("on_bad_sample: skip"), std::string::npos) << e.hint();
+  }
+}
+
+std::string recipe_error(BuiltPlugins& plugins, const std::string& yaml) {
+  try {
+    make_dataset(plugins, yaml);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 2) << e.what();
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST_F(ImageFolder, MissingRootIsARecipeErrorAtTheKey) {
+  const std::string error = recipe_error(plugins, "{name: image_folder, root: /nonexistent/imagenet}");
+  EXPECT_NE(error.find("test.yaml:1:34: data.root: dataset root does not exist: /nonexistent/imagenet"),
+            std::string::npos)
+      << error;
+}
+
+TEST_F(ImageFolder, EmptyClassFolderIsARecipeError) {
+  TempDir tree;
+  fs::create_directories(tree.path() / "cat");
+  fs::create_directories(tree.path() / "dog");
+  fs::copy_file(good() / "bag" / "002.jpg", tree.path() / "cat" / "1.jpg");
+  std::ofstream(tree.path() / "dog" / "notes.txt") << "not an image";
+  const std::string error = recipe_error(plugins, section(tree.path(), "workers: 0"));
+  EXPECT_NE(error.find("data.root: class folder " + (tree.path() / "dog").string() + " has no images"),
+            std::string::npos)
+      << error;
+}
+
+TEST_F(ImageFolder, UnbatchableTransformsAreARecipeError) {
+  const std::string error = recipe_error(plugins, section(good(), "transforms: [{name: resize, size: 40}, to_tensor]"));
+  EXPECT_NE(error.find("data.transforms: these transforms give images of different sizes"), std::string::npos) << error;
+}
+
+TEST_F(ImageFolder, TransformsThatDoNotFitTheChannelsAreARecipeError) {
+  const std::string error = recipe_error(plugins, section(good(), "channels: 1"));  // ImageNet's 3-channel normalize
+  EXPECT_NE(error.find("data.transforms: normalize: the image has 1 channels but mean has 3 values"), std::string::npos)
+      << error;
+  auto grey = make_dataset(plugins, section(good(), "channels: 1, batch_size: 60, transforms: [{name: center_crop, size: 28}, "
+                                                    "to_tensor, {name: normalize, mean: [0.5], std: [0.5]}]"));
+  EXPECT_EQ(grey->sample_shape(), (std::vector<std::int64_t>{1, 28, 28}));
+  EXPECT_EQ(collect_epoch(*grey, 0).at(0).inputs.sizes(), (std::vector<std::int64_t>{60, 1, 28, 28}));
+}
+
+TEST_F(ImageFolder, TheCachedIndexIsWrittenOnceAndReused) {
+  TempDir tree;
+  fs::copy(good(), tree.path() / "images", fs::copy_options::recursive);
+  const fs::path index = tree.path() / "index.txt";
+  const std::string options = "index: " + index.string() + ", " + kSmallTrain;
+  EXPECT_EQ(make_dataset(plugins, section(tree.path() / "images", options))->size(), 60);
+  ASSERT_TRUE(fs::exists(index));
+  // A file added after the index was written is not seen: the tree is not walked again.
+  fs::copy_file(good() / "bag" / "002.jpg", tree.path() / "images" / "bag" / "extra.jpg");
+  EXPECT_EQ(make_dataset(plugins, section(tree.path() / "images", options))->size(), 60);
+  fs::remove(index);
+  EXPECT_EQ(make_dataset(plugins, section(tree.path() / "images", options))->size(), 61);
+}
+
+}  // namespace
+}  // namespace mixt

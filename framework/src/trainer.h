@@ -25,6 +25,7 @@ struct TrainResult {
   std::optional<Evaluation> final_eval;
   double train_seconds = 0;
   std::int64_t optimizer_steps = 0;  // attempted, including skipped ones
+  std::int64_t skipped_steps = 0;    // skipped by the precision policy (inf/NaN gradients)
   std::int64_t samples = 0;
 };
 
@@ -42,6 +43,7 @@ class Trainer {
  private:
   void train_epoch(std::int64_t epoch, TrainResult& result);
   void finish_epoch_checkpoint(std::int64_t epoch);
+  std::vector<std::pair<std::string, double>> step_metrics() const;
   void log_step(std::int64_t epoch, std::int64_t step, double loss, double samples_per_second);
 
   Components& c_;
@@ -53,6 +55,7 @@ class Trainer {
   std::int64_t epoch_ = 0;             // the epoch in progress (or next to start)
   std::int64_t batches_in_epoch_ = 0;  // micro-batches of epoch_ already trained on
   std::int64_t global_step_ = 0;       // optimizer steps attempted since the start of training
+  std::int64_t skipped_steps_ = 0;     // of those, skipped by the precision policy
 };
 
 }  // namespace mixt

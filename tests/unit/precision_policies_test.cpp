@@ -102,12 +102,12 @@ std::unique_ptr<PrecisionPolicy> make_policy(const std::string& yaml) {
   return plugins().registry.make_precision(Config(root, "").section("precision"), PrecisionContext{});
 }
 
-struct Run {
+struct Training {
   Components components;
   Progress progress{false, 1000};
   RecordingOptimizer* optimizer = nullptr;
 
-  Run(const std::string& policy, std::set<std::int64_t> overflow = {}) {
+  Training(const std::string& policy, std::set<std::int64_t> overflow = {}) {
     at::manual_seed(0);
     components.train = std::make_unique<BlobDataset>(std::move(overflow));
     components.model = std::make_shared<TinyMlp>();
@@ -152,7 +152,7 @@ std::vector<std::int64_t> all_but(std::int64_t n, std::set<std::int64_t> skipped
 }
 
 TEST(PrecisionPolicies, AmpFp16SkipsExactlyTheOverflowingStepsAndBacksOff) {
-  Run run("{name: amp_fp16, init_scale: 1024}", {3, 9});
+  Training run("{name: amp_fp16, init_scale: 1024}", {3, 9});
   const TrainResult result = run.fit();
   EXPECT_EQ(result.optimizer_steps, 16);
   EXPECT_EQ(result.skipped_steps, 2);
@@ -162,7 +162,7 @@ TEST(PrecisionPolicies, AmpFp16SkipsExactlyTheOverflowingStepsAndBacksOff) {
 }
 
 TEST(PrecisionPolicies, AmpFp16WithAccumulationSkipsTheStepThatHoldsTheOverflow) {
-  Run run("{name: amp_fp16, init_scale: 1024, growth_interval: 3}", {5});  // micro-batch 5: step 1 of 0..3
+  Training run("{name: amp_fp16, init_scale: 1024, growth_interval: 3}", {5});  // micro-batch 5: step 1 of 0..3
   const TrainResult result = run.fit(/*accumulate=*/4);
   EXPECT_EQ(result.optimizer_steps, 4);
   EXPECT_EQ(run.optimizer->applied, all_but(4, {1}));
@@ -171,7 +171,7 @@ TEST(PrecisionPolicies, AmpFp16WithAccumulationSkipsTheStepThatHoldsTheOverflow)
 }
 
 TEST(PrecisionPolicies, CustomScalerToleratesHysteresisThenBacksOff) {
-  Run run("{name: custom_scaler, init_scale: 1024, hysteresis: 2}", {3, 9, 12});
+  Training run("{name: custom_scaler, init_scale: 1024, hysteresis: 2}", {3, 9, 12});
   const TrainResult result = run.fit();
   EXPECT_EQ(result.skipped_steps, 3);
   EXPECT_EQ(run.optimizer->applied, all_but(16, {3, 9, 12}));
@@ -182,19 +182,19 @@ TEST(PrecisionPolicies, CustomScalerToleratesHysteresisThenBacksOff) {
 }
 
 TEST(PrecisionPolicies, CustomScalerStaticKeepsItsScaleAndBoundsHold) {
-  Run fixed("{name: custom_scaler, mode: static, init_scale: 1024}", {3});
+  Training fixed("{name: custom_scaler, mode: static, init_scale: 1024}", {3});
   EXPECT_EQ(fixed.fit().skipped_steps, 1);
   EXPECT_EQ(fixed.metric("loss_scale"), 1024.0);
-  Run bounded("{name: custom_scaler, init_scale: 4, min_scale: 2, hysteresis: 1, growth_interval: 100}", {1, 2, 3});
+  Training bounded("{name: custom_scaler, init_scale: 4, min_scale: 2, hysteresis: 1, growth_interval: 100}", {1, 2, 3});
   bounded.fit();
   EXPECT_EQ(bounded.metric("loss_scale"), 2.0);
-  Run capped("{name: custom_scaler, init_scale: 4, max_scale: 8, growth_interval: 2}");
+  Training capped("{name: custom_scaler, init_scale: 4, max_scale: 8, growth_interval: 2}");
   capped.fit();
   EXPECT_EQ(capped.metric("loss_scale"), 8.0);
 }
 
 TEST(PrecisionPolicies, AmpBf16NeverSkipsTheSameData) {
-  Run run("{name: amp_bf16}", {3, 9});
+  Training run("{name: amp_bf16}", {3, 9});
   const TrainResult result = run.fit();
   EXPECT_EQ(result.skipped_steps, 0);
   EXPECT_EQ(run.optimizer->applied, all_but(16, {}));
@@ -221,7 +221,7 @@ TEST(PrecisionPolicies, AmpFp16RejectsTorchsInvalidFactors) {
 
 TEST(PrecisionPolicies, ScalerStateIsRestoredFromACheckpoint) {
   testing::TempDir dir;
-  Run first("{name: amp_fp16, init_scale: 1024, growth_interval: 5}", {2});
+  Training first("{name: amp_fp16, init_scale: 1024, growth_interval: 5}", {2});
   first.fit();
   const double scale = first.metric("loss_scale");
   EXPECT_EQ(scale, 2048.0);  // backed off at step 2, then 13 good steps: grown twice (after 5 and 10)
@@ -229,7 +229,7 @@ TEST(PrecisionPolicies, ScalerStateIsRestoredFromACheckpoint) {
     TrainerOptions o;
     Trainer(first.components, o, nullptr, first.progress).save_checkpoint(dir.path() / "ckpt");
   }
-  Run second("{name: amp_fp16, init_scale: 1024, growth_interval: 5}");
+  Training second("{name: amp_fp16, init_scale: 1024, growth_interval: 5}");
   TrainerOptions o;
   Trainer trainer(second.components, o, nullptr, second.progress);
   trainer.resume(dir.path() / "ckpt");

@@ -36,8 +36,8 @@ fs::path only_run_directory(const fs::path& output) {
 // A shortened run of the demo recipe with a narrower net: CI has two shared cores, and
 // float16 autocast on the CPU is several times slower than fp32 (few float16 kernels). The
 // full recipe's 5-epoch accuracies, measured by hand, are in docs/precision.md.
-constexpr int kSteps = 100;          // of 469 per epoch: 12800 images
-constexpr double kMinAccuracy = 70;  // an untrained net scores ~10%
+constexpr int kSteps = 80;           // of 469 per epoch: 10240 images
+constexpr double kMinAccuracy = 70;  // untrained: ~10%; measured at 60 steps: fp32 73.4%, amp_bf16 74.0%
 const std::vector<std::string> kSmaller = {"model.channels=[8, 16]", "model.hidden=64", "data.val.limit=2000"};
 
 class PolicyTrains : public ::testing::TestWithParam<std::string> {};

@@ -92,7 +92,7 @@ for policy in "${POLICIES[@]}"; do
   skipped=$(sed -n 's/.*(\([0-9]*\) skipped).*/\1/p' <<<"$done_line")
   rate=$(sed -n 's/.*(\([0-9.]*\) samples\/s).*/\1/p' <<<"$done_line")
   accuracy=$(sed -n 's/^test accuracy: \([0-9.]*%\).*/\1/p' "$log")
-  scale=$(grep -o 'loss_scale [0-9.e+]*' "$log" | tail -1 | cut -d' ' -f2)
+  scale=$(grep -o 'loss_scale [0-9.e+]*' "$log" | tail -1 | cut -d' ' -f2 || true)  # none for non-scaling policies
   echo "| $policy | $STEPS | $skipped | ${scale:--} | $accuracy | $rate |" >> "$OUTDIR/training.md"
 done
 

@@ -20,5 +20,10 @@ function(mixt_add_plugin name)
   endif()
   if(TARGET mixt_pch)
     target_precompile_headers(${name} REUSE_FROM mixt_pch)
+    # In-tree plugins of the default directory ship with `cmake --install`, next to libmixt
+    # (fixtures, which name their own OUTPUT_DIR, do not).
+    if(NOT ARG_OUTPUT_DIR)
+      install(TARGETS ${name} LIBRARY DESTINATION lib/mixt/plugins)
+    endif()
   endif()
 endfunction()

@@ -192,10 +192,7 @@ int bench_worker(const BenchOptions& options) {
     peak_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;
     memory_kind = "process peak RSS";
   }
-  std::int64_t skipped = 0;
-  for (const auto& [name, value] : e.components.precision->metrics()) {
-    if (name == "skipped_steps") skipped = static_cast<std::int64_t>(value);
-  }
+  const std::int64_t skipped = result.skipped_steps;
   const double loss = last_loss.defined() ? last_loss.item<double>() : NAN;
   const json line = {{"policy", policy},
                      {"device", device.str()},

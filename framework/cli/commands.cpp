@@ -26,8 +26,9 @@ int run(const std::string& recipe, const std::vector<std::string>& overrides) {
   fs::path run_dir;
   const TrainResult result = run_experiment(experiment, ::isatty(STDERR_FILENO) != 0, &run_dir);
   if (experiment.parallel && !experiment.parallel->is_main()) return 0;  // rank 0 reports
-  std::printf("done: %lld optimizer steps, %lld samples in %.1fs (%.0f samples/s)\n",
-              static_cast<long long>(result.optimizer_steps), static_cast<long long>(result.samples),
+  std::printf("done: %lld optimizer steps (%lld skipped), %lld samples in %.1fs (%.0f samples/s)\n",
+              static_cast<long long>(result.optimizer_steps), static_cast<long long>(result.skipped_steps),
+              static_cast<long long>(result.samples),
               result.train_seconds,
               result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0.0);
   if (result.final_eval) {

@@ -3,10 +3,27 @@
 #include <cstdio>
 
 #include "mixt/state_dict.h"
+#include <algorithm>
+
+#include "closest_match.h"
+#include "mixt/fp32_modules.h"
 
 namespace mixt {
 
 namespace {
+// precision.fp32_modules: read here, for every policy, and checked against the model.
+void apply_fp32_modules(const Config& precision_section, Model& model) {
+  const std::vector<std::string> names = precision_section.strings("fp32_modules", {});
+  std::vector<std::string> known;
+  for (const auto& item : model.named_modules(/*name_prefix=*/"", /*include_self=*/false)) known.push_back(item.key());
+  for (const std::string& name : names) {
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    precision_section.fail("fp32_modules", "the model has no submodule named '" + name + "'",
+                           suggestion_hint(name, known, "its submodules"));
+  }
+  set_fp32_modules(model, names);
+}
+
 void record(Components& c, const Registry& registry, ComponentKind kind, const Config& section) {
   const ComponentEntry& entry = registry.find(kind, section);
   c.records.push_back({kind_name(kind), entry.name, entry.origin.name, entry.origin.version, entry.origin.file});
@@ -75,6 +92,7 @@ Components build_components(const Config& recipe, const Registry& registry,
   c.precision = registry.make_precision(precision_section, PrecisionContext{c.device, communicator});
   record(c, registry, ComponentKind::precision, precision_section);
   c.precision->setup(*c.model, c.device);
+  apply_fp32_modules(precision_section, *c.model);
 
   const Config optimizer_section = recipe.section("optimizer");
   OptimizerContext optimizer_context;

@@ -9,6 +9,7 @@
 #include "checkpoint.h"
 #include "distributed/data_parallel.h"
 #include "interrupt.h"
+#include "mixt/fp32_modules.h"
 #include "mixt/version.h"
 
 namespace mixt {
@@ -17,6 +18,19 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+// A recipe listing fp32_modules for a model that never routes them through
+// mixt::call_submodule would silently train in reduced precision: fail after the first step.
+void check_fp32_modules_routed(const Model& model) {
+  const std::vector<std::string> unrouted = unrouted_fp32_modules(model);
+  if (unrouted.empty()) return;
+  std::string names;
+  for (const auto& name : unrouted) names += (names.empty() ? "'" : ", '") + name + "'";
+  throw Error(ErrorKind::recipe, "precision.fp32_modules: the model never ran " + names +
+                                     " through mixt::call_submodule, so it cannot keep it in fp32",
+              {}, "precision.fp32_modules",
+              "list a submodule the model routes (see mixt/fp32_modules.h), or remove the option");
+}
+
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -123,6 +137,11 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
     const bool applied = precision.step(optimizer);
     precision.update();
     if (applied && c_.scheduler) c_.scheduler->step();
+    if (!applied) {
+      ++skipped_steps_;
+      ++result.skipped_steps;
+    }
+    if (global_step_ == 0) check_fp32_modules_routed(model);
     ++step;
     ++global_step_;
     ++result.optimizer_steps;
@@ -148,7 +167,7 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
                                                 static_cast<double>(micro_batches);
       const double samples_per_second = static_cast<double>(epoch_samples) * world_size() /
                                         seconds_since(epoch_start);
-      if (show) progress_.show(step, loss_value, samples_per_second, precision.metrics());
+      if (show) progress_.show(step, loss_value, samples_per_second, step_metrics());
       if (step % options_.log_every == 0) {
         log_step(epoch, step, loss_value, samples_per_second, seconds_since(epoch_start));
       }
@@ -185,8 +204,15 @@ void Trainer::log_step(std::int64_t epoch, std::int64_t step, double loss, doubl
                          {"lr", c_.optimizer->learning_rate()},
                          {"samples_per_s", samples_per_second},
                          {"epoch_elapsed_s", epoch_seconds}};
-  for (const auto& [name, value] : c_.precision->metrics()) line[name] = value;
+  for (const auto& [name, value] : step_metrics()) line[name] = value;
   run_->append_metrics(line);
+}
+
+// The policy's own numbers (e.g. loss_scale) and the steps it skipped so far.
+std::vector<std::pair<std::string, double>> Trainer::step_metrics() const {
+  auto metrics = c_.precision->metrics();
+  metrics.emplace_back("skipped_steps", static_cast<double>(skipped_steps_));
+  return metrics;
 }
 
 Evaluation Trainer::evaluate(Dataset& dataset) {
@@ -248,6 +274,7 @@ void Trainer::save_checkpoint(const fs::path& file) {
   trainer_archive.write("epoch", c10::IValue(epoch_));
   trainer_archive.write("batches_in_epoch", c10::IValue(batches_in_epoch_));
   trainer_archive.write("global_step", c10::IValue(global_step_));
+  trainer_archive.write("skipped_steps", c10::IValue(skipped_steps_));
   trainer_archive.write("cpu_rng_state", rng);
   archive.write("trainer", trainer_archive);
 
@@ -256,6 +283,7 @@ void Trainer::save_checkpoint(const fs::path& file) {
                            {"epoch", epoch_},
                            {"batches_in_epoch", batches_in_epoch_},
                            {"global_step", global_step_},
+                           {"skipped_steps", skipped_steps_},
                            {"components", nlohmann::json::array()}};
   for (const auto& r : c_.records) {
     header["components"].push_back({{"kind", r.kind}, {"name", r.name}, {"plugin", r.plugin},
@@ -325,6 +353,7 @@ void Trainer::resume(const fs::path& path) {
     batches_in_epoch_ = value.toInt();
     trainer_archive.read("global_step", value);
     global_step_ = value.toInt();
+    if (trainer_archive.try_read("skipped_steps", value)) skipped_steps_ = value.toInt();
     at::Tensor rng;
     trainer_archive.read("cpu_rng_state", rng);
     auto generator = at::detail::getDefaultCPUGenerator();

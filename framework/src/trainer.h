@@ -30,6 +30,7 @@ struct TrainResult {
   std::optional<Evaluation> final_eval;
   double train_seconds = 0;
   std::int64_t optimizer_steps = 0;  // attempted, including skipped ones
+  std::int64_t skipped_steps = 0;    // skipped by the precision policy (inf/NaN gradients)
   std::int64_t samples = 0;
 };
 
@@ -58,6 +59,7 @@ class Trainer {
   void finish_epoch_checkpoint(std::int64_t epoch);
   at::Tensor to_device(const at::Tensor& inputs) const;  // + channels_last when asked
   std::int64_t world_size() const;
+  std::vector<std::pair<std::string, double>> step_metrics() const;
   void log_step(std::int64_t epoch, std::int64_t step, double loss, double samples_per_second,
                 double epoch_seconds);
 
@@ -72,6 +74,7 @@ class Trainer {
   std::int64_t epoch_ = 0;             // the epoch in progress (or next to start)
   std::int64_t batches_in_epoch_ = 0;  // micro-batches of epoch_ already trained on
   std::int64_t global_step_ = 0;       // optimizer steps attempted since the start of training
+  std::int64_t skipped_steps_ = 0;     // of those, skipped by the precision policy
 };
 
 }  // namespace mixt

@@ -3,6 +3,7 @@
 //   -> dropout -> linear(num_classes)
 // Parameter names follow torch.nn.Sequential numbering (features.0.weight, ...) so the
 // same net written in Python has the same state_dict keys.
+#include <mixt/fp32_modules.h>
 #include <mixt/plugin.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
@@ -38,8 +39,13 @@ class SimpleCnn : public mixt::Model {
     classifier_ = register_module("classifier", classifier);
   }
 
+  // Both halves go through mixt::call_submodule so a recipe may keep either in fp32
+  // (precision.fp32_modules: [classifier]).
   at::Tensor forward(const at::Tensor& input) override {
-    return classifier_->forward(features_->forward(input).flatten(1));
+    const at::Tensor features =
+        mixt::call_submodule(*this, "features", input, [&](const at::Tensor& x) { return features_->forward(x); });
+    return mixt::call_submodule(*this, "classifier", features.flatten(1),
+                                [&](const at::Tensor& x) { return classifier_->forward(x); });
   }
 
  private:

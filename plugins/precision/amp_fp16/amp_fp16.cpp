@@ -1,0 +1,63 @@
+// precision/amp_fp16 — PyTorch's recipe for float16 mixed precision: the forward pass and
+// loss under autocast(float16), and dynamic loss scaling by mixt::GradScaler (a port of
+// torch.amp.GradScaler) so that small gradients survive float16's narrow exponent range.
+// Options and defaults are GradScaler's own.
+#include <mixt/grad_scaler.h>
+#include <mixt/plugin.h>
+
+namespace {
+
+class AmpFp16Policy : public mixt::PrecisionPolicy {
+ public:
+  explicit AmpFp16Policy(mixt::GradScalerOptions options) : scaler_(options) {}
+
+  mixt::AutocastScope autocast(at::DeviceType device) const override {
+    return mixt::AutocastScope(device, at::kHalf);
+  }
+  void backward(const at::Tensor& loss) override { scaler_.scale(loss).backward(); }
+  void unscale(mixt::Optimizer& optimizer) override { scaler_.unscale_(optimizer); }
+  bool step(mixt::Optimizer& optimizer) override { return scaler_.step(optimizer); }
+  void update() override { scaler_.update(); }
+
+  std::vector<std::pair<std::string, double>> metrics() const override {
+    return {{"loss_scale", scaler_.get_scale()}};
+  }
+  void save(torch::serialize::OutputArchive& archive) const override { scaler_.save(archive); }
+  void load(torch::serialize::InputArchive& archive) override { scaler_.load(archive); }
+
+ private:
+  mixt::GradScaler scaler_;
+};
+
+std::unique_ptr<mixt::PrecisionPolicy> make_amp_fp16(const mixt::Config& c, const mixt::PrecisionContext& context) {
+  mixt::GradScalerOptions options;
+  options.communicator = context.communicator;  // found-inf agreed across data-parallel ranks
+  options.init_scale = c.number("init_scale", options.init_scale);
+  options.growth_factor = c.number("growth_factor", options.growth_factor);
+  options.backoff_factor = c.number("backoff_factor", options.backoff_factor);
+  options.growth_interval = c.integer("growth_interval", options.growth_interval);
+  options.enabled = c.boolean("enabled", options.enabled);
+  if (!(options.init_scale > 0)) c.fail("init_scale", "must be > 0");
+  if (!(options.growth_factor > 1)) c.fail("growth_factor", "must be > 1 (GradScaler: 'The growth factor must be > 1.0.')");
+  if (!(options.backoff_factor < 1) || !(options.backoff_factor > 0)) {
+    c.fail("backoff_factor", "must be in (0, 1) (GradScaler: 'The backoff factor must be < 1.0.')");
+  }
+  if (options.growth_interval < 1) c.fail("growth_interval", "must be at least 1");
+  return std::make_unique<AmpFp16Policy>(options);
+}
+
+void register_components(mixt::Registrar& registrar) {
+  registrar.add_precision(
+      "amp_fp16",
+      {"autocast to float16 + dynamic loss scaling (torch.amp.GradScaler semantics)",
+       {{"init_scale", "65536.0", "initial loss scale (2^16)"},
+        {"growth_factor", "2.0", "scale multiplier after growth_interval finite steps (> 1)"},
+        {"backoff_factor", "0.5", "scale multiplier after an inf/NaN gradient (< 1)"},
+        {"growth_interval", "2000", "consecutive finite steps before the scale grows"},
+        {"enabled", "true", "false: autocast without loss scaling"}}},
+      make_amp_fp16);
+}
+
+}  // namespace
+
+MIXT_PLUGIN("amp_fp16", "1.0.0", register_components)

@@ -1,0 +1,160 @@
+// precision/custom_scaler — float16 autocast with a loss scaler written the way a user
+// would write their own (the worked example of docs/precision.md), instead of reusing
+// mixt::GradScaler:
+//   - static: one fixed scale; a step whose gradients overflow is skipped, nothing else.
+//   - dynamic: Megatron-LM's DynamicGradScaler with bounds. An overflow skips the step and
+//     uses up one unit of `hysteresis`; only when none is left does the scale back off
+//     (never below min_scale). growth_interval finite steps in a row grow the scale (never
+//     above max_scale) and refill the hysteresis.
+// The scale lives on the host: step() must read the overflow flag anyway to decide whether
+// to step, so keeping the scaler's bookkeeping in plain doubles costs no extra sync.
+#include <ATen/ops/_amp_foreach_non_finite_check_and_unscale.h>
+#include <mixt/plugin.h>
+
+#include <algorithm>
+
+namespace {
+
+struct ScalerOptions {
+  bool dynamic = true;
+  double init_scale = 65536.0;
+  double min_scale = 1.0;
+  double max_scale = 16777216.0;  // 2^24
+  double growth_factor = 2.0;
+  double backoff_factor = 0.5;
+  std::int64_t growth_interval = 1000;
+  std::int64_t hysteresis = 2;
+};
+
+class CustomScalerPolicy : public mixt::PrecisionPolicy {
+ public:
+  CustomScalerPolicy(ScalerOptions options, const mixt::Communicator* communicator)
+      : o_(options), scale_(options.init_scale), hysteresis_left_(options.hysteresis), communicator_(communicator) {}
+
+  mixt::AutocastScope autocast(at::DeviceType device) const override {
+    return mixt::AutocastScope(device, at::kHalf);
+  }
+
+  // Multiplying by a host double adds no device sync.
+  void backward(const at::Tensor& loss) override { (loss * scale_).backward(); }
+
+  // Divides every gradient by the scale in one fused kernel per device and dtype, which
+  // also sets found_inf_ when any gradient holds an inf or NaN.
+  void unscale(mixt::Optimizer& optimizer) override {
+    if (unscaled_) return;
+    std::vector<at::Tensor> grads;
+    for (const at::Tensor& param : optimizer.parameters()) {
+      if (param.grad().defined()) grads.push_back(param.grad());
+    }
+    if (grads.empty()) return;
+    const auto options = at::TensorOptions().dtype(at::kFloat).device(grads.front().device());
+    found_inf_ = at::zeros({}, options);
+    const at::Tensor inv_scale = at::full({}, 1.0 / scale_, options);
+    // The kernel wants one device and one dtype per call; fp32 master weights give exactly that.
+    at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf_, inv_scale);
+    // Data parallel: every rank must skip the same steps (see GradScalerOptions::communicator).
+    if (communicator_ != nullptr && communicator_->world_size() > 1) {
+      communicator_->all_reduce(found_inf_, mixt::ReduceOp::max);
+    }
+    unscaled_ = true;
+  }
+
+  bool step(mixt::Optimizer& optimizer) override {
+    unscale(optimizer);
+    overflow_ = found_inf_.defined() && found_inf_.item<float>() > 0;  // the one sync per step
+    if (!overflow_) optimizer.step();
+    return !overflow_;
+  }
+
+  void update() override {
+    unscaled_ = false;
+    if (!o_.dynamic) return;
+    if (overflow_) {
+      good_steps_ = 0;
+      if (--hysteresis_left_ <= 0) scale_ = std::max(scale_ * o_.backoff_factor, o_.min_scale);
+    } else if (++good_steps_ == o_.growth_interval) {
+      good_steps_ = 0;
+      hysteresis_left_ = o_.hysteresis;
+      scale_ = std::min(scale_ * o_.growth_factor, o_.max_scale);
+    }
+  }
+
+  std::vector<std::pair<std::string, double>> metrics() const override { return {{"loss_scale", scale_}}; }
+
+  void save(torch::serialize::OutputArchive& archive) const override {
+    archive.write("scale", c10::IValue(scale_));
+    archive.write("good_steps", c10::IValue(good_steps_));
+    archive.write("hysteresis_left", c10::IValue(hysteresis_left_));
+  }
+  void load(torch::serialize::InputArchive& archive) override {
+    c10::IValue value;
+    archive.read("scale", value);
+    scale_ = value.toDouble();
+    archive.read("good_steps", value);
+    good_steps_ = value.toInt();
+    archive.read("hysteresis_left", value);
+    hysteresis_left_ = value.toInt();
+  }
+
+ private:
+  ScalerOptions o_;
+  double scale_;
+  std::int64_t good_steps_ = 0;  // finite steps since the last growth or overflow
+  std::int64_t hysteresis_left_;
+  at::Tensor found_inf_;
+  const mixt::Communicator* communicator_ = nullptr;
+  bool unscaled_ = false;
+  bool overflow_ = false;
+};
+
+std::unique_ptr<mixt::PrecisionPolicy> make_custom_scaler(const mixt::Config& c, const mixt::PrecisionContext& context) {
+  ScalerOptions o;
+  const std::string mode = c.string("mode", "dynamic");
+  if (mode != "dynamic" && mode != "static") c.fail("mode", "expected dynamic or static, got '" + mode + "'");
+  o.dynamic = mode == "dynamic";
+  o.init_scale = c.number("init_scale", o.init_scale);
+  if (!(o.init_scale > 0)) c.fail("init_scale", "must be > 0");
+  const char* dynamic_only[] = {"min_scale", "max_scale", "growth_factor", "backoff_factor", "growth_interval",
+                                "hysteresis"};
+  if (!o.dynamic) {
+    for (const char* key : dynamic_only) {
+      if (c.has(key)) c.fail(key, "only used with mode: dynamic", "remove it, or set mode: dynamic");
+    }
+    return std::make_unique<CustomScalerPolicy>(o, context.communicator);
+  }
+  o.min_scale = c.number("min_scale", o.min_scale);
+  o.max_scale = c.number("max_scale", o.max_scale);
+  o.growth_factor = c.number("growth_factor", o.growth_factor);
+  o.backoff_factor = c.number("backoff_factor", o.backoff_factor);
+  o.growth_interval = c.integer("growth_interval", o.growth_interval);
+  o.hysteresis = c.integer("hysteresis", o.hysteresis);
+  if (!(o.min_scale > 0)) c.fail("min_scale", "must be > 0");
+  if (!(o.max_scale >= o.min_scale)) c.fail("max_scale", "must be >= min_scale");
+  if (o.init_scale < o.min_scale || o.init_scale > o.max_scale) {
+    c.fail("init_scale", "must lie in [min_scale, max_scale]");
+  }
+  if (!(o.growth_factor > 1)) c.fail("growth_factor", "must be > 1");
+  if (!(o.backoff_factor > 0 && o.backoff_factor < 1)) c.fail("backoff_factor", "must be in (0, 1)");
+  if (o.growth_interval < 1) c.fail("growth_interval", "must be at least 1");
+  if (o.hysteresis < 1) c.fail("hysteresis", "must be at least 1 (1 = back off on every overflow)");
+  return std::make_unique<CustomScalerPolicy>(o, context.communicator);
+}
+
+void register_components(mixt::Registrar& registrar) {
+  registrar.add_precision(
+      "custom_scaler",
+      {"autocast float16 + a hand-written loss scaler: static, or dynamic with bounds and hysteresis",
+       {{"mode", "dynamic", "static (fixed scale) or dynamic"},
+        {"init_scale", "65536.0", "initial (or, static, the only) loss scale"},
+        {"min_scale", "1.0", "dynamic: the scale never backs off below this"},
+        {"max_scale", "16777216.0", "dynamic: the scale never grows above this (2^24)"},
+        {"growth_factor", "2.0", "dynamic: multiplier after growth_interval finite steps"},
+        {"backoff_factor", "0.5", "dynamic: multiplier when hysteresis runs out"},
+        {"growth_interval", "1000", "dynamic: finite steps in a row before growing"},
+        {"hysteresis", "2", "dynamic: overflows tolerated before backing off (Megatron-LM)"}}},
+      make_custom_scaler);
+}
+
+}  // namespace
+
+MIXT_PLUGIN("custom_scaler", "1.0.0", register_components)

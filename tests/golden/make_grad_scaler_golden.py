@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Golden run of torch.amp.GradScaler for tests/unit/grad_scaler_parity_test.cpp.
+
+Drives PyTorch's own GradScaler (device "cpu") through a long random sequence: three
+optimizers sharing one scaler (SGD with momentum over two tensors, Nesterov SGD with weight
+decay over a third, AdamW over a fourth),
+1 to 3 accumulated micro-batches per step, gradient clipping (per optimizer)
+after an explicit unscale_ on some steps, and inf/-inf/NaN injected into some micro-batches' gradients. A small
+growth_interval makes the scale grow often; some huge but finite gradients overflow
+float32 only once scaled.
+
+Each micro-batch's gradient is made by backward through loss = sum_i (p_i * g_i), so
+p_i.grad accumulates scale * g_i exactly as any scaled backward would. The file records
+every g_i, and after every step: the scale, the growth tracker, which optimizers stepped,
+and every parameter. Regenerate with
+    python3 tests/golden/make_grad_scaler_golden.py > tests/golden/grad_scaler.json
+"""
+import json
+import math
+import random
+
+import torch
+
+STEPS = 300
+SHAPES = [[4, 3], [3], [6], [5]]  # p0, p1 -> SGD; p2 -> Nesterov SGD; p3 -> AdamW
+GROUPS = [[0, 1], [2], [3]]
+SCALER = {"init_scale": 2.0**14, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 4}
+SGD = {"lr": 0.05, "momentum": 0.9}
+NESTEROV = {"lr": 0.02, "momentum": 0.8, "nesterov": True, "weight_decay": 0.001}
+ADAMW = {"lr": 0.01, "weight_decay": 0.01}
+CLIP_MAX_NORM = 1.0
+
+
+def encode(x):
+    """JSON has no inf/NaN: write them as strings."""
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+def flat(t):
+    return [encode(v) for v in t.detach().reshape(-1).tolist()]
+
+
+def main():
+    rng = random.Random(7)
+    gen = torch.Generator().manual_seed(7)
+    params = [torch.nn.Parameter(torch.randn(s, generator=gen)) for s in SHAPES]
+    initial = [flat(p) for p in params]
+    optimizers = [torch.optim.SGD([params[i] for i in GROUPS[0]], foreach=False, **SGD),
+                  torch.optim.SGD([params[i] for i in GROUPS[1]], foreach=False, **NESTEROV),
+                  torch.optim.AdamW([params[i] for i in GROUPS[2]], foreach=False, **ADAMW)]
+    scaler = torch.amp.GradScaler("cpu", **SCALER)
+
+    steps = []
+    for _ in range(STEPS):
+        for opt in optimizers:
+            opt.zero_grad(set_to_none=True)
+        micro = []
+        for _ in range(rng.randint(1, 3)):
+            magnitude = 10.0 ** rng.uniform(-3, 3)
+            if rng.random() < 0.03:  # finite, but scale * g overflows float32
+                magnitude = 1e36
+            grads = [torch.randn(s, generator=gen) * magnitude for s in SHAPES]
+            if rng.random() < 0.08:  # inject a non-finite value into one tensor
+                which = rng.randrange(len(grads))
+                grads[which].view(-1)[rng.randrange(grads[which].numel())] = rng.choice(
+                    [float("inf"), float("-inf"), float("nan")])
+            loss = sum((p * g).sum() for p, g in zip(params, grads))
+            scaler.scale(loss).backward()
+            micro.append([flat(g) for g in grads])
+        clip = rng.random() < 0.3
+        if clip:
+            # Per optimizer: one norm over all would carry one optimizer's inf into the others'
+            # gradients after their inf checks (PyTorch behaves the same; it is a usage error).
+            for opt, group in zip(optimizers, GROUPS):
+                scaler.unscale_(opt)
+                torch.nn.utils.clip_grad_norm_([params[i] for i in group], CLIP_MAX_NORM)
+        applied = []
+        for opt in optimizers:
+            scaler.step(opt)
+            found = sum(v.item() for v in scaler._per_optimizer_states[id(opt)]["found_inf_per_device"].values())
+            applied.append(found == 0)
+        scaler.update()
+        state = scaler.state_dict()
+        steps.append({"micro": micro, "clip": clip, "applied": applied, "scale": encode(state["scale"]),
+                      "growth_tracker": state["_growth_tracker"], "params": [flat(p) for p in params]})
+
+    print(json.dumps({"torch": torch.__version__, "shapes": SHAPES, "scaler": SCALER, "groups": GROUPS, "sgd": SGD, "nesterov": NESTEROV, "adamw": ADAMW,
+                      "clip_max_norm": CLIP_MAX_NORM, "initial": initial, "steps": steps}))
+
+
+if __name__ == "__main__":
+    main()

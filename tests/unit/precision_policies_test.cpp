@@ -1,0 +1,279 @@
+// The precision plugins through the real trainer on a tiny problem: injected overflows are
+// skipped exactly (amp_fp16, custom_scaler), the scale backs off, weights stay finite, and
+// amp_bf16 never skips the same data; scaler state survives a checkpoint; recipe errors;
+// tf32/fp32 math modes; precision.fp32_modules through mixt::call_submodule.
+#include <ATen/CPUGeneratorImpl.h>
+#include <gtest/gtest.h>
+#include <torch/nn/modules/linear.h>
+
+#include <algorithm>
+#include <set>
+
+#include "mixt/fp32_modules.h"
+#include "plugins.h"
+#include "recipe_loader.h"
+#include "test_support.h"
+#include "trainer.h"
+
+namespace mixt {
+namespace {
+
+// 4 classes of Gaussian blobs in 8 dimensions, 16 batches of 16. The batches listed in
+// `overflow` (by serving order) are multiplied by 1e6: beyond float16's range (65504), well
+// inside bfloat16's.
+class BlobDataset : public Dataset {
+ public:
+  explicit BlobDataset(std::set<std::int64_t> overflow = {}) : overflow_(std::move(overflow)) {
+    auto generator = at::make_generator<at::CPUGeneratorImpl>(99);
+    const at::Tensor centers = at::randn({4, 8}, generator) * 3;
+    labels_ = at::arange(256, at::kLong) % 4;
+    inputs_ = centers.index_select(0, labels_) + at::randn({256, 8}, generator);
+  }
+  std::int64_t size() const override { return 256; }
+  std::int64_t num_classes() const override { return 4; }
+  std::vector<std::int64_t> sample_shape() const override { return {8}; }
+  std::int64_t batches_per_epoch() const override { return 16; }
+  void start_epoch(std::int64_t epoch) override {
+    auto generator = at::make_generator<at::CPUGeneratorImpl>(5 + epoch);
+    order_ = at::randperm(256, generator, at::kLong);
+    position_ = 0;
+  }
+  std::optional<Batch> next_batch() override {
+    if (position_ >= 256) return std::nullopt;
+    const at::Tensor picked = order_.slice(0, position_, position_ + 16);
+    position_ += 16;
+    at::Tensor inputs = inputs_.index_select(0, picked);
+    if (overflow_.count(served_++)) inputs = inputs * 1e6;
+    return Batch{inputs, labels_.index_select(0, picked)};
+  }
+
+ private:
+  at::Tensor inputs_, labels_, order_;
+  std::set<std::int64_t> overflow_;
+  std::int64_t position_ = 0, served_ = 0;
+};
+
+class TinyMlp : public Model {
+ public:
+  TinyMlp() {
+    hidden_ = register_module("hidden", torch::nn::Linear(8, 16));
+    out_ = register_module("out", torch::nn::Linear(16, 4));
+  }
+  at::Tensor forward(const at::Tensor& x) override {
+    const at::Tensor h = at::relu(hidden_->forward(x));
+    return call_submodule(*this, "out", h, [&](const at::Tensor& in) { return out_->forward(in); });
+  }
+
+ private:
+  torch::nn::Linear hidden_{nullptr}, out_{nullptr};
+};
+
+// Remembers which optimizer steps (0-based, counted by zero_grad) were applied.
+class RecordingOptimizer : public Optimizer {
+ public:
+  explicit RecordingOptimizer(std::unique_ptr<Optimizer> inner) : inner_(std::move(inner)) {}
+  void step() override {
+    applied.push_back(index_);
+    inner_->step();
+  }
+  void zero_grad() override {
+    ++index_;
+    inner_->zero_grad();
+  }
+  std::vector<at::Tensor> parameters() const override { return inner_->parameters(); }
+  double learning_rate() const override { return inner_->learning_rate(); }
+  void set_learning_rate(double lr) override { inner_->set_learning_rate(lr); }
+  void save(torch::serialize::OutputArchive& a) override { inner_->save(a); }
+  void load(torch::serialize::InputArchive& a) override { inner_->load(a); }
+  std::vector<std::int64_t> applied;
+
+ private:
+  std::unique_ptr<Optimizer> inner_;
+  std::int64_t index_ = -1;
+};
+
+testing::BuiltPlugins& plugins() {
+  static testing::BuiltPlugins built;
+  return built;
+}
+
+std::unique_ptr<PrecisionPolicy> make_policy(const std::string& yaml) {
+  RecipeNodePtr root = parse_yaml("precision: " + yaml, "test.yaml");
+  return plugins().registry.make_precision(Config(root, "").section("precision"), PrecisionContext{});
+}
+
+struct Training {
+  Components components;
+  Progress progress{false, 1000};
+  RecordingOptimizer* optimizer = nullptr;
+
+  Training(const std::string& policy, std::set<std::int64_t> overflow = {}) {
+    at::manual_seed(0);
+    components.train = std::make_unique<BlobDataset>(std::move(overflow));
+    components.model = std::make_shared<TinyMlp>();
+    components.precision = make_policy(policy);
+    components.precision->setup(*components.model, at::kCPU);
+    RecipeNodePtr root = parse_yaml("optimizer: {name: sgd, lr: 0.05, momentum: 0.9}", "test.yaml");
+    OptimizerContext context;
+    for (const auto& p : components.model->named_parameters()) context.named_parameters.emplace_back(p.key(), p.value());
+    auto recording = std::make_unique<RecordingOptimizer>(
+        plugins().registry.make_optimizer(Config(root, "").section("optimizer"), context));
+    optimizer = recording.get();
+    components.optimizer = std::move(recording);
+  }
+  TrainResult fit(std::int64_t accumulate = 1) {
+    TrainerOptions o;
+    o.epochs = 1;
+    o.log_every = 1000;
+    o.clip_grad_norm = 1.0;  // also exercises unscale-before-clip
+    o.accumulate = accumulate;
+    return Trainer(components, o, nullptr, progress).fit();
+  }
+  double metric(const std::string& name) const {
+    for (const auto& [key, value] : components.precision->metrics()) {
+      if (key == name) return value;
+    }
+    return NAN;
+  }
+  bool finite_weights() const {
+    for (const auto& p : components.model->parameters()) {
+      if (!at::isfinite(p).all().item<bool>()) return false;
+    }
+    return true;
+  }
+};
+
+std::vector<std::int64_t> all_but(std::int64_t n, std::set<std::int64_t> skipped) {
+  std::vector<std::int64_t> steps;
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (!skipped.count(i)) steps.push_back(i);
+  }
+  return steps;
+}
+
+TEST(PrecisionPolicies, AmpFp16SkipsExactlyTheOverflowingStepsAndBacksOff) {
+  Training run("{name: amp_fp16, init_scale: 1024}", {3, 9});
+  const TrainResult result = run.fit();
+  EXPECT_EQ(result.optimizer_steps, 16);
+  EXPECT_EQ(result.skipped_steps, 2);
+  EXPECT_EQ(run.optimizer->applied, all_but(16, {3, 9}));
+  EXPECT_EQ(run.metric("loss_scale"), 1024.0 / 4);
+  EXPECT_TRUE(run.finite_weights());
+}
+
+TEST(PrecisionPolicies, AmpFp16WithAccumulationSkipsTheStepThatHoldsTheOverflow) {
+  Training run("{name: amp_fp16, init_scale: 1024, growth_interval: 3}", {5});  // micro-batch 5: step 1 of 0..3
+  const TrainResult result = run.fit(/*accumulate=*/4);
+  EXPECT_EQ(result.optimizer_steps, 4);
+  EXPECT_EQ(run.optimizer->applied, all_but(4, {1}));
+  // 1 good step, back off (tracker reset), 2 good steps: 1024 * 0.5, no growth yet.
+  EXPECT_EQ(run.metric("loss_scale"), 512.0);
+}
+
+TEST(PrecisionPolicies, CustomScalerToleratesHysteresisThenBacksOff) {
+  Training run("{name: custom_scaler, init_scale: 1024, hysteresis: 2}", {3, 9, 12});
+  const TrainResult result = run.fit();
+  EXPECT_EQ(result.skipped_steps, 3);
+  EXPECT_EQ(run.optimizer->applied, all_but(16, {3, 9, 12}));
+  // Overflow 1 spends the hysteresis, overflows 2 and 3 back off (Megatron: the hysteresis
+  // only refills when the scale grows).
+  EXPECT_EQ(run.metric("loss_scale"), 1024.0 / 4);
+  EXPECT_TRUE(run.finite_weights());
+}
+
+TEST(PrecisionPolicies, CustomScalerStaticKeepsItsScaleAndBoundsHold) {
+  Training fixed("{name: custom_scaler, mode: static, init_scale: 1024}", {3});
+  EXPECT_EQ(fixed.fit().skipped_steps, 1);
+  EXPECT_EQ(fixed.metric("loss_scale"), 1024.0);
+  Training bounded("{name: custom_scaler, init_scale: 4, min_scale: 2, hysteresis: 1, growth_interval: 100}", {1, 2, 3});
+  bounded.fit();
+  EXPECT_EQ(bounded.metric("loss_scale"), 2.0);
+  Training capped("{name: custom_scaler, init_scale: 4, max_scale: 8, growth_interval: 2}");
+  capped.fit();
+  EXPECT_EQ(capped.metric("loss_scale"), 8.0);
+}
+
+TEST(PrecisionPolicies, AmpBf16NeverSkipsTheSameData) {
+  Training run("{name: amp_bf16}", {3, 9});
+  const TrainResult result = run.fit();
+  EXPECT_EQ(result.skipped_steps, 0);
+  EXPECT_EQ(run.optimizer->applied, all_but(16, {}));
+  EXPECT_TRUE(run.finite_weights());
+  EXPECT_TRUE(run.components.precision->metrics().empty());
+}
+
+TEST(PrecisionPolicies, AmpBf16RejectsScalerOptionsAndSaysWhy) {
+  try {
+    make_policy("{name: amp_bf16, init_scale: 1024}");
+    FAIL() << "expected a recipe error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_NE(std::string(e.what()).find("does not scale the loss"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("test.yaml:1:"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PrecisionPolicies, AmpFp16RejectsTorchsInvalidFactors) {
+  EXPECT_THROW(make_policy("{name: amp_fp16, growth_factor: 1.0}"), Error);
+  EXPECT_THROW(make_policy("{name: amp_fp16, backoff_factor: 1.5}"), Error);
+  EXPECT_THROW(make_policy("{name: custom_scaler, mode: static, hysteresis: 3}"), Error);
+}
+
+TEST(PrecisionPolicies, ScalerStateIsRestoredFromACheckpoint) {
+  testing::TempDir dir;
+  Training first("{name: amp_fp16, init_scale: 1024, growth_interval: 5}", {2});
+  first.fit();
+  const double scale = first.metric("loss_scale");
+  EXPECT_EQ(scale, 2048.0);  // backed off at step 2, then 13 good steps: grown twice (after 5 and 10)
+  {
+    TrainerOptions o;
+    Trainer(first.components, o, nullptr, first.progress).save_checkpoint(dir.path() / "ckpt");
+  }
+  Training second("{name: amp_fp16, init_scale: 1024, growth_interval: 5}");
+  TrainerOptions o;
+  Trainer trainer(second.components, o, nullptr, second.progress);
+  trainer.resume(dir.path() / "ckpt");
+  EXPECT_EQ(second.metric("loss_scale"), scale);
+  // The policy's state is GradScaler.state_dict(): Python's five keys.
+  torch::serialize::OutputArchive archive;
+  second.components.precision->save(archive);
+  std::ostringstream bytes;
+  archive.save_to(bytes);
+  std::istringstream stream(bytes.str());
+  torch::serialize::InputArchive reread;
+  reread.load_from(stream);
+  std::vector<std::string> keys = reread.keys();
+  std::sort(keys.begin(), keys.end());
+  EXPECT_EQ(keys, (std::vector<std::string>{"_growth_tracker", "backoff_factor", "growth_factor", "growth_interval",
+                                            "scale"}));
+}
+
+TEST(PrecisionPolicies, Tf32TurnsTensorCoreMathOnAndFp32TurnsItOff) {
+  auto& context = at::globalContext();
+  torch::nn::Linear model(2, 2);
+  make_policy("{name: tf32}")->setup(*model, at::kCPU);
+  EXPECT_EQ(context.float32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL), at::Float32Precision::TF32);
+  EXPECT_EQ(context.float32Precision(at::Float32Backend::CUDA, at::Float32Op::CONV), at::Float32Precision::TF32);
+  make_policy("{name: fp32}")->setup(*model, at::kCPU);
+  EXPECT_EQ(context.float32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL), at::Float32Precision::IEEE);
+  EXPECT_EQ(context.float32Precision(at::Float32Backend::CUDA, at::Float32Op::CONV), at::Float32Precision::IEEE);
+}
+
+TEST(Fp32Modules, ListedSubmodulesRunInFullPrecision) {
+  TinyMlp model;
+  const at::Tensor x = at::randn({2, 8});
+  {
+    AutocastScope scope(at::kCPU, at::kBFloat16);
+    EXPECT_EQ(model.forward(x).scalar_type(), at::kBFloat16);
+    set_fp32_modules(model, {"out"});
+    EXPECT_EQ(model.forward(x).scalar_type(), at::kFloat);
+  }
+  EXPECT_TRUE(unrouted_fp32_modules(model).empty());
+  set_fp32_modules(model, {"hidden"});  // TinyMlp never routes "hidden"
+  model.forward(x);
+  EXPECT_EQ(unrouted_fp32_modules(model), std::vector<std::string>{"hidden"});
+  set_fp32_modules(model, {});
+}
+
+}  // namespace
+}  // namespace mixt

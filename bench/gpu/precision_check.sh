@@ -53,15 +53,8 @@ TARGETS=(mixt_cli precision_fp32 precision_tf32 precision_amp_fp16 precision_amp
          test_autocast_parity test_grad_scaler_parity test_precision_policies)
 if ((!DRY_RUN)); then
   TARGETS+=(precision_cuda_check)
-  GENERATOR=()
-  command -v ninja >/dev/null && GENERATOR=(-G Ninja)
-  # The copied yaml-cpp shared library must load here (it is Debian 12's).
-  export LD_LIBRARY_PATH="$DEPS/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} cmake -S . -B "$BUILD" "${GENERATOR[@]}" \
-    -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$DEPS" \
-    -Dyaml-cpp_DIR="$DEPS/lib/x86_64-linux-gnu/cmake/yaml-cpp" -DGTest_DIR="$DEPS/lib/x86_64-linux-gnu/cmake/GTest" \
-    -DBoost_DIR="$DEPS/lib/x86_64-linux-gnu/cmake/Boost-1.74.0" -Dnlohmann_json_DIR="$DEPS/share/cmake/nlohmann_json" \
-    -DCLI11_DIR="$DEPS/share/cmake/CLI11" -DZLIB_ROOT="$DEPS" >/dev/null
+  # shellcheck source=configure.sh
+  source "$ROOT/bench/gpu/configure.sh"
 fi
 cmake --build "$BUILD" -j "$(nproc)" --target "${TARGETS[@]}"
 BIN="$BUILD/bin"

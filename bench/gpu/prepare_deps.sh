@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fills .deps/ (git-ignored) with what bench/gpu/precision_check.sh needs on a CUDA machine
+# Fills .deps/ (git-ignored) with what bench/gpu/precision_check.sh and resnet50.sh need on a CUDA machine
 # that has torch 2.11.0+cu130, cmake and nvcc but no package registries. Run it HERE, where
 # scripts/setup installed the Debian packages; the GPU session carries .deps/ along.
 #   .deps/include, .deps/lib/...   yaml-cpp (shared library), GTest/GMock (static), the
@@ -32,6 +32,8 @@ copy include/gtest include/gmock "$ARCH/cmake/GTest"
 for f in /usr/$ARCH/libgtest*.a /usr/$ARCH/libgmock*.a; do copy "${f#/usr/}"; done
 
 copy include/nlohmann share/cmake/nlohmann_json include/CLI share/cmake/CLI11
+# Gloo headers: declarations only, for framework/src/distributed/gloo_backend.cpp.
+copy include/gloo
 copy include/zlib.h include/zconf.h
 cp -L /usr/$ARCH/libz.so "$DEPS/$ARCH/libz.so"
 mkdir -p "$DEPS/lib" && cp -L /usr/$ARCH/libz.so "$DEPS/lib/libz.so"  # where FindZLIB looks under ZLIB_ROOT

@@ -8,6 +8,8 @@
 #                             [--precision fp32,tf32,amp_fp16,amp_bf16] [--threads N]
 #
 # Defaults: on a GPU batch 256, 30 timed steps after 10; on the CPU batch 8, 3 after 1.
+# Both sides use lr 0.256 x batch / 256 (the recipe's linear scaling rule) held constant
+# (no schedule) over the few steps timed, so their losses are comparable.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MIXT=${MIXT:-build/bin/mixt}
@@ -34,7 +36,8 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 echo "mixt: $MIXT bench recipes/resnet50/synthetic.yaml ($DEVICE, batch $BATCH, $STEPS steps after $WARMUP)" >&2
 "$MIXT" bench recipes/resnet50/synthetic.yaml --precision "$PRECISION" --steps "$STEPS" --warmup "$WARMUP" \
-  --batch "$BATCH" trainer.device="$DEVICE" trainer.threads="$THREADS" output="$out" >&2 || true
+  --batch "$BATCH" trainer.device="$DEVICE" trainer.threads="$THREADS" output="$out" \
+  optimizer.lr="$(python3 -c "print(0.256 * $BATCH / 256)")" scheduler=null >&2 || true
 echo "PyTorch: bench/resnet50_vs_pytorch.py" >&2
 python3 bench/resnet50_vs_pytorch.py --precision "$PRECISION" --device "$DEVICE" --batch "$BATCH" \
   --steps "$STEPS" --warmup "$WARMUP" --threads "$THREADS" > "$out/pytorch.jsonl"

@@ -114,4 +114,16 @@ inline std::int64_t make_divisible(double v, std::int64_t divisor = 8) {
   return rounded;
 }
 
+// torchvision.ops.stochastic_depth(mode="row"): drop whole samples of the residual branch
+// in training; the same RNG calls as Python, so a seeded run draws the same mask.
+inline at::Tensor stochastic_depth(const at::Tensor& x, double p, bool training) {
+  if (!training || p == 0.0) return x;
+  const double survival = 1.0 - p;
+  std::vector<std::int64_t> size(static_cast<std::size_t>(x.dim()), 1);
+  size[0] = x.size(0);
+  at::Tensor noise = at::empty(size, x.options()).bernoulli_(survival);
+  if (survival > 0.0) noise.div_(survival);
+  return x * noise;
+}
+
 }  // namespace mixt::models

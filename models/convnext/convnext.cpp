@@ -17,6 +17,7 @@
 namespace {
 
 using mixt::models::Chain;
+using mixt::models::stochastic_depth;
 using mixt::models::ZooFacts;
 
 constexpr double kEps = 1e-6;
@@ -50,17 +51,6 @@ class FlattenImpl : public torch::nn::Module {
  public:
   at::Tensor forward(const at::Tensor& x) { return x.flatten(1); }
 };
-
-// Same RNG calls as torchvision.ops.stochastic_depth(mode="row").
-at::Tensor stochastic_depth(const at::Tensor& x, double p, bool training) {
-  if (!training || p == 0.0) return x;
-  const double survival = 1.0 - p;
-  std::vector<std::int64_t> size(static_cast<std::size_t>(x.dim()), 1);
-  size[0] = x.size(0);
-  at::Tensor noise = at::empty(size, x.options()).bernoulli_(survival);
-  if (survival > 0.0) noise.div_(survival);
-  return x * noise;
-}
 
 class CNBlockImpl : public torch::nn::Module {
  public:

@@ -167,14 +167,13 @@ int bench_worker(const BenchOptions& options) {
   Trainer trainer(e.components, e.options, nullptr, quiet);
   StepTimer timer(device);
   at::Tensor last_loss;
-  std::int64_t batch_size = 0;
   timer.mark();
   trainer.on_step([&](std::int64_t, const at::Tensor& loss) {
     timer.mark();
     last_loss = loss;
   });
   const TrainResult result = trainer.fit();
-  batch_size = result.optimizer_steps > 0 ? result.samples / result.optimizer_steps : 0;
+  const std::int64_t batch_size = result.optimizer_steps > 0 ? result.samples / result.optimizer_steps : 0;
 
   std::vector<double> all = timer.step_ms();
   const std::vector<double> timed(all.begin() + std::min<std::size_t>(all.size(), options.warmup), all.end());

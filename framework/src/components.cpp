@@ -7,6 +7,7 @@
 
 #include "closest_match.h"
 #include "mixt/fp32_modules.h"
+#include "sync_batchnorm.h"
 
 namespace mixt {
 
@@ -87,6 +88,11 @@ Components build_components(const Config& recipe, const Registry& registry,
     }
   }
   at::globalContext().setBenchmarkCuDNN(options.cudnn_benchmark);
+  if (options.distributed.sync_batchnorm) {
+    synchronise_batch_norm(*c.model, communicator, trainer_section.section("distributed"), [](const std::string& text) {
+      std::fprintf(stderr, "mixt: warning: %s\n", text.c_str());
+    });
+  }
 
   const Config precision_section = recipe.section("precision");
   c.precision = registry.make_precision(precision_section, PrecisionContext{c.device, communicator});

@@ -5,7 +5,6 @@
 
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
-#include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/container/any.h>
 #include <torch/nn/modules/conv.h>
@@ -13,6 +12,8 @@
 
 #include <cstdint>
 #include <memory>
+
+#include "mixt/batch_norm.h"
 
 namespace mixt::models {
 
@@ -82,7 +83,7 @@ inline Chain conv_norm_activation(const ConvNormAct& o) {
   Chain s;
   s->push_back(torch::nn::Conv2d(
       torch::nn::Conv2dOptions(o.in, o.out, o.kernel).stride(o.stride).padding((o.kernel - 1) / 2).groups(o.groups).bias(false)));
-  s->push_back(torch::nn::BatchNorm2d(torch::nn::BatchNormOptions(o.out).eps(o.norm.eps).momentum(o.norm.momentum)));
+  s->push_back(mixt::BatchNorm2d(torch::nn::BatchNormOptions(o.out).eps(o.norm.eps).momentum(o.norm.momentum)));
   if (o.act != Act::none) s->push_back(std::make_shared<ActivationImpl>(o.act));
   return s;
 }

@@ -20,7 +20,7 @@ class InvertedResidualV2Impl : public torch::nn::Module {
     if (expand_ratio != 1) layers->push_back(conv_norm_activation({in, hidden, 1, 1, 1, Act::relu6}));
     layers->push_back(conv_norm_activation({hidden, hidden, 3, stride, hidden, Act::relu6}));
     layers->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(hidden, out, 1).bias(false)));
-    layers->push_back(torch::nn::BatchNorm2d(out));
+    layers->push_back(mixt::BatchNorm2d(out));
     conv_ = register_module("conv", layers);
   }
   at::Tensor forward(const at::Tensor& x) {

@@ -6,7 +6,7 @@ namespace mixt::models {
 
 ResNet::ResNet(const ResNetOptions& o) {
   conv1 = register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 64, 7).stride(2).padding(3).bias(false)));
-  bn1 = register_module("bn1", torch::nn::BatchNorm2d(64));
+  bn1 = register_module("bn1", mixt::BatchNorm2d(64));
   layer1 = register_module("layer1", make_layer(o, 64, o.layers.at(0), 1));
   layer2 = register_module("layer2", make_layer(o, 128, o.layers.at(1), 2));
   layer3 = register_module("layer3", make_layer(o, 256, o.layers.at(2), 2));
@@ -24,7 +24,7 @@ ResNet::ResNet(const ResNetOptions& o) {
   }
   if (o.zero_init_residual) {
     for (auto& module : modules(/*include_self=*/false)) {
-      torch::nn::BatchNorm2d norm{nullptr};
+      mixt::BatchNorm2d norm{nullptr};
       if (auto* block = module->as<BottleneckImpl>()) norm = block->last_norm();
       if (auto* block = module->as<BasicBlockImpl>()) norm = block->last_norm();
       if (norm) torch::nn::init::zeros_(norm->weight);
@@ -42,7 +42,7 @@ torch::nn::Sequential ResNet::make_layer(const ResNetOptions& o, std::int64_t pl
     if (i == 0 && (stride != 1 || inplanes_ != planes * expansion)) {
       downsample = torch::nn::Sequential(
           torch::nn::Conv2d(torch::nn::Conv2dOptions(inplanes_, planes * expansion, 1).stride(stride).bias(false)),
-          torch::nn::BatchNorm2d(planes * expansion));
+          mixt::BatchNorm2d(planes * expansion));
     }
     if (o.bottleneck) {
       layer->push_back(std::make_shared<BottleneckImpl>(inplanes_, planes, block_stride, downsample, o.groups,

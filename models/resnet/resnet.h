@@ -4,7 +4,7 @@
 #pragma once
 
 #include <mixt/model.h>
-#include <torch/nn/modules/batchnorm.h>
+#include <mixt/batch_norm.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
@@ -29,11 +29,11 @@ class BasicBlockImpl : public torch::nn::Module {
   static constexpr std::int64_t expansion = 1;
   BasicBlockImpl(std::int64_t inplanes, std::int64_t planes, std::int64_t stride, torch::nn::Sequential downsample);
   at::Tensor forward(const at::Tensor& x);
-  torch::nn::BatchNorm2d last_norm() { return bn2; }
+  mixt::BatchNorm2d last_norm() { return bn2; }
 
  private:
   torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};
-  torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr};
+  mixt::BatchNorm2d bn1{nullptr}, bn2{nullptr};
   torch::nn::Sequential downsample{nullptr};
 };
 
@@ -44,11 +44,11 @@ class BottleneckImpl : public torch::nn::Module {
   BottleneckImpl(std::int64_t inplanes, std::int64_t planes, std::int64_t stride, torch::nn::Sequential downsample,
                  std::int64_t groups, std::int64_t base_width);
   at::Tensor forward(const at::Tensor& x);
-  torch::nn::BatchNorm2d last_norm() { return bn3; }
+  mixt::BatchNorm2d last_norm() { return bn3; }
 
  private:
   torch::nn::Conv2d conv1{nullptr}, conv2{nullptr}, conv3{nullptr};
-  torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr}, bn3{nullptr};
+  mixt::BatchNorm2d bn1{nullptr}, bn2{nullptr}, bn3{nullptr};
   torch::nn::Sequential downsample{nullptr};
 };
 
@@ -63,7 +63,7 @@ class ResNet : public Model {
 
   std::int64_t inplanes_ = 64;
   torch::nn::Conv2d conv1{nullptr};
-  torch::nn::BatchNorm2d bn1{nullptr};
+  mixt::BatchNorm2d bn1{nullptr};
   torch::nn::Sequential layer1{nullptr}, layer2{nullptr}, layer3{nullptr}, layer4{nullptr};
   torch::nn::Linear fc{nullptr};
 };

@@ -17,9 +17,9 @@ torch::nn::Conv2d conv1x1(std::int64_t in, std::int64_t out) {
 BasicBlockImpl::BasicBlockImpl(std::int64_t inplanes, std::int64_t planes, std::int64_t stride,
                                torch::nn::Sequential downsample_) {
   conv1 = register_module("conv1", conv3x3(inplanes, planes, stride));
-  bn1 = register_module("bn1", torch::nn::BatchNorm2d(planes));
+  bn1 = register_module("bn1", mixt::BatchNorm2d(planes));
   conv2 = register_module("conv2", conv3x3(planes, planes));
-  bn2 = register_module("bn2", torch::nn::BatchNorm2d(planes));
+  bn2 = register_module("bn2", mixt::BatchNorm2d(planes));
   if (downsample_) downsample = register_module("downsample", downsample_);
 }
 
@@ -35,11 +35,11 @@ BottleneckImpl::BottleneckImpl(std::int64_t inplanes, std::int64_t planes, std::
   // torchvision: width = int(planes * (base_width / 64.)) * groups
   const std::int64_t width = static_cast<std::int64_t>(static_cast<double>(planes) * (static_cast<double>(base_width) / 64.0)) * groups;
   conv1 = register_module("conv1", conv1x1(inplanes, width));
-  bn1 = register_module("bn1", torch::nn::BatchNorm2d(width));
+  bn1 = register_module("bn1", mixt::BatchNorm2d(width));
   conv2 = register_module("conv2", conv3x3(width, width, stride, groups));
-  bn2 = register_module("bn2", torch::nn::BatchNorm2d(width));
+  bn2 = register_module("bn2", mixt::BatchNorm2d(width));
   conv3 = register_module("conv3", conv1x1(width, planes * expansion));
-  bn3 = register_module("bn3", torch::nn::BatchNorm2d(planes * expansion));
+  bn3 = register_module("bn3", mixt::BatchNorm2d(planes * expansion));
   if (downsample_) downsample = register_module("downsample", downsample_);
 }
 

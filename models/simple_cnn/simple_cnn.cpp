@@ -1,8 +1,11 @@
 // models/simple_cnn — a small convolutional net for 28x28 inputs (Fashion-MNIST, MNIST):
-//   [conv3x3 -> ReLU -> maxpool2] x len(channels) -> flatten -> linear(hidden) -> ReLU
-//   -> dropout -> linear(num_classes)
+//   [conv3x3 -> (batch norm) -> ReLU -> maxpool2] x len(channels) -> flatten -> linear(hidden)
+//   -> ReLU -> dropout -> linear(num_classes)
+// `batch_norm: true` adds a mixt::BatchNorm2d after each convolution (which
+// trainer.distributed.sync_batchnorm can synchronise).
 // Parameter names follow torch.nn.Sequential numbering (features.0.weight, ...) so the
 // same net written in Python has the same state_dict keys.
+#include <mixt/batch_norm.h>
 #include <mixt/fp32_modules.h>
 #include <mixt/plugin.h>
 #include <torch/nn/modules/container/sequential.h>
@@ -18,12 +21,13 @@ namespace {
 class SimpleCnn : public mixt::Model {
  public:
   SimpleCnn(std::int64_t in_channels, std::int64_t height, std::int64_t width,
-            const std::vector<std::int64_t>& channels, std::int64_t hidden, double dropout,
+            const std::vector<std::int64_t>& channels, bool batch_norm, std::int64_t hidden, double dropout,
             std::int64_t num_classes) {
     torch::nn::Sequential features;
     std::int64_t previous = in_channels;
     for (std::int64_t out : channels) {
       features->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(previous, out, 3).padding(1)));
+      if (batch_norm) features->push_back(mixt::BatchNorm2d(out));
       features->push_back(torch::nn::ReLU());
       features->push_back(torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(2)));
       previous = out;
@@ -56,6 +60,7 @@ class SimpleCnn : public mixt::Model {
 std::shared_ptr<mixt::Model> make_simple_cnn(const mixt::Config& c, const mixt::ModelContext& context) {
   const std::int64_t num_classes = c.integer("num_classes", context.num_classes > 0 ? context.num_classes : 10);
   const std::vector<std::int64_t> channels = c.integers("channels", {32, 64});
+  const bool batch_norm = c.boolean("batch_norm", false);
   const std::int64_t hidden = c.integer("hidden", 128);
   const double dropout = c.number("dropout", 0.0);
   std::vector<std::int64_t> shape = context.sample_shape.empty() ? std::vector<std::int64_t>{1, 28, 28}
@@ -73,7 +78,7 @@ std::shared_ptr<mixt::Model> make_simple_cnn(const mixt::Config& c, const mixt::
     c.fail("channels", "too many pooling stages for " + std::to_string(shape[1]) + "x" + std::to_string(shape[2]) +
                            " inputs");
   }
-  return std::make_shared<SimpleCnn>(shape[0], shape[1], shape[2], channels, hidden, dropout, num_classes);
+  return std::make_shared<SimpleCnn>(shape[0], shape[1], shape[2], channels, batch_norm, hidden, dropout, num_classes);
 }
 
 void register_components(mixt::Registrar& registrar) {
@@ -81,6 +86,7 @@ void register_components(mixt::Registrar& registrar) {
                       {"small conv net for 28x28 images (Fashion-MNIST)",
                        {{"num_classes", "from the dataset", "output classes"},
                         {"channels", "[32, 64]", "channels of each conv3x3+pool stage"},
+                        {"batch_norm", "false", "batch norm after each convolution (mixt::BatchNorm2d)"},
                         {"hidden", "128", "width of the hidden linear layer"},
                         {"dropout", "0.0", "dropout before the last layer"}}},
                       make_simple_cnn);

@@ -3,7 +3,7 @@
 // names are "features.0.weight", "features.1.running_mean" (with BN), "classifier.6.bias".
 #include <mixt/plugin.h>
 #include <torch/nn/init.h>
-#include <torch/nn/modules/batchnorm.h>
+#include <mixt/batch_norm.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/dropout.h>
@@ -36,7 +36,7 @@ class Vgg : public mixt::Model {
         continue;
       }
       features->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(channels, v, 3).padding(1)));
-      if (batch_norm) features->push_back(torch::nn::BatchNorm2d(v));
+      if (batch_norm) features->push_back(mixt::BatchNorm2d(v));
       features->push_back(std::make_shared<ActivationImpl>(Act::relu));
       channels = v;
     }

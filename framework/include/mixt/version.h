@@ -7,7 +7,8 @@
 // bump the minor when something is only added (old plugins keep working).
 #define MIXT_ABI_MAJOR 1
 // 1.1: PrecisionContext::communicator (mixt/distributed.h).
-#define MIXT_ABI_MINOR 1
+// 1.2: mixt::BatchNorm1d/2d/3d and sync_batch_norm (mixt/batch_norm.h).
+#define MIXT_ABI_MINOR 2
 
 #define MIXT_STRINGIFY_IMPL(x) #x
 #define MIXT_STRINGIFY(x) MIXT_STRINGIFY_IMPL(x)

@@ -14,11 +14,6 @@ DistributedOptions DistributedOptions::read(const Config& s) {
   }
   if (!(o.timeout_seconds > 0)) s.fail("timeout", "must be a positive number of seconds");
   if (!(o.bucket_mb > 0)) s.fail("bucket_mb", "must be a positive number of megabytes");
-  if (o.sync_batchnorm) {
-    s.fail("sync_batchnorm", "sync_batchnorm is not implemented in mixt yet",
-           "remove it (each rank then normalises with its own batch statistics, as DDP without "
-           "SyncBatchNorm) or use a model without batch norm");
-  }
   return o;
 }
 

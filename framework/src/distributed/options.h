@@ -14,7 +14,7 @@ struct DistributedOptions {
   double timeout_seconds = 600;  // a collective or the store waits at most this long
   double bucket_mb = 25;         // gradient all-reduce bucket size, as DDP's bucket_cap_mb
   bool overlap = false;          // start a bucket's all-reduce during backward (gradient hooks)
-  bool sync_batchnorm = false;   // not implemented: `true` is rejected
+  bool sync_batchnorm = false;   // mixt::BatchNorm layers take global batch statistics
 
   static DistributedOptions read(const Config& section);
 };

@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Golden values for tests/unit/optimizer_parity_test.cpp, from torch.optim itself.
 
+On the CPU torch.optim runs its single-tensor updates (fused=False) or the fused kernels
+(fused=True); mixt must match both bit for bit.
+
 For each optimizer configuration: a parameter vector and a fixed sequence of gradients;
 the golden is the parameter after every torch.optim step. Regenerate with
     python3 tests/golden/make_optimizer_golden.py > tests/golden/optimizers.json
@@ -17,6 +20,12 @@ CASES = [
     ("adamw", {"lr": 0.001}),
     ("adamw", {"lr": 0.01, "betas": [0.8, 0.99], "eps": 1e-6, "weight_decay": 0.1}),
     ("adamw", {"lr": 0.01, "amsgrad": True, "weight_decay": 0.0}),
+    # fused=True: torch.optim calls at::_fused_sgd_ / at::_fused_adamw_ (CPU kernels since 2.4).
+    ("sgd", {"lr": 0.05, "momentum": 0.9, "nesterov": True, "weight_decay": 0.01, "fused": True}),
+    ("sgd", {"lr": 0.05, "momentum": 0.875, "dampening": 0.1, "weight_decay": 3.0517578125e-05, "fused": True}),
+    ("sgd", {"lr": 0.1, "fused": True}),
+    ("adamw", {"lr": 0.01, "betas": [0.8, 0.99], "eps": 1e-6, "weight_decay": 0.1, "fused": True}),
+    ("adamw", {"lr": 0.01, "amsgrad": True, "weight_decay": 0.0, "fused": True}),
 ]
 STEPS = 6
 
@@ -43,7 +52,10 @@ def main():
     # in a group of its own with weight decay 0 (what the recipe option means).
     grouped = []
     for name, options in [("sgd", {"lr": 0.1, "momentum": 0.875, "weight_decay": 0.05, "weight_decay_1d": False}),
-                          ("adamw", {"lr": 0.01, "weight_decay": 0.2, "weight_decay_1d": False})]:
+                          ("adamw", {"lr": 0.01, "weight_decay": 0.2, "weight_decay_1d": False}),
+                          ("sgd", {"lr": 0.1, "momentum": 0.875, "weight_decay": 0.05, "weight_decay_1d": False,
+                                   "fused": True}),
+                          ("adamw", {"lr": 0.01, "weight_decay": 0.2, "weight_decay_1d": False, "fused": True})]:
         weight0 = torch.randn(2, 3, generator=generator, dtype=torch.float64).float()
         bias0 = torch.randn(3, generator=generator, dtype=torch.float64).float()
         grads = [(torch.randn(2, 3, generator=generator, dtype=torch.float64).float(),

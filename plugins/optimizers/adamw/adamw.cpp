@@ -1,25 +1,149 @@
 // optimizers/adamw — torch.optim.AdamW: Adam with decoupled weight decay.
+//
+// Two implementations, as torch.optim has:
+//   fused: false  torch/optim/adam.py `_single_tensor_adam` (decoupled_weight_decay=True),
+//                 line by line: the default of torch.optim on CPU tensors.
+//   fused: true   at::_fused_adamw_, the kernel torch.optim.AdamW(fused=True) calls: one
+//                 pass over all parameters per device and dtype (CPU and CUDA).
+// Both give torch.optim's parameters bit for bit (tests/unit/optimizer_parity_test.cpp).
 #include <mixt/plugin.h>
-#include <mixt/torch_optimizer.h>
-#include <torch/optim/adamw.h>
+
+#include <cmath>
+#include <map>
+
+#include "../common/grouped_optimizer.h"
 
 namespace {
+
+using mixt::optimizers::GroupedOptimizer;
+using mixt::optimizers::ParameterGroup;
+
+struct AdamWOptions {
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  bool amsgrad = false, fused = false;
+};
+
+class AdamW : public GroupedOptimizer {
+ public:
+  AdamW(std::vector<ParameterGroup> groups, AdamWOptions options)
+      : GroupedOptimizer(std::move(groups), {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"}), o_(options) {}
+
+  void step() override {
+    at::NoGradGuard no_grad;
+    if (o_.fused) {
+      fused_step();
+    } else {
+      for_each_with_grad([&](const ParameterGroup& group, std::size_t i, at::Tensor& p) { single_step(group, i, p); });
+    }
+  }
+
+ private:
+  enum Slot : std::size_t { kStep, kExpAvg, kExpAvgSq, kMaxExpAvgSq };
+
+  // Python's lazy state initialisation (Adam._init_group): a float32 step counter (on the
+  // parameter's device for the fused kernel, on the CPU otherwise) and zero moments.
+  void init_state(std::size_t i, const at::Tensor& p) {
+    const at::Device step_device = o_.fused ? p.device() : at::Device(at::kCPU);
+    at::Tensor& step = state(i, kStep);
+    if (!step.defined()) {
+      step = at::zeros({}, at::TensorOptions().dtype(at::kFloat).device(step_device));
+      state(i, kExpAvg) = at::zeros_like(p, at::MemoryFormat::Preserve);
+      state(i, kExpAvgSq) = at::zeros_like(p, at::MemoryFormat::Preserve);
+      if (o_.amsgrad) state(i, kMaxExpAvgSq) = at::zeros_like(p, at::MemoryFormat::Preserve);
+    } else if (step.device() != step_device) {
+      step = step.to(step_device);  // resumed from a checkpoint (loaded on the CPU) or fused toggled
+    }
+    if (o_.amsgrad && !state(i, kMaxExpAvgSq).defined()) {
+      state(i, kMaxExpAvgSq) = at::zeros_like(p, at::MemoryFormat::Preserve);
+    }
+  }
+
+  void single_step(const ParameterGroup& group, std::size_t i, at::Tensor& p) {
+    init_state(i, p);
+    const at::Tensor& grad = p.grad();
+    at::Tensor& step_t = state(i, kStep);
+    at::Tensor& exp_avg = state(i, kExpAvg);
+    at::Tensor& exp_avg_sq = state(i, kExpAvgSq);
+    step_t += 1;
+    if (group.weight_decay != 0) p.mul_(1 - group.lr * group.weight_decay);
+    exp_avg.lerp_(grad, 1 - o_.beta1);
+    exp_avg_sq.mul_(o_.beta2).addcmul_(grad, grad, 1 - o_.beta2);
+    // Python floats are doubles; `x ** y` is C's pow.
+    const double step = step_t.item<float>();
+    const double bias_correction1 = 1 - std::pow(o_.beta1, step);
+    const double bias_correction2 = 1 - std::pow(o_.beta2, step);
+    const double step_size = group.lr / bias_correction1;
+    const double bias_correction2_sqrt = std::pow(bias_correction2, 0.5);
+    at::Tensor denom;
+    if (o_.amsgrad) {
+      at::Tensor& max_exp_avg_sq = state(i, kMaxExpAvgSq);
+      at::maximum_out(max_exp_avg_sq, max_exp_avg_sq, exp_avg_sq);
+      denom = (max_exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(o_.eps);
+    } else {
+      denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(o_.eps);
+    }
+    p.addcdiv_(exp_avg, denom, -step_size);
+  }
+
+  // torch/optim/adam.py `_fused_adam`: per group, per (device, dtype), the step counters
+  // advance first, then one kernel updates every parameter.
+  void fused_step() {
+    for (auto& group : groups()) {
+      std::map<mixt::optimizers::FusedBucketKey, std::vector<std::size_t>> buckets;
+      std::size_t first = index_of(group);
+      for (std::size_t k = 0; k < group.params.size(); ++k) {
+        const at::Tensor& p = group.params[k];
+        if (!p.grad().defined()) continue;
+        init_state(first + k, p);
+        buckets[mixt::optimizers::fused_bucket_key(p)].push_back(k);
+      }
+      for (const auto& [key, members] : buckets) {
+        std::vector<at::Tensor> params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps;
+        for (std::size_t k : members) {
+          params.push_back(group.params[k]);
+          grads.push_back(group.params[k].grad());
+          exp_avgs.push_back(state(first + k, kExpAvg));
+          exp_avg_sqs.push_back(state(first + k, kExpAvgSq));
+          if (o_.amsgrad) max_exp_avg_sqs.push_back(state(first + k, kMaxExpAvgSq));
+          steps.push_back(state(first + k, kStep));
+        }
+        at::_foreach_add_(steps, 1);
+        at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, group.lr, o_.beta1, o_.beta2,
+                          group.weight_decay, o_.eps, o_.amsgrad, /*maximize=*/false);
+      }
+    }
+  }
+
+  std::size_t index_of(const ParameterGroup& group) {
+    std::size_t first = 0;
+    for (const auto& g : groups()) {
+      if (&g == &group) break;
+      first += g.params.size();
+    }
+    return first;
+  }
+
+  AdamWOptions o_;
+};
 
 std::unique_ptr<mixt::Optimizer> make_adamw(const mixt::Config& c, const mixt::OptimizerContext& context) {
   const std::vector<double> betas = c.numbers("betas", {0.9, 0.999});
   if (betas.size() != 2 || betas[0] < 0 || betas[0] >= 1 || betas[1] < 0 || betas[1] >= 1) {
     c.fail("betas", "expected two numbers in [0, 1), e.g. [0.9, 0.999]");
   }
-  torch::optim::AdamWOptions options(c.number("lr", 1e-3));
-  options.betas({betas[0], betas[1]})
-      .eps(c.number("eps", 1e-8))
-      .weight_decay(c.number("weight_decay", 1e-2))
-      .amsgrad(c.boolean("amsgrad", false));
-  if (options.lr() < 0) c.fail("lr", "must not be negative");
-  if (options.eps() <= 0) c.fail("eps", "must be positive");
+  AdamWOptions o;
+  o.beta1 = betas[0];
+  o.beta2 = betas[1];
+  o.eps = c.number("eps", 1e-8);
+  o.amsgrad = c.boolean("amsgrad", false);
+  o.fused = c.boolean("fused", false);
+  const double lr = c.number("lr", 1e-3);
+  const double weight_decay = c.number("weight_decay", 1e-2);
+  if (lr < 0) c.fail("lr", "must not be negative");
+  if (o.eps <= 0) c.fail("eps", "must be positive");
+  if (weight_decay < 0) c.fail("weight_decay", "must not be negative");
   const bool decay_1d = c.boolean("weight_decay_1d", true);
-  return std::make_unique<mixt::TorchOptimizer>(
-      std::make_unique<torch::optim::AdamW>(mixt::weight_decay_groups(context, options, decay_1d), options));
+  return std::make_unique<AdamW>(mixt::optimizers::weight_decay_groups(context, lr, weight_decay, decay_1d), o);
 }
 
 void register_components(mixt::Registrar& registrar) {
@@ -30,10 +154,11 @@ void register_components(mixt::Registrar& registrar) {
                             {"eps", "1e-08", "added to the denominator"},
                             {"weight_decay", "0.01", "decoupled weight decay"},
                             {"amsgrad", "false", "use the AMSGrad variant"},
-                            {"weight_decay_1d", "true", "also decay 1-D parameters (biases, norm scales)"}}},
+                            {"weight_decay_1d", "true", "also decay 1-D parameters (biases, norm scales)"},
+                            {"fused", "false", "one fused kernel for all parameters (torch.optim fused=True)"}}},
                           make_adamw);
 }
 
 }  // namespace
 
-MIXT_PLUGIN("adamw", "1.0.0", register_components)
+MIXT_PLUGIN("adamw", "1.1.0", register_components)

@@ -1,26 +1,107 @@
 // optimizers/sgd — torch.optim.SGD: momentum, dampening, Nesterov, weight decay.
+//
+// Two implementations, as torch.optim has:
+//   fused: false  torch/optim/sgd.py `_single_tensor_sgd`, line by line: the default of
+//                 torch.optim on CPU tensors.
+//   fused: true   at::_fused_sgd_, the kernel torch.optim.SGD(fused=True) calls: one pass over
+//                 all parameters per device and dtype (CPU and CUDA).
+// Both give torch.optim's parameters bit for bit (tests/unit/optimizer_parity_test.cpp).
 #include <mixt/plugin.h>
-#include <mixt/torch_optimizer.h>
-#include <torch/optim/sgd.h>
+
+#include <map>
+
+#include "../common/grouped_optimizer.h"
 
 namespace {
 
+using mixt::optimizers::GroupedOptimizer;
+using mixt::optimizers::ParameterGroup;
+
+struct SgdOptions {
+  double momentum = 0, dampening = 0;
+  bool nesterov = false, fused = false;
+};
+
+class Sgd : public GroupedOptimizer {
+ public:
+  Sgd(std::vector<ParameterGroup> groups, SgdOptions options)
+      : GroupedOptimizer(std::move(groups), {"momentum_buffer"}), o_(options) {}
+
+  void step() override {
+    at::NoGradGuard no_grad;
+    if (o_.fused) {
+      fused_step();
+    } else {
+      for_each_with_grad([&](const ParameterGroup& group, std::size_t i, at::Tensor& p) { single_step(group, i, p); });
+    }
+  }
+
+ private:
+  void single_step(const ParameterGroup& group, std::size_t i, at::Tensor& p) {
+    at::Tensor grad = p.grad();
+    if (group.weight_decay != 0) grad = grad.add(p, group.weight_decay);
+    if (o_.momentum != 0) {
+      at::Tensor& buf = state(i, 0);
+      if (!buf.defined()) {
+        buf = grad.detach().clone();
+      } else {
+        buf.mul_(o_.momentum).add_(grad, 1 - o_.dampening);
+      }
+      grad = o_.nesterov ? grad.add(buf, o_.momentum) : buf;
+    }
+    p.add_(grad, -group.lr);
+  }
+
+  // torch/optim/sgd.py `_fused_sgd`: the first step (no momentum buffer yet in the group)
+  // lets the kernel initialise the buffers from the gradients.
+  void fused_step() {
+    std::size_t first = 0;
+    for (auto& group : groups()) {
+      const bool no_momentum = o_.momentum == 0;
+      bool is_first_step = !no_momentum;
+      for (std::size_t k = 0; k < group.params.size(); ++k) {
+        if (state(first + k, 0).defined()) is_first_step = false;
+      }
+      std::map<mixt::optimizers::FusedBucketKey, std::vector<std::size_t>> buckets;
+      for (std::size_t k = 0; k < group.params.size(); ++k) {
+        const at::Tensor& p = group.params[k];
+        if (!p.grad().defined()) continue;
+        if (is_first_step) state(first + k, 0) = at::empty_like(p.grad());
+        buckets[mixt::optimizers::fused_bucket_key(p)].push_back(k);
+      }
+      for (const auto& [key, members] : buckets) {
+        std::vector<at::Tensor> params, grads, buffers;
+        for (std::size_t k : members) {
+          params.push_back(group.params[k]);
+          grads.push_back(group.params[k].grad());
+          if (!no_momentum) buffers.push_back(state(first + k, 0));
+        }
+        at::_fused_sgd_(params, grads, buffers, group.weight_decay, o_.momentum, group.lr, o_.dampening, o_.nesterov,
+                        /*maximize=*/false, is_first_step);
+      }
+      first += group.params.size();
+    }
+  }
+
+  SgdOptions o_;
+};
+
 std::unique_ptr<mixt::Optimizer> make_sgd(const mixt::Config& c, const mixt::OptimizerContext& context) {
   const double lr = c.number("lr");
-  torch::optim::SGDOptions options(lr);
-  options.momentum(c.number("momentum", 0.0))
-      .dampening(c.number("dampening", 0.0))
-      .weight_decay(c.number("weight_decay", 0.0))
-      .nesterov(c.boolean("nesterov", false));
+  SgdOptions o;
+  o.momentum = c.number("momentum", 0.0);
+  o.dampening = c.number("dampening", 0.0);
+  o.nesterov = c.boolean("nesterov", false);
+  o.fused = c.boolean("fused", false);
+  const double weight_decay = c.number("weight_decay", 0.0);
   if (lr < 0) c.fail("lr", "must not be negative");
-  if (options.momentum() < 0) c.fail("momentum", "must not be negative");
-  if (options.weight_decay() < 0) c.fail("weight_decay", "must not be negative");
-  if (options.nesterov() && (options.momentum() <= 0 || options.dampening() != 0)) {
+  if (o.momentum < 0) c.fail("momentum", "must not be negative");
+  if (weight_decay < 0) c.fail("weight_decay", "must not be negative");
+  if (o.nesterov && (o.momentum <= 0 || o.dampening != 0)) {
     c.fail("nesterov", "Nesterov momentum needs momentum > 0 and dampening 0");
   }
   const bool decay_1d = c.boolean("weight_decay_1d", true);
-  return std::make_unique<mixt::TorchOptimizer>(
-      std::make_unique<torch::optim::SGD>(mixt::weight_decay_groups(context, options, decay_1d), options));
+  return std::make_unique<Sgd>(mixt::optimizers::weight_decay_groups(context, lr, weight_decay, decay_1d), o);
 }
 
 void register_components(mixt::Registrar& registrar) {
@@ -31,10 +112,11 @@ void register_components(mixt::Registrar& registrar) {
                             {"dampening", "0.0", "dampening for momentum"},
                             {"weight_decay", "0.0", "L2 penalty added to the gradient"},
                             {"nesterov", "false", "Nesterov momentum"},
-                            {"weight_decay_1d", "true", "also decay 1-D parameters (biases, norm scales)"}}},
+                            {"weight_decay_1d", "true", "also decay 1-D parameters (biases, norm scales)"},
+                            {"fused", "false", "one fused kernel for all parameters (torch.optim fused=True)"}}},
                           make_sgd);
 }
 
 }  // namespace
 
-MIXT_PLUGIN("sgd", "1.0.0", register_components)
+MIXT_PLUGIN("sgd", "1.1.0", register_components)

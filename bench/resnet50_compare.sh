@@ -5,7 +5,10 @@
 # the ratio mixt / PyTorch per policy.
 #
 #   bench/resnet50_compare.sh [--device cpu|cuda] [--batch N] [--steps N] [--warmup N]
-#                             [--precision fp32,tf32,amp_fp16,amp_bf16] [--threads N]
+#                             [--precision fp32,tf32,amp_fp16,amp_bf16] [--threads N] [--fused]
+#
+# --fused: SGD through the fused kernel on both sides (mixt optimizer.fused=true,
+# torch.optim.SGD(fused=True)); the default is each side's default single-tensor SGD.
 #
 # Defaults: on a GPU batch 256, 30 timed steps after 10; on the CPU batch 8, 3 after 1.
 # Both sides use lr 0.256 x batch / 256 (the recipe's linear scaling rule) held constant
@@ -13,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MIXT=${MIXT:-build/bin/mixt}
-DEVICE=""; BATCH=""; STEPS=""; WARMUP=""; THREADS=0
+DEVICE=""; BATCH=""; STEPS=""; WARMUP=""; THREADS=0; FUSED=false
 PRECISION=fp32,tf32,amp_fp16,amp_bf16
 while (($#)); do
   case "$1" in
@@ -23,6 +26,7 @@ while (($#)); do
     --warmup) WARMUP=$2; shift 2 ;;
     --precision) PRECISION=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
+    --fused) FUSED=true; shift ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -34,13 +38,13 @@ else BATCH=${BATCH:-8}; STEPS=${STEPS:-3}; WARMUP=${WARMUP:-1}; fi
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-echo "mixt: $MIXT bench recipes/resnet50/synthetic.yaml ($DEVICE, batch $BATCH, $STEPS steps after $WARMUP)" >&2
+echo "mixt: $MIXT bench recipes/resnet50/synthetic.yaml ($DEVICE, batch $BATCH, $STEPS steps after $WARMUP, fused SGD: $FUSED)" >&2
 "$MIXT" bench recipes/resnet50/synthetic.yaml --precision "$PRECISION" --steps "$STEPS" --warmup "$WARMUP" \
   --batch "$BATCH" trainer.device="$DEVICE" trainer.threads="$THREADS" output="$out" \
-  optimizer.lr="$(python3 -c "print(0.256 * $BATCH / 256)")" scheduler=null >&2 || true
+  optimizer.lr="$(python3 -c "print(0.256 * $BATCH / 256)")" optimizer.fused="$FUSED" scheduler=null >&2 || true
 echo "PyTorch: bench/resnet50_vs_pytorch.py" >&2
 python3 bench/resnet50_vs_pytorch.py --precision "$PRECISION" --device "$DEVICE" --batch "$BATCH" \
-  --steps "$STEPS" --warmup "$WARMUP" --threads "$THREADS" > "$out/pytorch.jsonl"
+  --steps "$STEPS" --warmup "$WARMUP" --threads "$THREADS" $([ "$FUSED" = true ] && echo --fused) > "$out/pytorch.jsonl"
 
 python3 - "$(find "$out" -name bench.json)" "$out/pytorch.jsonl" "$DEVICE" "$BATCH" "$STEPS" "$WARMUP" <<'PY'
 import json, math, sys

@@ -42,7 +42,8 @@ def run_one(args):
     decay = [p for p in model.parameters() if p.ndim > 1]
     no_decay = [p for p in model.parameters() if p.ndim <= 1]
     optimizer = torch.optim.SGD([{"params": decay}, {"params": no_decay, "weight_decay": 0.0}],
-                                lr=0.256 * args.batch / 256, momentum=0.875, weight_decay=3.0517578125e-05)
+                                lr=0.256 * args.batch / 256, momentum=0.875, weight_decay=3.0517578125e-05,
+                                fused=True if args.fused else None)
     criterion = torch.nn.CrossEntropyLoss(label_smoothing=0.1)
     generator = torch.Generator().manual_seed(0)
     images = torch.randn(args.batch, 3, args.image_size, args.image_size, generator=generator).to(device)
@@ -115,6 +116,7 @@ def main():
     parser.add_argument("--image-size", type=int, default=224)
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--channels-last", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--fused", action="store_true", help="torch.optim.SGD(fused=True)")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -124,7 +126,7 @@ def main():
         command = [sys.executable, __file__, "--one", "--precision", policy, "--device", args.device,
                    "--batch", str(args.batch), "--steps", str(args.steps), "--warmup", str(args.warmup),
                    "--image-size", str(args.image_size), "--threads", str(args.threads),
-                   "--channels-last" if args.channels_last else "--no-channels-last"]
+                   "--channels-last" if args.channels_last else "--no-channels-last"] + (["--fused"] if args.fused else [])
         result = subprocess.run(command, capture_output=True, text=True)
         if result.returncode != 0:
             print(json.dumps({"policy": policy, "error": result.stderr.strip().splitlines()[-1:]}))

@@ -9,7 +9,6 @@
 #include <mixt/plugin.h>
 
 #include <cmath>
-#include <map>
 
 #include "../common/grouped_optimizer.h"
 
@@ -26,16 +25,8 @@ struct AdamWOptions {
 class AdamW : public GroupedOptimizer {
  public:
   AdamW(std::vector<ParameterGroup> groups, AdamWOptions options)
-      : GroupedOptimizer(std::move(groups), {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"}), o_(options) {}
-
-  void step() override {
-    at::NoGradGuard no_grad;
-    if (o_.fused) {
-      fused_step();
-    } else {
-      for_each_with_grad([&](const ParameterGroup& group, std::size_t i, at::Tensor& p) { single_step(group, i, p); });
-    }
-  }
+      : GroupedOptimizer(std::move(groups), {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"}, options.fused),
+        o_(options) {}
 
  private:
   enum Slot : std::size_t { kStep, kExpAvg, kExpAvgSq, kMaxExpAvgSq };
@@ -43,22 +34,22 @@ class AdamW : public GroupedOptimizer {
   // Python's lazy state initialisation (Adam._init_group): a float32 step counter (on the
   // parameter's device for the fused kernel, on the CPU otherwise) and zero moments.
   void init_state(std::size_t i, const at::Tensor& p) {
-    const at::Device step_device = o_.fused ? p.device() : at::Device(at::kCPU);
+    const at::Device step_device = fused() ? p.device() : at::Device(at::kCPU);
     at::Tensor& step = state(i, kStep);
     if (!step.defined()) {
       step = at::zeros({}, at::TensorOptions().dtype(at::kFloat).device(step_device));
       state(i, kExpAvg) = at::zeros_like(p, at::MemoryFormat::Preserve);
       state(i, kExpAvgSq) = at::zeros_like(p, at::MemoryFormat::Preserve);
-      if (o_.amsgrad) state(i, kMaxExpAvgSq) = at::zeros_like(p, at::MemoryFormat::Preserve);
     } else if (step.device() != step_device) {
-      step = step.to(step_device);  // resumed from a checkpoint (loaded on the CPU) or fused toggled
+      step = step.to(step_device);  // resumed from a checkpoint (loaded on the CPU), or fused toggled
     }
     if (o_.amsgrad && !state(i, kMaxExpAvgSq).defined()) {
       state(i, kMaxExpAvgSq) = at::zeros_like(p, at::MemoryFormat::Preserve);
     }
   }
 
-  void single_step(const ParameterGroup& group, std::size_t i, at::Tensor& p) {
+  // torch/optim/adam.py `_single_tensor_adam` with decoupled_weight_decay=True.
+  void single_step(const ParameterGroup& group, std::size_t i, at::Tensor& p) override {
     init_state(i, p);
     const at::Tensor& grad = p.grad();
     at::Tensor& step_t = state(i, kStep);
@@ -85,42 +76,24 @@ class AdamW : public GroupedOptimizer {
     p.addcdiv_(exp_avg, denom, -step_size);
   }
 
-  // torch/optim/adam.py `_fused_adam`: per group, per (device, dtype), the step counters
-  // advance first, then one kernel updates every parameter.
-  void fused_step() {
-    for (auto& group : groups()) {
-      std::map<mixt::optimizers::FusedBucketKey, std::vector<std::size_t>> buckets;
-      std::size_t first = index_of(group);
-      for (std::size_t k = 0; k < group.params.size(); ++k) {
-        const at::Tensor& p = group.params[k];
-        if (!p.grad().defined()) continue;
-        init_state(first + k, p);
-        buckets[mixt::optimizers::fused_bucket_key(p)].push_back(k);
+  // torch/optim/adam.py `_fused_adam`: per device and dtype, the step counters advance
+  // first, then one kernel updates every parameter.
+  void fused_step(ParameterGroup& group, std::size_t first) override {
+    for (const auto& [key, members] : fused_buckets(group)) {
+      std::vector<at::Tensor> params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps;
+      for (std::size_t k : members) {
+        init_state(first + k, group.params[k]);
+        params.push_back(group.params[k]);
+        grads.push_back(group.params[k].grad());
+        exp_avgs.push_back(state(first + k, kExpAvg));
+        exp_avg_sqs.push_back(state(first + k, kExpAvgSq));
+        if (o_.amsgrad) max_exp_avg_sqs.push_back(state(first + k, kMaxExpAvgSq));
+        steps.push_back(state(first + k, kStep));
       }
-      for (const auto& [key, members] : buckets) {
-        std::vector<at::Tensor> params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps;
-        for (std::size_t k : members) {
-          params.push_back(group.params[k]);
-          grads.push_back(group.params[k].grad());
-          exp_avgs.push_back(state(first + k, kExpAvg));
-          exp_avg_sqs.push_back(state(first + k, kExpAvgSq));
-          if (o_.amsgrad) max_exp_avg_sqs.push_back(state(first + k, kMaxExpAvgSq));
-          steps.push_back(state(first + k, kStep));
-        }
-        at::_foreach_add_(steps, 1);
-        at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, group.lr, o_.beta1, o_.beta2,
-                          group.weight_decay, o_.eps, o_.amsgrad, /*maximize=*/false);
-      }
+      at::_foreach_add_(steps, 1);
+      at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, group.lr, o_.beta1, o_.beta2,
+                        group.weight_decay, o_.eps, o_.amsgrad, /*maximize=*/false);
     }
-  }
-
-  std::size_t index_of(const ParameterGroup& group) {
-    std::size_t first = 0;
-    for (const auto& g : groups()) {
-      if (&g == &group) break;
-      first += g.params.size();
-    }
-    return first;
   }
 
   AdamWOptions o_;

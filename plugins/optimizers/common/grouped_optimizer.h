@@ -14,6 +14,7 @@
 #include <torch/serialize/output-archive.h>
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -53,10 +54,27 @@ class GroupedOptimizer : public Optimizer {
  public:
   // `state_names`: the per-parameter state slots ("momentum_buffer", "exp_avg", ...), also
   // their names in checkpoints.
-  GroupedOptimizer(std::vector<ParameterGroup> groups, std::vector<std::string> state_names)
-      : groups_(std::move(groups)), state_names_(std::move(state_names)) {
+  // `fused`: step() calls fused_step() once per group, else single_step() per parameter
+  // with a gradient.
+  GroupedOptimizer(std::vector<ParameterGroup> groups, std::vector<std::string> state_names, bool fused)
+      : groups_(std::move(groups)), state_names_(std::move(state_names)), fused_(fused) {
     for (const auto& group : groups_) parameter_count_ += group.params.size();
     state_.assign(parameter_count_, std::vector<at::Tensor>(state_names_.size()));
+  }
+
+  void step() final {
+    at::NoGradGuard no_grad;
+    std::size_t first = 0;
+    for (auto& group : groups_) {
+      if (fused_) {
+        fused_step(group, first);
+      } else {
+        for (std::size_t k = 0; k < group.params.size(); ++k) {
+          if (group.params[k].grad().defined()) single_step(group, first + k, group.params[k]);
+        }
+      }
+      first += group.params.size();
+    }
   }
 
   void zero_grad() override {
@@ -113,20 +131,24 @@ class GroupedOptimizer : public Optimizer {
   }
 
  protected:
-  // Calls fn(group, parameter index, parameter) for every parameter that has a gradient.
-  template <class Fn>
-  void for_each_with_grad(Fn&& fn) {
-    std::size_t i = 0;
-    for (auto& group : groups_) {
-      for (auto& p : group.params) {
-        if (p.grad().defined()) fn(group, i, p);
-        ++i;
-      }
+  bool fused() const { return fused_; }
+  // One parameter's update; `index` numbers the parameters across groups (for state()).
+  virtual void single_step(const ParameterGroup& group, std::size_t index, at::Tensor& p) = 0;
+  // One group's update through a fused kernel; its parameters are state() indices
+  // first_index, first_index + 1, ...
+  virtual void fused_step(ParameterGroup& group, std::size_t first_index) = 0;
+
+  // The positions in group.params of the parameters with a gradient, by device and dtype:
+  // a fused kernel takes one device and dtype per call.
+  static std::map<FusedBucketKey, std::vector<std::size_t>> fused_buckets(const ParameterGroup& group) {
+    std::map<FusedBucketKey, std::vector<std::size_t>> buckets;
+    for (std::size_t k = 0; k < group.params.size(); ++k) {
+      if (group.params[k].grad().defined()) buckets[fused_bucket_key(group.params[k])].push_back(k);
     }
+    return buckets;
   }
 
   at::Tensor& state(std::size_t parameter, std::size_t slot) { return state_[parameter][slot]; }
-  std::vector<ParameterGroup>& groups() { return groups_; }
 
  private:
   static constexpr std::int64_t kFormat = 2;  // 1 was torch::optim's own archive layout
@@ -134,6 +156,7 @@ class GroupedOptimizer : public Optimizer {
 
   std::vector<ParameterGroup> groups_;
   std::vector<std::string> state_names_;
+  bool fused_;
   std::size_t parameter_count_ = 0;
   std::vector<std::vector<at::Tensor>> state_;  // [parameter][slot]; undefined until first used
 };

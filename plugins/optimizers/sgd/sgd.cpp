@@ -8,8 +8,6 @@
 // Both give torch.optim's parameters bit for bit (tests/unit/optimizer_parity_test.cpp).
 #include <mixt/plugin.h>
 
-#include <map>
-
 #include "../common/grouped_optimizer.h"
 
 namespace {
@@ -25,19 +23,11 @@ struct SgdOptions {
 class Sgd : public GroupedOptimizer {
  public:
   Sgd(std::vector<ParameterGroup> groups, SgdOptions options)
-      : GroupedOptimizer(std::move(groups), {"momentum_buffer"}), o_(options) {}
-
-  void step() override {
-    at::NoGradGuard no_grad;
-    if (o_.fused) {
-      fused_step();
-    } else {
-      for_each_with_grad([&](const ParameterGroup& group, std::size_t i, at::Tensor& p) { single_step(group, i, p); });
-    }
-  }
+      : GroupedOptimizer(std::move(groups), {"momentum_buffer"}, options.fused), o_(options) {}
 
  private:
-  void single_step(const ParameterGroup& group, std::size_t i, at::Tensor& p) {
+  // torch/optim/sgd.py `_single_tensor_sgd`.
+  void single_step(const ParameterGroup& group, std::size_t i, at::Tensor& p) override {
     at::Tensor grad = p.grad();
     if (group.weight_decay != 0) grad = grad.add(p, group.weight_decay);
     if (o_.momentum != 0) {
@@ -52,34 +42,27 @@ class Sgd : public GroupedOptimizer {
     p.add_(grad, -group.lr);
   }
 
-  // torch/optim/sgd.py `_fused_sgd`: the first step (no momentum buffer yet in the group)
-  // lets the kernel initialise the buffers from the gradients.
-  void fused_step() {
-    std::size_t first = 0;
-    for (auto& group : groups()) {
-      const bool no_momentum = o_.momentum == 0;
-      bool is_first_step = !no_momentum;
-      for (std::size_t k = 0; k < group.params.size(); ++k) {
-        if (state(first + k, 0).defined()) is_first_step = false;
+  // torch/optim/sgd.py `_fused_sgd`: on the group's first step (no momentum buffer yet) the
+  // kernel initialises the buffers from the gradients.
+  void fused_step(ParameterGroup& group, std::size_t first) override {
+    const bool with_momentum = o_.momentum != 0;
+    bool is_first_step = with_momentum;
+    for (std::size_t k = 0; k < group.params.size(); ++k) is_first_step = is_first_step && !state(first + k, 0).defined();
+    for (const auto& [key, members] : fused_buckets(group)) {
+      std::vector<at::Tensor> params, grads, buffers;
+      for (std::size_t k : members) {
+        params.push_back(group.params[k]);
+        grads.push_back(group.params[k].grad());
+        if (!with_momentum) continue;
+        at::Tensor& buffer = state(first + k, 0);
+        // A parameter whose first gradient comes after the group's first step gets a zero buffer:
+        // the kernel then starts it at (1 - dampening) * grad (the single-tensor path: grad).
+        const at::Tensor& grad = group.params[k].grad();
+        if (!buffer.defined()) buffer = is_first_step ? at::empty_like(grad) : at::zeros_like(grad);
+        buffers.push_back(buffer);
       }
-      std::map<mixt::optimizers::FusedBucketKey, std::vector<std::size_t>> buckets;
-      for (std::size_t k = 0; k < group.params.size(); ++k) {
-        const at::Tensor& p = group.params[k];
-        if (!p.grad().defined()) continue;
-        if (is_first_step) state(first + k, 0) = at::empty_like(p.grad());
-        buckets[mixt::optimizers::fused_bucket_key(p)].push_back(k);
-      }
-      for (const auto& [key, members] : buckets) {
-        std::vector<at::Tensor> params, grads, buffers;
-        for (std::size_t k : members) {
-          params.push_back(group.params[k]);
-          grads.push_back(group.params[k].grad());
-          if (!no_momentum) buffers.push_back(state(first + k, 0));
-        }
-        at::_fused_sgd_(params, grads, buffers, group.weight_decay, o_.momentum, group.lr, o_.dampening, o_.nesterov,
-                        /*maximize=*/false, is_first_step);
-      }
-      first += group.params.size();
+      at::_fused_sgd_(params, grads, buffers, group.weight_decay, o_.momentum, group.lr, o_.dampening, o_.nesterov,
+                      /*maximize=*/false, is_first_step);
     }
   }
 

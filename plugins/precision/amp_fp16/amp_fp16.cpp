@@ -5,12 +5,17 @@
 #include <mixt/grad_scaler.h>
 #include <mixt/plugin.h>
 
+#include "../common/float16_on_cpu.h"
+
 namespace {
 
 class AmpFp16Policy : public mixt::PrecisionPolicy {
  public:
   explicit AmpFp16Policy(mixt::GradScalerOptions options) : scaler_(options) {}
 
+  void setup(torch::nn::Module&, at::Device device) override {
+    mixt::precision::note_float16_on_cpu("amp_fp16", device);
+  }
   mixt::AutocastScope autocast(at::DeviceType device) const override {
     return mixt::AutocastScope(device, at::kHalf);
   }

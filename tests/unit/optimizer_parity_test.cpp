@@ -7,6 +7,9 @@
 
 #include <sstream>
 
+#include <torch/optim/sgd.h>
+
+#include "mixt/torch_optimizer.h"
 #include "plugins.h"
 #include "recipe_loader.h"
 #include "test_support.h"
@@ -58,6 +61,29 @@ TEST(OptimizerParity, NoWeightDecayOnOneDimensionalParameters) {
       EXPECT_TRUE(at::equal(bias.detach(), at::tensor(c["after"][step][1].get<std::vector<float>>())))
           << section.dump() << " step " << step;
     }
+  }
+}
+
+// The SDK's weight_decay_groups() for torch::optim optimizers, on the same golden: LibTorch's
+// SGD with the 1-D bias in a group without weight decay equals torch.optim's.
+TEST(OptimizerParity, SdkWeightDecayGroupsForTorchOptim) {
+  const auto golden = nlohmann::json::parse(testing::read_file(MIXT_SOURCE_DIR "/tests/golden/optimizers.json"));
+  const auto& c = golden["grouped_cases"][0];
+  ASSERT_EQ(c["optimizer"], "sgd");
+  ASSERT_FALSE(c["options"].contains("fused"));
+  at::Tensor weight = at::tensor(c["initial"][0].get<std::vector<float>>()).view({2, 3}).requires_grad_(true);
+  at::Tensor bias = at::tensor(c["initial"][1].get<std::vector<float>>()).requires_grad_(true);
+  const OptimizerContext context{{{"fc.weight", weight}, {"fc.bias", bias}}};
+  const auto options = torch::optim::SGDOptions(c["options"]["lr"].get<double>())
+                           .momentum(c["options"]["momentum"].get<double>())
+                           .weight_decay(c["options"]["weight_decay"].get<double>());
+  TorchOptimizer optimizer(std::make_unique<torch::optim::SGD>(weight_decay_groups(context, options, false), options));
+  for (std::size_t step = 0; step < c["grads"].size(); ++step) {
+    weight.mutable_grad() = at::tensor(c["grads"][step][0].get<std::vector<float>>()).view({2, 3});
+    bias.mutable_grad() = at::tensor(c["grads"][step][1].get<std::vector<float>>());
+    optimizer.step();
+    EXPECT_TRUE(at::equal(weight.detach().flatten(), at::tensor(c["after"][step][0].get<std::vector<float>>())));
+    EXPECT_TRUE(at::equal(bias.detach(), at::tensor(c["after"][step][1].get<std::vector<float>>()))) << step;
   }
 }
 

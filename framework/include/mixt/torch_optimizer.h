@@ -54,27 +54,32 @@ inline std::vector<at::Tensor> parameters_of(const OptimizerContext& context) {
   return params;
 }
 
-// Parameter groups for a torch::optim optimizer. With `decay_1d` false, 1-D parameters
-// (biases and normalisation scales/shifts) get a group of their own with weight decay 0,
-// as NVIDIA's ResNet-50 recipe and most vision recipes do; everything else keeps
-// `options`. Empty groups are left out.
+// The split a recipe's `weight_decay_1d: false` asks for: 1-D parameters (biases and
+// normalisation scales/shifts) get no weight decay, as NVIDIA's ResNet-50 recipe and most
+// vision recipes do; the others keep it. With `decay_1d` true everything is `decayed`.
+struct WeightDecaySplit {
+  std::vector<at::Tensor> decayed, not_decayed;
+};
+inline WeightDecaySplit split_for_weight_decay(const OptimizerContext& context, bool decay_1d) {
+  WeightDecaySplit split;
+  for (const auto& [name, tensor] : context.named_parameters) {
+    (decay_1d || tensor.dim() > 1 ? split.decayed : split.not_decayed).push_back(tensor);
+  }
+  return split;
+}
+
+// Parameter groups for a torch::optim optimizer: `options` for the decayed parameters, the
+// same with weight decay 0 for the others (split_for_weight_decay). Empty groups are left out.
 template <typename Options>
 std::vector<torch::optim::OptimizerParamGroup> weight_decay_groups(const OptimizerContext& context,
                                                                    const Options& options, bool decay_1d) {
+  WeightDecaySplit split = split_for_weight_decay(context, decay_1d || options.weight_decay() == 0.0);
   std::vector<torch::optim::OptimizerParamGroup> groups;
-  if (decay_1d || options.weight_decay() == 0.0) {
-    groups.emplace_back(parameters_of(context), std::make_unique<Options>(options));
-    return groups;
-  }
-  std::vector<at::Tensor> decayed, not_decayed;
-  for (const auto& [name, tensor] : context.named_parameters) {
-    (tensor.dim() <= 1 ? not_decayed : decayed).push_back(tensor);
-  }
-  if (!decayed.empty()) groups.emplace_back(std::move(decayed), std::make_unique<Options>(options));
-  if (!not_decayed.empty()) {
+  if (!split.decayed.empty()) groups.emplace_back(std::move(split.decayed), std::make_unique<Options>(options));
+  if (!split.not_decayed.empty()) {
     auto no_decay = std::make_unique<Options>(options);
     no_decay->weight_decay(0.0);
-    groups.emplace_back(std::move(not_decayed), std::move(no_decay));
+    groups.emplace_back(std::move(split.not_decayed), std::move(no_decay));
   }
   return groups;
 }

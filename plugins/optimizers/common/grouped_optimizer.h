@@ -10,6 +10,7 @@
 
 #include <mixt/error.h>
 #include <mixt/optimizer.h>
+#include <mixt/torch_optimizer.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
@@ -28,18 +29,14 @@ struct ParameterGroup {
   double weight_decay = 0;
 };
 
-// One group, or with `decay_1d` false and a weight decay, two: the parameters of two or more
-// dimensions with `weight_decay`, the 1-D ones (biases, normalisation scales) without, as
-// NVIDIA's ResNet-50 recipe does. Empty groups are left out.
+// One group, or two with `decay_1d` false and a weight decay (mixt::split_for_weight_decay:
+// no weight decay on 1-D parameters). Empty groups are left out.
 inline std::vector<ParameterGroup> weight_decay_groups(const OptimizerContext& context, double lr, double weight_decay,
                                                        bool decay_1d) {
-  ParameterGroup decayed{{}, lr, weight_decay}, not_decayed{{}, lr, 0.0};
-  for (const auto& [name, tensor] : context.named_parameters) {
-    (decay_1d || weight_decay == 0.0 || tensor.dim() > 1 ? decayed : not_decayed).params.push_back(tensor);
-  }
+  WeightDecaySplit split = split_for_weight_decay(context, decay_1d || weight_decay == 0.0);
   std::vector<ParameterGroup> groups;
-  if (!decayed.params.empty()) groups.push_back(std::move(decayed));
-  if (!not_decayed.params.empty()) groups.push_back(std::move(not_decayed));
+  if (!split.decayed.empty()) groups.push_back({std::move(split.decayed), lr, weight_decay});
+  if (!split.not_decayed.empty()) groups.push_back({std::move(split.not_decayed), lr, 0.0});
   return groups;
 }
 
@@ -122,8 +119,12 @@ class GroupedOptimizer : public Optimizer {
       for (const auto& p : group.params) {
         for (std::size_t s = 0; s < state_names_.size(); ++s) {
           at::Tensor value;
-          state_[i][s] = archive.try_read(key(i, s), value) ? value.to(value.dim() == 0 ? value.device() : p.device())
-                                                            : at::Tensor();
+          if (!archive.try_read(key(i, s), value)) {
+            state_[i][s] = at::Tensor();
+          } else {
+            // Step counters (0-dim) stay where they were loaded; the optimizer moves them if needed.
+            state_[i][s] = value.dim() == 0 ? value : value.to(p.device());
+          }
         }
         ++i;
       }

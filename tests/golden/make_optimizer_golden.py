@@ -28,6 +28,7 @@ CASES = [
     ("adamw", {"lr": 0.01, "amsgrad": True, "weight_decay": 0.0, "fused": True}),
 ]
 STEPS = 6
+LATE = 2
 
 
 def main():
@@ -71,7 +72,31 @@ def main():
             after.append([weight.detach().flatten().tolist(), bias.detach().tolist()])
         grouped.append({"optimizer": name, "options": options, "initial": [weight0.flatten().tolist(), bias0.tolist()],
                         "grads": [[gw.flatten().tolist(), gb.tolist()] for gw, gb in grads], "after": after})
-    print(json.dumps({"torch": torch.__version__, "cases": cases, "grouped_cases": grouped}, indent=1))
+    # A parameter whose first gradient comes late: "late" has none on the first LATE steps, so
+    # torch.optim's single-tensor path creates its state then (SGD: the momentum buffer starts
+    # as the gradient). The reference for mixt with fused false (bit for bit) and fused true
+    # (within float rounding: torch.optim's own fused SGD fails on this case).
+    late = []
+    for name, options in [("sgd", {"lr": 0.05, "momentum": 0.875, "dampening": 0.1, "weight_decay": 0.01}),
+                          ("adamw", {"lr": 0.01, "weight_decay": 0.1})]:
+        early0 = torch.randn(7, generator=generator, dtype=torch.float64).float()
+        late0 = torch.randn(7, generator=generator, dtype=torch.float64).float()
+        grads = [(torch.randn(7, generator=generator, dtype=torch.float64).float(),
+                  torch.randn(7, generator=generator, dtype=torch.float64).float()) for _ in range(STEPS)]
+        early, late_param = torch.nn.Parameter(early0.clone()), torch.nn.Parameter(late0.clone())
+        optimizer = {"sgd": torch.optim.SGD, "adamw": torch.optim.AdamW}[name](
+            [early, late_param], foreach=False, **options)
+        after = []
+        for step, (ge, gl) in enumerate(grads):
+            early.grad = ge.clone()
+            late_param.grad = gl.clone() if step >= LATE else None
+            optimizer.step()
+            after.append([early.detach().tolist(), late_param.detach().tolist()])
+        late.append({"optimizer": name, "options": options, "late_steps": LATE,
+                     "initial": [early0.tolist(), late0.tolist()],
+                     "grads": [[ge.tolist(), gl.tolist()] for ge, gl in grads], "after": after})
+    print(json.dumps({"torch": torch.__version__, "cases": cases, "grouped_cases": grouped, "late_cases": late},
+                     indent=1))
 
 
 if __name__ == "__main__":

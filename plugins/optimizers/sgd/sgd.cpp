@@ -42,27 +42,32 @@ class Sgd : public GroupedOptimizer {
     p.add_(grad, -group.lr);
   }
 
-  // torch/optim/sgd.py `_fused_sgd`: on the group's first step (no momentum buffer yet) the
-  // kernel initialises the buffers from the gradients.
+  // torch/optim/sgd.py `_fused_sgd`, with the kernel's is_first_step (start the momentum
+  // buffer from the gradient) decided per parameter rather than per group: a parameter whose
+  // first gradient comes after the others' (a frozen layer thawed, a branch not taken) starts
+  // from its gradient, as in the single-tensor path. torch.optim's fused path fails there (a
+  // None buffer reaches the kernel: TypeError); on the group's first step both agree.
   void fused_step(ParameterGroup& group, std::size_t first) override {
     const bool with_momentum = o_.momentum != 0;
-    bool is_first_step = with_momentum;
-    for (std::size_t k = 0; k < group.params.size(); ++k) is_first_step = is_first_step && !state(first + k, 0).defined();
     for (const auto& [key, members] : fused_buckets(group)) {
-      std::vector<at::Tensor> params, grads, buffers;
+      struct Call {
+        std::vector<at::Tensor> params, grads, buffers;
+      } continuing, starting;  // buffers that exist / buffers this step creates
       for (std::size_t k : members) {
-        params.push_back(group.params[k]);
-        grads.push_back(group.params[k].grad());
-        if (!with_momentum) continue;
         at::Tensor& buffer = state(first + k, 0);
-        // A parameter whose first gradient comes after the group's first step gets a zero buffer:
-        // the kernel then starts it at (1 - dampening) * grad (the single-tensor path: grad).
-        const at::Tensor& grad = group.params[k].grad();
-        if (!buffer.defined()) buffer = is_first_step ? at::empty_like(grad) : at::zeros_like(grad);
-        buffers.push_back(buffer);
+        const bool starts = with_momentum && !buffer.defined();
+        Call& call = starts ? starting : continuing;
+        call.params.push_back(group.params[k]);
+        call.grads.push_back(group.params[k].grad());
+        if (!with_momentum) continue;
+        if (starts) buffer = at::empty_like(group.params[k].grad());  // the kernel writes the gradient into it
+        call.buffers.push_back(buffer);
       }
-      at::_fused_sgd_(params, grads, buffers, group.weight_decay, o_.momentum, group.lr, o_.dampening, o_.nesterov,
-                      /*maximize=*/false, is_first_step);
+      for (Call* call : {&continuing, &starting}) {
+        if (call->params.empty()) continue;
+        at::_fused_sgd_(call->params, call->grads, call->buffers, group.weight_decay, o_.momentum, group.lr,
+                        o_.dampening, o_.nesterov, /*maximize=*/false, /*is_first_step=*/call == &starting);
+      }
     }
   }
 
@@ -102,4 +107,4 @@ void register_components(mixt::Registrar& registrar) {
 
 }  // namespace
 
-MIXT_PLUGIN("sgd", "1.1.0", register_components)
+MIXT_PLUGIN("sgd", "1.1.1", register_components)

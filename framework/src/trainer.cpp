@@ -9,6 +9,7 @@
 #include "checkpoint.h"
 #include "distributed/data_parallel.h"
 #include "interrupt.h"
+#include "mixt/data_loader.h"
 #include "mixt/fp32_modules.h"
 #include "mixt/version.h"
 
@@ -89,10 +90,7 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
   std::int64_t steps = (data.batches_per_epoch() + accumulate - 1) / accumulate;
   if (options_.max_steps_per_epoch > 0) steps = std::min(steps, options_.max_steps_per_epoch);
 
-  data.start_epoch(epoch);
-  // Resuming mid-epoch: the order of an epoch depends only on seed and epoch, so skipping
-  // the batches already trained on puts us exactly where the interrupted run stopped.
-  for (std::int64_t skip = 0; skip < batches_in_epoch_; ++skip) data.next_batch();
+  start_data(data, epoch);
   std::int64_t step = batches_in_epoch_ / accumulate;
   progress_.start_epoch(epoch, options_.epochs, steps);
   model.train();
@@ -173,9 +171,10 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
       }
     }
     if (stop) {
+      const std::vector<std::int64_t> positions = data_positions();  // every rank takes part
       if (run_) {
         const fs::path file = run_->checkpoints() / "interrupted";
-        save_checkpoint(file);
+        save_checkpoint(file, positions);
         progress_.note("\ninterrupted: checkpoint written to " + file.string() +
                        " (continue with trainer.resume=" + run_->path().string() + ")");
       }
@@ -184,6 +183,37 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
     }
   }
   result.samples += epoch_samples * world_size();
+}
+
+// Resuming mid-epoch: the order of an epoch depends only on seed and epoch, so going past
+// the batches already trained on puts the run exactly where the interrupted one stopped.
+// A LoaderDataset (image folders: seconds of JPEG decoding per batch) starts at the saved
+// position without building them; any other dataset replays them through next_batch(),
+// which costs little for in-memory data. The positions are per rank because a rank whose
+// shard held a batch of only bad samples is one further along its order.
+void Trainer::start_data(Dataset& data, std::int64_t epoch) {
+  auto* loader_dataset = dynamic_cast<LoaderDataset*>(&data);
+  const auto rank = static_cast<std::size_t>(parallel_ ? parallel_->rank() : 0);
+  const bool saved = resume_data_positions_.size() == static_cast<std::size_t>(world_size());
+  if (batches_in_epoch_ > 0 && loader_dataset && saved) {
+    loader_dataset->loader().start_epoch(epoch, resume_data_positions_[rank]);
+  } else {
+    data.start_epoch(epoch);
+    for (std::int64_t skip = 0; skip < batches_in_epoch_; ++skip) data.next_batch();
+  }
+  resume_data_positions_.clear();
+}
+
+std::vector<std::int64_t> Trainer::data_positions() const {
+  auto* loader_dataset = dynamic_cast<LoaderDataset*>(c_.train.get());
+  if (!loader_dataset) return {};
+  const auto position = static_cast<double>(loader_dataset->loader().position());
+  if (!parallel_) return {static_cast<std::int64_t>(position)};
+  std::vector<double> slots(static_cast<std::size_t>(parallel_->world_size()), 0.0);
+  slots[static_cast<std::size_t>(parallel_->rank())] = position;
+  std::vector<std::int64_t> positions;
+  for (const double p : parallel_->sum(slots)) positions.push_back(static_cast<std::int64_t>(p));
+  return positions;
 }
 
 at::Tensor Trainer::to_device(const at::Tensor& inputs) const {
@@ -251,7 +281,7 @@ Evaluation Trainer::evaluate(Dataset& dataset) {
   return eval;
 }
 
-void Trainer::save_checkpoint(const fs::path& file) {
+void Trainer::save_checkpoint(const fs::path& file, const std::vector<std::int64_t>& data_positions) {
   torch::serialize::OutputArchive archive;
   torch::serialize::OutputArchive model_archive, optimizer_archive, precision_archive, trainer_archive;
   c_.model->save(model_archive);
@@ -273,6 +303,7 @@ void Trainer::save_checkpoint(const fs::path& file) {
   }
   trainer_archive.write("epoch", c10::IValue(epoch_));
   trainer_archive.write("batches_in_epoch", c10::IValue(batches_in_epoch_));
+  if (!data_positions.empty()) trainer_archive.write("data_positions", c10::IValue(data_positions));
   trainer_archive.write("global_step", c10::IValue(global_step_));
   trainer_archive.write("skipped_steps", c10::IValue(skipped_steps_));
   trainer_archive.write("cpu_rng_state", rng);
@@ -285,6 +316,7 @@ void Trainer::save_checkpoint(const fs::path& file) {
                            {"global_step", global_step_},
                            {"skipped_steps", skipped_steps_},
                            {"components", nlohmann::json::array()}};
+  if (!data_positions.empty()) header["data_positions"] = data_positions;
   for (const auto& r : c_.records) {
     header["components"].push_back({{"kind", r.kind}, {"name", r.name}, {"plugin", r.plugin},
                                     {"plugin_version", r.plugin_version}});
@@ -354,6 +386,8 @@ void Trainer::resume(const fs::path& path) {
     trainer_archive.read("global_step", value);
     global_step_ = value.toInt();
     if (trainer_archive.try_read("skipped_steps", value)) skipped_steps_ = value.toInt();
+    resume_data_positions_.clear();
+    if (trainer_archive.try_read("data_positions", value)) resume_data_positions_ = value.toIntVector();
     at::Tensor rng;
     trainer_archive.read("cpu_rng_state", rng);
     auto generator = at::detail::getDefaultCPUGenerator();

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <vector>
 
 #include "components.h"
 #include "progress.h"
@@ -47,7 +48,9 @@ class Trainer {
   void resume(const std::filesystem::path& checkpoint);
   TrainResult fit();
   Evaluation evaluate(Dataset& dataset);
-  void save_checkpoint(const std::filesystem::path& file);
+  // `data_positions`: every rank's DataLoader::position() when saving mid-epoch (see
+  // data_positions()); empty at an epoch's end or for datasets without one.
+  void save_checkpoint(const std::filesystem::path& file, const std::vector<std::int64_t>& data_positions = {});
 
   // Called after every optimizer step with the step's (detached, device-resident) loss;
   // `mixt bench` times steps with it. Reading the loss on the host is the observer's choice.
@@ -57,6 +60,10 @@ class Trainer {
  private:
   void train_epoch(std::int64_t epoch, TrainResult& result);
   void finish_epoch_checkpoint(std::int64_t epoch);
+  // Starts `epoch` of the training data where the run stands (mid-epoch after a resume).
+  void start_data(Dataset& data, std::int64_t epoch);
+  // Every rank's loader position, rank r's at [r]; a collective in data-parallel runs.
+  std::vector<std::int64_t> data_positions() const;
   at::Tensor to_device(const at::Tensor& inputs) const;  // + channels_last when asked
   std::int64_t world_size() const;
   std::vector<std::pair<std::string, double>> step_metrics() const;
@@ -75,6 +82,9 @@ class Trainer {
   std::int64_t batches_in_epoch_ = 0;  // micro-batches of epoch_ already trained on
   std::int64_t global_step_ = 0;       // optimizer steps attempted since the start of training
   std::int64_t skipped_steps_ = 0;     // of those, skipped by the precision policy
+  // From the checkpoint resumed: each rank's DataLoader::position() in epoch_ (empty when the
+  // dataset is not a LoaderDataset or the checkpoint predates it); used once, by start_data.
+  std::vector<std::int64_t> resume_data_positions_;
 };
 
 }  // namespace mixt

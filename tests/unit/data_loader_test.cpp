@@ -44,11 +44,16 @@ LoaderOptions options(std::int64_t batch, std::int64_t workers, std::uint64_t se
   return o;
 }
 
-std::vector<Batch> epoch(DataLoader& loader, std::int64_t e) {
-  loader.start_epoch(e);
+// What is left of the current epoch.
+std::vector<Batch> epoch_rest(DataLoader& loader) {
   std::vector<Batch> batches;
   while (auto b = loader.next_batch()) batches.push_back(*b);
   return batches;
+}
+
+std::vector<Batch> epoch(DataLoader& loader, std::int64_t e) {
+  loader.start_epoch(e);
+  return epoch_rest(loader);
 }
 
 std::vector<std::int64_t> targets(const std::vector<Batch>& batches) {
@@ -140,6 +145,51 @@ TEST(DataLoader, StartingAnEpochAgainMidwayStartsItCleanly) {
   loader.next_batch();
   loader.next_batch();
   EXPECT_TRUE(same(epoch(loader, 1), full));
+}
+
+// Resuming mid-epoch: starting at batch k gives the batches k, k+1, ... of the full epoch
+// and loads only their samples (the count is what makes this test fail if the skipped
+// batches were built and thrown away).
+TEST(DataLoader, StartingAtABatchDeliversTheRestOfTheEpochAndLoadsOnlyThat) {
+  for (const std::int64_t workers : {0, 3}) {
+    auto source = std::make_shared<CountingSource>(40);
+    DataLoader loader(source, options(3, workers));
+    const auto full = epoch(loader, 2);  // 14 batches: 13 of 3 and one of 1
+    ASSERT_EQ(full.size(), 14u);
+    const int loads_before = source->loads;
+    loader.start_epoch(2, 10);
+    EXPECT_EQ(loader.position(), 10);
+    std::vector<Batch> rest;
+    while (auto b = loader.next_batch()) rest.push_back(*b);
+    EXPECT_TRUE(same(rest, std::vector<Batch>(full.begin() + 10, full.end()))) << "workers " << workers;
+    EXPECT_EQ(source->loads - loads_before, 3 * 3 + 1) << "workers " << workers;
+    EXPECT_EQ(loader.position(), 14);
+  }
+}
+
+// position() counts a batch next_batch() passed over because every sample of it was bad,
+// so start_epoch(e, position()) continues where the consumer really was.
+TEST(DataLoader, PositionCountsBatchesOfOnlyBadSamples) {
+  LoaderOptions o = options(2, 2);
+  o.shuffle = false;
+  o.warn = [](const std::string&) {};
+  DataLoader loader(std::make_shared<CountingSource>(8, std::set<std::int64_t>{2, 3}), o);
+  loader.start_epoch(0);
+  EXPECT_EQ(loader.position(), 0);
+  loader.next_batch();  // samples 0, 1
+  const auto second = loader.next_batch();  // samples 4, 5: the batch of 2, 3 was all bad
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(targets({*second}), (std::vector<std::int64_t>{4, 5}));
+  EXPECT_EQ(loader.position(), 3);
+  loader.start_epoch(0, loader.position());
+  EXPECT_EQ(targets(epoch_rest(loader)), (std::vector<std::int64_t>{6, 7}));
+}
+
+TEST(DataLoader, StartingPastTheEndIsAnError) {
+  DataLoader loader(std::make_shared<CountingSource>(10), options(4, 0));
+  EXPECT_THROW(loader.start_epoch(0, 4), Error);
+  loader.start_epoch(0, 3);  // the end itself: an empty rest
+  EXPECT_FALSE(loader.next_batch().has_value());
 }
 
 TEST(DataLoader, BadSamplesAreSkippedCountedAndNamedOnce) {

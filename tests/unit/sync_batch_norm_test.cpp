@@ -13,6 +13,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #include "mixt/batch_norm.h"
 #include "mixt/error.h"
@@ -258,6 +259,45 @@ TEST(SyncBatchNorm, EvaluationAndOneRankTakeNoCollective) {
   fresh->eval();
   EXPECT_TRUE(at::equal(evaluating->forward(input), fresh->forward(input)));  // returns: no all-reduce waited on
   EXPECT_EQ(pair.collectives(), 0);
+}
+
+// clone() keeps the mixt class (torch's Cloneable copies as torch::nn::BatchNorm2d, which
+// cannot synchronise), deep-copies parameters and buffers, keeps the training flag and the
+// communicator; so a Sequential holding one clones too (its AnyModule casts each clone back
+// to the class it holds).
+TEST(SyncBatchNorm, CloneKeepsTheClassTheTensorsAndTheCommunicator) {
+  ThreadGroup group(2);
+  ThreadRank communicator(group, 0);
+  at::manual_seed(2);
+  BatchNorm2d layer(3);
+  {
+    at::NoGradGuard no_grad;
+    layer->weight.uniform_();
+    layer->running_mean.normal_();
+  }
+  layer->synchronise_over(&communicator);
+  layer->eval();
+  const auto cloned = std::dynamic_pointer_cast<BatchNorm2dImpl>(layer->clone());
+  ASSERT_NE(cloned, nullptr) << "cloned as " << layer->clone()->name();
+  EXPECT_EQ(cloned->communicator(), &communicator);
+  EXPECT_FALSE(cloned->is_training());
+  EXPECT_TRUE(cloned->weight.requires_grad());
+  for (const auto& [name, original, copy] :
+       {std::tuple{"weight", layer->weight, cloned->weight}, std::tuple{"running_mean", layer->running_mean,
+                                                                         cloned->running_mean}}) {
+    EXPECT_TRUE(at::equal(copy, original)) << name;
+    EXPECT_NE(copy.data_ptr(), original.data_ptr()) << name << " is shared, not copied";
+  }
+  // The registered parameters are the members forward() uses.
+  EXPECT_EQ(cloned->named_parameters()["weight"].data_ptr(), cloned->weight.data_ptr());
+  EXPECT_EQ(cloned->named_buffers()["running_var"].data_ptr(), cloned->running_var.data_ptr());
+
+  torch::nn::Sequential model(torch::nn::Conv2d(1, 2, 3), BatchNorm2d(2));
+  const auto copy = std::dynamic_pointer_cast<torch::nn::SequentialImpl>(model->clone());
+  ASSERT_NE(copy, nullptr);
+  ASSERT_NE((*copy)[1]->as<BatchNorm2dImpl>(), nullptr);
+  const at::Tensor input = at::randn({2, 1, 5, 5});
+  EXPECT_TRUE(at::equal(copy->forward(input), model->forward(input)));
 }
 
 Config distributed_section() {

@@ -8,6 +8,11 @@
 
 #include <torch/nn/modules/linear.h>
 
+#include <atomic>
+#include <memory>
+
+#include "mixt/data_loader.h"
+
 #include "interrupt.h"
 #include "plugins.h"
 #include "recipe_loader.h"
@@ -26,6 +31,8 @@ class BlobDataset : public Dataset {
     inputs_ = centers.index_select(0, labels_) + at::randn({256, 8}, generator);
     seed_ = seed;
   }
+  const at::Tensor& inputs() const { return inputs_; }
+  const at::Tensor& labels() const { return labels_; }
   std::int64_t size() const override { return 256; }
   std::int64_t num_classes() const override { return 4; }
   std::vector<std::int64_t> sample_shape() const override { return {8}; }
@@ -47,6 +54,42 @@ class BlobDataset : public Dataset {
   at::Tensor inputs_, labels_, order_;
   std::uint64_t seed_ = 0;
   std::int64_t position_ = 0, served_ = 0, interrupt_at_;
+};
+
+// The same blobs as samples of a mixt::DataLoader (what image_folder builds on), counting
+// the samples it loads.
+class BlobSource : public SampleSource {
+ public:
+  BlobSource() {
+    const BlobDataset blobs(0);
+    inputs_ = blobs.inputs();
+    labels_ = blobs.labels();
+  }
+  std::int64_t size() const override { return 256; }
+  std::string sample_name(std::int64_t i) const override { return "blob-" + std::to_string(i); }
+  Sample load(std::int64_t i, SampleRng&) const override {
+    ++loads;
+    return {inputs_[i].clone(), labels_[i].item<std::int64_t>()};
+  }
+  mutable std::atomic<std::int64_t> loads{0};
+
+ private:
+  at::Tensor inputs_, labels_;
+};
+
+// A LoaderDataset (so the trainer's dynamic_cast finds it) that can request an interrupt.
+class InterruptibleLoaderDataset : public LoaderDataset {
+ public:
+  InterruptibleLoaderDataset(std::shared_ptr<const SampleSource> source, LoaderOptions options,
+                             std::int64_t interrupt_at)
+      : LoaderDataset(std::move(source), std::move(options), 4, {8}), interrupt_at_(interrupt_at) {}
+  std::optional<Batch> next_batch() override {
+    if (served_++ == interrupt_at_) request_interrupt();
+    return LoaderDataset::next_batch();
+  }
+
+ private:
+  std::int64_t served_ = 0, interrupt_at_;
 };
 
 class TinyMlp : public Model {
@@ -149,6 +192,38 @@ TEST(Trainer, InterruptedMidEpochAndResumedEqualsUninterrupted) {
   trainer.resume(checkpoint);
   trainer.fit();
   EXPECT_TRUE(same(straight.weights(), resumed.weights()));
+}
+
+// The same on a LoaderDataset, which resumes at the saved loader position: the resumed run
+// loads only the samples of the batches it has not trained on (the old way replayed and
+// decoded the whole epoch's start) and still ends bitwise where the straight run does.
+TEST(Trainer, ResumingMidEpochOnALoaderDatasetLoadsOnlyTheRest) {
+  auto loader_fixture = [](std::int64_t interrupt_at, std::shared_ptr<BlobSource> source) {
+    auto f = std::make_unique<Fixture>();
+    LoaderOptions o;
+    o.batch_size = 16;
+    o.workers = 0;  // loads happen in next_batch(): the interrupt lands on a known batch
+    o.seed = 5;
+    f->components.train = std::make_unique<InterruptibleLoaderDataset>(source, o, interrupt_at);
+    return f;
+  };
+  testing::TempDir dir;
+  auto straight = loader_fixture(-1, std::make_shared<BlobSource>());
+  Trainer(straight->components, options(2), nullptr, straight->progress).fit();
+
+  clear_interrupt_request();
+  auto first = loader_fixture(21, std::make_shared<BlobSource>());  // stops after batch 6 of epoch 2
+  RunDirectory run(dir.path(), "interrupted");
+  EXPECT_THROW(Trainer(first->components, options(2), &run, first->progress).fit(), Error);
+  clear_interrupt_request();
+
+  auto source = std::make_shared<BlobSource>();
+  auto resumed = loader_fixture(-1, source);
+  Trainer trainer(resumed->components, options(2), nullptr, resumed->progress);
+  trainer.resume(run.checkpoints() / "interrupted");
+  trainer.fit();
+  EXPECT_EQ(source->loads, (16 - 6) * 16);
+  EXPECT_TRUE(same(straight->weights(), resumed->weights()));
 }
 
 TEST(Trainer, CheckpointFromAnotherFileIsRejected) {

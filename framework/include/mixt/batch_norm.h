@@ -24,6 +24,9 @@
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/pimpl.h>
 
+#include <memory>
+#include <optional>
+
 #include "mixt/distributed.h"
 
 namespace mixt {
@@ -75,10 +78,24 @@ at::Tensor synchronised_forward(Base& layer, const Communicator& communicator, c
 }
 }  // namespace detail
 
+// clone() is overridden because torch's (Cloneable<torch::nn::BatchNorm2dImpl>) copies as
+// the torch class: the copy would lose the ability to synchronise. The override deep-copies
+// through torch's clone and rewraps the result, keeping the communicator.
 #define MIXT_SYNCHRONISED_BATCH_NORM(D)                                                                    \
   class BatchNorm##D##dImpl : public torch::nn::BatchNorm##D##dImpl, public SynchronisedBatchNorm {      \
    public:                                                                                                 \
     using torch::nn::BatchNorm##D##dImpl::BatchNorm##D##dImpl;                                             \
+    /* Takes over `layer`'s parameters and buffers (shares them, as a copy of a module does). */         \
+    explicit BatchNorm##D##dImpl(const torch::nn::BatchNorm##D##dImpl& layer)                             \
+        : torch::nn::BatchNorm##D##dImpl(layer) {}                                                         \
+    std::shared_ptr<torch::nn::Module> clone(                                                              \
+        const std::optional<at::Device>& device = std::nullopt) const override {                          \
+      const auto copied = std::dynamic_pointer_cast<torch::nn::BatchNorm##D##dImpl>(                     \
+          torch::nn::BatchNorm##D##dImpl::clone(device));                                                  \
+      auto copy = std::make_shared<BatchNorm##D##dImpl>(*copied);                                          \
+      copy->synchronise_over(communicator());                                                             \
+      return copy;                                                                                         \
+    }                                                                                                      \
     at::Tensor forward(const at::Tensor& input) {                                                          \
       if (!synchronises(is_training())) return torch::nn::BatchNorm##D##dImpl::forward(input);             \
       _check_input_dim(input);                                                                             \

@@ -98,6 +98,14 @@ class DataLoader {
   std::int64_t batches_per_epoch() const;
   // Starts epoch `epoch`; abandons what is left of the previous one.
   void start_epoch(std::int64_t epoch);
+  // Starts epoch `epoch` at batch number `first_batch` of its order: the batches before it
+  // are neither loaded nor delivered. A run resuming mid-epoch passes the position() it
+  // saved and goes on with exactly the batches it would have had, without decoding the
+  // ones it already trained on.
+  void start_epoch(std::int64_t epoch, std::int64_t first_batch);
+  // Batch numbers of the current epoch delivered or passed over so far, counting batches
+  // whose every sample was bad (next_batch() skips those) and those before first_batch.
+  std::int64_t position() const;
   // The next batch (on options.device), or nothing at the end of the epoch. Rethrows what
   // a worker threw (on_bad_sample: fail, a transform error).
   std::optional<Batch> next_batch();

@@ -8,7 +8,9 @@
 #define MIXT_ABI_MAJOR 1
 // 1.1: PrecisionContext::communicator (mixt/distributed.h).
 // 1.2: mixt::BatchNorm1d/2d/3d and sync_batch_norm (mixt/batch_norm.h).
-#define MIXT_ABI_MINOR 2
+// 1.3: DataLoader::start_epoch(epoch, first_batch) and DataLoader::position()
+//      (mixt/data_loader.h); mixt::BatchNorm*d clone as themselves (mixt/batch_norm.h).
+#define MIXT_ABI_MINOR 3
 
 #define MIXT_STRINGIFY_IMPL(x) #x
 #define MIXT_STRINGIFY(x) MIXT_STRINGIFY_IMPL(x)

@@ -228,8 +228,15 @@ std::int64_t DataLoader::batches_per_epoch() const {
   return state_->options.drop_last ? n / b : (n + b - 1) / b;
 }
 
-void DataLoader::start_epoch(std::int64_t epoch) {
+void DataLoader::start_epoch(std::int64_t epoch) { start_epoch(epoch, 0); }
+
+void DataLoader::start_epoch(std::int64_t epoch, std::int64_t first_batch) {
   State& s = *state_;
+  if (first_batch < 0 || first_batch > batches_per_epoch()) {
+    throw runtime_error("data loader: cannot start epoch " + std::to_string(epoch) + " at batch " +
+                        std::to_string(first_batch) + ": it has " + std::to_string(batches_per_epoch()) +
+                        " batches");
+  }
   auto order = std::make_shared<const std::vector<std::int64_t>>(
       s.shard_size == 0 ? std::vector<std::int64_t>{}
                         : shard_order(s.source->size(), s.options.shuffle, s.options.seed, epoch, s.options.rank,
@@ -240,8 +247,8 @@ void DataLoader::start_epoch(std::int64_t epoch) {
     s.epoch = epoch;
     s.order = std::move(order);
     s.total_batches = batches_per_epoch();
-    s.next_to_claim = 0;
-    s.next_to_deliver = 0;
+    s.next_to_claim = first_batch;
+    s.next_to_deliver = first_batch;
     s.ready.clear();
   }
   s.work_ready.notify_all();
@@ -274,6 +281,11 @@ std::optional<Batch> DataLoader::next_batch() {
     }
     return batch;
   }
+}
+
+std::int64_t DataLoader::position() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->next_to_deliver;
 }
 
 LoaderDataset::~LoaderDataset() = default;

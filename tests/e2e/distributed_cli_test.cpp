@@ -325,6 +325,20 @@ TEST(DataParallel, ARankWhoseStoreNeverAppearsFailsClearlyAfterTheTimeout) {
   EXPECT_LT(seconds, 30.0);
 }
 
+// Waits (up to 90 s) until rank 0 has logged step 2: then every rank is inside the training
+// loop. Fails if rank 0 exits first.
+::testing::AssertionResult rank0_is_training(ChildProcess& rank0, const fs::path& log) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  while (testing::read_file(log).find(" step 2/") == std::string::npos) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return ::testing::AssertionFailure() << "rank 0 logged no step 2 within 90 s\n" << testing::read_file(log);
+    }
+    if (rank0.wait_for(0)) return ::testing::AssertionFailure() << "rank 0 exited\n" << testing::read_file(log);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return ::testing::AssertionSuccess();
+}
+
 TEST(DataParallel, KillingOneRankMakesTheOtherExitWithinTheTimeout) {
   TempDir dir;
   // Long enough never to finish on its own; a 15 s collective timeout.
@@ -334,13 +348,7 @@ TEST(DataParallel, KillingOneRankMakesTheOtherExitWithinTheTimeout) {
   const int port = testing::free_port();
   ChildProcess rank0({MIXT_EXECUTABLE, "run", "r.yaml"}, rank_environment(0, 2, port), dir.path(), dir.path() / "0.log");
   ChildProcess rank1({MIXT_EXECUTABLE, "run", "r.yaml"}, rank_environment(1, 2, port), dir.path(), dir.path() / "1.log");
-  // Wait until rank 0 has logged a training step: both ranks are inside the loop.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
-  while (testing::read_file(dir.path() / "0.log").find(" step 2/") == std::string::npos) {
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << testing::read_file(dir.path() / "0.log");
-    ASSERT_FALSE(rank0.wait_for(0)) << testing::read_file(dir.path() / "0.log");
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  ASSERT_TRUE(rank0_is_training(rank0, dir.path() / "0.log"));
   const auto killed = std::chrono::steady_clock::now();
   rank1.signal(SIGKILL);
   const auto code = rank0.wait_for(45);
@@ -362,12 +370,7 @@ TEST(DataParallel, AnInterruptOnOneRankStopsEveryRankAfterTheSameStep) {
   const int port = testing::free_port();
   ChildProcess rank0({MIXT_EXECUTABLE, "run", "r.yaml"}, rank_environment(0, 2, port), dir.path(), dir.path() / "0.log");
   ChildProcess rank1({MIXT_EXECUTABLE, "run", "r.yaml"}, rank_environment(1, 2, port), dir.path(), dir.path() / "1.log");
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
-  while (testing::read_file(dir.path() / "0.log").find(" step 2/") == std::string::npos) {
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << testing::read_file(dir.path() / "0.log");
-    ASSERT_FALSE(rank0.wait_for(0)) << testing::read_file(dir.path() / "0.log");
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  ASSERT_TRUE(rank0_is_training(rank0, dir.path() / "0.log"));
   rank1.signal(SIGINT);
   const auto code0 = rank0.wait_for(60), code1 = rank1.wait_for(10);
   const std::string log0 = testing::read_file(dir.path() / "0.log"), log1 = testing::read_file(dir.path() / "1.log");

@@ -3,6 +3,7 @@
 #include <ATen/autocast_mode.h>
 #include <torch/nn/utils/clip_grad.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -398,6 +399,19 @@ void Trainer::resume(const fs::path& path) {
   } catch (const c10::Error& e) {
     throw Error(ErrorKind::recipe, std::string("checkpoint does not fit this recipe: ") + e.what_without_backtrace(),
                 SourceLocation{file.string()}, "trainer.resume");
+  }
+  // A checkpoint from further into an epoch than this data has batches (other data, another
+  // batch size) would silently train on nothing, or fail deep in the loader.
+  std::int64_t furthest = batches_in_epoch_;
+  for (const std::int64_t position : resume_data_positions_) furthest = std::max(furthest, position);
+  const std::int64_t batches = c_.train->batches_per_epoch();
+  if (furthest > batches) {
+    throw Error(ErrorKind::recipe,
+                "checkpoint stopped after batch " + std::to_string(furthest) + " of epoch " +
+                    std::to_string(epoch_ + 1) + ", but the training data has " + std::to_string(batches) +
+                    " batches per epoch",
+                SourceLocation{file.string()}, "trainer.resume",
+                "resume with the data and batch size the run was started with (its run directory has recipe.yaml)");
   }
   progress_.note("resumed from " + file.string() + " at epoch " + std::to_string(epoch_ + 1) + ", step " +
                  std::to_string(global_step_));

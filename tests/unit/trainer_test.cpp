@@ -198,10 +198,11 @@ TEST(Trainer, InterruptedMidEpochAndResumedEqualsUninterrupted) {
 // loads only the samples of the batches it has not trained on (the old way replayed and
 // decoded the whole epoch's start) and still ends bitwise where the straight run does.
 TEST(Trainer, ResumingMidEpochOnALoaderDatasetLoadsOnlyTheRest) {
-  auto loader_fixture = [](std::int64_t interrupt_at, std::shared_ptr<BlobSource> source) {
+  auto loader_fixture = [](std::int64_t interrupt_at, std::shared_ptr<BlobSource> source,
+                           std::int64_t batch_size = 16) {
     auto f = std::make_unique<Fixture>();
     LoaderOptions o;
-    o.batch_size = 16;
+    o.batch_size = batch_size;
     o.workers = 0;  // loads happen in next_batch(): the interrupt lands on a known batch
     o.seed = 5;
     f->components.train = std::make_unique<InterruptibleLoaderDataset>(source, o, interrupt_at);
@@ -224,6 +225,20 @@ TEST(Trainer, ResumingMidEpochOnALoaderDatasetLoadsOnlyTheRest) {
   trainer.fit();
   EXPECT_EQ(source->loads, (16 - 6) * 16);
   EXPECT_TRUE(same(straight->weights(), resumed->weights()));
+
+  // The same checkpoint on data of 4 batches per epoch: a recipe error, not an empty epoch.
+  auto bigger_batches = loader_fixture(-1, std::make_shared<BlobSource>(), 64);
+  Trainer mismatched(bigger_batches->components, options(2), nullptr, bigger_batches->progress);
+  try {
+    mismatched.resume(run.checkpoints() / "interrupted");
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::recipe);
+    EXPECT_NE(std::string(e.what()).find("checkpoint stopped after batch 6 of epoch 2, but the training data has 4 "
+                                         "batches per epoch"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Trainer, CheckpointFromAnotherFileIsRejected) {

@@ -190,8 +190,9 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
 // the batches already trained on puts the run exactly where the interrupted one stopped.
 // A LoaderDataset (image folders: seconds of JPEG decoding per batch) starts at the saved
 // position without building them; any other dataset replays them through next_batch(),
-// which costs little for in-memory data. The positions are per rank because a rank whose
-// shard held a batch of only bad samples is one further along its order.
+// which costs little for in-memory data. Each rank's position is saved, and each rank
+// restarts at its own: they are equal today (with several ranks a batch of only bad
+// samples is an error, not a skip), but a loader is per shard and nothing here assumes it.
 void Trainer::start_data(Dataset& data, std::int64_t epoch) {
   auto* loader_dataset = dynamic_cast<LoaderDataset*>(&data);
   const auto rank = static_cast<std::size_t>(parallel_ ? parallel_->rank() : 0);

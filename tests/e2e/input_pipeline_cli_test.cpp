@@ -3,6 +3,9 @@
 // and data recipe errors answered at their file:line:column with exit code 2.
 #include <gtest/gtest.h>
 
+#include <memory>
+
+#include "child_process.h"
 #include "data_support.h"
 
 namespace mixt {
@@ -36,6 +39,39 @@ TEST(InputPipelineCli, TrainsOnAnImageFolderTreeSkippingBadFiles) {
   EXPECT_NE(result.output.find("mixt: warning: skipping bad sample"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("corrupt.jpg"), std::string::npos) << result.output;
   EXPECT_TRUE(fs::exists(dir.path() / "runs" / "folder")) << result.output;
+}
+
+// Two Gloo ranks with batch_size 1: a rank whose batch is one bad file cannot skip it
+// without falling a step behind (before, it went on to evaluation and Gloo aborted the
+// process on the mismatched collective: exit 134). Now that rank stops with a clear error,
+// the other follows within the timeout, both exit 1.
+TEST(InputPipelineCli, ABadBatchOnOneRankStopsEveryRankCleanly) {
+  TempDir dir;
+  testing::run_fixture_script("make_image_folder.py", testing::shell_quote((dir.path() / "tree").string()) + " --bad");
+  std::string text = recipe((dir.path() / "tree").string());
+  text = testing::replace_once(text, "batch_size: 16, workers: 2", "batch_size: 1, workers: 1");
+  text = testing::replace_once(text, "threads: 1 }", "threads: 1, distributed: { backend: gloo, timeout: 20 } }");
+  dir.write("r.yaml", text);
+  const int port = testing::free_port();
+  std::vector<std::unique_ptr<testing::ChildProcess>> ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string r = std::to_string(rank);
+    ranks.push_back(std::make_unique<testing::ChildProcess>(
+        std::vector<std::string>{MIXT_EXECUTABLE, "run", "r.yaml"},
+        std::vector<std::string>{"RANK=" + r, "WORLD_SIZE=2", "LOCAL_RANK=" + r, "LOCAL_WORLD_SIZE=2",
+                                 "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)},
+        dir.path(), dir.path() / (r + ".log")));
+  }
+  std::string logs;
+  for (int rank = 0; rank < 2; ++rank) {
+    const auto code = ranks[static_cast<std::size_t>(rank)]->wait_for(120);
+    const std::string log = testing::read_file(dir.path() / (std::to_string(rank) + ".log"));
+    ASSERT_TRUE(code) << "rank " << rank << " still running\n" << log;
+    EXPECT_EQ(*code, 1) << log;
+    EXPECT_EQ(log.find("terminate called"), std::string::npos) << log;
+    logs += log;
+  }
+  EXPECT_NE(logs.find("is bad (see the warnings above)"), std::string::npos) << logs;
 }
 
 TEST(InputPipelineCli, MissingRootIsARecipeErrorAtItsLine) {

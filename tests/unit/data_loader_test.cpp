@@ -225,6 +225,26 @@ TEST(DataLoader, ABatchOfOnlyBadSamplesIsSkipped) {
   EXPECT_EQ(targets(epoch(loader, 0)), (std::vector<std::int64_t>{0, 1, 4, 5}));
 }
 
+// With several ranks a batch of only bad samples cannot be skipped (the rank would fall a
+// step behind the others): it is an error naming the batch, the epoch and the rank.
+TEST(DataLoader, ABatchOfOnlyBadSamplesOnOneOfSeveralRanksIsAnError) {
+  LoaderOptions o = options(2, 1);
+  o.shuffle = false;
+  o.world_size = 2;
+  o.rank = 1;  // indices 1, 3, 5, 7: its second batch is 5, 7
+  o.warn = [](const std::string&) {};
+  DataLoader loader(std::make_shared<CountingSource>(8, std::set<std::int64_t>{5, 7}), o);
+  loader.start_epoch(0);
+  ASSERT_TRUE(loader.next_batch().has_value());
+  try {
+    loader.next_batch();
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("every sample of batch 2 of epoch 1 on rank 1 of 2 is bad", 0), 0u)
+        << e.what();
+  }
+}
+
 TEST(DataLoader, OnBadSampleFailStopsNamingTheSample) {
   LoaderOptions o = options(4, 2);
   o.shuffle = false;

@@ -15,7 +15,8 @@
 //     batches while the current one trains;
 //   - a sample whose load throws BadSample is skipped (the batch is one shorter), counted,
 //     and named in a warning once; with on_bad_sample = fail the epoch stops with an error
-//     naming it.
+//     naming it. A batch of only bad samples is passed over with world_size 1 and is an
+//     error with more (that rank would end the epoch a step before the others).
 //
 // LoaderDataset wraps a loader as a mixt::Dataset, which is all most plugins need:
 //

@@ -258,10 +258,13 @@ std::optional<Batch> DataLoader::next_batch() {
   State& s = *state_;
   while (true) {
     BuiltBatch built;
+    std::int64_t number = 0, epoch = 0;
     {
       std::unique_lock lock(s.mutex);
       if (!s.order) throw runtime_error("data loader: next_batch() before start_epoch()");
       if (s.next_to_deliver >= s.total_batches) return std::nullopt;
+      number = s.next_to_deliver;
+      epoch = s.epoch;
       if (s.workers.empty()) {
         built = s.build(*s.order, s.next_to_deliver, s.epoch);
       } else {
@@ -273,7 +276,19 @@ std::optional<Batch> DataLoader::next_batch() {
     }
     s.work_ready.notify_all();
     if (built.error) std::rethrow_exception(built.error);
-    if (!built.batch) continue;  // every sample of that batch was bad
+    if (!built.batch) {
+      // Every sample of that batch was bad. One process just goes on with the next batch;
+      // a rank of several cannot: it would end the epoch a batch early and its collectives
+      // would stop pairing with the other ranks' (Gloo aborts the process on the mismatch).
+      if (s.options.world_size > 1) {
+        throw runtime_error("every sample of batch " + std::to_string(number + 1) + " of epoch " +
+                                std::to_string(epoch + 1) + " on rank " + std::to_string(s.options.rank) + " of " +
+                                std::to_string(s.options.world_size) + " is bad (see the warnings above)",
+                            "fix or remove those files, or use a larger batch_size: with several ranks a whole batch "
+                            "cannot be skipped without leaving this rank a step behind the others");
+      }
+      continue;
+    }
     Batch batch = std::move(*built.batch);
     if (s.options.device != batch.inputs.device()) {
       batch.inputs = batch.inputs.to(s.options.device, /*non_blocking=*/s.pin);

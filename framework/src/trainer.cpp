@@ -172,7 +172,15 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
       }
     }
     if (stop) {
-      const std::vector<std::int64_t> positions = data_positions();  // every rank takes part
+      // Every rank takes part. A rank lost since the stop was agreed must not cost rank 0
+      // its checkpoint: save without positions (a resume then replays those batches) and
+      // let the barrier below report the failure.
+      std::vector<std::int64_t> positions;
+      try {
+        positions = data_positions();
+      } catch (const std::exception&) {
+        positions.clear();
+      }
       if (run_) {
         const fs::path file = run_->checkpoints() / "interrupted";
         save_checkpoint(file, positions);

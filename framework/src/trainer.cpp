@@ -178,8 +178,7 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
       std::vector<std::int64_t> positions;
       try {
         positions = data_positions();
-      } catch (const std::exception&) {
-        positions.clear();
+      } catch (const std::exception&) {  // positions stay empty
       }
       if (run_) {
         const fs::path file = run_->checkpoints() / "interrupted";
@@ -217,10 +216,11 @@ void Trainer::start_data(Dataset& data, std::int64_t epoch) {
 std::vector<std::int64_t> Trainer::data_positions() const {
   auto* loader_dataset = dynamic_cast<LoaderDataset*>(c_.train.get());
   if (!loader_dataset) return {};
-  const auto position = static_cast<double>(loader_dataset->loader().position());
-  if (!parallel_) return {static_cast<std::int64_t>(position)};
+  const std::int64_t position = loader_dataset->loader().position();
+  if (!parallel_) return {position};
+  // Gathered as a sum of one-hot slots: DataParallel::sum is the collective there is.
   std::vector<double> slots(static_cast<std::size_t>(parallel_->world_size()), 0.0);
-  slots[static_cast<std::size_t>(parallel_->rank())] = position;
+  slots[static_cast<std::size_t>(parallel_->rank())] = static_cast<double>(position);
   std::vector<std::int64_t> positions;
   for (const double p : parallel_->sum(slots)) positions.push_back(static_cast<std::int64_t>(p));
   return positions;

@@ -21,6 +21,7 @@ namespace mixt {
 namespace {
 
 using testing::ChildProcess;
+using testing::rank_environment;
 using testing::TempDir;
 namespace fs = std::filesystem;
 
@@ -43,11 +44,6 @@ struct RankResult {
   std::optional<int> exit_code;
   std::string log;
 };
-
-std::vector<std::string> rank_environment(int rank, int world, int port) {
-  return {"RANK=" + std::to_string(rank), "WORLD_SIZE=" + std::to_string(world), "LOCAL_RANK=" + std::to_string(rank),
-          "LOCAL_WORLD_SIZE=" + std::to_string(world), "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)};
-}
 
 // Runs `mixt run r.yaml OVERRIDES[rank]...` as `world` ranks in `dir`; waits for all.
 std::vector<RankResult> run_ranks(const TempDir& dir, int world, const std::vector<std::vector<std::string>>& overrides,

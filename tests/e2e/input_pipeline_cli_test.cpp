@@ -55,12 +55,9 @@ TEST(InputPipelineCli, ABadBatchOnOneRankStopsEveryRankCleanly) {
   const int port = testing::free_port();
   std::vector<std::unique_ptr<testing::ChildProcess>> ranks;
   for (int rank = 0; rank < 2; ++rank) {
-    const std::string r = std::to_string(rank);
     ranks.push_back(std::make_unique<testing::ChildProcess>(
-        std::vector<std::string>{MIXT_EXECUTABLE, "run", "r.yaml"},
-        std::vector<std::string>{"RANK=" + r, "WORLD_SIZE=2", "LOCAL_RANK=" + r, "LOCAL_WORLD_SIZE=2",
-                                 "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)},
-        dir.path(), dir.path() / (r + ".log")));
+        std::vector<std::string>{MIXT_EXECUTABLE, "run", "r.yaml"}, testing::rank_environment(rank, 2, port),
+        dir.path(), dir.path() / (std::to_string(rank) + ".log")));
   }
   std::string logs;
   for (int rank = 0; rank < 2; ++rank) {

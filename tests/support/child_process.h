@@ -40,6 +40,12 @@ inline int free_port() {
   return port;
 }
 
+// What torchrun would set for `rank` of `world` on one node, rendezvous on 127.0.0.1:`port`.
+inline std::vector<std::string> rank_environment(int rank, int world, int port) {
+  return {"RANK=" + std::to_string(rank), "WORLD_SIZE=" + std::to_string(world), "LOCAL_RANK=" + std::to_string(rank),
+          "LOCAL_WORLD_SIZE=" + std::to_string(world), "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)};
+}
+
 class ChildProcess {
  public:
   // `environment`: "NAME=value" entries added to (or replacing in) this process's.

@@ -16,6 +16,7 @@ namespace {
 
 using distributed::LaunchEnvironment;
 using testing::ChildProcess;
+using testing::rank_environment;
 using testing::TempDir;
 
 // Sets environment variables for one test and restores them after.
@@ -88,11 +89,6 @@ TEST(LaunchEnvironment, BadValuesAreUsageErrors) {
     ScopedEnvironment env({{"RANK", "0"}, {"WORLD_SIZE", "2"}});  // no MASTER_ADDR
     EXPECT_THROW(LaunchEnvironment::from_process_environment(), Error);
   }
-}
-
-std::vector<std::string> rank_environment(int rank, int world, int port) {
-  return {"RANK=" + std::to_string(rank), "WORLD_SIZE=" + std::to_string(world), "LOCAL_RANK=" + std::to_string(rank),
-          "LOCAL_WORLD_SIZE=" + std::to_string(world), "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)};
 }
 
 TEST(GlooProcessGroup, TwoRanksOnLoopbackAreExact) {

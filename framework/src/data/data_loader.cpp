@@ -233,7 +233,7 @@ void DataLoader::start_epoch(std::int64_t epoch) { start_epoch(epoch, 0); }
 void DataLoader::start_epoch(std::int64_t epoch, std::int64_t first_batch) {
   State& s = *state_;
   if (first_batch < 0 || first_batch > batches_per_epoch()) {
-    throw runtime_error("data loader: cannot start epoch " + std::to_string(epoch) + " at batch " +
+    throw runtime_error("data loader: cannot start epoch " + std::to_string(epoch + 1) + " after batch " +
                         std::to_string(first_batch) + ": it has " + std::to_string(batches_per_epoch()) +
                         " batches");
   }

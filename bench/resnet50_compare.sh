@@ -75,6 +75,8 @@ for policy in dict.fromkeys(list(mixt) + list(torch_rows)):
             note += f" {side} failed: {row['error']}"
         elif row and not row.get("loss_finite", True):
             note += f" {side}: NON-FINITE LOSS"
+        if row and row.get("note"):
+            note += f" {side}: {row['note']}"
     skipped = f"{m.get('skipped_steps', '-') if m else '-'}/{t.get('skipped_steps', '-') if t else '-'}"
     print(f"| {policy} | {num(m,'images_per_s','{:.1f}')} | {num(t,'images_per_s','{:.1f}')} | {ratio(m,t,'images_per_s') if m and t else '-'}"
           f" | {num(m,'step_ms_p50','{:.1f}')} | {num(t,'step_ms_p50','{:.1f}')} | {num(m,'peak_memory_mib','{:.0f}')}"

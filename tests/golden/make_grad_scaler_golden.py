@@ -14,7 +14,19 @@ p_i.grad accumulates scale * g_i exactly as any scaled backward would. The file 
 every g_i, and after every step: the scale, the growth tracker, which optimizers stepped,
 and every parameter. Regenerate with
     python3 tests/golden/make_grad_scaler_golden.py > tests/golden/grad_scaler.json
+    python3 tests/golden/make_grad_scaler_golden.py --fused > tests/golden/grad_scaler_fused.json
+
+--fused: the same run with torch.optim's fused kernels (SGD and AdamW with fused=True), and
+the first step's gradients overflowing, so every optimizer's first step is skipped before
+it has any state. GradScaler is made to take its general path for them (unscale_, read
+found_inf, call step() only when finite) by clearing _step_supports_amp_scaling on each
+optimizer: that is what mixt's GradScaler does with any optimizer. GradScaler's own fused
+path (passing grad_scale and found_inf into the kernel) is wrong for SGD with momentum in
+torch 2.11 after a skipped first step: the momentum buffers are created with empty_like,
+the kernel returns early on found_inf, and the next step reads the uninitialised memory as
+momentum (tests/golden/torch_fused_sgd_skip.py shows it), so it cannot be the reference.
 """
+import argparse
 import json
 import math
 import random
@@ -45,23 +57,30 @@ def flat(t):
 
 
 def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fused", action="store_true", help="fused optimizers, first step overflowing (see above)")
+    fused = parser.parse_args().fused
+    kind = {"fused": True} if fused else {"foreach": False}
+    sgd, nesterov, adamw = ({**o, **({"fused": True} if fused else {})} for o in (SGD, NESTEROV, ADAMW))
     rng = random.Random(7)
     gen = torch.Generator().manual_seed(7)
     params = [torch.nn.Parameter(torch.randn(s, generator=gen)) for s in SHAPES]
     initial = [flat(p) for p in params]
-    optimizers = [torch.optim.SGD([params[i] for i in GROUPS[0]], foreach=False, **SGD),
-                  torch.optim.SGD([params[i] for i in GROUPS[1]], foreach=False, **NESTEROV),
-                  torch.optim.AdamW([params[i] for i in GROUPS[2]], foreach=False, **ADAMW)]
+    optimizers = [torch.optim.SGD([params[i] for i in GROUPS[0]], **{**kind, **sgd}),
+                  torch.optim.SGD([params[i] for i in GROUPS[1]], **{**kind, **nesterov}),
+                  torch.optim.AdamW([params[i] for i in GROUPS[2]], **{**kind, **adamw})]
+    for opt in optimizers:
+        opt._step_supports_amp_scaling = False  # GradScaler's general path (a no-op unless fused)
     scaler = torch.amp.GradScaler("cpu", **SCALER)
 
     steps = []
-    for _ in range(STEPS):
+    for step in range(STEPS):
         for opt in optimizers:
             opt.zero_grad(set_to_none=True)
         micro = []
         for _ in range(rng.randint(1, 3)):
             magnitude = 10.0 ** rng.uniform(-3, 3)
-            if rng.random() < 0.03:  # finite, but scale * g overflows float32
+            if rng.random() < 0.03 or (fused and step == 0):  # finite, but scale * g overflows float32
                 magnitude = 1e36
             grads = [torch.randn(s, generator=gen) * magnitude for s in SHAPES]
             if rng.random() < 0.08:  # inject a non-finite value into one tensor
@@ -88,7 +107,7 @@ def main():
         steps.append({"micro": micro, "clip": clip, "applied": applied, "scale": encode(state["scale"]),
                       "growth_tracker": state["_growth_tracker"], "params": [flat(p) for p in params]})
 
-    print(json.dumps({"torch": torch.__version__, "shapes": SHAPES, "scaler": SCALER, "groups": GROUPS, "sgd": SGD, "nesterov": NESTEROV, "adamw": ADAMW,
+    print(json.dumps({"torch": torch.__version__, "shapes": SHAPES, "scaler": SCALER, "groups": GROUPS, "sgd": sgd, "nesterov": nesterov, "adamw": adamw,
                       "clip_max_norm": CLIP_MAX_NORM, "initial": initial, "steps": steps}))
 
 

@@ -48,9 +48,9 @@ fi
 echo "build dir: $BUILD, device: $DEVICE, steps per policy: $STEPS"
 
 say "build"
-TARGETS=(mixt_cli precision_fp32 precision_tf32 precision_amp_fp16 precision_amp_bf16 precision_custom_scaler
-         optimizer_sgd optimizer_adamw model_simple_cnn dataset_fashion_mnist
-         test_autocast_parity test_grad_scaler_parity test_precision_policies)
+# shellcheck source=targets.sh
+source "$ROOT/bench/gpu/targets.sh"
+TARGETS=("${PRECISION_TARGETS[@]}")
 if ((!DRY_RUN)); then
   TARGETS+=(precision_cuda_check)
   # shellcheck source=configure.sh

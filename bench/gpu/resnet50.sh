@@ -22,8 +22,9 @@ date -u
 
 # shellcheck source=configure.sh
 source "$ROOT/bench/gpu/configure.sh"
-cmake --build "$BUILD" -j "$(nproc)" --target mixt_cli precision_fp32 precision_tf32 precision_amp_fp16 \
-  precision_amp_bf16 optimizer_sgd scheduler_cosine model_resnet dataset_synthetic
+# shellcheck source=targets.sh
+source "$ROOT/bench/gpu/targets.sh"
+cmake --build "$BUILD" -j "$(nproc)" --target "${RESNET50_TARGETS[@]}"
 
 MIXT="$BUILD/bin/mixt" timeout 360 bench/resnet50_compare.sh --device cuda --batch "${BATCH:-256}" \
   --steps "${STEPS:-30}" --warmup "${WARMUP:-10}" | tee "$OUTDIR/resnet50.md"

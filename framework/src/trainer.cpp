@@ -51,6 +51,7 @@ TrainResult Trainer::fit() {
   if (parallel_) parallel_->broadcast_model(*c_.model);
   for (; epoch_ < options_.epochs; ++epoch_) {
     train_epoch(epoch_, result);
+    check_loss_finite(epoch_);
     if (c_.val) {
       const Evaluation eval = evaluate(*c_.val);
       result.final_eval = eval;
@@ -144,6 +145,9 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
     ++step;
     ++global_step_;
     ++result.optimizer_steps;
+    // A skipped step's inf/NaN loss is the policy's business (a loss scaler backs off); an
+    // applied one has put inf/NaN into the weights. Data parallel: the mean loss below.
+    if (applied && !parallel_ && options_.stop_on_nonfinite_loss) loss_watch_.observe(loss_sum, global_step_);
     if (step_observer_) step_observer_(global_step_, loss_sum);
 
     bool stop = interrupt_requested();
@@ -156,6 +160,11 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
       const std::vector<double> sums = parallel_->sum({local, stop ? 1.0 : 0.0});
       mean_loss = sums[0] / parallel_->world_size();
       stop = sums[1] > 0;
+      // Every rank sees the same mean and the same `applied`, so every rank stops here.
+      if (applied && options_.stop_on_nonfinite_loss) {
+        loss_watch_.observe(mean_loss, global_step_);
+        check_loss_finite(epoch);
+      }
     }
     // wants() throttles terminal redraws, so ask it once per step.
     const bool show = progress_.wants(step);
@@ -170,8 +179,10 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
       if (step % options_.log_every == 0) {
         log_step(epoch, step, loss_value, samples_per_second, seconds_since(epoch_start));
       }
+      check_loss_finite(epoch);  // the loss was read just now: one more scalar costs nothing
     }
     if (stop) {
+      check_loss_finite(epoch);  // never a checkpoint of inf/NaN weights
       // Every rank takes part. A rank lost since the stop was agreed must not cost rank 0
       // its checkpoint: save without positions (a resume then replays those batches) and
       // let the barrier below report the failure.
@@ -246,6 +257,21 @@ void Trainer::log_step(std::int64_t epoch, std::int64_t step, double loss, doubl
                          {"epoch_elapsed_s", epoch_seconds}};
   for (const auto& [name, value] : step_metrics()) line[name] = value;
   run_->append_metrics(line);
+}
+
+void Trainer::check_loss_finite(std::int64_t epoch) const {
+  if (!options_.stop_on_nonfinite_loss) return;
+  const std::optional<std::int64_t> step = loss_watch_.first_step();
+  if (!step) return;
+  std::string saved = "no checkpoint was written from them";
+  if (run_ && fs::exists(run_->checkpoints() / "last")) {
+    saved = "the newest checkpoint (" + (run_->checkpoints() / "last").string() + ") is from before it";
+  }
+  throw runtime_error("the training loss became inf or NaN at step " + std::to_string(*step) + " (epoch " +
+                          std::to_string(epoch + 1) + "); the weights are no longer usable, so training stopped and " +
+                          saved,
+                      "lower optimizer.lr, clip gradients (trainer.clip_grad_norm), or use a loss-scaling precision "
+                      "policy; trainer.stop_on_nonfinite_loss=false trains on regardless");
 }
 
 // The policy's own numbers (e.g. loss_scale) and the steps it skipped so far.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "components.h"
+#include "nonfinite_loss_watch.h"
 #include "progress.h"
 #include "run_directory.h"
 #include "trainer_options.h"
@@ -67,6 +68,9 @@ class Trainer {
   at::Tensor to_device(const at::Tensor& inputs) const;  // + channels_last when asked
   std::int64_t world_size() const;
   std::vector<std::pair<std::string, double>> step_metrics() const;
+  // Throws when an applied step's loss was inf or NaN (trainer.stop_on_nonfinite_loss):
+  // called before anything is written from the weights, so no checkpoint holds them.
+  void check_loss_finite(std::int64_t epoch) const;
   void log_step(std::int64_t epoch, std::int64_t step, double loss, double samples_per_second,
                 double epoch_seconds);
 
@@ -85,6 +89,7 @@ class Trainer {
   // From the checkpoint resumed: each rank's DataLoader::position() in epoch_ (empty when the
   // dataset is not a LoaderDataset or the checkpoint predates it); used once, by start_data.
   std::vector<std::int64_t> resume_data_positions_;
+  NonFiniteLossWatch loss_watch_;  // over the applied steps of this process's training
 };
 
 }  // namespace mixt

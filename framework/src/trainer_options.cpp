@@ -17,6 +17,7 @@ TrainerOptions TrainerOptions::read(const Config& s) {
   o.label_smoothing = s.number("label_smoothing", o.label_smoothing);
   o.channels_last = s.boolean("channels_last", o.channels_last);
   o.cudnn_benchmark = s.boolean("cudnn_benchmark", o.cudnn_benchmark);
+  o.stop_on_nonfinite_loss = s.boolean("stop_on_nonfinite_loss", o.stop_on_nonfinite_loss);
   if (o.label_smoothing < 0 || o.label_smoothing >= 1) s.fail("label_smoothing", "must be in [0, 1)");
   o.distributed = distributed::DistributedOptions::read(s.section("distributed"));
   if (o.epochs < 1) s.fail("epochs", "must be at least 1");

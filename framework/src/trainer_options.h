@@ -25,6 +25,7 @@ struct TrainerOptions {
   double label_smoothing = 0.0;         // cross-entropy label smoothing (as torch.nn.CrossEntropyLoss)
   bool channels_last = false;           // NHWC memory format for 4-D parameters and inputs
   bool cudnn_benchmark = false;         // let cuDNN time and pick convolution algorithms
+  bool stop_on_nonfinite_loss = true;   // an applied step with an inf/NaN loss ends the run (exit 1)
   distributed::DistributedOptions distributed;  // trainer.distributed (used under torchrun)
 
   static TrainerOptions read(const Config& section);

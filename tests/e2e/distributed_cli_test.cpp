@@ -360,6 +360,25 @@ TEST(DataParallel, KillingOneRankMakesTheOtherExitWithinTheTimeout) {
 
 // SIGINT to one rank only: the stop request is agreed on with the step's loss, so both
 // ranks stop after the same step; rank 0 writes the interrupted checkpoint; both exit 130.
+// A diverging run (an absurd learning rate): the loss, averaged over the ranks every step,
+// turns NaN on every rank at once, so every rank stops after the same step with the same
+// message and exit 1, and nothing is checkpointed.
+TEST(DataParallel, ANonFiniteLossStopsEveryRankAfterTheSameStep) {
+  TempDir dir;
+  dir.write("r.yaml", kRecipe);
+  const auto ranks = run_ranks(dir, 2, {{"optimizer.lr=1e12"}});
+  const std::string error = "mixt: error: the training loss became inf or NaN at step ";
+  for (const auto& rank : ranks) {
+    ASSERT_EQ(rank.exit_code, 1) << ranks[0].log << "\n---\n" << ranks[1].log;
+    EXPECT_EQ(rank.log.find("terminate called"), std::string::npos) << rank.log;
+  }
+  const std::string stopped = line_with(ranks[0].log, error);
+  ASSERT_NE(stopped, "") << ranks[0].log;
+  EXPECT_EQ(stopped.substr(0, stopped.find(')')), line_with(ranks[1].log, error).substr(0, stopped.find(')')))
+      << ranks[0].log << "\n---\n" << ranks[1].log;
+  EXPECT_FALSE(fs::exists(only_run_directory(dir.path() / "runs") / "checkpoints" / "epoch-0001"));
+}
+
 TEST(DataParallel, AnInterruptOnOneRankStopsEveryRankAfterTheSameStep) {
   TempDir dir;
   dir.write("r.yaml", testing::replace_once(kRecipe, "epochs: 1", "epochs: 1000"));

@@ -22,9 +22,11 @@ namespace mixt {
 namespace {
 
 // Two Gaussian blobs per class in 8 dimensions: 4 classes, 256 samples, batches of 16.
+// Optionally requests an interrupt, or serves a NaN input, at the n-th batch it serves.
 class BlobDataset : public Dataset {
  public:
-  explicit BlobDataset(std::uint64_t seed, std::int64_t interrupt_at = -1) : interrupt_at_(interrupt_at) {
+  explicit BlobDataset(std::uint64_t seed, std::int64_t interrupt_at = -1, std::int64_t nan_at = -1)
+      : interrupt_at_(interrupt_at), nan_at_(nan_at) {
     auto generator = at::make_generator<at::CPUGeneratorImpl>(99);
     const at::Tensor centers = at::randn({4, 8}, generator) * 3;
     labels_ = at::arange(256, at::kLong) % 4;
@@ -44,16 +46,19 @@ class BlobDataset : public Dataset {
   }
   std::optional<Batch> next_batch() override {
     if (position_ >= 256) return std::nullopt;
-    if (served_++ == interrupt_at_) request_interrupt();
+    const std::int64_t served = served_++;
+    if (served == interrupt_at_) request_interrupt();
     const at::Tensor picked = order_.slice(0, position_, position_ + 16);
     position_ += 16;
-    return Batch{inputs_.index_select(0, picked), labels_.index_select(0, picked)};
+    Batch batch{inputs_.index_select(0, picked), labels_.index_select(0, picked)};
+    if (served == nan_at_) batch.inputs[0][0] = NAN;
+    return batch;
   }
 
  private:
   at::Tensor inputs_, labels_, order_;
   std::uint64_t seed_ = 0;
-  std::int64_t position_ = 0, served_ = 0, interrupt_at_;
+  std::int64_t position_ = 0, served_ = 0, interrupt_at_, nan_at_;
 };
 
 // The same blobs as samples of a mixt::DataLoader (what image_folder builds on), counting
@@ -110,9 +115,9 @@ struct Fixture {
   Components components;
   Progress progress{false, 1000};
 
-  explicit Fixture(std::int64_t interrupt_at = -1) {
+  explicit Fixture(std::int64_t interrupt_at = -1, std::int64_t nan_at = -1) {
     at::manual_seed(0);
-    components.train = std::make_unique<BlobDataset>(5, interrupt_at);
+    components.train = std::make_unique<BlobDataset>(5, interrupt_at, nan_at);
     components.val = std::make_unique<BlobDataset>(5);
     components.model = std::make_shared<TinyMlp>();
     components.precision = std::make_unique<PrecisionPolicy>();
@@ -239,6 +244,74 @@ TEST(Trainer, ResumingMidEpochOnALoaderDatasetLoadsOnlyTheRest) {
               std::string::npos)
         << e.what();
   }
+}
+
+bool all_finite(const std::vector<at::Tensor>& tensors) {
+  for (const auto& t : tensors) {
+    if (!at::isfinite(t).all().item<bool>()) return false;
+  }
+  return true;
+}
+
+// A NaN sample in batch 5 of epoch 2 (step 21) makes that step's loss NaN and, applied, the
+// weights NaN. The run stops with an error naming the step, before the epoch's checkpoint:
+// with one checkpoint kept, writing it would have deleted the last good one.
+TEST(Trainer, ANonFiniteLossStopsTheRunAndKeepsTheLastGoodCheckpoint) {
+  testing::TempDir dir;
+  Fixture f(/*interrupt_at=*/-1, /*nan_at=*/20);
+  RunDirectory run(dir.path(), "diverged");
+  TrainerOptions o = options(3);  // log_every 1000: only the epoch's end looks at the loss
+  o.keep_checkpoints = 1;
+  try {
+    Trainer(f.components, o, &run, f.progress).fit();
+    FAIL() << "expected the run to stop";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 1);
+    EXPECT_NE(e.message().find("the training loss became inf or NaN at step 21 (epoch 2)"), std::string::npos)
+        << e.message();
+    EXPECT_NE(e.message().find("the newest checkpoint (" + (run.checkpoints() / "last").string() + ")"),
+              std::string::npos)
+        << e.message();
+    EXPECT_NE(e.hint().find("trainer.stop_on_nonfinite_loss=false"), std::string::npos) << e.hint();
+  }
+  EXPECT_FALSE(all_finite(f.weights())) << "the fixture must really corrupt the weights";
+  EXPECT_TRUE(std::filesystem::exists(run.checkpoints() / "epoch-0001"));
+  EXPECT_FALSE(std::filesystem::exists(run.checkpoints() / "epoch-0002"));
+  EXPECT_EQ(std::filesystem::read_symlink(run.checkpoints() / "last"), "epoch-0001");
+
+  Fixture restored;
+  Trainer trainer(restored.components, options(3), nullptr, restored.progress);
+  trainer.resume(run.checkpoints() / "last");
+  EXPECT_TRUE(all_finite(restored.weights()));
+}
+
+TEST(Trainer, WithStopOnNonFiniteLossOffTheRunTrainsOn) {
+  Fixture f(-1, /*nan_at=*/20);
+  TrainerOptions o = options(2);
+  o.stop_on_nonfinite_loss = false;
+  EXPECT_EQ(Trainer(f.components, o, nullptr, f.progress).fit().optimizer_steps, 32);
+  EXPECT_FALSE(all_finite(f.weights()));
+}
+
+// A policy that skips a step with inf/NaN gradients, as a loss scaler does: the NaN loss of
+// a skipped step harmed nothing, and the run goes on.
+class SkipNonFiniteSteps : public PrecisionPolicy {
+ public:
+  bool step(Optimizer& optimizer) override {
+    for (const auto& p : optimizer.parameters()) {
+      if (p.grad().defined() && !at::isfinite(p.grad()).all().item<bool>()) return false;
+    }
+    optimizer.step();
+    return true;
+  }
+};
+
+TEST(Trainer, ANonFiniteLossOnAStepThePolicySkippedDoesNotStopTheRun) {
+  Fixture f(-1, /*nan_at=*/20);
+  f.components.precision = std::make_unique<SkipNonFiniteSteps>();
+  const TrainResult result = Trainer(f.components, options(2), nullptr, f.progress).fit();
+  EXPECT_EQ(result.skipped_steps, 1);
+  EXPECT_TRUE(all_finite(f.weights()));
 }
 
 TEST(Trainer, CheckpointFromAnotherFileIsRejected) {

@@ -450,6 +450,12 @@ void Trainer::resume(const fs::path& path) {
   }
   progress_.note("resumed from " + file.string() + " at epoch " + std::to_string(epoch_ + 1) + ", step " +
                  std::to_string(global_step_));
+  // trainer.epochs is the total, not how many more: a lower one would end the run at once.
+  if (epoch_ >= options_.epochs) {
+    progress_.note("mixt: warning: the checkpoint has finished " + std::to_string(epoch_) +
+                   " epochs and trainer.epochs (the total, not how many more) is " + std::to_string(options_.epochs) +
+                   ": nothing left to train; to go on, raise trainer.epochs above " + std::to_string(epoch_));
+  }
 }
 
 }  // namespace mixt

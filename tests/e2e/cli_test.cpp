@@ -248,6 +248,15 @@ TEST(CliRun, TrainsWritesTheRunDirectoryAndResumes) {
   EXPECT_NE(resumed.output.find("resumed from"), std::string::npos) << resumed.output;
   EXPECT_NE(resumed.output.find("epoch 3/3: val loss"), std::string::npos) << resumed.output;
   EXPECT_EQ(resumed.output.find("epoch 1/3: val loss"), std::string::npos) << resumed.output;
+
+  // trainer.epochs is the total: asking for 1 after 2 trains nothing, and says so.
+  const CommandResult nothing =
+      run_mixt({"run", "tiny.yaml", "trainer.epochs=1", "trainer.resume=" + run.string()}, dir.path());
+  EXPECT_EQ(nothing.exit_code, 0) << nothing.output;
+  EXPECT_NE(nothing.output.find("mixt: warning: the checkpoint has finished 2 epochs and trainer.epochs (the total, "
+                                "not how many more) is 1: nothing left to train"),
+            std::string::npos)
+      << nothing.output;
 }
 
 TEST(CliRun, SigintWritesACheckpointAndExits130) {

@@ -8,7 +8,8 @@
 #                             [--precision fp32,tf32,amp_fp16,amp_bf16] [--threads N] [--fused]
 #
 # --fused: SGD through the fused kernel on both sides (mixt optimizer.fused=true,
-# torch.optim.SGD(fused=True)); the default is each side's default single-tensor SGD.
+# torch.optim.SGD(fused=True)); the default is each side's default SGD for the device
+# (single-tensor on the CPU, the _foreach_ ops on CUDA).
 #
 # Defaults: on a GPU batch 256, 30 timed steps after 10; on the CPU batch 8, 3 after 1.
 # Both sides use lr 0.256 x batch / 256 (the recipe's linear scaling rule) held constant

@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """Golden values for tests/unit/optimizer_parity_test.cpp, from torch.optim itself.
 
-On the CPU torch.optim runs its single-tensor updates (fused=False) or the fused kernels
-(fused=True); mixt must match both bit for bit.
+On the CPU torch.optim runs its single-tensor updates (its default there), the _foreach_
+ops (foreach=True: its default on CUDA) or the fused kernels (fused=True); mixt must match
+each bit for bit. Besides the parameter, each step records the gradient as the step left
+it: the foreach path of Nesterov SGD without weight decay adds the momentum into p.grad,
+the others leave it alone, which tells the implementations apart on the CPU, where
+foreach and single-tensor give the same parameters.
 
 For each optimizer configuration: a parameter vector and a fixed sequence of gradients;
 the golden is the parameter after every torch.optim step. Regenerate with
@@ -26,6 +30,11 @@ CASES = [
     ("sgd", {"lr": 0.1, "fused": True}),
     ("adamw", {"lr": 0.01, "betas": [0.8, 0.99], "eps": 1e-6, "weight_decay": 0.1, "fused": True}),
     ("adamw", {"lr": 0.01, "amsgrad": True, "weight_decay": 0.0, "fused": True}),
+    # foreach=True: torch.optim's default on CUDA tensors (_multi_tensor_sgd).
+    ("sgd", {"lr": 0.05, "momentum": 0.9, "nesterov": True, "foreach": True}),
+    ("sgd", {"lr": 0.05, "momentum": 0.875, "dampening": 0.1, "weight_decay": 3.0517578125e-05, "foreach": True}),
+    ("sgd", {"lr": 0.1, "weight_decay": 0.01, "foreach": True}),
+    ("sgd", {"lr": 0.05, "momentum": 0.9, "nesterov": True}),  # the same without foreach: p.grad untouched
 ]
 STEPS = 6
 LATE = 2
@@ -42,13 +51,14 @@ def main():
         if "betas" in torch_options:
             torch_options["betas"] = tuple(torch_options["betas"])
         optimizer = {"sgd": torch.optim.SGD, "adamw": torch.optim.AdamW}[name]([param], **torch_options)
-        after = []
+        after, grads_after = [], []
         for grad in grads:
             param.grad = grad.clone()
             optimizer.step()
             after.append(param.detach().tolist())
+            grads_after.append(param.grad.tolist())
         cases.append({"optimizer": name, "options": options, "initial": initial.tolist(),
-                      "grads": [g.tolist() for g in grads], "after": after})
+                      "grads": [g.tolist() for g in grads], "after": after, "grads_after": grads_after})
     # Two parameters, a 2-D weight and a 1-D bias; with weight_decay_1d false the bias is
     # in a group of its own with weight decay 0 (what the recipe option means).
     grouped = []
@@ -56,7 +66,9 @@ def main():
                           ("adamw", {"lr": 0.01, "weight_decay": 0.2, "weight_decay_1d": False}),
                           ("sgd", {"lr": 0.1, "momentum": 0.875, "weight_decay": 0.05, "weight_decay_1d": False,
                                    "fused": True}),
-                          ("adamw", {"lr": 0.01, "weight_decay": 0.2, "weight_decay_1d": False, "fused": True})]:
+                          ("adamw", {"lr": 0.01, "weight_decay": 0.2, "weight_decay_1d": False, "fused": True}),
+                          ("sgd", {"lr": 0.1, "momentum": 0.875, "weight_decay": 0.05, "weight_decay_1d": False,
+                                   "foreach": True})]:
         weight0 = torch.randn(2, 3, generator=generator, dtype=torch.float64).float()
         bias0 = torch.randn(3, generator=generator, dtype=torch.float64).float()
         grads = [(torch.randn(2, 3, generator=generator, dtype=torch.float64).float(),
@@ -74,8 +86,9 @@ def main():
                         "grads": [[gw.flatten().tolist(), gb.tolist()] for gw, gb in grads], "after": after})
     # A parameter whose first gradient comes late: "late" has none on the first LATE steps, so
     # torch.optim's single-tensor path creates its state then (SGD: the momentum buffer starts
-    # as the gradient). The reference for mixt with fused false (bit for bit) and fused true
-    # (within float rounding: torch.optim's own fused SGD fails on this case).
+    # as the gradient). The reference for mixt with fused false and foreach true (bit for bit;
+    # torch.optim's foreach path takes the single-tensor update for a group with a new buffer)
+    # and fused true (within float rounding: torch.optim's own fused SGD fails on this case).
     late = []
     for name, options in [("sgd", {"lr": 0.05, "momentum": 0.875, "dampening": 0.1, "weight_decay": 0.01}),
                           ("adamw", {"lr": 0.01, "weight_decay": 0.1})]:

@@ -1,6 +1,6 @@
 // The sgd and adamw plugins against torch.optim (goldens: tests/golden/make_optimizer_golden.py),
-// bit for bit: single-tensor updates against torch.optim's CPU default, fused: true against
-// torch.optim's fused=True.
+// bit for bit: single-tensor updates against torch.optim's CPU default, foreach: true against
+// its foreach=True (its CUDA default), fused: true against its fused=True.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -20,7 +20,7 @@ namespace {
 TEST(OptimizerParity, MatchesTorchOptimStepByStep) {
   const auto golden = nlohmann::json::parse(testing::read_file(MIXT_SOURCE_DIR "/tests/golden/optimizers.json"));
   testing::BuiltPlugins plugins;
-  ASSERT_GE(golden["cases"].size(), 12u);
+  ASSERT_GE(golden["cases"].size(), 16u);
   for (const auto& c : golden["cases"]) {
     nlohmann::json section = c["options"];
     section["name"] = c["optimizer"];
@@ -35,6 +35,10 @@ TEST(OptimizerParity, MatchesTorchOptimStepByStep) {
       const at::Tensor expected = at::tensor(c["after"][step].get<std::vector<float>>());
       EXPECT_TRUE(at::equal(param.detach(), expected))
           << section.dump() << " step " << step << "\nmixt:  " << param << "\ntorch: " << expected;
+      // The gradient as the step left it (foreach Nesterov adds the momentum into it).
+      const at::Tensor expected_grad = at::tensor(c["grads_after"][step].get<std::vector<float>>());
+      EXPECT_TRUE(at::equal(param.grad(), expected_grad))
+          << section.dump() << " step " << step << "\nmixt grad:  " << param.grad() << "\ntorch grad: " << expected_grad;
     }
     EXPECT_DOUBLE_EQ(optimizer->learning_rate(), c["options"]["lr"].get<double>());
   }
@@ -43,7 +47,7 @@ TEST(OptimizerParity, MatchesTorchOptimStepByStep) {
 TEST(OptimizerParity, NoWeightDecayOnOneDimensionalParameters) {
   const auto golden = nlohmann::json::parse(testing::read_file(MIXT_SOURCE_DIR "/tests/golden/optimizers.json"));
   testing::BuiltPlugins plugins;
-  ASSERT_EQ(golden["grouped_cases"].size(), 4u);
+  ASSERT_EQ(golden["grouped_cases"].size(), 5u);
   for (const auto& c : golden["grouped_cases"]) {
     nlohmann::json section = c["options"];
     section["name"] = c["optimizer"];
@@ -65,18 +69,22 @@ TEST(OptimizerParity, NoWeightDecayOnOneDimensionalParameters) {
 }
 
 // A parameter whose first gradient comes after the others' starts its state then, as
-// torch.optim's single-tensor path does: bit for bit with fused: false; with fused: true the
-// same within float rounding (the kernels order the arithmetic differently). A fused SGD that
-// started the late momentum buffer at zero would move that parameter 10 % short (dampening 0.1).
+// torch.optim's single-tensor path does: bit for bit with fused: false (and, for sgd,
+// foreach: true); with fused: true the same within float rounding (the kernels order the
+// arithmetic differently). A fused SGD that started the late momentum buffer at zero would
+// move that parameter 10 % short (dampening 0.1).
 TEST(OptimizerParity, ParameterWithALateFirstGradient) {
   const auto golden = nlohmann::json::parse(testing::read_file(MIXT_SOURCE_DIR "/tests/golden/optimizers.json"));
   testing::BuiltPlugins plugins;
   ASSERT_EQ(golden["late_cases"].size(), 2u);
   for (const auto& c : golden["late_cases"]) {
-    for (const bool fused : {false, true}) {
+    for (const std::string implementation : {"single_tensor", "foreach", "fused"}) {
+      if (implementation == "foreach" && c["optimizer"] != "sgd") continue;
+      const bool fused = implementation == "fused";
       nlohmann::json section = c["options"];
       section["name"] = c["optimizer"];
       section["fused"] = fused;
+      if (c["optimizer"] == "sgd") section["foreach"] = implementation == "foreach" ? "true" : "false";
       const RecipeNodePtr root = parse_yaml("optimizer: " + section.dump(), "golden");
       at::Tensor early = at::tensor(c["initial"][0].get<std::vector<float>>()).requires_grad_(true);
       at::Tensor late = at::tensor(c["initial"][1].get<std::vector<float>>()).requires_grad_(true);
@@ -124,6 +132,29 @@ TEST(OptimizerParity, SdkWeightDecayGroupsForTorchOptim) {
   }
 }
 
+// foreach takes auto, true or false, and not together with fused (torch.optim's rule).
+TEST(OptimizerOptions, ForeachValuesAndTheFusedConflictAreRecipeErrors) {
+  testing::BuiltPlugins plugins;
+  at::Tensor param = at::zeros({3}).requires_grad_(true);
+  const auto error_of = [&](const std::string& options) -> std::string {
+    try {
+      const RecipeNodePtr root = parse_yaml("optimizer: " + options, "test");
+      plugins.registry.make_optimizer(Config(root, "").section("optimizer"), OptimizerContext{{{"p", param}}});
+    } catch (const Error& e) {
+      EXPECT_EQ(e.exit_code(), 2) << e.what();
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(error_of("{name: sgd, lr: 0.1, foreach: sometimes}").find("expected auto, true or false"),
+            std::string::npos);
+  EXPECT_NE(error_of("{name: sgd, lr: 0.1, foreach: true, fused: true}").find("cannot both be true"),
+            std::string::npos);
+  for (const std::string ok : {"auto", "true", "false"}) {
+    EXPECT_EQ(error_of("{name: sgd, lr: 0.1, foreach: " + ok + "}"), "") << ok;
+  }
+}
+
 // Checkpointing mid-run: 3 steps, save, a fresh optimizer loads the state and takes 3 more;
 // the parameters must be bitwise those of 6 uninterrupted steps (momentum buffers, Adam
 // moments and step counts all survive, for both implementations).
@@ -131,6 +162,7 @@ TEST(OptimizerParity, StateSurvivesSaveAndLoad) {
   testing::BuiltPlugins plugins;
   for (const std::string options : {"{name: sgd, lr: 0.05, momentum: 0.9, nesterov: true, weight_decay: 0.01}",
                                     "{name: sgd, lr: 0.05, momentum: 0.9, fused: true}",
+                                    "{name: sgd, lr: 0.05, momentum: 0.9, foreach: true}",
                                     "{name: adamw, lr: 0.01, amsgrad: true}", "{name: adamw, lr: 0.01, fused: true}"}) {
     const RecipeNodePtr root = parse_yaml("optimizer: " + options, "test");
     const Config config = Config(root, "").section("optimizer");

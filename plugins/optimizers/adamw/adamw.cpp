@@ -25,7 +25,9 @@ struct AdamWOptions {
 class AdamW : public GroupedOptimizer {
  public:
   AdamW(std::vector<ParameterGroup> groups, AdamWOptions options)
-      : GroupedOptimizer(std::move(groups), {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"}, options.fused),
+      : GroupedOptimizer(std::move(groups), {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"},
+                         options.fused ? mixt::optimizers::Implementation::fused
+                                       : mixt::optimizers::Implementation::single_tensor),
         o_(options) {}
 
  private:

@@ -5,7 +5,8 @@
 // parity tests compare bitwise), and LibTorch's AdamW rounds differently from Python's
 // (mul_+add_ where Python uses lerp_). Writing the few lines of each update keeps them
 // next to the Python they mirror, and gives one place for the fused kernels
-// (at::_fused_sgd_, at::_fused_adamw_) that torch.optim uses with fused=True.
+// (at::_fused_sgd_, at::_fused_adamw_) that torch.optim uses with fused=True, and for the
+// _foreach_ ops it uses by default on CUDA.
 #pragma once
 
 #include <mixt/error.h>
@@ -40,8 +41,16 @@ inline std::vector<ParameterGroup> weight_decay_groups(const OptimizerContext& c
   return groups;
 }
 
-// The fused kernels take parameters of one device and dtype per call (as torch.optim's
-// _group_tensors_by_device_and_dtype): the key that groups them.
+// torch.optim's three implementations of an update, and its default choice between them.
+enum class Implementation {
+  single_tensor,  // a loop over the parameters (torch.optim's default on the CPU)
+  foreach,        // the at::_foreach_ ops: one multi-tensor kernel each per device and dtype
+  fused,          // one fused kernel per device and dtype (fused=True)
+  automatic,      // torch.optim's foreach=None: foreach when every parameter is on CUDA, else single-tensor
+};
+
+// The fused and foreach kernels take parameters of one device and dtype per call (as
+// torch.optim's _group_tensors_by_device_and_dtype): the key that groups them.
 using FusedBucketKey = std::tuple<int, int, int>;
 inline FusedBucketKey fused_bucket_key(const at::Tensor& p) {
   return {static_cast<int>(p.device().type()), p.device().index(), static_cast<int>(p.scalar_type())};
@@ -51,10 +60,11 @@ class GroupedOptimizer : public Optimizer {
  public:
   // `state_names`: the per-parameter state slots ("momentum_buffer", "exp_avg", ...), also
   // their names in checkpoints.
-  // `fused`: step() calls fused_step() once per group, else single_step() per parameter
-  // with a gradient.
-  GroupedOptimizer(std::vector<ParameterGroup> groups, std::vector<std::string> state_names, bool fused)
-      : groups_(std::move(groups)), state_names_(std::move(state_names)), fused_(fused) {
+  // `implementation`: step() calls fused_step() or foreach_step() once per group, or
+  // single_step() per parameter with a gradient.
+  GroupedOptimizer(std::vector<ParameterGroup> groups, std::vector<std::string> state_names,
+                   Implementation implementation)
+      : groups_(std::move(groups)), state_names_(std::move(state_names)), implementation_(implementation) {
     for (const auto& group : groups_) parameter_count_ += group.params.size();
     state_.assign(parameter_count_, std::vector<at::Tensor>(state_names_.size()));
   }
@@ -63,12 +73,17 @@ class GroupedOptimizer : public Optimizer {
     at::NoGradGuard no_grad;
     std::size_t first = 0;
     for (auto& group : groups_) {
-      if (fused_) {
-        fused_step(group, first);
-      } else {
-        for (std::size_t k = 0; k < group.params.size(); ++k) {
-          if (group.params[k].grad().defined()) single_step(group, first + k, group.params[k]);
-        }
+      switch (implementation_for(group)) {
+        case Implementation::fused:
+          fused_step(group, first);
+          break;
+        case Implementation::foreach:
+          foreach_step(group, first);
+          break;
+        default:
+          for (std::size_t k = 0; k < group.params.size(); ++k) {
+            if (group.params[k].grad().defined()) single_step(group, first + k, group.params[k]);
+          }
       }
       first += group.params.size();
     }
@@ -132,12 +147,17 @@ class GroupedOptimizer : public Optimizer {
   }
 
  protected:
-  bool fused() const { return fused_; }
+  bool fused() const { return implementation_ == Implementation::fused; }
   // One parameter's update; `index` numbers the parameters across groups (for state()).
   virtual void single_step(const ParameterGroup& group, std::size_t index, at::Tensor& p) = 0;
   // One group's update through a fused kernel; its parameters are state() indices
   // first_index, first_index + 1, ...
   virtual void fused_step(ParameterGroup& group, std::size_t first_index) = 0;
+  // The same through the _foreach_ ops, for an optimizer constructed with foreach or
+  // automatic (the others never get here).
+  virtual void foreach_step(ParameterGroup& group, std::size_t first_index) {
+    throw runtime_error("this optimizer has no foreach implementation");
+  }
 
   // The positions in group.params of the parameters with a gradient, by device and dtype:
   // a fused kernel takes one device and dtype per call.
@@ -154,10 +174,17 @@ class GroupedOptimizer : public Optimizer {
  private:
   static constexpr std::int64_t kFormat = 2;  // 1 was torch::optim's own archive layout
   std::string key(std::size_t i, std::size_t s) const { return "state/" + std::to_string(i) + "/" + state_names_[s]; }
+  Implementation implementation_for(const ParameterGroup& group) const {
+    if (implementation_ != Implementation::automatic) return implementation_;
+    for (const auto& p : group.params) {
+      if (!p.is_cuda()) return Implementation::single_tensor;
+    }
+    return Implementation::foreach;
+  }
 
   std::vector<ParameterGroup> groups_;
   std::vector<std::string> state_names_;
-  bool fused_;
+  Implementation implementation_;
   std::size_t parameter_count_ = 0;
   std::vector<std::vector<at::Tensor>> state_;  // [parameter][slot]; undefined until first used
 };

@@ -1,11 +1,15 @@
 // optimizers/sgd — torch.optim.SGD: momentum, dampening, Nesterov, weight decay.
 //
-// Two implementations, as torch.optim has:
-//   fused: false  torch/optim/sgd.py `_single_tensor_sgd`, line by line: the default of
-//                 torch.optim on CPU tensors.
-//   fused: true   at::_fused_sgd_, the kernel torch.optim.SGD(fused=True) calls: one pass over
-//                 all parameters per device and dtype (CPU and CUDA).
-// Both give torch.optim's parameters bit for bit (tests/unit/optimizer_parity_test.cpp).
+// The three implementations torch.optim has, chosen as it chooses them:
+//   foreach: false  torch/optim/sgd.py `_single_tensor_sgd`, line by line: torch.optim's
+//                   default on CPU tensors.
+//   foreach: true   `_multi_tensor_sgd`: the at::_foreach_ ops, one multi-tensor kernel each
+//                   per device and dtype: torch.optim's default on CUDA tensors.
+//   foreach: auto   (the default) foreach when every parameter is on CUDA, as torch.optim's
+//                   foreach=None.
+//   fused: true     at::_fused_sgd_, the kernel torch.optim.SGD(fused=True) calls: one pass
+//                   over all parameters per device and dtype (CPU and CUDA).
+// Each gives torch.optim's parameters bit for bit (tests/unit/optimizer_parity_test.cpp).
 #include <mixt/plugin.h>
 
 #include "../common/grouped_optimizer.h"
@@ -15,15 +19,18 @@ namespace {
 using mixt::optimizers::GroupedOptimizer;
 using mixt::optimizers::ParameterGroup;
 
+using mixt::optimizers::Implementation;
+
 struct SgdOptions {
   double momentum = 0, dampening = 0;
-  bool nesterov = false, fused = false;
+  bool nesterov = false;
+  Implementation implementation = Implementation::automatic;
 };
 
 class Sgd : public GroupedOptimizer {
  public:
   Sgd(std::vector<ParameterGroup> groups, SgdOptions options)
-      : GroupedOptimizer(std::move(groups), {"momentum_buffer"}, options.fused), o_(options) {}
+      : GroupedOptimizer(std::move(groups), {"momentum_buffer"}, options.implementation), o_(options) {}
 
  private:
   // torch/optim/sgd.py `_single_tensor_sgd`.
@@ -40,6 +47,45 @@ class Sgd : public GroupedOptimizer {
       grad = o_.nesterov ? grad.add(buf, o_.momentum) : buf;
     }
     p.add_(grad, -group.lr);
+  }
+
+  // torch/optim/sgd.py `_multi_tensor_sgd`, per device and dtype. As there, Nesterov without
+  // weight decay adds the momentum into the gradients themselves (they are p.grad).
+  void foreach_step(ParameterGroup& group, std::size_t first) override {
+    for (const auto& [key, members] : fused_buckets(group)) {
+      std::vector<at::Tensor> params, grads;
+      for (std::size_t k : members) {
+        params.push_back(group.params[k]);
+        grads.push_back(group.params[k].grad());
+      }
+      if (group.weight_decay != 0) grads = at::_foreach_add(grads, params, group.weight_decay);
+      if (o_.momentum != 0) {
+        bool all_have_buffers = true;
+        for (std::size_t k : members) all_have_buffers = all_have_buffers && state(first + k, 0).defined();
+        std::vector<at::Tensor> buffers;
+        if (all_have_buffers) {
+          for (std::size_t k : members) buffers.push_back(state(first + k, 0));
+          at::_foreach_mul_(buffers, o_.momentum);
+          at::_foreach_add_(buffers, grads, 1 - o_.dampening);
+        } else {  // some start now: one tensor at a time, as the single-tensor path
+          for (std::size_t m = 0; m < members.size(); ++m) {
+            at::Tensor& buffer = state(first + members[m], 0);
+            if (!buffer.defined()) {
+              buffer = grads[m].detach().clone();
+            } else {
+              buffer.mul_(o_.momentum).add_(grads[m], 1 - o_.dampening);
+            }
+            buffers.push_back(buffer);
+          }
+        }
+        if (o_.nesterov) {
+          at::_foreach_add_(grads, buffers, o_.momentum);
+        } else {
+          grads = buffers;
+        }
+      }
+      at::_foreach_add_(params, grads, -group.lr);
+    }
   }
 
   // torch/optim/sgd.py `_fused_sgd`, with the kernel's is_first_step (start the momentum
@@ -80,7 +126,14 @@ std::unique_ptr<mixt::Optimizer> make_sgd(const mixt::Config& c, const mixt::Opt
   o.momentum = c.number("momentum", 0.0);
   o.dampening = c.number("dampening", 0.0);
   o.nesterov = c.boolean("nesterov", false);
-  o.fused = c.boolean("fused", false);
+  const bool fused = c.boolean("fused", false);
+  const std::string foreach = c.string("foreach", "auto");
+  if (foreach != "auto" && foreach != "true" && foreach != "false") c.fail("foreach", "expected auto, true or false");
+  if (fused && foreach == "true") c.fail("foreach", "fused and foreach cannot both be true (as in torch.optim)");
+  o.implementation = fused              ? Implementation::fused
+                     : foreach == "true"  ? Implementation::foreach
+                     : foreach == "false" ? Implementation::single_tensor
+                                          : Implementation::automatic;
   const double weight_decay = c.number("weight_decay", 0.0);
   if (lr < 0) c.fail("lr", "must not be negative");
   if (o.momentum < 0) c.fail("momentum", "must not be negative");
@@ -101,10 +154,11 @@ void register_components(mixt::Registrar& registrar) {
                             {"weight_decay", "0.0", "L2 penalty added to the gradient"},
                             {"nesterov", "false", "Nesterov momentum"},
                             {"weight_decay_1d", "true", "also decay 1-D parameters (biases, norm scales)"},
+                            {"foreach", "auto", "the _foreach_ kernels (auto: when every parameter is on CUDA)"},
                             {"fused", "false", "one fused kernel for all parameters (torch.optim fused=True)"}}},
                           make_sgd);
 }
 
 }  // namespace
 
-MIXT_PLUGIN("sgd", "1.1.1", register_components)
+MIXT_PLUGIN("sgd", "1.2.0", register_components)

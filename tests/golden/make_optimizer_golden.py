@@ -35,6 +35,8 @@ CASES = [
     ("sgd", {"lr": 0.05, "momentum": 0.875, "dampening": 0.1, "weight_decay": 3.0517578125e-05, "foreach": True}),
     ("sgd", {"lr": 0.1, "weight_decay": 0.01, "foreach": True}),
     ("sgd", {"lr": 0.05, "momentum": 0.9, "nesterov": True}),  # the same without foreach: p.grad untouched
+    ("adamw", {"lr": 0.01, "betas": [0.8, 0.99], "eps": 1e-6, "weight_decay": 0.1, "foreach": True}),
+    ("adamw", {"lr": 0.01, "amsgrad": True, "weight_decay": 0.0, "foreach": True}),
 ]
 STEPS = 6
 LATE = 2
@@ -68,7 +70,8 @@ def main():
                                    "fused": True}),
                           ("adamw", {"lr": 0.01, "weight_decay": 0.2, "weight_decay_1d": False, "fused": True}),
                           ("sgd", {"lr": 0.1, "momentum": 0.875, "weight_decay": 0.05, "weight_decay_1d": False,
-                                   "foreach": True})]:
+                                   "foreach": True}),
+                          ("adamw", {"lr": 0.01, "weight_decay": 0.2, "weight_decay_1d": False, "foreach": True})]:
         weight0 = torch.randn(2, 3, generator=generator, dtype=torch.float64).float()
         bias0 = torch.randn(3, generator=generator, dtype=torch.float64).float()
         grads = [(torch.randn(2, 3, generator=generator, dtype=torch.float64).float(),
@@ -87,7 +90,7 @@ def main():
     # A parameter whose first gradient comes late: "late" has none on the first LATE steps, so
     # torch.optim's single-tensor path creates its state then (SGD: the momentum buffer starts
     # as the gradient). The reference for mixt with fused false and foreach true (bit for bit;
-    # torch.optim's foreach path takes the single-tensor update for a group with a new buffer)
+    # torch.optim's foreach SGD takes the single-tensor update for a group with a new buffer)
     # and fused true (within float rounding: torch.optim's own fused SGD fails on this case).
     late = []
     for name, options in [("sgd", {"lr": 0.05, "momentum": 0.875, "dampening": 0.1, "weight_decay": 0.01}),

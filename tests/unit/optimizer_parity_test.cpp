@@ -1,10 +1,12 @@
 // The sgd and adamw plugins against torch.optim (goldens: tests/golden/make_optimizer_golden.py),
 // bit for bit: single-tensor updates against torch.optim's CPU default, foreach: true against
 // its foreach=True (its CUDA default), fused: true against its fused=True.
+#include <ATen/record_function.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
+#include <set>
 #include <sstream>
 
 #include <torch/optim/sgd.h>
@@ -20,7 +22,7 @@ namespace {
 TEST(OptimizerParity, MatchesTorchOptimStepByStep) {
   const auto golden = nlohmann::json::parse(testing::read_file(MIXT_SOURCE_DIR "/tests/golden/optimizers.json"));
   testing::BuiltPlugins plugins;
-  ASSERT_GE(golden["cases"].size(), 16u);
+  ASSERT_GE(golden["cases"].size(), 18u);
   for (const auto& c : golden["cases"]) {
     nlohmann::json section = c["options"];
     section["name"] = c["optimizer"];
@@ -47,7 +49,7 @@ TEST(OptimizerParity, MatchesTorchOptimStepByStep) {
 TEST(OptimizerParity, NoWeightDecayOnOneDimensionalParameters) {
   const auto golden = nlohmann::json::parse(testing::read_file(MIXT_SOURCE_DIR "/tests/golden/optimizers.json"));
   testing::BuiltPlugins plugins;
-  ASSERT_EQ(golden["grouped_cases"].size(), 5u);
+  ASSERT_EQ(golden["grouped_cases"].size(), 6u);
   for (const auto& c : golden["grouped_cases"]) {
     nlohmann::json section = c["options"];
     section["name"] = c["optimizer"];
@@ -69,8 +71,8 @@ TEST(OptimizerParity, NoWeightDecayOnOneDimensionalParameters) {
 }
 
 // A parameter whose first gradient comes after the others' starts its state then, as
-// torch.optim's single-tensor path does: bit for bit with fused: false (and, for sgd,
-// foreach: true); with fused: true the same within float rounding (the kernels order the
+// torch.optim's single-tensor path does: bit for bit with fused: false and with foreach:
+// true; with fused: true the same within float rounding (the kernels order the
 // arithmetic differently). A fused SGD that started the late momentum buffer at zero would
 // move that parameter 10 % short (dampening 0.1).
 TEST(OptimizerParity, ParameterWithALateFirstGradient) {
@@ -79,12 +81,11 @@ TEST(OptimizerParity, ParameterWithALateFirstGradient) {
   ASSERT_EQ(golden["late_cases"].size(), 2u);
   for (const auto& c : golden["late_cases"]) {
     for (const std::string implementation : {"single_tensor", "foreach", "fused"}) {
-      if (implementation == "foreach" && c["optimizer"] != "sgd") continue;
       const bool fused = implementation == "fused";
       nlohmann::json section = c["options"];
       section["name"] = c["optimizer"];
       section["fused"] = fused;
-      if (c["optimizer"] == "sgd") section["foreach"] = implementation == "foreach" ? "true" : "false";
+      section["foreach"] = implementation == "foreach" ? "true" : "false";
       const RecipeNodePtr root = parse_yaml("optimizer: " + section.dump(), "golden");
       at::Tensor early = at::tensor(c["initial"][0].get<std::vector<float>>()).requires_grad_(true);
       at::Tensor late = at::tensor(c["initial"][1].get<std::vector<float>>()).requires_grad_(true);
@@ -132,6 +133,67 @@ TEST(OptimizerParity, SdkWeightDecayGroupsForTorchOptim) {
   }
 }
 
+// The aten operators one step() calls, as the profiler names them ("aten::_foreach_add_").
+std::set<std::string> operators_of_step(Optimizer& optimizer) {
+  static thread_local std::set<std::string>* seen = nullptr;
+  std::set<std::string> names;
+  seen = &names;
+  const at::CallbackHandle handle = at::addThreadLocalCallback(
+      at::RecordFunctionCallback([](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+        if (seen != nullptr) seen->insert(fn.name());
+        return nullptr;
+      }));
+  optimizer.step();
+  at::removeCallback(handle);
+  seen = nullptr;
+  return names;
+}
+
+bool any_contains(const std::set<std::string>& names, const std::string& part) {
+  for (const auto& name : names) {
+    if (name.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// On the CPU foreach and single-tensor updates give the same numbers, so which kernels ran
+// is asked of the dispatcher: foreach: true runs the _foreach_ ops, fused: true the fused
+// kernel, and auto on CPU tensors the single-tensor ops, as torch.optim chooses.
+TEST(OptimizerImplementation, EachRunsTheKernelsTorchOptimRuns) {
+  testing::BuiltPlugins plugins;
+  struct Case {
+    std::string options;
+    std::vector<std::string> expected;  // operator names that must appear
+    bool foreach_allowed;
+  };
+  const std::vector<Case> cases = {
+      {"{name: sgd, lr: 0.1, momentum: 0.9}", {"aten::mul_"}, false},
+      {"{name: sgd, lr: 0.1, momentum: 0.9, foreach: true}", {"aten::_foreach_mul_", "aten::_foreach_add_"}, true},
+      {"{name: sgd, lr: 0.1, momentum: 0.9, fused: true}", {"aten::_fused_sgd_"}, false},
+      {"{name: adamw, lr: 0.01}", {"aten::lerp_", "aten::addcdiv_"}, false},
+      {"{name: adamw, lr: 0.01, foreach: true}", {"aten::_foreach_lerp_", "aten::_foreach_addcdiv_"}, true},
+      {"{name: adamw, lr: 0.01, fused: true}", {"aten::_fused_adamw_"}, true},  // + _foreach_add_ on the steps
+  };
+  for (const auto& c : cases) {
+    at::Tensor a = at::randn({4, 3}).requires_grad_(true), b = at::randn({3}).requires_grad_(true);
+    const RecipeNodePtr root = parse_yaml("optimizer: " + c.options, "test");
+    auto optimizer = plugins.registry.make_optimizer(Config(root, "").section("optimizer"),
+                                                     OptimizerContext{{{"a", a}, {"b", b}}});
+    for (int step = 0; step < 2; ++step) {  // the second step: momentum buffers exist
+      a.mutable_grad() = at::randn({4, 3});
+      b.mutable_grad() = at::randn({3});
+      const std::set<std::string> names = operators_of_step(*optimizer);
+      if (step == 0) continue;
+      for (const auto& name : c.expected) {
+        EXPECT_TRUE(names.count(name)) << c.options << " did not call " << name;
+      }
+      if (!c.foreach_allowed) {
+        EXPECT_FALSE(any_contains(names, "_foreach_")) << c.options;
+      }
+    }
+  }
+}
+
 // foreach takes auto, true or false, and not together with fused (torch.optim's rule).
 TEST(OptimizerOptions, ForeachValuesAndTheFusedConflictAreRecipeErrors) {
   testing::BuiltPlugins plugins;
@@ -163,6 +225,7 @@ TEST(OptimizerParity, StateSurvivesSaveAndLoad) {
   for (const std::string options : {"{name: sgd, lr: 0.05, momentum: 0.9, nesterov: true, weight_decay: 0.01}",
                                     "{name: sgd, lr: 0.05, momentum: 0.9, fused: true}",
                                     "{name: sgd, lr: 0.05, momentum: 0.9, foreach: true}",
+                                    "{name: adamw, lr: 0.01, amsgrad: true, foreach: true}",
                                     "{name: adamw, lr: 0.01, amsgrad: true}", "{name: adamw, lr: 0.01, fused: true}"}) {
     const RecipeNodePtr root = parse_yaml("optimizer: " + options, "test");
     const Config config = Config(root, "").section("optimizer");

@@ -1,11 +1,14 @@
 // optimizers/adamw — torch.optim.AdamW: Adam with decoupled weight decay.
 //
-// Two implementations, as torch.optim has:
-//   fused: false  torch/optim/adam.py `_single_tensor_adam` (decoupled_weight_decay=True),
-//                 line by line: the default of torch.optim on CPU tensors.
-//   fused: true   at::_fused_adamw_, the kernel torch.optim.AdamW(fused=True) calls: one
-//                 pass over all parameters per device and dtype (CPU and CUDA).
-// Both give torch.optim's parameters bit for bit (tests/unit/optimizer_parity_test.cpp).
+// The three implementations torch.optim has, chosen as it chooses them:
+//   foreach: false  torch/optim/adam.py `_single_tensor_adam` (decoupled_weight_decay=True),
+//                   line by line: torch.optim's default on CPU tensors.
+//   foreach: true   `_multi_tensor_adam`: the at::_foreach_ ops, one multi-tensor kernel each
+//                   per device and dtype: torch.optim's default on CUDA tensors.
+//   foreach: auto   (the default) foreach when every parameter is on CUDA (foreach=None).
+//   fused: true     at::_fused_adamw_, the kernel torch.optim.AdamW(fused=True) calls: one
+//                   pass over all parameters per device and dtype (CPU and CUDA).
+// Each gives torch.optim's parameters bit for bit (tests/unit/optimizer_parity_test.cpp).
 #include <mixt/plugin.h>
 
 #include <cmath>
@@ -19,15 +22,15 @@ using mixt::optimizers::ParameterGroup;
 
 struct AdamWOptions {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-  bool amsgrad = false, fused = false;
+  bool amsgrad = false;
+  mixt::optimizers::Implementation implementation = mixt::optimizers::Implementation::automatic;
 };
 
 class AdamW : public GroupedOptimizer {
  public:
   AdamW(std::vector<ParameterGroup> groups, AdamWOptions options)
       : GroupedOptimizer(std::move(groups), {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"},
-                         options.fused ? mixt::optimizers::Implementation::fused
-                                       : mixt::optimizers::Implementation::single_tensor),
+                         options.implementation),
         o_(options) {}
 
  private:
@@ -78,6 +81,45 @@ class AdamW : public GroupedOptimizer {
     p.addcdiv_(exp_avg, denom, -step_size);
   }
 
+  // torch/optim/adam.py `_multi_tensor_adam` (decoupled weight decay, not capturable), per
+  // device and dtype; the step counters stay on the CPU, and the bias corrections are
+  // computed from them on the host, one per parameter, as there.
+  void foreach_step(ParameterGroup& group, std::size_t first) override {
+    for (const auto& [key, members] : fused_buckets(group)) {
+      std::vector<at::Tensor> params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps;
+      for (std::size_t k : members) {
+        init_state(first + k, group.params[k]);
+        params.push_back(group.params[k]);
+        grads.push_back(group.params[k].grad());
+        exp_avgs.push_back(state(first + k, kExpAvg));
+        exp_avg_sqs.push_back(state(first + k, kExpAvgSq));
+        if (o_.amsgrad) max_exp_avg_sqs.push_back(state(first + k, kMaxExpAvgSq));
+        steps.push_back(state(first + k, kStep));
+      }
+      at::_foreach_add_(steps, 1);
+      if (group.weight_decay != 0) at::_foreach_mul_(params, 1 - group.lr * group.weight_decay);
+      at::_foreach_lerp_(exp_avgs, grads, 1 - o_.beta1);
+      at::_foreach_mul_(exp_avg_sqs, o_.beta2);
+      at::_foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - o_.beta2);
+      std::vector<at::Scalar> step_sizes, bias_corrections2_sqrt;
+      for (const auto& step_t : steps) {
+        const double step = step_t.item<float>();  // Python's _get_value(step): a float
+        step_sizes.emplace_back((group.lr / (1 - std::pow(o_.beta1, step))) * -1);
+        bias_corrections2_sqrt.emplace_back(std::pow(1 - std::pow(o_.beta2, step), 0.5));
+      }
+      std::vector<at::Tensor> denom;
+      if (o_.amsgrad) {
+        at::_foreach_maximum_(max_exp_avg_sqs, exp_avg_sqs);
+        denom = at::_foreach_sqrt(max_exp_avg_sqs);
+      } else {
+        denom = at::_foreach_sqrt(exp_avg_sqs);
+      }
+      at::_foreach_div_(denom, bias_corrections2_sqrt);
+      at::_foreach_add_(denom, o_.eps);
+      at::_foreach_addcdiv_(params, exp_avgs, denom, step_sizes);
+    }
+  }
+
   // torch/optim/adam.py `_fused_adam`: per device and dtype, the step counters advance
   // first, then one kernel updates every parameter.
   void fused_step(ParameterGroup& group, std::size_t first) override {
@@ -111,7 +153,7 @@ std::unique_ptr<mixt::Optimizer> make_adamw(const mixt::Config& c, const mixt::O
   o.beta2 = betas[1];
   o.eps = c.number("eps", 1e-8);
   o.amsgrad = c.boolean("amsgrad", false);
-  o.fused = c.boolean("fused", false);
+  o.implementation = mixt::optimizers::implementation_option(c);
   const double lr = c.number("lr", 1e-3);
   const double weight_decay = c.number("weight_decay", 1e-2);
   if (lr < 0) c.fail("lr", "must not be negative");
@@ -130,10 +172,11 @@ void register_components(mixt::Registrar& registrar) {
                             {"weight_decay", "0.01", "decoupled weight decay"},
                             {"amsgrad", "false", "use the AMSGrad variant"},
                             {"weight_decay_1d", "true", "also decay 1-D parameters (biases, norm scales)"},
+                            {"foreach", "auto", "the _foreach_ kernels (auto: when every parameter is on CUDA)"},
                             {"fused", "false", "one fused kernel for all parameters (torch.optim fused=True)"}}},
                           make_adamw);
 }
 
 }  // namespace
 
-MIXT_PLUGIN("adamw", "1.1.0", register_components)
+MIXT_PLUGIN("adamw", "1.2.0", register_components)

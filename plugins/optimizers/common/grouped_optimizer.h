@@ -9,6 +9,7 @@
 // _foreach_ ops it uses by default on CUDA.
 #pragma once
 
+#include <mixt/config.h>
 #include <mixt/error.h>
 #include <mixt/optimizer.h>
 #include <mixt/torch_optimizer.h>
@@ -48,6 +49,18 @@ enum class Implementation {
   fused,          // one fused kernel per device and dtype (fused=True)
   automatic,      // torch.optim's foreach=None: foreach when every parameter is on CUDA, else single-tensor
 };
+
+// The recipe's `fused` (false) and `foreach` (auto, true or false) options, checked as
+// torch.optim checks its arguments.
+inline Implementation implementation_option(const Config& c) {
+  const bool fused = c.boolean("fused", false);
+  const std::string foreach = c.string("foreach", "auto");
+  if (foreach != "auto" && foreach != "true" && foreach != "false") c.fail("foreach", "expected auto, true or false");
+  if (fused && foreach == "true") c.fail("foreach", "fused and foreach cannot both be true (as in torch.optim)");
+  if (fused) return Implementation::fused;
+  if (foreach == "auto") return Implementation::automatic;
+  return foreach == "true" ? Implementation::foreach : Implementation::single_tensor;
+}
 
 // The fused and foreach kernels take parameters of one device and dtype per call (as
 // torch.optim's _group_tensors_by_device_and_dtype): the key that groups them.

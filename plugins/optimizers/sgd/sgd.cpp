@@ -126,14 +126,7 @@ std::unique_ptr<mixt::Optimizer> make_sgd(const mixt::Config& c, const mixt::Opt
   o.momentum = c.number("momentum", 0.0);
   o.dampening = c.number("dampening", 0.0);
   o.nesterov = c.boolean("nesterov", false);
-  const bool fused = c.boolean("fused", false);
-  const std::string foreach = c.string("foreach", "auto");
-  if (foreach != "auto" && foreach != "true" && foreach != "false") c.fail("foreach", "expected auto, true or false");
-  if (fused && foreach == "true") c.fail("foreach", "fused and foreach cannot both be true (as in torch.optim)");
-  o.implementation = fused              ? Implementation::fused
-                     : foreach == "true"  ? Implementation::foreach
-                     : foreach == "false" ? Implementation::single_tensor
-                                          : Implementation::automatic;
+  o.implementation = mixt::optimizers::implementation_option(c);
   const double weight_decay = c.number("weight_decay", 0.0);
   if (lr < 0) c.fail("lr", "must not be negative");
   if (o.momentum < 0) c.fail("momentum", "must not be negative");

@@ -116,8 +116,9 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
       {
         AutocastScope scope = precision.autocast(device_type);
         const at::Tensor logits = model.forward(inputs);
-        loss = at::cross_entropy_loss(logits, targets, {}, at::Reduction::Mean, -100, options_.label_smoothing) /
-               static_cast<double>(accumulate);
+        loss = at::cross_entropy_loss(logits, targets, {}, at::Reduction::Mean, -100, options_.label_smoothing);
+        // Only when accumulating: dividing by 1 is exact but costs a kernel and a backward node.
+        if (accumulate > 1) loss = loss / static_cast<double>(accumulate);
       }
       if (parallel_) parallel_->prepare_backward(micro_batches + 1 == accumulate);
       precision.backward(loss);

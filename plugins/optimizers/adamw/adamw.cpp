@@ -11,6 +11,7 @@
 // Each gives torch.optim's parameters bit for bit (tests/unit/optimizer_parity_test.cpp).
 #include <mixt/plugin.h>
 
+#include <array>
 #include <cmath>
 
 #include "../common/grouped_optimizer.h"
@@ -81,21 +82,30 @@ class AdamW : public GroupedOptimizer {
     p.addcdiv_(exp_avg, denom, -step_size);
   }
 
+  // One device-and-dtype bucket's tensors, as the foreach and fused kernels take them (state
+  // initialised first): params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps.
+  using Lists = std::array<std::vector<at::Tensor>, 6>;
+  Lists gather(const ParameterGroup& group, std::size_t first, const std::vector<std::size_t>& members) {
+    Lists lists;
+    auto& [params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps] = lists;
+    for (std::size_t k : members) {
+      init_state(first + k, group.params[k]);
+      params.push_back(group.params[k]);
+      grads.push_back(group.params[k].grad());
+      exp_avgs.push_back(state(first + k, kExpAvg));
+      exp_avg_sqs.push_back(state(first + k, kExpAvgSq));
+      if (o_.amsgrad) max_exp_avg_sqs.push_back(state(first + k, kMaxExpAvgSq));
+      steps.push_back(state(first + k, kStep));
+    }
+    return lists;
+  }
+
   // torch/optim/adam.py `_multi_tensor_adam` (decoupled weight decay, not capturable), per
   // device and dtype; the step counters stay on the CPU, and the bias corrections are
   // computed from them on the host, one per parameter, as there.
   void foreach_step(ParameterGroup& group, std::size_t first) override {
     for (const auto& [key, members] : fused_buckets(group)) {
-      std::vector<at::Tensor> params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps;
-      for (std::size_t k : members) {
-        init_state(first + k, group.params[k]);
-        params.push_back(group.params[k]);
-        grads.push_back(group.params[k].grad());
-        exp_avgs.push_back(state(first + k, kExpAvg));
-        exp_avg_sqs.push_back(state(first + k, kExpAvgSq));
-        if (o_.amsgrad) max_exp_avg_sqs.push_back(state(first + k, kMaxExpAvgSq));
-        steps.push_back(state(first + k, kStep));
-      }
+      auto [params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps] = gather(group, first, members);
       at::_foreach_add_(steps, 1);
       if (group.weight_decay != 0) at::_foreach_mul_(params, 1 - group.lr * group.weight_decay);
       at::_foreach_lerp_(exp_avgs, grads, 1 - o_.beta1);
@@ -124,16 +134,7 @@ class AdamW : public GroupedOptimizer {
   // first, then one kernel updates every parameter.
   void fused_step(ParameterGroup& group, std::size_t first) override {
     for (const auto& [key, members] : fused_buckets(group)) {
-      std::vector<at::Tensor> params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps;
-      for (std::size_t k : members) {
-        init_state(first + k, group.params[k]);
-        params.push_back(group.params[k]);
-        grads.push_back(group.params[k].grad());
-        exp_avgs.push_back(state(first + k, kExpAvg));
-        exp_avg_sqs.push_back(state(first + k, kExpAvgSq));
-        if (o_.amsgrad) max_exp_avg_sqs.push_back(state(first + k, kMaxExpAvgSq));
-        steps.push_back(state(first + k, kStep));
-      }
+      auto [params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps] = gather(group, first, members);
       at::_foreach_add_(steps, 1);
       at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, group.lr, o_.beta1, o_.beta2,
                         group.weight_decay, o_.eps, o_.amsgrad, /*maximize=*/false);

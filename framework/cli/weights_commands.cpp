@@ -38,7 +38,7 @@ int export_weights(const std::string& checkpoint, const std::string& format, con
   if (format != "safetensors") {
     throw usage_error("unknown export format '" + format + "'", "mixt export writes --format safetensors");
   }
-  const fs::path file = resolve_checkpoint(checkpoint);
+  const fs::path file = resolve_checkpoint(checkpoint, "checkpoint");
   CheckpointContents contents = read_checkpoint(file);
   torch::serialize::InputArchive model;
   if (!contents.archive.try_read("model", model)) {

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "mixt/error.h"
@@ -81,14 +82,41 @@ CheckpointContents read_checkpoint(const fs::path& file) {
   return contents;
 }
 
-fs::path resolve_checkpoint(const fs::path& path) {
+namespace {
+bool has_checkpoint(const fs::path& run) {
+  std::error_code ec;
+  return fs::exists(run / "checkpoints" / "interrupted", ec) || fs::exists(run / "checkpoints" / "last", ec);
+}
+
+// The newest run directory (their names are timestamps) at most two levels below `path`
+// with a checkpoint: what someone who named an output or experiment directory meant.
+std::optional<fs::path> newest_run_below(const fs::path& path) {
+  std::optional<fs::path> newest;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (it.depth() >= 1) it.disable_recursion_pending();
+    if (it->is_symlink(ec) || !it->is_directory(ec) || !has_checkpoint(it->path())) continue;
+    if (!newest || it->path().filename() > newest->filename()) newest = it->path();
+  }
+  return newest;
+}
+}  // namespace
+
+fs::path resolve_checkpoint(const fs::path& path, const std::string& key_path) {
   std::error_code ec;
   if (fs::is_regular_file(path, ec)) return path;
-  for (const fs::path& candidate : {path / "last", path / "checkpoints" / "last"}) {
-    if (fs::exists(candidate, ec)) return fs::canonical(candidate, ec);
+  // `interrupted` is newer than `last` whenever it exists: each epoch's checkpoint removes it.
+  for (const fs::path& directory : {path, path / "checkpoints"}) {
+    for (const char* name : {"interrupted", "last"}) {
+      if (fs::exists(directory / name, ec)) return fs::canonical(directory / name, ec);
+    }
   }
-  throw Error(ErrorKind::recipe, "no checkpoint found", SourceLocation{path.string()}, "trainer.resume",
-              "name a checkpoint file, a run directory or its checkpoints/ directory");
+  std::string hint = "name a checkpoint file, a run directory or its checkpoints/ directory";
+  if (const std::optional<fs::path> run = newest_run_below(path)) {
+    hint = "did you mean " + run->string() + "? (the newest run below it with a checkpoint)";
+  }
+  throw Error(ErrorKind::recipe, "no checkpoint found", SourceLocation{path.string()}, key_path, hint);
 }
 
 }  // namespace mixt

@@ -6,6 +6,7 @@
 #include <torch/serialize/archive.h>
 
 #include <filesystem>
+#include <string>
 #include <nlohmann/json.hpp>
 
 namespace mixt {
@@ -26,7 +27,10 @@ struct CheckpointContents {
 CheckpointContents read_checkpoint(const std::filesystem::path& file);
 
 // `path` may be a checkpoint file, a run's checkpoints/ directory, or a run directory;
-// returns the checkpoint file meant.
-std::filesystem::path resolve_checkpoint(const std::filesystem::path& path);
+// returns the checkpoint file meant: in a directory the newest, `interrupted` when there is
+// one (an epoch's checkpoint removes it), else `last`. The error names `key_path` (the
+// recipe key or command-line argument the path came from).
+std::filesystem::path resolve_checkpoint(const std::filesystem::path& path,
+                                         const std::string& key_path = "trainer.resume");
 
 }  // namespace mixt

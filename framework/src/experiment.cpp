@@ -91,7 +91,9 @@ TrainResult run_experiment(Experiment& e, bool terminal, fs::path* run_dir) {
       throw runtime_error("torchelastic restart " + std::to_string(e.parallel->environment().restart_count) +
                           ": no run directory linked from " + elastic_link(e).string());
     }
-    if (fs::exists(run_path / "checkpoints" / "last")) resume = run_path.string();
+    if (fs::exists(run_path / "checkpoints" / "last") || fs::exists(run_path / "checkpoints" / "interrupted")) {
+      resume = run_path.string();  // the newest of the two (resolve_checkpoint)
+    }
     if (main_rank) run = std::make_unique<RunDirectory>(run_path, RunDirectory::Reopen{});
   } else if (main_rank) {
     run = std::make_unique<RunDirectory>(e.output, e.name);

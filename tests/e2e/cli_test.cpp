@@ -249,6 +249,12 @@ TEST(CliRun, TrainsWritesTheRunDirectoryAndResumes) {
   EXPECT_NE(resumed.output.find("epoch 3/3: val loss"), std::string::npos) << resumed.output;
   EXPECT_EQ(resumed.output.find("epoch 1/3: val loss"), std::string::npos) << resumed.output;
 
+  // The output directory is not a run directory: the error points at the newest run in it.
+  const CommandResult wrong = run_mixt({"export", "runs", "-o", "w.safetensors"}, dir.path());
+  EXPECT_EQ(wrong.exit_code, 2) << wrong.output;
+  EXPECT_NE(wrong.output.find("mixt: error: runs: checkpoint: no checkpoint found"), std::string::npos) << wrong.output;
+  EXPECT_NE(wrong.output.find("did you mean runs/tiny/"), std::string::npos) << wrong.output;
+
   // trainer.epochs is the total: asking for 1 after 2 trains nothing, and says so.
   const CommandResult nothing =
       run_mixt({"run", "tiny.yaml", "trainer.epochs=1", "trainer.resume=" + run.string()}, dir.path());
@@ -288,6 +294,16 @@ TEST(CliRun, SigintWritesACheckpointAndExits130) {
   const fs::path run = only_run_directory(dir.path() / "runs" / "tiny");
   EXPECT_TRUE(fs::exists(run / "checkpoints" / "interrupted"));
   EXPECT_TRUE(fs::exists(run / "checkpoints" / "last"));
+
+  // What the interrupt message says to run: the run directory resumes from `interrupted`,
+  // the newer of the two, not from the last epoch's checkpoint (that would lose the
+  // interrupted epoch's steps). epochs=1: resume, then nothing left to train.
+  const CommandResult resumed =
+      run_mixt({"run", "long.yaml", "trainer.epochs=1", "trainer.resume=" + run.string()}, dir.path());
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from " + fs::canonical(run / "checkpoints" / "interrupted").string()),
+            std::string::npos)
+      << resumed.output;
 }
 
 TEST(CliBench, OnePolicyPerChildProcessOneTable) {

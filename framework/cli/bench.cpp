@@ -13,8 +13,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "closest_match.h"
 #include "commands.h"
 #include "experiment.h"
+#include "plugin_loader.h"
+#include "registry.h"
 #include "run_directory.h"
 
 namespace mixt::cli {
@@ -68,6 +71,21 @@ class StepTimer {
 
 std::string recipe_policy(const Recipe& recipe) {
   return recipe.config().section("precision").string("name", "");
+}
+
+// A misspelt --precision fails here, with the known names, before any policy has run
+// (each worker would find it too, but only after the policies before it).
+void check_policies_exist(const Recipe& recipe, const std::vector<std::string>& policies) {
+  Registry registry;
+  PluginLoader loader(registry);
+  load_recipe_plugins(recipe, loader, warn);
+  const std::vector<std::string> known = registry.names(ComponentKind::precision);
+  for (const auto& policy : policies) {
+    if (registry.find(ComponentKind::precision, policy) == nullptr) {
+      throw usage_error("--precision: unknown precision '" + policy + "'",
+                        suggestion_hint(policy, known, "known precisions"));
+    }
+  }
 }
 
 // Runs `mixt bench-worker` for one policy; returns its JSON line (or an error record).
@@ -219,6 +237,7 @@ int bench(const BenchOptions& options) {
   std::vector<std::string> policies = options.policies;
   if (policies.empty()) policies.push_back(recipe_policy(recipe));
   if (options.steps < 1 || options.warmup < 0) throw usage_error("--steps must be at least 1 and --warmup at least 0");
+  check_policies_exist(recipe, policies);
 
   std::vector<json> rows;
   bool failed = false;

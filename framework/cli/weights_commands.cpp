@@ -15,25 +15,6 @@ namespace mixt::cli {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-// A module archive nests one archive per child module; flatten it to dotted names in the
-// order Module::save wrote them (own parameters, own buffers, then children), which is
-// the order of PyTorch's state_dict.
-void flatten(torch::serialize::InputArchive& archive, const std::string& prefix, NamedTensors& out) {
-  for (const std::string& key : archive.keys()) {
-    at::Tensor tensor;
-    torch::serialize::InputArchive child;
-    if (archive.try_read(key, tensor)) {
-      out.emplace_back(prefix + key, tensor);
-    } else if (archive.try_read(key, child)) {
-      flatten(child, prefix + key + ".", out);
-    }
-  }
-}
-
-}  // namespace
-
 int export_weights(const std::string& checkpoint, const std::string& format, const std::string& output) {
   if (format != "safetensors") {
     throw usage_error("unknown export format '" + format + "'", "mixt export writes --format safetensors");
@@ -44,8 +25,7 @@ int export_weights(const std::string& checkpoint, const std::string& format, con
   if (!contents.archive.try_read("model", model)) {
     throw Error(ErrorKind::recipe, "this checkpoint holds no model state", SourceLocation{file.string()});
   }
-  NamedTensors tensors;
-  flatten(model, "", tensors);
+  const NamedTensors tensors = flatten_archive(model);
   std::map<std::string, std::string> metadata{{"format", "pt"}, {"source", "mixt " + std::string(version())}};
   if (contents.header.contains("components")) metadata["mixt_components"] = contents.header["components"].dump();
   save_safetensors(output, tensors, metadata);

@@ -83,6 +83,26 @@ CheckpointContents read_checkpoint(const fs::path& file) {
 }
 
 namespace {
+void flatten(torch::serialize::InputArchive& archive, const std::string& prefix, NamedTensors& out) {
+  for (const std::string& key : archive.keys()) {
+    at::Tensor tensor;
+    torch::serialize::InputArchive child;
+    if (archive.try_read(key, tensor)) {
+      out.emplace_back(prefix + key, tensor);
+    } else if (archive.try_read(key, child)) {
+      flatten(child, prefix + key + ".", out);
+    }
+  }
+}
+}  // namespace
+
+NamedTensors flatten_archive(torch::serialize::InputArchive& archive) {
+  NamedTensors out;
+  flatten(archive, "", out);
+  return out;
+}
+
+namespace {
 bool has_checkpoint(const fs::path& run) {
   std::error_code ec;
   return fs::exists(run / "checkpoints" / "interrupted", ec) || fs::exists(run / "checkpoints" / "last", ec);

@@ -9,6 +9,8 @@
 #include <string>
 #include <nlohmann/json.hpp>
 
+#include "mixt/safetensors.h"
+
 namespace mixt {
 
 inline constexpr char kCheckpointMagic[8] = {'M', 'I', 'X', 'T', 'C', 'K', 'P', 'T'};
@@ -25,6 +27,10 @@ struct CheckpointContents {
 // Throws a runtime error naming the file when it is not a mixt checkpoint, is of another
 // format version, or is damaged.
 CheckpointContents read_checkpoint(const std::filesystem::path& file);
+
+// A module's archive (Module::save nests one per child) as dotted names, in the order it
+// was written: own parameters, own buffers, then children — PyTorch's state_dict order.
+NamedTensors flatten_archive(torch::serialize::InputArchive& archive);
 
 // `path` may be a checkpoint file, a run's checkpoints/ directory, or a run directory;
 // returns the checkpoint file meant: in a directory the newest, `interrupted` when there is

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "mixt/error.h"
+#include "state_dict_check.h"
 
 namespace mixt {
 
@@ -41,13 +42,15 @@ std::string LoadReport::describe() const {
   return text.str();
 }
 
-LoadReport load_state_dict(torch::nn::Module& module, const NamedTensors& tensors, bool strict,
-                           const std::string& source) {
+namespace {
+// The module's tensors that `tensors` has under the same name and shape (target, value),
+// and a report of the rest.
+std::vector<std::pair<at::Tensor, const at::Tensor*>> match_state_dict(const torch::nn::Module& module,
+                                                                      const NamedTensors& tensors,
+                                                                      LoadReport& report) {
   std::map<std::string, const at::Tensor*> given;
   for (const auto& [name, tensor] : tensors) given[name] = &tensor;
-
-  LoadReport report;
-  std::vector<std::pair<at::Tensor, const at::Tensor*>> copies;
+  std::vector<std::pair<at::Tensor, const at::Tensor*>> matches;
   std::map<std::string, bool> known;
   for (auto& [name, target] : state_dict(module)) {
     known[name] = true;
@@ -57,18 +60,32 @@ LoadReport load_state_dict(torch::nn::Module& module, const NamedTensors& tensor
     } else if (found->second->sizes() != target.sizes()) {
       report.mismatched.push_back(name + ": file " + shape_text(*found->second) + " vs model " + shape_text(target));
     } else {
-      copies.emplace_back(target, found->second);
+      matches.emplace_back(target, found->second);
     }
   }
   for (const auto& [name, tensor] : tensors) {
     if (!known.count(name)) report.unexpected.push_back(name);
   }
+  return matches;
+}
+}  // namespace
+
+LoadReport compare_state_dict(const torch::nn::Module& module, const NamedTensors& tensors) {
+  LoadReport report;
+  match_state_dict(module, tensors, report);
+  return report;
+}
+
+LoadReport load_state_dict(torch::nn::Module& module, const NamedTensors& tensors, bool strict,
+                           const std::string& source) {
+  LoadReport report;
+  const auto copies = match_state_dict(module, tensors, report);
   if (strict && !report.complete()) {
     throw Error(ErrorKind::recipe, "weights do not match the model" + report.describe(), SourceLocation{source}, {},
                 "use weights made for this model and num_classes, or set `strict: false` to load what matches");
   }
   at::NoGradGuard no_grad;
-  for (auto& [target, value] : copies) target.copy_(*value);
+  for (const auto& [target, value] : copies) target.copy_(*value);
   report.loaded = copies.size();
   return report;
 }

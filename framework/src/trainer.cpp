@@ -13,6 +13,7 @@
 #include "mixt/data_loader.h"
 #include "mixt/fp32_modules.h"
 #include "mixt/version.h"
+#include "state_dict_check.h"
 
 namespace mixt {
 
@@ -405,6 +406,16 @@ void Trainer::resume(const fs::path& path) {
   try {
     torch::serialize::InputArchive model_archive, optimizer_archive, precision_archive, trainer_archive;
     contents.archive.read("model", model_archive);
+    // Module::load would give a parameter the saved tensor whatever its shape (set_): a
+    // model changed since (other channels, other classes) would silently become the saved one.
+    const LoadReport fit = compare_state_dict(*c_.model, flatten_archive(model_archive));
+    if (!fit.complete()) {
+      throw Error(ErrorKind::recipe, "checkpoint does not fit this recipe's model" + fit.describe(),
+                  SourceLocation{file.string()}, "trainer.resume",
+                  "resume with the recipe that wrote it (its run directory has recipe.yaml); to start another model "
+                  "from these weights, mixt export them and name the file in model.weights (strict: false loads "
+                  "what matches)");
+    }
     c_.model->load(model_archive);
     contents.archive.read("optimizer", optimizer_archive);
     c_.optimizer->load(optimizer_archive);

@@ -100,9 +100,9 @@ class InterruptibleLoaderDataset : public LoaderDataset {
 
 class TinyMlp : public Model {
  public:
-  TinyMlp() {
-    hidden_ = register_module("hidden", torch::nn::Linear(8, 16));
-    out_ = register_module("out", torch::nn::Linear(16, 4));
+  explicit TinyMlp(std::int64_t width = 16) {
+    hidden_ = register_module("hidden", torch::nn::Linear(8, width));
+    out_ = register_module("out", torch::nn::Linear(width, 4));
   }
   at::Tensor forward(const at::Tensor& x) override { return out_->forward(at::relu(hidden_->forward(x))); }
 
@@ -362,6 +362,31 @@ TEST(Trainer, AnAmpFp16StepReadsOneFlagBackToTheHost) {
   };
   const std::int64_t four = reads_for_steps(4), sixteen = reads_for_steps(16);
   EXPECT_EQ(sixteen - four, 12) << "host reads: " << four << " in 4 steps, " << sixteen << " in 16";
+}
+
+// A recipe whose model changed since the checkpoint (here a wider hidden layer) must not
+// resume: LibTorch's Module::load would quietly replace every parameter by the saved one,
+// shape and all, and train the old model under the new recipe.
+TEST(Trainer, ResumingIntoAModelOfAnotherShapeIsARecipeError) {
+  testing::TempDir dir;
+  Fixture saved;
+  Trainer(saved.components, options(1), nullptr, saved.progress).save_checkpoint(dir.path() / "ckpt");
+
+  Fixture wider;
+  wider.components.model = std::make_shared<TinyMlp>(/*width=*/32);
+  Trainer trainer(wider.components, options(2), nullptr, wider.progress);
+  try {
+    trainer.resume(dir.path() / "ckpt");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::recipe);
+    EXPECT_NE(e.message().find("checkpoint does not fit this recipe's model"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("shape mismatch (3): hidden.weight: file [16, 8] vs model [32, 8]"), std::string::npos)
+        << e.message();
+  }
+  for (const auto& p : wider.components.model->named_parameters()) {
+    EXPECT_EQ(p.value().size(0), p.key() == "out.weight" || p.key() == "out.bias" ? 4 : 32) << p.key();
+  }
 }
 
 TEST(Trainer, CheckpointFromAnotherFileIsRejected) {

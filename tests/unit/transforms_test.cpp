@@ -183,6 +183,10 @@ TEST(Transforms, RecipeMistakesAreErrorsAtTheItem) {
   EXPECT_NE(error_of("transforms: [imagenet_train, to_tensor]").find("must be the only item"), std::string::npos);
   EXPECT_NE(error_of("transforms: [{name: resize}, to_tensor]").find("data.transforms[0].size: missing required option"),
             std::string::npos);
+  const std::string shorthand = error_of("transforms: [{center_crop: 28}, to_tensor]");
+  EXPECT_NE(shorthand.find("data.transforms[0].center_crop: a transform with options is a map with a name"),
+            std::string::npos)
+      << shorthand;
 }
 
 TEST(Transforms, UnknownKeysInsideAnItemAreReported) {

@@ -9,6 +9,14 @@ const char* const kTransformNames =
     "random_resized_crop, resize, center_crop, random_horizontal_flip, color_jitter, to_tensor, normalize, "
     "and the presets imagenet_train, imagenet_eval";
 
+bool is_transform_with_options(std::string_view name) {
+  for (const char* known : {"random_resized_crop", "resize", "center_crop", "random_horizontal_flip", "color_jitter",
+                            "to_tensor", "normalize"}) {
+    if (name == known) return true;
+  }
+  return false;
+}
+
 // `size: 224` or `size: [224, 192]` (height, width).
 std::array<std::int64_t, 2> read_size(const Config& c) {
   std::vector<std::int64_t> size;
@@ -94,6 +102,12 @@ TransformPipeline read_transforms(const Config& section, std::string_view key, T
   TransformPipeline pipeline;
   bool tensor = false;
   for (const Config& item : items) {
+    // `{center_crop: 28}`, torchvision's call written as a map, has no name: say how to write it.
+    const std::vector<std::string> keys = item.keys();
+    if (!item.has("name") && keys.size() == 1 && is_transform_with_options(keys[0])) {
+      item.fail(keys[0], "a transform with options is a map with a name",
+                "write {name: " + keys[0] + ", <option>: <value>}, e.g. {name: center_crop, size: 224}");
+    }
     const std::string name = item.string("name");
     const bool preset = name == "imagenet_train" || name == "imagenet_eval";
     if (preset && items.size() > 1) {

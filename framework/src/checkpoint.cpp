@@ -102,12 +102,12 @@ NamedTensors flatten_archive(torch::serialize::InputArchive& archive) {
   return out;
 }
 
-namespace {
 bool has_checkpoint(const fs::path& run) {
   std::error_code ec;
   return fs::exists(run / "checkpoints" / "interrupted", ec) || fs::exists(run / "checkpoints" / "last", ec);
 }
 
+namespace {
 // The newest run directory (their names are timestamps) at most two levels below `path`
 // with a checkpoint: what someone who named an output or experiment directory meant.
 std::optional<fs::path> newest_run_below(const fs::path& path) {

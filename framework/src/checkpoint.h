@@ -32,6 +32,9 @@ CheckpointContents read_checkpoint(const std::filesystem::path& file);
 // was written: own parameters, own buffers, then children — PyTorch's state_dict order.
 NamedTensors flatten_archive(torch::serialize::InputArchive& archive);
 
+// Whether a run directory has a checkpoint to resume from (`interrupted` or `last`).
+bool has_checkpoint(const std::filesystem::path& run);
+
 // `path` may be a checkpoint file, a run's checkpoints/ directory, or a run directory;
 // returns the checkpoint file meant: in a directory the newest, `interrupted` when there is
 // one (an epoch's checkpoint removes it), else `last`. The error names `key_path` (the

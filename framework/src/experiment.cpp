@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "checkpoint.h"
 #include "mixt/version.h"
 
 namespace mixt {
@@ -91,9 +92,7 @@ TrainResult run_experiment(Experiment& e, bool terminal, fs::path* run_dir) {
       throw runtime_error("torchelastic restart " + std::to_string(e.parallel->environment().restart_count) +
                           ": no run directory linked from " + elastic_link(e).string());
     }
-    if (fs::exists(run_path / "checkpoints" / "last") || fs::exists(run_path / "checkpoints" / "interrupted")) {
-      resume = run_path.string();  // the newest of the two (resolve_checkpoint)
-    }
+    if (has_checkpoint(run_path)) resume = run_path.string();  // its newest (resolve_checkpoint)
     if (main_rank) run = std::make_unique<RunDirectory>(run_path, RunDirectory::Reopen{});
   } else if (main_rank) {
     run = std::make_unique<RunDirectory>(e.output, e.name);

@@ -1,7 +1,6 @@
 // The sgd and adamw plugins against torch.optim (goldens: tests/golden/make_optimizer_golden.py),
 // bit for bit: single-tensor updates against torch.optim's CPU default, foreach: true against
 // its foreach=True (its CUDA default), fused: true against its fused=True.
-#include <ATen/record_function.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -12,6 +11,7 @@
 #include <torch/optim/sgd.h>
 
 #include "mixt/torch_optimizer.h"
+#include "operator_calls.h"
 #include "plugins.h"
 #include "recipe_loader.h"
 #include "test_support.h"
@@ -133,20 +133,10 @@ TEST(OptimizerParity, SdkWeightDecayGroupsForTorchOptim) {
   }
 }
 
-// The aten operators one step() calls, as the profiler names them ("aten::_foreach_add_").
+// The aten operators one step() calls.
 std::set<std::string> operators_of_step(Optimizer& optimizer) {
-  static thread_local std::set<std::string>* seen = nullptr;
-  std::set<std::string> names;
-  seen = &names;
-  const at::CallbackHandle handle = at::addThreadLocalCallback(
-      at::RecordFunctionCallback([](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
-        if (seen != nullptr) seen->insert(fn.name());
-        return nullptr;
-      }));
-  optimizer.step();
-  at::removeCallback(handle);
-  seen = nullptr;
-  return names;
+  const std::vector<std::string> calls = testing::operators_called_during([&] { optimizer.step(); });
+  return {calls.begin(), calls.end()};
 }
 
 bool any_contains(const std::set<std::string>& names, const std::string& part) {

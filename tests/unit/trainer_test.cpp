@@ -4,17 +4,18 @@
 #include "trainer.h"
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <ATen/record_function.h>
 #include <gtest/gtest.h>
 
 #include <torch/nn/modules/linear.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 
 #include "mixt/data_loader.h"
 
 #include "interrupt.h"
+#include "operator_calls.h"
 #include "plugins.h"
 #include "recipe_loader.h"
 #include "test_support.h"
@@ -315,35 +316,28 @@ TEST(Trainer, ANonFiniteLossOnAStepThePolicySkippedDoesNotStopTheRun) {
   EXPECT_TRUE(all_finite(f.weights()));
 }
 
-// How many times `run` read a tensor's value back to the host (.item() and friends all go
-// through aten::_local_scalar_dense). On a GPU each is a synchronisation.
-std::int64_t host_reads_during(const std::function<void()>& run) {
-  static thread_local std::int64_t* reads = nullptr;
-  std::int64_t count = 0;
-  reads = &count;
-  const at::CallbackHandle handle = at::addThreadLocalCallback(
-      at::RecordFunctionCallback([](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
-        if (reads != nullptr && std::string(fn.name()) == "aten::_local_scalar_dense") ++*reads;
-        return nullptr;
-      }));
-  run();
-  at::removeCallback(handle);
-  reads = nullptr;
-  return count;
+// How many times a one-epoch run of `steps` steps (no evaluation) read a tensor's value
+// back to the host: .item() and friends all go through aten::_local_scalar_dense, a
+// synchronisation on a GPU. `precision`: a policy to build instead of the plain one.
+std::int64_t host_reads_in_a_run_of(std::int64_t steps, const std::string& precision = "") {
+  Fixture f;
+  f.components.val.reset();
+  if (!precision.empty()) {
+    const RecipeNodePtr root = parse_yaml("precision: " + precision, "test");
+    f.components.precision = f.plugins.registry.make_precision(Config(root, "").section("precision"), {});
+  }
+  TrainerOptions o = options(1);
+  o.max_steps_per_epoch = steps;
+  const std::vector<std::string> calls =
+      testing::operators_called_during([&] { Trainer(f.components, o, nullptr, f.progress).fit(); });
+  return std::count(calls.begin(), calls.end(), "aten::_local_scalar_dense");
 }
 
 // The training step itself never waits for the device (docs/architecture.md): the host
 // reads of a run do not grow with its number of steps; only logging, the epoch's end and
 // evaluation read the loss (and the non-finite check rides along with them).
 TEST(Trainer, AStepReadsNothingBackToTheHost) {
-  const auto reads_for_steps = [](std::int64_t steps) {
-    Fixture f;
-    f.components.val.reset();
-    TrainerOptions o = options(1);
-    o.max_steps_per_epoch = steps;
-    return host_reads_during([&] { Trainer(f.components, o, nullptr, f.progress).fit(); });
-  };
-  const std::int64_t four = reads_for_steps(4), sixteen = reads_for_steps(16);
+  const std::int64_t four = host_reads_in_a_run_of(4), sixteen = host_reads_in_a_run_of(16);
   EXPECT_EQ(sixteen, four) << "host reads: " << four << " in 4 steps, " << sixteen << " in 16";
   EXPECT_LE(four, 4) << "a handful per epoch: progress, log and epoch-end reads of the loss";
 }
@@ -351,16 +345,8 @@ TEST(Trainer, AStepReadsNothingBackToTheHost) {
 // amp_fp16 reads one found-inf flag per step to decide between stepping and skipping, as
 // PyTorch's GradScaler does (_maybe_opt_step); nothing else in the step may add to it.
 TEST(Trainer, AnAmpFp16StepReadsOneFlagBackToTheHost) {
-  const auto reads_for_steps = [](std::int64_t steps) {
-    Fixture f;
-    f.components.val.reset();
-    const RecipeNodePtr root = parse_yaml("precision: {name: amp_fp16}", "test");
-    f.components.precision = f.plugins.registry.make_precision(Config(root, "").section("precision"), {});
-    TrainerOptions o = options(1);
-    o.max_steps_per_epoch = steps;
-    return host_reads_during([&] { Trainer(f.components, o, nullptr, f.progress).fit(); });
-  };
-  const std::int64_t four = reads_for_steps(4), sixteen = reads_for_steps(16);
+  const std::int64_t four = host_reads_in_a_run_of(4, "{name: amp_fp16}");
+  const std::int64_t sixteen = host_reads_in_a_run_of(16, "{name: amp_fp16}");
   EXPECT_EQ(sixteen - four, 12) << "host reads: " << four << " in 4 steps, " << sixteen << " in 16";
 }
 

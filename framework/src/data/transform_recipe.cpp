@@ -1,20 +1,27 @@
 // Reading `transforms:` from a dataset's recipe section (see mixt/transforms.h).
 #include "mixt/transforms.h"
 
+#include <algorithm>
+#include <array>
+#include <string_view>
+
 namespace mixt {
 
 namespace {
 
-const char* const kTransformNames =
-    "random_resized_crop, resize, center_crop, random_horizontal_flip, color_jitter, to_tensor, normalize, "
-    "and the presets imagenet_train, imagenet_eval";
+// The transforms a list item can name (besides the presets imagenet_train, imagenet_eval).
+constexpr std::array<std::string_view, 7> kTransforms = {"random_resized_crop", "resize", "center_crop",
+                                                        "random_horizontal_flip", "color_jitter", "to_tensor",
+                                                        "normalize"};
 
-bool is_transform_with_options(std::string_view name) {
-  for (const char* known : {"random_resized_crop", "resize", "center_crop", "random_horizontal_flip", "color_jitter",
-                            "to_tensor", "normalize"}) {
-    if (name == known) return true;
-  }
-  return false;
+bool is_transform(std::string_view name) {
+  return std::find(kTransforms.begin(), kTransforms.end(), name) != kTransforms.end();
+}
+
+std::string known_transforms() {
+  std::string text;
+  for (const std::string_view name : kTransforms) text += std::string(name) + ", ";
+  return text + "and the presets imagenet_train, imagenet_eval";
 }
 
 // `size: 224` or `size: [224, 192]` (height, width).
@@ -89,7 +96,7 @@ void add_item(TransformPipeline& pipeline, const Config& item) {
     }
     pipeline.add(make_normalize(mean, std));
   } else {
-    item.fail("name", "unknown transform '" + name + "'", std::string("known: ") + kTransformNames);
+    item.fail("name", "unknown transform '" + name + "'", "known: " + known_transforms());
   }
 }
 
@@ -104,7 +111,7 @@ TransformPipeline read_transforms(const Config& section, std::string_view key, T
   for (const Config& item : items) {
     // `{center_crop: 28}`, torchvision's call written as a map, has no name: say how to write it.
     const std::vector<std::string> keys = item.keys();
-    if (!item.has("name") && keys.size() == 1 && is_transform_with_options(keys[0])) {
+    if (!item.has("name") && keys.size() == 1 && is_transform(keys[0])) {
       item.fail(keys[0], "a transform with options is a map with a name",
                 "write {name: " + keys[0] + ", <option>: <value>}, e.g. {name: center_crop, size: 224}");
     }

@@ -166,14 +166,11 @@ class GroupedOptimizer : public Optimizer {
   // One group's update through a fused kernel; its parameters are state() indices
   // first_index, first_index + 1, ...
   virtual void fused_step(ParameterGroup& group, std::size_t first_index) = 0;
-  // The same through the _foreach_ ops, for an optimizer constructed with foreach or
-  // automatic (the others never get here).
-  virtual void foreach_step(ParameterGroup& group, std::size_t first_index) {
-    throw runtime_error("this optimizer has no foreach implementation");
-  }
+  // The same through the _foreach_ ops (one multi-tensor kernel each).
+  virtual void foreach_step(ParameterGroup& group, std::size_t first_index) = 0;
 
   // The positions in group.params of the parameters with a gradient, by device and dtype:
-  // a fused kernel takes one device and dtype per call.
+  // a fused or foreach kernel takes one device and dtype per call.
   static std::map<FusedBucketKey, std::vector<std::size_t>> fused_buckets(const ParameterGroup& group) {
     std::map<FusedBucketKey, std::vector<std::size_t>> buckets;
     for (std::size_t k = 0; k < group.params.size(); ++k) {

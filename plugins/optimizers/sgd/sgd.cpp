@@ -17,9 +17,8 @@
 namespace {
 
 using mixt::optimizers::GroupedOptimizer;
-using mixt::optimizers::ParameterGroup;
-
 using mixt::optimizers::Implementation;
+using mixt::optimizers::ParameterGroup;
 
 struct SgdOptions {
   double momentum = 0, dampening = 0;

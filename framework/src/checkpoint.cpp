@@ -123,7 +123,7 @@ std::optional<fs::path> newest_run_below(const fs::path& path) {
 }
 }  // namespace
 
-fs::path resolve_checkpoint(const fs::path& path, const std::string& key_path) {
+fs::path resolve_checkpoint(const fs::path& path, const std::string& key_path, const SourceLocation& where) {
   std::error_code ec;
   if (fs::is_regular_file(path, ec)) return path;
   // `interrupted` is newer than `last` whenever it exists: each epoch's checkpoint removes it.
@@ -136,7 +136,8 @@ fs::path resolve_checkpoint(const fs::path& path, const std::string& key_path) {
   if (const std::optional<fs::path> run = newest_run_below(path)) {
     hint = "did you mean " + run->string() + "? (the newest run below it with a checkpoint)";
   }
-  throw Error(ErrorKind::recipe, "no checkpoint found", SourceLocation{path.string()}, key_path, hint);
+  if (!where.known()) throw Error(ErrorKind::recipe, "no checkpoint found", SourceLocation{path.string()}, key_path, hint);
+  throw Error(ErrorKind::recipe, "no checkpoint found in '" + path.string() + "'", where, key_path, hint);
 }
 
 }  // namespace mixt

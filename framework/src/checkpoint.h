@@ -9,6 +9,7 @@
 #include <string>
 #include <nlohmann/json.hpp>
 
+#include "mixt/error.h"
 #include "mixt/safetensors.h"
 
 namespace mixt {
@@ -38,8 +39,9 @@ bool has_checkpoint(const std::filesystem::path& run);
 // `path` may be a checkpoint file, a run's checkpoints/ directory, or a run directory;
 // returns the checkpoint file meant: in a directory the newest, `interrupted` when there is
 // one (an epoch's checkpoint removes it), else `last`. The error names `key_path` (the
-// recipe key or command-line argument the path came from).
+// recipe key or command-line argument the path came from) and `where` it was written.
 std::filesystem::path resolve_checkpoint(const std::filesystem::path& path,
-                                         const std::string& key_path = "trainer.resume");
+                                         const std::string& key_path = "trainer.resume",
+                                         const SourceLocation& where = {});
 
 }  // namespace mixt

@@ -32,6 +32,10 @@ Experiment prepare_experiment(const fs::path& recipe_file, const std::vector<std
   e.output = root.string("output", "runs");
   const Config trainer = root.section("trainer");
   e.options = TrainerOptions::read(trainer);
+  // A resume path that names no checkpoint is a recipe mistake `mixt check` should catch.
+  if (!e.options.resume.empty()) {
+    e.options.resume = resolve_checkpoint(e.options.resume, "trainer.resume", trainer.location("resume")).string();
+  }
   if (e.options.threads > 0) at::set_num_threads(static_cast<int>(e.options.threads));
   if (auto launch = distributed::LaunchEnvironment::from_process_environment()) {
     // Each rank trains on the GPU of its LOCAL_RANK (or on the CPU).
@@ -80,9 +84,11 @@ TrainResult run_experiment(Experiment& e, bool terminal, fs::path* run_dir) {
   const bool main_rank = !e.parallel || e.parallel->is_main();
   const bool elastic = e.parallel && !e.parallel->environment().run_id.empty();
   const bool restarted = elastic && e.parallel->environment().restart_count > 0;
-  std::string resume = e.options.resume;
   std::unique_ptr<RunDirectory> run;
   fs::path run_path;
+  Progress progress(terminal, e.options.log_every, /*quiet=*/!main_rank);
+  Trainer trainer(e.components, e.options, nullptr, progress, e.parallel.get());
+  fs::path resume = e.options.resume;
   if (restarted) {
     // Every rank continues the run attempt 0 started, from its last checkpoint.
     std::error_code ec;
@@ -92,8 +98,13 @@ TrainResult run_experiment(Experiment& e, bool terminal, fs::path* run_dir) {
       throw runtime_error("torchelastic restart " + std::to_string(e.parallel->environment().restart_count) +
                           ": no run directory linked from " + elastic_link(e).string());
     }
-    if (has_checkpoint(run_path)) resume = run_path.string();  // its newest (resolve_checkpoint)
-    if (main_rank) run = std::make_unique<RunDirectory>(run_path, RunDirectory::Reopen{});
+    if (has_checkpoint(run_path)) resume = run_path;  // its newest (resolve_checkpoint)
+  }
+  // Resumed before a new run directory exists: a checkpoint that does not fit leaves no
+  // empty run behind (which the next `trainer.resume=runs/...` would have to step over).
+  if (!resume.empty()) trainer.resume(resume);
+  if (main_rank && restarted) {
+    run = std::make_unique<RunDirectory>(run_path, RunDirectory::Reopen{});
   } else if (main_rank) {
     run = std::make_unique<RunDirectory>(e.output, e.name);
     run_path = run->path();
@@ -108,14 +119,12 @@ TrainResult run_experiment(Experiment& e, bool terminal, fs::path* run_dir) {
   }
   if (run_dir) *run_dir = run_path;
 
-  Progress progress(terminal, e.options.log_every, /*quiet=*/!main_rank);
+  trainer.write_to(run.get());
   if (run) progress.note("run directory: " + run->path().string());
   if (e.parallel) {
     progress.note("data parallel: " + std::to_string(e.parallel->world_size()) + " ranks, " +
                   e.parallel->backend_name() + " backend, " + e.components.device.str());
   }
-  Trainer trainer(e.components, e.options, run.get(), progress, e.parallel.get());
-  if (!resume.empty()) trainer.resume(resume);
   return trainer.fit();
 }
 

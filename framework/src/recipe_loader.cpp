@@ -187,6 +187,12 @@ void apply_override(RecipeNode& root, const std::string& assignment) {
                       "write overrides as dotted keys, e.g. optimizer.lr=0.1 trainer.epochs=2");
   }
   const std::string dotted = assignment.substr(0, equals);
+  // `key=` is nearly always an empty shell variable (trainer.epochs=$EPOCHS): as YAML it
+  // would be null, which silently means "the default".
+  if (assignment.find_first_not_of(" \t", equals + 1) == std::string::npos) {
+    throw usage_error("override '" + assignment + "' has no value",
+                      "to unset a key on purpose write " + dotted + "=null");
+  }
   RecipeNodePtr value = parse_yaml(assignment.substr(equals + 1), source);
   // Every node of the override points at the command line, not at the YAML snippet.
   std::function<void(RecipeNode&)> relocate = [&](RecipeNode& node) {

@@ -45,8 +45,11 @@ class Trainer {
   Trainer(Components& components, TrainerOptions options, RunDirectory* run, Progress& progress,
           distributed::DataParallel* parallel = nullptr);
 
-  // Continues from a checkpoint written by a run of the same recipe.
+  // Continues from a checkpoint written by a run of the same recipe. Writes nothing, so a
+  // checkpoint that does not fit fails before a run directory exists.
   void resume(const std::filesystem::path& checkpoint);
+  // Where outputs go from now on (null: nowhere).
+  void write_to(RunDirectory* run) { run_ = run; }
   TrainResult fit();
   Evaluation evaluate(Dataset& dataset);
   // `data_positions`: every rank's DataLoader::position() when saving mid-epoch (see

@@ -255,6 +255,23 @@ TEST(CliRun, TrainsWritesTheRunDirectoryAndResumes) {
   EXPECT_NE(wrong.output.find("mixt: error: runs: checkpoint: no checkpoint found"), std::string::npos) << wrong.output;
   EXPECT_NE(wrong.output.find("did you mean runs/tiny/"), std::string::npos) << wrong.output;
 
+  // A resume that cannot work fails before a run directory is made (an empty one would be
+  // the newest run the next `trainer.resume=runs/...` hint pointed at), and `mixt check`
+  // finds a path without a checkpoint, located on the command line.
+  const auto runs_made = [&] {
+    return std::distance(fs::directory_iterator(dir.path() / "runs" / "tiny"), fs::directory_iterator());
+  };
+  const auto before = runs_made();
+  const CommandResult misfit =
+      run_mixt({"run", "tiny.yaml", "model.channels=[4,16]", "trainer.resume=" + run.string()}, dir.path());
+  expect_clean_failure(misfit, "");
+  EXPECT_NE(misfit.output.find("checkpoint does not fit this recipe's model"), std::string::npos) << misfit.output;
+  const CommandResult nowhere = run_mixt({"run", "tiny.yaml", "trainer.resume=runs"}, dir.path());
+  expect_clean_failure(nowhere, "command line 'trainer.resume=runs': trainer.resume: no checkpoint found in 'runs'");
+  EXPECT_EQ(runs_made(), before);
+  expect_clean_failure(run_mixt({"check", "tiny.yaml", "trainer.resume=runs"}, dir.path()),
+                       "command line 'trainer.resume=runs': trainer.resume: no checkpoint found in 'runs'");
+
   // trainer.epochs is the total: asking for 1 after 2 trains nothing, and says so.
   const CommandResult nothing =
       run_mixt({"run", "tiny.yaml", "trainer.epochs=1", "trainer.resume=" + run.string()}, dir.path());

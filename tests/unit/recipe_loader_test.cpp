@@ -85,6 +85,25 @@ TEST(RecipeLoader, OverrideThroughAScalarIsAnError) {
   EXPECT_THROW(load_recipe(file, {"no_equals_sign"}), Error);
 }
 
+TEST(RecipeLoader, AnOverrideWithNoValueIsAUsageErrorNotTheDefault) {
+  // `trainer.epochs=$EPOCHS` with EPOCHS unset: as YAML the empty value is null, which
+  // would silently train for the default number of epochs.
+  TempDir dir;
+  const auto file = dir.write("r.yaml", "trainer: {epochs: 5}\n");
+  for (const std::string empty : {"trainer.epochs=", "trainer.epochs= "}) {
+    try {
+      load_recipe(file, {empty});
+      FAIL() << "expected an error for '" << empty << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.exit_code(), 2);
+      EXPECT_NE(std::string(e.what()).find("has no value"), std::string::npos) << e.what();
+      EXPECT_NE(e.hint().find("trainer.epochs=null"), std::string::npos) << e.hint();
+    }
+  }
+  // Unsetting on purpose still works.
+  EXPECT_FALSE(load_recipe(file, {"trainer.epochs=null"}).config().section("trainer").has("epochs"));
+}
+
 TEST(RecipeLoader, SyntaxErrorHasLineAndColumn) {
   TempDir dir;
   const auto file = dir.write("bad.yaml", "trainer:\n  epochs: 2\n  seed: [1, 2\n");

@@ -1,35 +1,20 @@
 #include "checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cstring>
 #include <fstream>
 #include <optional>
 #include <sstream>
 
+#include "atomic_file.h"
 #include "mixt/error.h"
 
 namespace mixt {
 
 namespace fs = std::filesystem;
 
-namespace {
-void fsync_path(const fs::path& path, int flags) {
-  const int fd = ::open(path.c_str(), flags);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
-}
-}  // namespace
-
 void write_checkpoint(const fs::path& file, const nlohmann::json& header,
                       torch::serialize::OutputArchive& archive) {
-  fs::create_directories(file.parent_path());
-  const fs::path temporary = file.string() + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw runtime_error("cannot write checkpoint " + temporary.string());
+  write_file_atomically(file, [&](std::ostream& out) {
     const std::string header_text = header.dump();
     const std::uint32_t format = kCheckpointFormat;
     const std::uint64_t header_size = header_text.size();
@@ -37,14 +22,14 @@ void write_checkpoint(const fs::path& file, const nlohmann::json& header,
     out.write(reinterpret_cast<const char*>(&format), sizeof(format));
     out.write(reinterpret_cast<const char*>(&header_size), sizeof(header_size));
     out.write(header_text.data(), static_cast<std::streamsize>(header_text.size()));
-    archive.save_to(out);
-    out.flush();
-    if (!out) throw runtime_error("failed writing checkpoint " + temporary.string(), "is the disk full?");
-  }
-  // Durable before visible: a crash leaves the old checkpoint or the new one, never half.
-  fsync_path(temporary, O_RDONLY);
-  fs::rename(temporary, file);
-  fsync_path(file.parent_path(), O_RDONLY | O_DIRECTORY);
+    // Through a writer that never reports failure: LibTorch's zip writer throws from its
+    // destructor when the stream fails (a full disk), which is std::terminate mid-unwind.
+    // The stream's state says afterwards whether everything was written.
+    archive.save_to([&out](const void* data, std::size_t size) {
+      out.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+      return size;
+    });
+  });
 }
 
 CheckpointContents read_checkpoint(const fs::path& file) {

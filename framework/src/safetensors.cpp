@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "atomic_file.h"
 #include "mixt/error.h"
 
 namespace mixt {
@@ -70,16 +71,13 @@ void save_safetensors(const fs::path& file, const NamedTensors& tensors,
   text.append((8 - text.size() % 8) % 8, ' ');  // keeps the data 8-byte aligned, as the reference does
   const std::uint64_t size = text.size();
 
-  fs::create_directories(fs::absolute(file).parent_path());
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  if (!out) throw runtime_error("cannot write " + file.string());
-  out.write(reinterpret_cast<const char*>(&size), sizeof(size));
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  for (const at::Tensor& t : contiguous) {
-    out.write(static_cast<const char*>(t.data_ptr()), static_cast<std::streamsize>(t.numel() * t.element_size()));
-  }
-  out.flush();
-  if (!out) throw runtime_error("failed writing " + file.string(), "is the disk full?");
+  write_file_atomically(file, [&](std::ostream& out) {
+    out.write(reinterpret_cast<const char*>(&size), sizeof(size));
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    for (const at::Tensor& t : contiguous) {
+      out.write(static_cast<const char*>(t.data_ptr()), static_cast<std::streamsize>(t.numel() * t.element_size()));
+    }
+  });
 }
 
 SafetensorsContents load_safetensors(const fs::path& file) {

@@ -1,6 +1,11 @@
 // safetensors I/O and state dicts: exact round trips, the byte layout of the format,
-// PyTorch's state_dict naming and order, and strict / non-strict loading.
+// PyTorch's state_dict naming and order, and strict / non-strict loading; weights and
+// checkpoint files written whole or not at all.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
@@ -10,6 +15,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "atomic_file.h"
+#include "checkpoint.h"
 #include "mixt/error.h"
 #include "mixt/safetensors.h"
 #include "mixt/state_dict.h"
@@ -19,6 +26,7 @@ namespace mixt {
 namespace {
 
 using testing::TempDir;
+namespace fs = std::filesystem;
 
 TEST(Safetensors, RoundTripsEveryDtypeExactly) {
   TempDir dir;
@@ -150,6 +158,66 @@ TEST(StateDict, NonStrictLoadsWhatMatches) {
   EXPECT_EQ(report.missing, std::vector<std::string>{"conv1.weight"});
   EXPECT_TRUE(at::equal(target.bn->weight, source.bn->weight));
   EXPECT_FALSE(at::equal(target.conv->weight, source.conv->weight));
+}
+
+TEST(AtomicWrite, ReplacesTheFileWholeAndLeavesNoTemporary) {
+  TempDir dir;
+  const auto file = dir.write("w.bin", "old");
+  write_file_atomically(file, [](std::ostream& out) { out << "new"; });
+  EXPECT_EQ(testing::read_file(file), "new");
+  EXPECT_FALSE(fs::exists(file.string() + ".tmp"));
+}
+
+TEST(AtomicWrite, AWriterThatFailsLeavesTheOldFileAndNoTemporary) {
+  TempDir dir;
+  const auto file = dir.write("w.bin", "old");
+  EXPECT_THROW(write_file_atomically(file,
+                                     [](std::ostream& out) {
+                                       out << "half";
+                                       throw runtime_error("serializer failed");
+                                     }),
+               Error);
+  EXPECT_EQ(testing::read_file(file), "old");
+  EXPECT_FALSE(fs::exists(file.string() + ".tmp"));
+}
+
+// A full disk, made with RLIMIT_FSIZE in a child process (writes past it fail with EFBIG):
+// exported weights and checkpoints keep their previous contents, the temporary file that
+// would keep the disk full is gone, and the error says what happened.
+TEST(AtomicWrite, AFullDiskLeavesTheOldFilesAndNoTemporaries) {
+  TempDir dir;
+  const auto weights = dir.write("model.safetensors", "previous export");
+  const auto checkpoint = dir.write("last", "previous checkpoint");
+  const NamedTensors tensors = {{"w", at::ones({1 << 18})}};  // 1 MiB
+  torch::serialize::OutputArchive archive;
+  archive.write("w", tensors.front().second);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{64 * 1024, 64 * 1024};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    int failures = 0;
+    const auto disk_full = [&](const std::function<void()>& write) {
+      try {
+        write();
+      } catch (const Error& e) {
+        if (e.kind() == ErrorKind::runtime && e.hint() == "is the disk full?") ++failures;
+      } catch (...) {
+      }
+    };
+    disk_full([&] { save_safetensors(weights, tensors); });
+    disk_full([&] { write_checkpoint(checkpoint, nlohmann::json::object(), archive); });
+    ::_exit(failures);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 2) << "writes that reported the full disk as such";
+  EXPECT_EQ(testing::read_file(weights), "previous export");
+  EXPECT_EQ(testing::read_file(checkpoint), "previous checkpoint");
+  EXPECT_FALSE(fs::exists(weights.string() + ".tmp"));
+  EXPECT_FALSE(fs::exists(checkpoint.string() + ".tmp"));
 }
 
 }  // namespace

@@ -34,6 +34,23 @@ void check_fp32_modules_routed(const Model& model) {
               "list a submodule the model routes (see mixt/fp32_modules.h), or remove the option");
 }
 
+// LibTorch's message alone ("Expected more than 1 value per channel when training") does
+// not say which batch, nor what to change in the recipe.
+[[noreturn]] void forward_failed(const c10::Error& e, std::int64_t epoch, std::int64_t step,
+                                 const at::Tensor& inputs) {
+  const std::string what = e.what_without_backtrace();
+  std::string hint;
+  if (inputs.size(0) == 1 && what.find("more than 1 value per channel when training") != std::string::npos) {
+    hint = "batch norm needs two or more samples per training batch: a batch of one is the epoch's last when the "
+           "dataset size leaves one over (or the rest of its samples were skipped as bad); set "
+           "data.train.drop_last: true";
+  }
+  throw Error(ErrorKind::runtime,
+              "epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
+                  ": training forward pass on a batch of shape " + c10::str(inputs.sizes()) + " failed: " + what,
+              {}, {}, hint);
+}
+
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -114,12 +131,14 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
       const at::Tensor inputs = to_device(batch->inputs);
       const at::Tensor targets = batch->targets.to(c_.device, /*non_blocking=*/true);
       at::Tensor loss;
-      {
+      try {
         AutocastScope scope = precision.autocast(device_type);
         const at::Tensor logits = model.forward(inputs);
         loss = at::cross_entropy_loss(logits, targets, {}, at::Reduction::Mean, -100, options_.label_smoothing);
         // Only when accumulating: dividing by 1 is exact but costs a kernel and a backward node.
         if (accumulate > 1) loss = loss / static_cast<double>(accumulate);
+      } catch (const c10::Error& e) {
+        forward_failed(e, epoch, step, inputs);
       }
       if (parallel_) parallel_->prepare_backward(micro_batches + 1 == accumulate);
       precision.backward(loss);

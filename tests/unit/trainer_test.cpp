@@ -6,6 +6,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 
+#include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/linear.h>
 
 #include <algorithm>
@@ -121,8 +122,11 @@ struct Fixture {
     at::manual_seed(0);
     components.train = std::make_unique<BlobDataset>(5, interrupt_at, nan_at);
     components.val = std::make_unique<BlobDataset>(5);
-    components.model = std::make_shared<TinyMlp>();
     components.precision = std::make_unique<PrecisionPolicy>();
+    use_model(std::make_shared<TinyMlp>());
+  }
+  void use_model(std::shared_ptr<Model> model) {
+    components.model = std::move(model);
     OptimizerContext context;
     for (const auto& p : components.model->named_parameters()) context.named_parameters.emplace_back(p.key(), p.value());
     components.optimizer = plugins.registry.make_optimizer(Config(root, "").section("optimizer"), context);
@@ -353,6 +357,59 @@ TEST(Trainer, AnAmpFp16StepReadsOneFlagBackToTheHost) {
 // A recipe whose model changed since the checkpoint (here a wider hidden layer) must not
 // resume: LibTorch's Module::load would quietly replace every parameter by the saved one,
 // shape and all, and train the old model under the new recipe.
+// 17 samples in batches of 16: the epoch's last batch holds one sample.
+class OneLeftOverDataset : public Dataset {
+ public:
+  std::int64_t size() const override { return 17; }
+  std::int64_t num_classes() const override { return 4; }
+  std::vector<std::int64_t> sample_shape() const override { return {8}; }
+  std::int64_t batches_per_epoch() const override { return 2; }
+  void start_epoch(std::int64_t) override { served_ = 0; }
+  std::optional<Batch> next_batch() override {
+    if (served_ >= 17) return std::nullopt;
+    const std::int64_t n = served_ == 0 ? 16 : 1;
+    served_ += n;
+    return Batch{at::randn({n, 8}), at::zeros({n}, at::kLong)};
+  }
+
+ private:
+  std::int64_t served_ = 0;
+};
+
+class BatchNormMlp : public Model {
+ public:
+  BatchNormMlp() {
+    hidden_ = register_module("hidden", torch::nn::Linear(8, 16));
+    norm_ = register_module("norm", torch::nn::BatchNorm1d(16));
+    out_ = register_module("out", torch::nn::Linear(16, 4));
+  }
+  at::Tensor forward(const at::Tensor& x) override {
+    return out_->forward(at::relu(norm_->forward(hidden_->forward(x))));
+  }
+
+ private:
+  torch::nn::Linear hidden_{nullptr}, out_{nullptr};
+  torch::nn::BatchNorm1d norm_{nullptr};
+};
+
+TEST(Trainer, ABatchOfOneIntoBatchNormNamesTheStepAndSaysDropLast) {
+  Fixture f;
+  f.components.train = std::make_unique<OneLeftOverDataset>();
+  f.components.val = nullptr;
+  f.use_model(std::make_shared<BatchNormMlp>());
+  try {
+    Trainer(f.components, options(1), nullptr, f.progress).fit();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::runtime);
+    EXPECT_NE(e.message().find("epoch 1, step 2: training forward pass on a batch of shape [1, 8] failed: "
+                               "Expected more than 1 value per channel when training"),
+              std::string::npos)
+        << e.message();
+    EXPECT_NE(e.hint().find("set data.train.drop_last: true"), std::string::npos) << e.hint();
+  }
+}
+
 TEST(Trainer, ResumingIntoAModelOfAnotherShapeIsARecipeError) {
   testing::TempDir dir;
   Fixture saved;

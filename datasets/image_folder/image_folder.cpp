@@ -52,7 +52,9 @@ image_folder::FolderIndex load_index(const mixt::Config& c, const fs::path& root
   const std::string cache = c.string("index", "");
   std::error_code ec;
   if (!fs::is_directory(root, ec)) {
-    c.fail("root", "dataset root does not exist: " + root.string(), "point root: at a folder laid out as root/<class>/<image>");
+    c.fail("root", "dataset root does not exist: " + root.string(),
+           "point root: at a folder laid out as root/<class>/<image>, in the recipe or on the command line (" +
+               c.path() + ".root=/path/to/folder)");
   }
   image_folder::FolderIndex index;
   if (!cache.empty() && image_folder::read_index(cache, index)) return index;

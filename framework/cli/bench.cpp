@@ -2,13 +2,17 @@
 
 #include <ATen/DeviceAccelerator.h>
 #include <c10/core/Event.h>
+#include <poll.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -16,6 +20,7 @@
 #include "closest_match.h"
 #include "commands.h"
 #include "experiment.h"
+#include "interrupt.h"
 #include "plugin_loader.h"
 #include "registry.h"
 #include "run_directory.h"
@@ -88,16 +93,25 @@ void check_policies_exist(const Recipe& recipe, const std::vector<std::string>& 
   }
 }
 
+json interrupted_row(const std::string& policy) { return {{"policy", policy}, {"error", "interrupted"}}; }
+
 // Runs `mixt bench-worker` for one policy; returns its JSON line (or an error record).
+// An interrupt of `mixt bench` stops the worker too: a terminal's Ctrl-C reaches both, a
+// signal to `mixt bench` alone (kill, a job scheduler) is passed on, and a worker whose
+// parent died gets SIGTERM.
 json run_worker(const BenchOptions& options, const std::string& policy) {
+  if (interrupt_requested()) return interrupted_row(policy);
   std::vector<std::string> args = {"/proc/self/exe", "bench-worker", options.recipe, "--precision", policy,
                                    "--steps", std::to_string(options.steps), "--warmup",
                                    std::to_string(options.warmup), "--batch", std::to_string(options.batch)};
   args.insert(args.end(), options.overrides.begin(), options.overrides.end());
   int pipe_fds[2];
   if (::pipe(pipe_fds) != 0) return {{"policy", policy}, {"error", "cannot create a pipe"}};
+  const pid_t parent = ::getpid();
   const pid_t child = ::fork();
   if (child == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(130);  // the parent died before prctl
     ::dup2(pipe_fds[1], STDOUT_FILENO);
     ::close(pipe_fds[0]);
     ::close(pipe_fds[1]);
@@ -110,12 +124,25 @@ json run_worker(const BenchOptions& options, const std::string& policy) {
   ::close(pipe_fds[1]);
   std::string output;
   char buffer[4096];
-  ssize_t got = 0;
-  while ((got = ::read(pipe_fds[0], buffer, sizeof(buffer))) > 0) output.append(buffer, static_cast<std::size_t>(got));
+  bool forwarded = false;
+  for (pollfd readable{pipe_fds[0], POLLIN, 0};;) {
+    // A signal interrupts poll (never restarted), and the timeout bounds a missed one.
+    if (interrupt_requested() && !forwarded) {
+      ::kill(child, SIGINT);
+      forwarded = true;
+    }
+    if (::poll(&readable, 1, 200) <= 0) continue;
+    const ssize_t got = ::read(pipe_fds[0], buffer, sizeof(buffer));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    output.append(buffer, static_cast<std::size_t>(got));
+  }
   ::close(pipe_fds[0]);
   int status = 0;
-  ::waitpid(child, &status, 0);
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (interrupt_requested() || code == 130) return interrupted_row(policy);
   const auto last_line = output.find_last_of('{');
   if (code != 0 || last_line == std::string::npos) {
     return {{"policy", policy}, {"error", "failed (exit " + std::to_string(code) + ")"}};
@@ -239,9 +266,12 @@ int bench(const BenchOptions& options) {
   if (options.steps < 1 || options.warmup < 0) throw usage_error("--steps must be at least 1 and --warmup at least 0");
   check_policies_exist(recipe, policies);
 
+  // Ctrl-C stops the policy running and the ones after it; the finished rows are kept.
+  install_interrupt_handlers();
   std::vector<json> rows;
   bool failed = false;
   for (const auto& policy : policies) {
+    if (interrupt_requested()) break;
     std::fprintf(stderr, "mixt bench: %s ...\n", policy.c_str());
     rows.push_back(run_worker(options, policy));
     failed = failed || rows.back().contains("error");
@@ -253,6 +283,11 @@ int bench(const BenchOptions& options) {
   run.write_text("bench.json", report.dump(2) + "\n");
   run.write_text("bench.md", "# mixt bench " + options.recipe + "\n\n" + table);
   std::printf("%s\nwritten to %s\n", table.c_str(), run.path().string().c_str());
+  if (interrupt_requested()) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "mixt bench: interrupted; the table holds the policies that finished\n");
+    return 130;
+  }
   return failed ? 1 : 0;
 }
 

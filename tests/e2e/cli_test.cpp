@@ -362,5 +362,44 @@ TEST(CliBench, OnePolicyPerChildProcessOneTable) {
   EXPECT_NE(too_long.output.find("failed (exit 2)"), std::string::npos) << too_long.output;
 }
 
+// An interrupt sent to `mixt bench` alone (kill, a job scheduler; a terminal's Ctrl-C
+// reaches the worker too) stops the policy running and the ones after it, keeps the rows
+// that finished, and exits 130.
+TEST(CliBench, AnInterruptKeepsTheFinishedRowsAndRunsNoMorePolicies) {
+  TempDir dir;
+  // The whole training set: 900 steps take the amp_bf16 worker several seconds.
+  dir.write("tiny.yaml", testing::replace_once(kTinyRecipe, "limit: 1024", "limit: 0"));
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (::chdir(dir.path().c_str()) != 0) ::_exit(99);
+    const int out = ::open("out.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = ::open("err.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    ::execl(MIXT_EXECUTABLE, "mixt", "bench", "tiny.yaml", "--precision", "fp32,amp_bf16,tf32", "--steps", "900",
+            "--warmup", "0", "trainer.threads=1", static_cast<char*>(nullptr));
+    ::_exit(98);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  bool second_started = false;
+  while (!second_started && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    second_started = testing::read_file(dir.path() / "err.txt").find("mixt bench: amp_bf16") != std::string::npos;
+  }
+  ASSERT_TRUE(second_started) << testing::read_file(dir.path() / "err.txt");
+  ::kill(child, SIGINT);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  const std::string out = testing::read_file(dir.path() / "out.txt"), err = testing::read_file(dir.path() / "err.txt");
+  ASSERT_TRUE(WIFEXITED(status)) << err;
+  EXPECT_EQ(WEXITSTATUS(status), 130) << out << err;
+  EXPECT_NE(out.find("| fp32 | "), std::string::npos) << out;
+  EXPECT_EQ(out.find("| fp32 | - |"), std::string::npos) << "fp32 finished before the interrupt\n" << out;
+  EXPECT_NE(out.find("| amp_bf16 | - | - | - | - | - | - | interrupted |"), std::string::npos) << out;
+  EXPECT_EQ(err.find("mixt bench: tf32"), std::string::npos) << err;
+  const fs::path run = only_run_directory(dir.path() / "runs" / "tiny-bench");
+  EXPECT_EQ(nlohmann::json::parse(testing::read_file(run / "bench.json"))["results"].size(), 2u);
+}
+
 }  // namespace
 }  // namespace mixt

@@ -46,6 +46,8 @@ TEST(ResNet50Recipes, ImageNetRootThatIsNotThereIsAClearRecipeError) {
   EXPECT_NE(result.output.find("base.yaml:12:"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("data.train.root: dataset root does not exist: /data/imagenet/train"), std::string::npos)
       << result.output;
+  EXPECT_NE(result.output.find("on the command line (data.train.root=/path/to/folder)"), std::string::npos)
+      << result.output;
 }
 
 TEST(ResNet50Recipes, SyntheticRecipeBenchesEveryPolicyOnTheCpu) {

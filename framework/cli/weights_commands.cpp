@@ -61,8 +61,23 @@ int predict(const std::string& recipe_file, const std::vector<std::string>& over
   // The model learns its input shape from the batch, not from the recipe's datasets, which
   // predict never opens; num_classes comes from the model section (or the model's default).
   ModelContext context{device, batch->sizes().slice(1).vec(), 0};
+  const Config model_section = root.section("model");
+  if (!model_section.has("weights")) {
+    warn("model.weights is not set: these outputs come from untrained (seed 0) weights; name the weights with "
+         "model.weights=FILE.safetensors (mixt export writes one from a checkpoint)");
+  }
   at::manual_seed(0);
-  std::shared_ptr<Model> model = build_model(root.section("model"), registry, context);
+  std::shared_ptr<Model> model;
+  try {
+    model = build_model(model_section, registry, context);
+  } catch (const Error& e) {
+    // The sample shape came from --input, not from the recipe: say so, or a batch without
+    // its batch dimension reads as a recipe or weights mistake.
+    throw Error(e.kind(), e.message(), e.where(), e.key_path(),
+                (e.hint().empty() ? "" : e.hint() + "\n  note: ") + "mixt predict builds the model for the samples of " +
+                    input + ": " + c10::str(at::IntArrayRef(context.sample_shape)) + " (its first dimension, " +
+                    std::to_string(batch->size(0)) + ", is the batch)");
+  }
   model->to(device);
   model->eval();
   at::Tensor result;

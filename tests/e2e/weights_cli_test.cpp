@@ -118,6 +118,21 @@ TEST(WeightsCli, MismatchingWeightsAreOneClearError) {
   EXPECT_EQ(result.exit_code, 2) << result.output;
   EXPECT_NE(result.output.find("nowhere.safetensors"), std::string::npos) << result.output;
 
+  // The model is built for --input's samples: a batch of 3-channel images missing its batch
+  // dimension says so, and no weights at all is a warning (untrained outputs).
+  save_safetensors(dir.path() / "unbatched.safetensors", {{"input", at::zeros({3, 64, 64})}});
+  dir.write("r.yaml", "model: { name: resnet18, num_classes: 10, weights: " + weights + " }\n");
+  result = run_mixt({"predict", "r.yaml", "--input", "unbatched.safetensors", "--output", "o.safetensors"}, dir.path());
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("mixt predict builds the model for the samples of unbatched.safetensors: [64, 64] "
+                               "(its first dimension, 3, is the batch)"),
+            std::string::npos)
+      << result.output;
+  dir.write("r.yaml", "model: { name: resnet18, num_classes: 10 }\n");
+  result = run_mixt(args, dir.path());
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("mixt: warning: model.weights is not set"), std::string::npos) << result.output;
+
   result = run_mixt({"export", "nowhere", "--format", "onnx", "-o", "x"}, dir.path());
   EXPECT_EQ(result.exit_code, 2) << result.output;
   EXPECT_NE(result.output.find("unknown export format 'onnx'"), std::string::npos) << result.output;

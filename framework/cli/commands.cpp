@@ -26,11 +26,13 @@ int run(const std::string& recipe, const std::vector<std::string>& overrides) {
   fs::path run_dir;
   const TrainResult result = run_experiment(experiment, ::isatty(STDERR_FILENO) != 0, &run_dir);
   if (experiment.parallel && !experiment.parallel->is_main()) return 0;  // rank 0 reports
-  std::printf("done: %lld optimizer steps (%lld skipped), %lld samples in %.1fs (%.0f samples/s)\n",
+  // samples/s over the training loops, as the step lines show it; evaluation and
+  // checkpoints are in the total only.
+  std::printf("done: %lld optimizer steps (%lld skipped), %lld samples, %.1fs training (%.0f samples/s), %.1fs in all\n",
               static_cast<long long>(result.optimizer_steps), static_cast<long long>(result.skipped_steps),
-              static_cast<long long>(result.samples),
-              result.train_seconds,
-              result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0.0);
+              static_cast<long long>(result.samples), result.train_seconds,
+              result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0.0,
+              result.elapsed_seconds);
   if (result.final_eval) {
     std::printf("test accuracy: %.2f%% (val loss %.4f)\n", 100.0 * result.final_eval->top1, result.final_eval->loss);
   }

@@ -92,7 +92,7 @@ TrainResult Trainer::fit() {
     finish_epoch_checkpoint(epoch_);
     if (parallel_) parallel_->barrier();  // rank 0's checkpoint is written before any rank goes on
   }
-  result.train_seconds = seconds_since(start);
+  result.elapsed_seconds = seconds_since(start);
   return result;
 }
 
@@ -223,6 +223,7 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
     }
   }
   result.samples += epoch_samples * world_size();
+  result.train_seconds += seconds_since(epoch_start);
 }
 
 // Resuming mid-epoch: the order of an epoch depends only on seed and epoch, so going past

@@ -30,7 +30,8 @@ struct Evaluation {
 
 struct TrainResult {
   std::optional<Evaluation> final_eval;
-  double train_seconds = 0;
+  double train_seconds = 0;    // in the training loops only (what samples/s is measured over)
+  double elapsed_seconds = 0;  // the whole fit: training, evaluation, checkpoints
   std::int64_t optimizer_steps = 0;  // attempted, including skipped ones
   std::int64_t skipped_steps = 0;    // skipped by the precision policy (inf/NaN gradients)
   std::int64_t samples = 0;

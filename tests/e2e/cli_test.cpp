@@ -282,27 +282,43 @@ TEST(CliRun, TrainsWritesTheRunDirectoryAndResumes) {
       << nothing.output;
 }
 
+// Starts mixt in `dir` without waiting for it; stdout and stderr go to files there (the same
+// file for both when the names are equal).
+pid_t start_mixt(const TempDir& dir, std::vector<std::string> args, const std::string& out, const std::string& err) {
+  args.insert(args.begin(), "mixt");
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (::chdir(dir.path().c_str()) != 0) ::_exit(99);
+    const int out_fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err_fd = err == out ? out_fd : ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(out_fd, 1);
+    ::dup2(err_fd, 2);
+    std::vector<char*> argv;
+    for (auto& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    ::execv(MIXT_EXECUTABLE, argv.data());
+    ::_exit(98);
+  }
+  return child;
+}
+
+// Polls `file` until it contains `text` (true) or two minutes pass (false).
+bool wait_for_text(const fs::path& file, const std::string& text) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (testing::read_file(file).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
 TEST(CliRun, SigintWritesACheckpointAndExits130) {
   TempDir dir;
   const std::string recipe = testing::replace_once(kTinyRecipe, "epochs: 2", "epochs: 1000");
   dir.write("long.yaml", recipe);
-  const pid_t child = ::fork();
-  if (child == 0) {
-    if (::chdir(dir.path().c_str()) != 0) ::_exit(99);
-    const int log = ::open("out.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(log, 1);
-    ::dup2(log, 2);
-    ::execl(MIXT_EXECUTABLE, "mixt", "run", "long.yaml", static_cast<char*>(nullptr));
-    ::_exit(98);
-  }
+  const pid_t child = start_mixt(dir, {"run", "long.yaml"}, "out.txt", "out.txt");
   // Wait until training is under way (the first epoch's checkpoint is written).
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  bool started = false;
-  while (!started && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    started = testing::read_file(dir.path() / "out.txt").find("epoch 2/1000") != std::string::npos;
-  }
-  ASSERT_TRUE(started) << testing::read_file(dir.path() / "out.txt");
+  ASSERT_TRUE(wait_for_text(dir.path() / "out.txt", "epoch 2/1000")) << testing::read_file(dir.path() / "out.txt");
   ::kill(child, SIGINT);
   int status = 0;
   ::waitpid(child, &status, 0);
@@ -369,24 +385,11 @@ TEST(CliBench, AnInterruptKeepsTheFinishedRowsAndRunsNoMorePolicies) {
   TempDir dir;
   // The whole training set: 900 steps take the amp_bf16 worker several seconds.
   dir.write("tiny.yaml", testing::replace_once(kTinyRecipe, "limit: 1024", "limit: 0"));
-  const pid_t child = ::fork();
-  if (child == 0) {
-    if (::chdir(dir.path().c_str()) != 0) ::_exit(99);
-    const int out = ::open("out.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int err = ::open("err.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(out, 1);
-    ::dup2(err, 2);
-    ::execl(MIXT_EXECUTABLE, "mixt", "bench", "tiny.yaml", "--precision", "fp32,amp_bf16,tf32", "--steps", "900",
-            "--warmup", "0", "trainer.threads=1", static_cast<char*>(nullptr));
-    ::_exit(98);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  bool second_started = false;
-  while (!second_started && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    second_started = testing::read_file(dir.path() / "err.txt").find("mixt bench: amp_bf16") != std::string::npos;
-  }
-  ASSERT_TRUE(second_started) << testing::read_file(dir.path() / "err.txt");
+  const pid_t child = start_mixt(dir,
+                                 {"bench", "tiny.yaml", "--precision", "fp32,amp_bf16,tf32", "--steps", "900",
+                                  "--warmup", "0", "trainer.threads=1"},
+                                 "out.txt", "err.txt");
+  ASSERT_TRUE(wait_for_text(dir.path() / "err.txt", "mixt bench: amp_bf16")) << testing::read_file(dir.path() / "err.txt");
   ::kill(child, SIGINT);
   int status = 0;
   ::waitpid(child, &status, 0);

@@ -130,8 +130,17 @@ std::vector<T> read_list(const Config& config, const RecipeNode* node, std::stri
 }
 }  // namespace
 
+// inf and NaN are YAML numbers, but no option means them, and NaN slips through every
+// range check a plugin writes (`lr < 0` is false): both are errors here, for every plugin.
+static std::string yaml_text(double value) { return std::isnan(value) ? ".nan" : value > 0 ? ".inf" : "-.inf"; }
+
+static double finite(const Config& config, std::string_view key, double value) {
+  if (!std::isfinite(value)) config.fail(key, "expected a finite number, got " + yaml_text(value));
+  return value;
+}
+
 double Config::number(std::string_view key) const {
-  return read<double>(*this, child(key), key, "a number", parse_number, std::nullopt);
+  return finite(*this, key, read<double>(*this, child(key), key, "a number", parse_number, std::nullopt));
 }
 std::int64_t Config::integer(std::string_view key) const {
   return read<std::int64_t>(*this, child(key), key, "an integer", parse_integer, std::nullopt);
@@ -140,7 +149,7 @@ std::string Config::string(std::string_view key) const {
   return read<std::string>(*this, child(key), key, "a string", parse_string, std::nullopt);
 }
 double Config::number(std::string_view key, double fallback) const {
-  return read<double>(*this, child(key), key, "a number", parse_number, fallback);
+  return finite(*this, key, read<double>(*this, child(key), key, "a number", parse_number, fallback));
 }
 std::int64_t Config::integer(std::string_view key, std::int64_t fallback) const {
   return read<std::int64_t>(*this, child(key), key, "an integer", parse_integer, fallback);
@@ -152,7 +161,11 @@ std::string Config::string(std::string_view key, std::string fallback) const {
   return read<std::string>(*this, child(key), key, "a string", parse_string, fallback);
 }
 std::vector<double> Config::numbers(std::string_view key, std::vector<double> fallback) const {
-  return read_list<double>(*this, child(key), key, "numbers", parse_number, std::move(fallback));
+  std::vector<double> values = read_list<double>(*this, child(key), key, "numbers", parse_number, std::move(fallback));
+  for (const double value : values) {
+    if (!std::isfinite(value)) fail(key, "expected a list of finite numbers, but an item is " + yaml_text(value));
+  }
+  return values;
 }
 std::vector<std::int64_t> Config::integers(std::string_view key,
                                            std::vector<std::int64_t> fallback) const {

@@ -44,6 +44,28 @@ TEST(Config, WrongTypeNamesFileLineColumnAndKeyPath) {
   }
 }
 
+// NaN passes every range check a plugin writes (lr < 0 is false for NaN); no option means
+// an infinite value either.
+TEST(Config, InfinityAndNanAreNotNumbersAnOptionTakes) {
+  const Config c = section_of("o:\n  lr: .nan\n  max: .inf\n  low: -.inf\n  big: 1e999\n  betas: [0.9, .nan]\n", "o");
+  const std::pair<const char*, const char*> cases[] = {
+      {"lr", "r.yaml:2:7: o.lr: expected a finite number, got .nan"},
+      {"max", "r.yaml:3:8: o.max: expected a finite number, got .inf"},
+      {"low", "r.yaml:4:8: o.low: expected a finite number, got -.inf"},
+      {"big", "r.yaml:5:8: o.big: expected a finite number, got .inf"},  // out of a double's range
+  };
+  for (const auto& [key, message] : cases) {
+    try {
+      c.number(key, 1.0);
+      ADD_FAILURE() << key << ": expected an error";
+    } catch (const Error& e) {
+      EXPECT_STREQ(e.what(), message);
+    }
+  }
+  EXPECT_THROW(c.number("lr"), Error);
+  EXPECT_THROW(c.numbers("betas", {}), Error);
+}
+
 TEST(Config, MissingRequiredOptionIsAnError) {
   const Config c = section_of("optimizer:\n  name: sgd\n", "optimizer");
   EXPECT_THROW(c.number("lr"), Error);

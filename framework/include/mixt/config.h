@@ -24,7 +24,8 @@ class Config {
   Config();  // an empty section: every getter returns its fallback
   Config(std::shared_ptr<RecipeNode> node, std::string path);
 
-  // Required options: a missing key is a recipe error naming the section.
+  // Required options: a missing key is a recipe error naming the section. Numbers are
+  // finite: .inf and .nan (also in numbers()) are recipe errors.
   double number(std::string_view key) const;
   std::int64_t integer(std::string_view key) const;
   std::string string(std::string_view key) const;

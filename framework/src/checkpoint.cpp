@@ -32,7 +32,7 @@ void write_checkpoint(const fs::path& file, const nlohmann::json& header,
   });
 }
 
-CheckpointContents read_checkpoint(const fs::path& file) {
+CheckpointContents read_checkpoint(const fs::path& file, at::Device device) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw runtime_error("cannot read checkpoint " + file.string());
   char magic[sizeof(kCheckpointMagic)] = {};
@@ -60,9 +60,13 @@ CheckpointContents read_checkpoint(const fs::path& file) {
     contents.header = nlohmann::json::parse(header_text);
     std::stringstream rest;
     rest << in.rdbuf();
-    contents.archive.load_from(rest);
-  } catch (const std::exception&) {
-    throw Error(ErrorKind::recipe, "damaged checkpoint (cannot parse its contents)", SourceLocation{file.string()});
+    contents.archive.load_from(rest, device);
+  } catch (const std::exception& e) {
+    // LibTorch's message, first line only (no C++ backtrace): what exactly is damaged.
+    const std::string what = e.what();
+    throw Error(ErrorKind::recipe,
+                "damaged checkpoint (cannot parse its contents: " + what.substr(0, what.find('\n')) + ")",
+                SourceLocation{file.string()});
   }
   return contents;
 }

@@ -26,8 +26,11 @@ struct CheckpointContents {
 };
 
 // Throws a runtime error naming the file when it is not a mixt checkpoint, is of another
-// format version, or is damaged.
-CheckpointContents read_checkpoint(const std::filesystem::path& file);
+// format version, or is damaged. Its tensors are restored on `device` whatever device they
+// were saved from (map_location): a checkpoint of cuda:0 is read on a machine without a
+// GPU, by rank 1 on its cuda:1, or by a CPU run. LibTorch's Module::load would otherwise
+// move each parameter to the device the file names (set_data).
+CheckpointContents read_checkpoint(const std::filesystem::path& file, at::Device device = at::kCPU);
 
 // A module's archive (Module::save nests one per child) as dotted names, in the order it
 // was written: own parameters, own buffers, then children — PyTorch's state_dict order.

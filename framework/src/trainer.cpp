@@ -408,7 +408,7 @@ void Trainer::finish_epoch_checkpoint(std::int64_t epoch) {
 
 void Trainer::resume(const fs::path& path) {
   const fs::path file = resolve_checkpoint(path);
-  CheckpointContents contents = read_checkpoint(file);
+  CheckpointContents contents = read_checkpoint(file, c_.device);
   // The components must be the ones that wrote it: other names mean other tensors.
   const auto& saved = contents.header.value("components", nlohmann::json::array());
   for (const auto& r : c_.records) {

@@ -9,12 +9,18 @@
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/linear.h>
 
+#include <caffe2/serialize/inline_container.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cstring>
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 #include "mixt/data_loader.h"
 
+#include "checkpoint.h"
 #include "interrupt.h"
 #include "operator_calls.h"
 #include "plugins.h"
@@ -23,6 +29,8 @@
 
 namespace mixt {
 namespace {
+
+namespace fs = std::filesystem;
 
 // Two Gaussian blobs per class in 8 dimensions: 4 classes, 256 samples, batches of 16.
 // Optionally requests an interrupt, or serves a NaN input, at the n-th batch it serves.
@@ -433,6 +441,61 @@ TEST(Trainer, ResumingIntoAModelOfAnotherShapeIsARecipeError) {
   for (const auto& p : wider.components.model->named_parameters()) {
     EXPECT_EQ(p.value().size(0), p.key() == "out.weight" || p.key() == "out.bias" ? 4 : 32) << p.key();
   }
+}
+
+// Rewrites a checkpoint written here (on the CPU) as if its tensors had been saved from
+// cuda:0: the storage location in the archive's data.pkl is the only difference.
+void as_if_saved_on_cuda(const fs::path& file) {
+  std::string bytes = testing::read_file(file);
+  std::uint64_t header_size = 0;
+  std::memcpy(&header_size, bytes.data() + sizeof(kCheckpointMagic) + sizeof(std::uint32_t), sizeof(header_size));
+  const std::size_t zip_start = sizeof(kCheckpointMagic) + sizeof(std::uint32_t) + sizeof(header_size) + header_size;
+  std::istringstream zip(bytes.substr(zip_start));
+  caffe2::serialize::PyTorchStreamReader reader(&zip);
+  std::string rewritten;
+  {
+    caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, std::size_t size) {
+      rewritten.append(static_cast<const char*>(data), size);
+      return size;
+    });
+    writer.setMinVersion(reader.version());
+    for (const std::string& name : reader.getAllRecords()) {
+      if (name == "version" || name == ".data/version" || name == "byteorder") continue;  // the writer's own
+      auto [data, size] = reader.getRecord(name);
+      std::string record(static_cast<const char*>(data.get()), size);
+      if (name == "data.pkl") {
+        // BINUNICODE "cpu" -> "cuda:0" (memoised: written once, referred to after).
+        const std::string cpu("X\x03\0\0\0cpu", 8), cuda("X\x06\0\0\0cuda:0", 11);
+        const auto at = record.find(cpu);
+        ASSERT_NE(at, std::string::npos);
+        record.replace(at, cpu.size(), cuda);
+      }
+      writer.writeRecord(name, record.data(), record.size());
+    }
+    writer.writeEndOfFile();
+  }
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes.substr(0, zip_start) << rewritten;
+}
+
+// A checkpoint from a GPU run is read on a machine without one (mixt export on a laptop),
+// by a CPU run, or by another rank's GPU: its tensors land on the reader's device, and the
+// model's parameters stay where the model is (Module::load would move them to the file's).
+TEST(Trainer, ACheckpointSavedOnAGpuResumesOnTheCpu) {
+  testing::TempDir dir;
+  Fixture saved;
+  Trainer trained(saved.components, options(1), nullptr, saved.progress);
+  trained.fit();
+  trained.save_checkpoint(dir.path() / "ckpt");
+  as_if_saved_on_cuda(dir.path() / "ckpt");
+
+  CheckpointContents contents = read_checkpoint(dir.path() / "ckpt");  // as mixt export reads it
+  torch::serialize::InputArchive model;
+  contents.archive.read("model", model);
+  for (const auto& [name, tensor] : flatten_archive(model)) EXPECT_TRUE(tensor.device().is_cpu()) << name;
+  Fixture resumed;
+  Trainer(resumed.components, options(2), nullptr, resumed.progress).resume(dir.path() / "ckpt");
+  EXPECT_TRUE(same(resumed.weights(), saved.weights()));
+  for (const auto& p : resumed.components.model->parameters()) EXPECT_TRUE(p.device().is_cpu());
 }
 
 TEST(Trainer, CheckpointFromAnotherFileIsRejected) {

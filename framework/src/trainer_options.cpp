@@ -1,5 +1,7 @@
 #include "trainer_options.h"
 
+#include <optional>
+
 namespace mixt {
 
 TrainerOptions TrainerOptions::read(const Config& s) {
@@ -39,11 +41,20 @@ at::Device resolve_device(const std::string& text, const Config& section) {
       section.fail("device", "'" + text + "' requested, but no CUDA device is usable here",
                    "use device: cpu, or device: auto");
     }
+    std::optional<at::Device> device;
     try {
-      return at::Device(text);
+      device = at::Device(text);
     } catch (const std::exception&) {
       section.fail("device", "not a device: '" + text + "'", "write cuda or cuda:N");
     }
+    // Always with an index: the allocator statistics and stream calls take one, and reject -1.
+    if (!device->has_index()) return at::Device(at::kCUDA, 0);
+    const int gpus = static_cast<int>(at::getNumGPUs());
+    if (device->index() >= gpus) {
+      section.fail("device", "'" + text + "' requested, but this machine has " + std::to_string(gpus) + " usable GPU(s)",
+                   "use cuda:0 to cuda:" + std::to_string(gpus - 1));
+    }
+    return *device;
   }
   section.fail("device", "unknown device '" + text + "'", "use auto, cpu, cuda or cuda:N");
 }

@@ -4,6 +4,7 @@
 #include <torch/version.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -72,8 +73,25 @@ int list(const std::string& kind, const std::string& glob) {
   PluginLoader loader(registry);
   load_all(registry, loader);
   std::optional<ComponentKind> filter;
-  if (!kind.empty()) filter = parse_kind(kind);
-  const auto entries = registry.list(filter, glob.empty() ? "*" : glob);
+  std::string pattern = glob.empty() ? "*" : glob;
+  // `mixt list 'resnet*'`: one argument that is no kind is a name pattern over every kind;
+  // when nothing matches it either, it was a misspelt kind.
+  const std::vector<std::string> kinds = [] {
+    std::vector<std::string> names;
+    for (ComponentKind k : all_kinds()) names.emplace_back(kind_name(k));
+    return names;
+  }();
+  const bool kind_is_pattern = !kind.empty() && glob.empty() &&
+                               std::find(kinds.begin(), kinds.end(), kind) == kinds.end();
+  if (kind_is_pattern) {
+    pattern = kind;
+  } else if (!kind.empty()) {
+    filter = parse_kind(kind);
+  }
+  const auto entries = registry.list(filter, pattern);
+  if (kind_is_pattern && entries.empty()) {
+    throw usage_error("no component kind or name matches '" + kind + "'", suggestion_hint(kind, kinds, "kinds"));
+  }
   for (ComponentKind k : all_kinds()) {
     bool header = false;
     for (const ComponentEntry* entry : entries) {

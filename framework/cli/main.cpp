@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   check->add_option("overrides", overrides, "key=value overrides");
 
   auto* list = app.add_subcommand("list", "list registered components");
-  list->add_option("kind", kind, "model, optimizer, scheduler, precision or dataset");
+  list->add_option("kind", kind, "model, optimizer, scheduler, precision or dataset (alone: or a name wildcard)");
   list->add_option("glob", glob, "wildcard on the name, e.g. 'resnet*'");
 
   auto* describe = app.add_subcommand("describe", "show a component's options and defaults");

@@ -88,7 +88,15 @@ TEST(Cli, ListAndDescribe) {
   const CommandResult unknown = run_mixt({"describe", "optimizer", "sdg"});
   expect_clean_failure(unknown, "unknown optimizer 'sdg'");
   EXPECT_NE(unknown.output.find("did you mean 'sgd'?"), std::string::npos) << unknown.output;
-  expect_clean_failure(run_mixt({"list", "modle"}), "unknown component kind 'modle'");
+  const CommandResult misspelt = run_mixt({"list", "modle"});
+  expect_clean_failure(misspelt, "no component kind or name matches 'modle'");
+  EXPECT_NE(misspelt.output.find("did you mean 'model'?"), std::string::npos) << misspelt.output;
+
+  // One argument that is no kind is a name pattern over every kind.
+  const CommandResult by_name = run_mixt({"list", "*sgd"});
+  EXPECT_EQ(by_name.exit_code, 0) << by_name.output;
+  EXPECT_NE(by_name.output.find("optimizer:\n  sgd "), std::string::npos) << by_name.output;
+  EXPECT_EQ(by_name.output.find("adamw"), std::string::npos) << by_name.output;
 }
 
 TEST(Cli, CheckAcceptsTheShippedRecipe) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <iterator>
 
 namespace image_folder {
 
@@ -18,20 +19,35 @@ bool is_image_file(const fs::path& file) {
   return false;
 }
 
-FolderIndex scan_folder(const fs::path& root) {
+std::vector<std::string> list_classes(const fs::path& root) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) {
     throw TreeError{"dataset root does not exist: " + root.string(),
                     "point root: at a folder laid out as root/<class>/<image>"};
   }
-  FolderIndex index;
+  std::vector<std::string> classes;
   for (const auto& entry : fs::directory_iterator(root, fs::directory_options::follow_directory_symlink)) {
-    if (entry.is_directory()) index.classes.push_back(entry.path().filename().string());
+    if (entry.is_directory()) classes.push_back(entry.path().filename().string());
   }
-  std::sort(index.classes.begin(), index.classes.end());
-  if (index.classes.empty()) {
+  std::sort(classes.begin(), classes.end());
+  if (classes.empty()) {
     throw TreeError{"no class folders in " + root.string(), "lay the images out as root/<class>/<image>"};
   }
+  return classes;
+}
+
+namespace {
+std::string absolute_root(const fs::path& root) {
+  std::error_code ec;
+  const fs::path canonical = fs::weakly_canonical(fs::absolute(root), ec);
+  return (ec ? fs::absolute(root) : canonical).string();
+}
+}  // namespace
+
+FolderIndex scan_folder(const fs::path& root) {
+  FolderIndex index;
+  index.classes = list_classes(root);
+  index.root = absolute_root(root);
   for (std::size_t label = 0; label < index.classes.size(); ++label) {
     std::vector<std::string> files;
     const fs::path class_dir = root / index.classes[label];
@@ -53,15 +69,17 @@ FolderIndex scan_folder(const fs::path& root) {
   return index;
 }
 
-// Format: the header line, the class count, one class per line, then "label<TAB>path"
-// per file.
+// Format: the header line, "root<TAB>path", the class count, one class per line, then
+// "label<TAB>path" per file.
 bool read_index(const fs::path& file, FolderIndex& index) {
   std::ifstream in(file);
   std::string line;
   if (!in || !std::getline(in, line) || line != kIndexHeader) return false;
+  FolderIndex read;
+  if (!std::getline(in, line) || line.rfind("root\t", 0) != 0) return false;
+  read.root = line.substr(5);
   std::size_t classes = 0;
   if (!(in >> classes) || !std::getline(in, line)) return false;
-  FolderIndex read;
   for (std::size_t i = 0; i < classes && std::getline(in, line); ++i) read.classes.push_back(line);
   while (std::getline(in, line)) {
     const auto tab = line.find('\t');
@@ -80,11 +98,32 @@ void write_index(const fs::path& file, const FolderIndex& index) {
   const fs::path temporary = file.string() + ".tmp";
   {
     std::ofstream out(temporary);
-    out << kIndexHeader << "\n" << index.classes.size() << "\n";
+    out << kIndexHeader << "\nroot\t" << index.root << "\n" << index.classes.size() << "\n";
     for (const auto& name : index.classes) out << name << "\n";
     for (std::size_t i = 0; i < index.files.size(); ++i) out << index.labels[i] << "\t" << index.files[i] << "\n";
   }
   fs::rename(temporary, file);  // never a half-written index
+}
+
+std::string stale_index_reason(const FolderIndex& index, const fs::path& root) {
+  if (index.root != absolute_root(root)) return "it lists " + index.root;
+  std::vector<std::string> classes;
+  try {
+    classes = list_classes(root);
+  } catch (const TreeError& e) {
+    return e.message;
+  }
+  if (classes == index.classes) return "";
+  std::vector<std::string> added, removed;
+  std::set_difference(classes.begin(), classes.end(), index.classes.begin(), index.classes.end(),
+                      std::back_inserter(added));
+  std::set_difference(index.classes.begin(), index.classes.end(), classes.begin(), classes.end(),
+                      std::back_inserter(removed));
+  const auto some = [](const std::vector<std::string>& names, const char* what) {
+    if (names.empty()) return std::string();
+    return " " + std::to_string(names.size()) + " " + what + " (" + names.front() + (names.size() > 1 ? ", ...)" : ")");
+  };
+  return "the class folders changed since it was written:" + some(added, "added") + some(removed, "gone");
 }
 
 }  // namespace image_folder

@@ -11,6 +11,7 @@
 namespace image_folder {
 
 struct FolderIndex {
+  std::string root;  // the tree it lists, absolute
   std::vector<std::string> classes;
   std::vector<std::string> files;     // relative to the root
   std::vector<std::int64_t> labels;   // index into classes, one per file
@@ -25,13 +26,23 @@ struct TreeError {
 
 bool is_image_file(const std::filesystem::path& file);
 
+// The class folders of `root`, sorted (one directory listing). Throws TreeError.
+std::vector<std::string> list_classes(const std::filesystem::path& root);
+
 // Walks the tree. Throws TreeError.
 FolderIndex scan_folder(const std::filesystem::path& root);
 
 // A cached index, so a tree of a million files is walked once: a text file that starts
-// with kIndexHeader. read_index returns false when the file is absent or not an index.
-inline constexpr const char* kIndexHeader = "mixt image_folder index v1";
+// with kIndexHeader and names its root. read_index returns false when the file is absent
+// or not an index of this version (an older one is simply rebuilt).
+inline constexpr const char* kIndexHeader = "mixt image_folder index v2";
 bool read_index(const std::filesystem::path& file, FolderIndex& index);
 void write_index(const std::filesystem::path& file, const FolderIndex& index);
+
+// Why a cached index cannot stand for `root` ("" when it can): made for another tree (the
+// same index: file named for train and val), or class folders added, removed or renamed
+// since — either would silently train on the wrong files or shift the labels. Files added
+// inside a class are not looked for (that would be the walk the index saves).
+std::string stale_index_reason(const FolderIndex& index, const std::filesystem::path& root);
 
 }  // namespace image_folder

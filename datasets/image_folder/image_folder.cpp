@@ -5,6 +5,7 @@
 #include <mixt/plugin.h>
 #include <mixt/transforms.h>
 
+#include <cstdio>
 #include <fstream>
 #include <opencv2/core.hpp>
 
@@ -57,7 +58,12 @@ image_folder::FolderIndex load_index(const mixt::Config& c, const fs::path& root
                c.path() + ".root=/path/to/folder)");
   }
   image_folder::FolderIndex index;
-  if (!cache.empty() && image_folder::read_index(cache, index)) return index;
+  if (!cache.empty() && image_folder::read_index(cache, index)) {
+    const std::string stale = image_folder::stale_index_reason(index, root);
+    if (stale.empty()) return index;
+    std::fprintf(stderr, "mixt: warning: %s.index %s does not fit %s (%s): walking the tree again and rewriting it\n",
+                 c.path().c_str(), cache.c_str(), root.string().c_str(), stale.c_str());
+  }
   try {
     index = image_folder::scan_folder(root);
   } catch (const image_folder::TreeError& e) {

@@ -187,5 +187,28 @@ TEST_F(ImageFolder, TheCachedIndexIsWrittenOnceAndReused) {
   EXPECT_EQ(make_dataset(plugins, section(tree.path() / "images", options))->size(), 61);
 }
 
+// What the index cannot vouch for is checked with one directory listing: an index made for
+// another tree (the same index: file named for train and val) or a class folder added
+// since would train on the wrong files, or shift every label after it.
+TEST_F(ImageFolder, AnIndexOfAnotherTreeOrOtherClassesIsRebuilt) {
+  TempDir tree;
+  fs::copy(good(), tree.path() / "train", fs::copy_options::recursive);
+  fs::create_directories(tree.path() / "val" / "bag");
+  fs::copy_file(good() / "bag" / "002.jpg", tree.path() / "val" / "bag" / "002.jpg");
+  const fs::path index = tree.path() / "index.txt";
+  const std::string options = "index: " + index.string() + ", shuffle: false, " + kSmallTrain;
+  EXPECT_EQ(make_dataset(plugins, section(tree.path() / "train", options))->size(), 60);
+  EXPECT_EQ(make_dataset(plugins, section(tree.path() / "val", options))->size(), 1);  // not train's 60
+  EXPECT_EQ(make_dataset(plugins, section(tree.path() / "train", options))->size(), 60);
+
+  // A new class sorted first ("aardvark"): every other label moves up by one.
+  fs::create_directories(tree.path() / "train" / "aardvark");
+  fs::copy_file(good() / "bag" / "002.jpg", tree.path() / "train" / "aardvark" / "a.jpg");
+  auto data = make_dataset(plugins, section(tree.path() / "train", options));
+  EXPECT_EQ(data->size(), 61);
+  EXPECT_EQ(data->num_classes(), 11);
+  EXPECT_EQ(collect_epoch(*data, 0).front().targets[0].item<std::int64_t>(), 0);  // the aardvark
+}
+
 }  // namespace
 }  // namespace mixt

@@ -267,7 +267,7 @@ int bench(const BenchOptions& options) {
   check_policies_exist(recipe, policies);
 
   // Ctrl-C stops the policy running and the ones after it; the finished rows are kept.
-  install_interrupt_handlers();
+  install_interrupt_handlers("mixt bench: stopping; the rows that finished are kept (again to quit at once)");
   std::vector<json> rows;
   bool failed = false;
   for (const auto& policy : policies) {

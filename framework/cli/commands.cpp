@@ -24,12 +24,15 @@ int run(const std::string& recipe, const std::vector<std::string>& overrides) {
   Registry registry;
   PluginLoader loader(registry);
   Experiment experiment = prepare_experiment(recipe, overrides, loader, registry, warn);
+  // Rank 0 acknowledges a Ctrl-C; torchrun passes it to every rank.
+  if (experiment.parallel && !experiment.parallel->is_main()) set_interrupt_acknowledgement(nullptr);
   fs::path run_dir;
   const TrainResult result = run_experiment(experiment, ::isatty(STDERR_FILENO) != 0, &run_dir);
   if (experiment.parallel && !experiment.parallel->is_main()) return 0;  // rank 0 reports
   // samples/s over the training loops, as the step lines show it; evaluation and
   // checkpoints are in the total only.
-  std::printf("done: %lld optimizer steps (%lld skipped), %lld samples, %.1fs training (%.0f samples/s), %.1fs in all\n",
+  std::printf("done: %lld optimizer steps (%lld skipped), %lld samples, "
+              "%.1fs training (%.0f samples/s), %.1fs in all\n",
               static_cast<long long>(result.optimizer_steps), static_cast<long long>(result.skipped_steps),
               static_cast<long long>(result.samples), result.train_seconds,
               result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0.0,

@@ -74,7 +74,8 @@ int predict(const std::string& recipe_file, const std::vector<std::string>& over
     // The sample shape came from --input, not from the recipe: say so, or a batch without
     // its batch dimension reads as a recipe or weights mistake.
     throw Error(e.kind(), e.message(), e.where(), e.key_path(),
-                (e.hint().empty() ? "" : e.hint() + "\n  note: ") + "mixt predict builds the model for the samples of " +
+                (e.hint().empty() ? "" : e.hint() + "\n  note: ") +
+                    "mixt predict builds the model for the samples of " +
                     input + ": " + c10::str(at::IntArrayRef(context.sample_shape)) + " (its first dimension, " +
                     std::to_string(batch->size(0)) + ", is the batch)");
   }

@@ -55,7 +55,9 @@ void write_file_atomically(const fs::path& file, const std::function<void(std::o
     if (!out) throw runtime_error("failed writing " + file.string(), "is the disk full?");
   }
   // Durable before visible: a crash leaves the old file or the new one, never half.
-  if (!fsync_path(temporary.path, O_RDONLY)) throw runtime_error("failed writing " + file.string(), "is the disk full?");
+  if (!fsync_path(temporary.path, O_RDONLY)) {
+    throw runtime_error("failed writing " + file.string(), "is the disk full?");
+  }
   fs::rename(temporary.path, file, ec);
   if (ec) throw runtime_error("cannot replace " + file.string(), ec.message());
   temporary.kept = true;

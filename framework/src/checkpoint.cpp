@@ -125,7 +125,9 @@ fs::path resolve_checkpoint(const fs::path& path, const std::string& key_path, c
   if (const std::optional<fs::path> run = newest_run_below(path)) {
     hint = "did you mean " + run->string() + "? (the newest run below it with a checkpoint)";
   }
-  if (!where.known()) throw Error(ErrorKind::recipe, "no checkpoint found", SourceLocation{path.string()}, key_path, hint);
+  if (!where.known()) {
+    throw Error(ErrorKind::recipe, "no checkpoint found", SourceLocation{path.string()}, key_path, hint);
+  }
   throw Error(ErrorKind::recipe, "no checkpoint found in '" + path.string() + "'", where, key_path, hint);
 }
 

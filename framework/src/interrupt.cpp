@@ -1,6 +1,7 @@
 #include "interrupt.h"
 
 #include <atomic>
+#include <cstddef>
 #include <csignal>
 #include <unistd.h>
 
@@ -8,18 +9,32 @@ namespace mixt {
 
 namespace {
 std::atomic<int> g_signals{0};
+std::atomic<const char*> g_acknowledgement{nullptr};
 
+void write_line(const char* text) {
+  std::size_t length = 0;
+  while (text[length] != '\0') ++length;  // strlen is not async-signal-safe by the letter
+  [[maybe_unused]] auto ignored = ::write(STDERR_FILENO, "\n", 1);
+  ignored = ::write(STDERR_FILENO, text, length);
+  ignored = ::write(STDERR_FILENO, "\n", 1);
+}
+
+// Only async-signal-safe calls here.
 extern "C" void on_signal(int) {
-  if (g_signals.fetch_add(1) >= 1) {
-    // A second Ctrl-C: the user really wants out. Only async-signal-safe calls here.
-    static const char message[] = "\nmixt: interrupted twice, exiting without a checkpoint\n";
-    [[maybe_unused]] auto ignored = ::write(STDERR_FILENO, message, sizeof(message) - 1);
-    ::_exit(130);
+  if (g_signals.fetch_add(1) == 0) {
+    if (const char* acknowledgement = g_acknowledgement.load()) write_line(acknowledgement);
+    return;
   }
+  // A second Ctrl-C: the user really wants out.
+  write_line("mixt: interrupted twice, exiting without a checkpoint");
+  ::_exit(130);
 }
 }  // namespace
 
-void install_interrupt_handlers() {
+void set_interrupt_acknowledgement(const char* acknowledgement) { g_acknowledgement.store(acknowledgement); }
+
+void install_interrupt_handlers(const char* acknowledgement) {
+  set_interrupt_acknowledgement(acknowledgement);
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
 }

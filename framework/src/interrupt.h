@@ -1,9 +1,16 @@
 // SIGINT/SIGTERM handling: the first signal asks the trainer to stop after the current
-// step (it then writes a checkpoint and exits 130); a second one exits at once.
+// step (it then writes a checkpoint and exits 130) and says so on stderr at once, so a
+// long step or evaluation does not look like a hang; a second one exits at once.
 #pragma once
 
 namespace mixt {
-void install_interrupt_handlers();
+inline constexpr const char* kStopAfterStep =
+    "mixt: stopping after the current step to write a checkpoint (again to quit at once, without one)";
+// `acknowledgement`: the line written when the first signal arrives (a string literal, or
+// null for none, e.g. on the ranks other than 0). The second signal's line is fixed.
+void install_interrupt_handlers(const char* acknowledgement = kStopAfterStep);
+// Changes the line of the first signal (null: silent).
+void set_interrupt_acknowledgement(const char* acknowledgement);
 bool interrupt_requested();
 void request_interrupt();        // what the signal handler does; also for tests
 void clear_interrupt_request();  // for tests

@@ -51,7 +51,8 @@ at::Device resolve_device(const std::string& text, const Config& section) {
     if (!device->has_index()) return at::Device(at::kCUDA, 0);
     const int gpus = static_cast<int>(at::getNumGPUs());
     if (device->index() >= gpus) {
-      section.fail("device", "'" + text + "' requested, but this machine has " + std::to_string(gpus) + " usable GPU(s)",
+      section.fail("device",
+                   "'" + text + "' requested, but this machine has " + std::to_string(gpus) + " usable GPU(s)",
                    "use cuda:0 to cuda:" + std::to_string(gpus - 1));
     }
     return *device;

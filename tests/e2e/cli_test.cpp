@@ -332,6 +332,9 @@ TEST(CliRun, SigintWritesACheckpointAndExits130) {
   ::waitpid(child, &status, 0);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 130) << testing::read_file(dir.path() / "out.txt");
+  // Said at once, so a long step or evaluation does not look like a hang.
+  const std::string said = testing::read_file(dir.path() / "out.txt");
+  EXPECT_NE(said.find("mixt: stopping after the current step to write a checkpoint"), std::string::npos) << said;
   const fs::path run = only_run_directory(dir.path() / "runs" / "tiny");
   EXPECT_TRUE(fs::exists(run / "checkpoints" / "interrupted"));
   EXPECT_TRUE(fs::exists(run / "checkpoints" / "last"));
@@ -397,7 +400,8 @@ TEST(CliBench, AnInterruptKeepsTheFinishedRowsAndRunsNoMorePolicies) {
                                  {"bench", "tiny.yaml", "--precision", "fp32,amp_bf16,tf32", "--steps", "900",
                                   "--warmup", "0", "trainer.threads=1"},
                                  "out.txt", "err.txt");
-  ASSERT_TRUE(wait_for_text(dir.path() / "err.txt", "mixt bench: amp_bf16")) << testing::read_file(dir.path() / "err.txt");
+  ASSERT_TRUE(wait_for_text(dir.path() / "err.txt", "mixt bench: amp_bf16"))
+      << testing::read_file(dir.path() / "err.txt");
   ::kill(child, SIGINT);
   int status = 0;
   ::waitpid(child, &status, 0);
@@ -408,6 +412,7 @@ TEST(CliBench, AnInterruptKeepsTheFinishedRowsAndRunsNoMorePolicies) {
   EXPECT_EQ(out.find("| fp32 | - |"), std::string::npos) << "fp32 finished before the interrupt\n" << out;
   EXPECT_NE(out.find("| amp_bf16 | - | - | - | - | - | - | interrupted |"), std::string::npos) << out;
   EXPECT_EQ(err.find("mixt bench: tf32"), std::string::npos) << err;
+  EXPECT_NE(err.find("mixt bench: stopping; the rows that finished are kept"), std::string::npos) << err;
   const fs::path run = only_run_directory(dir.path() / "runs" / "tiny-bench");
   EXPECT_EQ(nlohmann::json::parse(testing::read_file(run / "bench.json"))["results"].size(), 2u);
 }

@@ -136,7 +136,9 @@ struct Fixture {
   void use_model(std::shared_ptr<Model> model) {
     components.model = std::move(model);
     OptimizerContext context;
-    for (const auto& p : components.model->named_parameters()) context.named_parameters.emplace_back(p.key(), p.value());
+    for (const auto& p : components.model->named_parameters()) {
+      context.named_parameters.emplace_back(p.key(), p.value());
+    }
     components.optimizer = plugins.registry.make_optimizer(Config(root, "").section("optimizer"), context);
   }
   std::vector<at::Tensor> weights() const {

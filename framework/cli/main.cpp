@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "weights_commands.h"
 #include "mixt/error.h"
+#include "out_of_memory.h"
 
 namespace {
 
@@ -107,6 +108,9 @@ int main(int argc, char** argv) {
     if (*predict) return mixt::cli::predict(recipe, overrides, input, output);
   } catch (const mixt::Error& e) {
     return report(e);
+  } catch (const c10::OutOfMemoryError& e) {
+    const std::string what = e.what_without_backtrace();
+    return report(mixt::runtime_error("out of memory: " + what.substr(0, what.find('\n')), mixt::kOutOfMemoryHint));
   } catch (const c10::Error& e) {
     std::fprintf(stderr, "mixt: error: LibTorch: %s\n", e.what_without_backtrace());
     return 1;

@@ -13,6 +13,7 @@
 #include "mixt/data_loader.h"
 #include "mixt/fp32_modules.h"
 #include "mixt/version.h"
+#include "out_of_memory.h"
 #include "state_dict_check.h"
 
 namespace mixt {
@@ -40,6 +41,7 @@ void check_fp32_modules_routed(const Model& model) {
                                  const at::Tensor& inputs) {
   const std::string what = e.what_without_backtrace();
   std::string hint;
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) hint = kOutOfMemoryHint;
   if (inputs.size(0) == 1 && what.find("more than 1 value per channel when training") != std::string::npos) {
     hint = "batch norm needs two or more samples per training batch: a batch of one is the epoch's last when the "
            "dataset size leaves one over (or the rest of its samples were skipped as bad); set "

@@ -197,6 +197,22 @@ TEST(CliBadInput, FactoryThatThrows) {
                                            "'fixture_throwing_factory') failed to build: boom: out of coffee");
 }
 
+// Out of GPU memory (LibTorch's OutOfMemoryError, thrown here by a fixture policy at its
+// first optimizer step) is one line and what to change, not a raw LibTorch message.
+TEST(CliRun, OutOfMemorySaysWhatToChange) {
+  TempDir dir;
+  const std::string recipe =
+      testing::replace_once(kTinyRecipe, "{ name: fp32 }", "{ name: fixture_inf_injection, oom_step: 1 }");
+  dir.write("oom.yaml", "plugins: [" + kFixtures + "/libmixt_fixture_inf_injection.so]\n" + recipe);
+  const CommandResult result = run_mixt({"run", "oom.yaml"}, dir.path());
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("mixt: error: out of memory: CUDA out of memory. Tried to allocate 2.00 GiB."),
+            std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("hint: lower data.train.batch_size"), std::string::npos) << result.output;
+  EXPECT_EQ(result.output.find("Exception raised from"), std::string::npos) << result.output;
+}
+
 TEST(CliBadInput, DatasetRootThatDoesNotExist) {
   TempDir dir;
   const std::string recipe = testing::replace_once(kTinyRecipe, "split: train,", "root: /no/such/dir,");

@@ -22,6 +22,7 @@
 
 #include "checkpoint.h"
 #include "interrupt.h"
+#include "out_of_memory.h"
 #include "operator_calls.h"
 #include "plugins.h"
 #include "recipe_loader.h"
@@ -420,6 +421,30 @@ TEST(Trainer, ABatchOfOneIntoBatchNormNamesTheStepAndSaysDropLast) {
               std::string::npos)
         << e.message();
     EXPECT_NE(e.hint().find("set data.train.drop_last: true"), std::string::npos) << e.hint();
+  }
+}
+
+// A model whose forward pass runs out of GPU memory (what the CUDA allocator throws).
+class OutOfMemoryModel : public TinyMlp {
+ public:
+  at::Tensor forward(const at::Tensor&) override {
+    TORCH_CHECK_WITH(OutOfMemoryError, false, "CUDA out of memory. Tried to allocate 20.00 GiB");
+  }
+};
+
+TEST(Trainer, OutOfMemoryInTheForwardPassNamesTheStepAndWhatToChange) {
+  Fixture f;
+  f.use_model(std::make_shared<OutOfMemoryModel>());
+  try {
+    Trainer(f.components, options(1), nullptr, f.progress).fit();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::runtime);
+    EXPECT_NE(e.message().find("epoch 1, step 1: training forward pass on a batch of shape [16, 8] failed: CUDA out "
+                               "of memory"),
+              std::string::npos)
+        << e.message();
+    EXPECT_EQ(e.hint(), kOutOfMemoryHint);
   }
 }
 

@@ -406,22 +406,29 @@ class BatchNormMlp : public Model {
   torch::nn::BatchNorm1d norm_{nullptr};
 };
 
+// The error one epoch of `f` ends with (a test failure when it ends without one).
+Error error_of_one_epoch(Fixture& f) {
+  try {
+    Trainer(f.components, options(1), nullptr, f.progress).fit();
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "expected an error";
+  return Error(ErrorKind::runtime, "no error");
+}
+
 TEST(Trainer, ABatchOfOneIntoBatchNormNamesTheStepAndSaysDropLast) {
   Fixture f;
   f.components.train = std::make_unique<OneLeftOverDataset>();
   f.components.val = nullptr;
   f.use_model(std::make_shared<BatchNormMlp>());
-  try {
-    Trainer(f.components, options(1), nullptr, f.progress).fit();
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::runtime);
-    EXPECT_NE(e.message().find("epoch 1, step 2: training forward pass on a batch of shape [1, 8] failed: "
-                               "Expected more than 1 value per channel when training"),
-              std::string::npos)
-        << e.message();
-    EXPECT_NE(e.hint().find("set data.train.drop_last: true"), std::string::npos) << e.hint();
-  }
+  const Error e = error_of_one_epoch(f);
+  EXPECT_EQ(e.kind(), ErrorKind::runtime);
+  EXPECT_NE(e.message().find("epoch 1, step 2: training forward pass on a batch of shape [1, 8] failed: "
+                             "Expected more than 1 value per channel when training"),
+            std::string::npos)
+      << e.message();
+  EXPECT_NE(e.hint().find("set data.train.drop_last: true"), std::string::npos) << e.hint();
 }
 
 // A model whose forward pass runs out of GPU memory (what the CUDA allocator throws).
@@ -435,17 +442,13 @@ class OutOfMemoryModel : public TinyMlp {
 TEST(Trainer, OutOfMemoryInTheForwardPassNamesTheStepAndWhatToChange) {
   Fixture f;
   f.use_model(std::make_shared<OutOfMemoryModel>());
-  try {
-    Trainer(f.components, options(1), nullptr, f.progress).fit();
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::runtime);
-    EXPECT_NE(e.message().find("epoch 1, step 1: training forward pass on a batch of shape [16, 8] failed: CUDA out "
-                               "of memory"),
-              std::string::npos)
-        << e.message();
-    EXPECT_EQ(e.hint(), kOutOfMemoryHint);
-  }
+  const Error e = error_of_one_epoch(f);
+  EXPECT_EQ(e.kind(), ErrorKind::runtime);
+  EXPECT_NE(e.message().find("epoch 1, step 1: training forward pass on a batch of shape [16, 8] failed: CUDA out "
+                             "of memory"),
+            std::string::npos)
+      << e.message();
+  EXPECT_EQ(e.hint(), kOutOfMemoryHint);
 }
 
 TEST(Trainer, ResumingIntoAModelOfAnotherShapeIsARecipeError) {

@@ -109,7 +109,32 @@ int list(const std::string& kind, const std::string& glob) {
   return 0;
 }
 
+namespace {
+void print_options(const std::vector<OptionDoc>& options) {
+  if (options.empty()) {
+    std::printf("options: none\n");
+    return;
+  }
+  int width = 22;
+  for (const OptionDoc& option : options) width = std::max(width, static_cast<int>(option.name.size()));
+  std::printf("options:\n");
+  for (const OptionDoc& option : options) {
+    const std::string value = option.default_value.empty() ? "(required)" : option.default_value;
+    std::printf("  %-*s %-12s %s\n", width, option.name.c_str(), value.c_str(), option.help.c_str());
+  }
+}
+}  // namespace
+
 int describe(const std::string& kind_text, const std::string& name) {
+  // The trainer is no plugin, but its options are looked up the same way.
+  if (kind_text == "trainer") {
+    std::printf("trainer — the training loop (the recipe's trainer: section)\n\n");
+    print_options(trainer_option_docs());
+    return 0;
+  }
+  if (name.empty()) {
+    throw usage_error("mixt describe " + kind_text + " needs a name", "mixt list " + kind_text + " shows them");
+  }
   Registry registry;
   PluginLoader loader(registry);
   load_all(registry, loader);
@@ -122,15 +147,7 @@ int describe(const std::string& kind_text, const std::string& name) {
   std::printf("%s %s — %s\n", kind_text.c_str(), entry->name.c_str(), entry->info.summary.c_str());
   std::printf("plugin: %s %s (%s)\n\n", entry->origin.name.c_str(), entry->origin.version.c_str(),
               entry->origin.file.c_str());
-  if (entry->info.options.empty()) {
-    std::printf("options: none\n");
-  } else {
-    std::printf("options:\n");
-    for (const OptionDoc& option : entry->info.options) {
-      const std::string value = option.default_value.empty() ? "(required)" : option.default_value;
-      std::printf("  %-22s %-12s %s\n", option.name.c_str(), value.c_str(), option.help.c_str());
-    }
-  }
+  print_options(entry->info.options);
   return 0;
 }
 

@@ -47,9 +47,9 @@ int main(int argc, char** argv) {
   list->add_option("kind", kind, "model, optimizer, scheduler, precision or dataset (alone: or a name wildcard)");
   list->add_option("glob", glob, "wildcard on the name, e.g. 'resnet*'");
 
-  auto* describe = app.add_subcommand("describe", "show a component's options and defaults");
-  describe->add_option("kind", kind, "component kind")->required();
-  describe->add_option("name", name, "component name")->required();
+  auto* describe = app.add_subcommand("describe", "show a component's (or the trainer's) options and defaults");
+  describe->add_option("kind", kind, "component kind, or trainer")->required();
+  describe->add_option("name", name, "component name (none for trainer)");
 
   mixt::cli::BenchOptions bench_options;
   std::string policies;

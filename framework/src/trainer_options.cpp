@@ -32,6 +32,30 @@ TrainerOptions TrainerOptions::read(const Config& s) {
   return o;
 }
 
+std::vector<OptionDoc> trainer_option_docs() {
+  return {
+      {"epochs", "1", "epochs to train (the total, also when resuming)"},
+      {"device", "auto", "auto (CUDA when usable, else CPU), cpu, cuda (= cuda:0) or cuda:N"},
+      {"seed", "0", "seeds model initialisation and the data order"},
+      {"threads", "0", "intra-op threads (0 = LibTorch's default)"},
+      {"log_every", "50", "optimizer steps between metric lines"},
+      {"accumulate", "1", "micro-batches per optimizer step"},
+      {"clip_grad_norm", "0", "clip the global gradient norm to this (0 = off), after unscaling"},
+      {"max_steps_per_epoch", "0", "stop an epoch after this many optimizer steps (0 = whole dataset)"},
+      {"keep_checkpoints", "2", "per-epoch checkpoints kept (last always points at the newest)"},
+      {"resume", "\"\"", "checkpoint file, run directory or its checkpoints/ to continue from"},
+      {"label_smoothing", "0", "cross-entropy label smoothing in [0, 1)"},
+      {"channels_last", "false", "NHWC memory format for 4-D parameters, buffers and inputs"},
+      {"cudnn_benchmark", "false", "let cuDNN time convolution algorithms and keep the fastest"},
+      {"stop_on_nonfinite_loss", "true", "stop (exit 1) when an applied step's loss is inf or NaN"},
+      {"distributed.backend", "auto", "under torchrun: auto (NCCL on CUDA, Gloo on CPU), nccl or gloo"},
+      {"distributed.timeout", "600", "seconds a collective or the store may wait"},
+      {"distributed.bucket_mb", "25", "gradient all-reduce bucket size in MB"},
+      {"distributed.overlap", "false", "all-reduce gradient buckets during backward (as DDP)"},
+      {"distributed.sync_batchnorm", "false", "global batch statistics in mixt::BatchNorm layers"},
+  };
+}
+
 at::Device resolve_device(const std::string& text, const Config& section) {
   const bool cuda_usable = at::hasCUDA() && at::getNumGPUs() > 0;
   if (text == "auto") return cuda_usable ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);

@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "distributed/options.h"
 #include "mixt/config.h"
+#include "mixt/plugin.h"
 
 namespace mixt {
 
@@ -30,6 +32,11 @@ struct TrainerOptions {
 
   static TrainerOptions read(const Config& section);
 };
+
+// Every key of `trainer:` with its default and meaning, for `mixt describe trainer`; the
+// keys of `trainer.distributed:` as distributed.<key>. A test holds this, what read()
+// reads and the table of docs/recipes.md to the same keys.
+std::vector<OptionDoc> trainer_option_docs();
 
 // "auto" picks CUDA when a GPU is usable, else the CPU. Errors name the recipe key.
 at::Device resolve_device(const std::string& text, const Config& section);

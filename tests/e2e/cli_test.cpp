@@ -85,6 +85,13 @@ TEST(Cli, ListAndDescribe) {
   EXPECT_NE(describe.output.find("momentum"), std::string::npos) << describe.output;
   EXPECT_NE(describe.output.find("(required)"), std::string::npos) << describe.output;
 
+  // The trainer's options too (no plugin, no name).
+  const CommandResult trainer = run_mixt({"describe", "trainer"});
+  EXPECT_EQ(trainer.exit_code, 0) << trainer.output;
+  EXPECT_NE(trainer.output.find("  keep_checkpoints "), std::string::npos) << trainer.output;
+  EXPECT_NE(trainer.output.find("  distributed.sync_batchnorm false"), std::string::npos) << trainer.output;
+  expect_clean_failure(run_mixt({"describe", "optimizer"}), "mixt describe optimizer needs a name");
+
   const CommandResult unknown = run_mixt({"describe", "optimizer", "sdg"});
   expect_clean_failure(unknown, "unknown optimizer 'sdg'");
   EXPECT_NE(unknown.output.find("did you mean 'sgd'?"), std::string::npos) << unknown.output;

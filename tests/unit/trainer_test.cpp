@@ -16,6 +16,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "mixt/data_loader.h"
@@ -26,6 +27,7 @@
 #include "operator_calls.h"
 #include "plugins.h"
 #include "recipe_loader.h"
+#include "recipe_node.h"
 #include "test_support.h"
 
 namespace mixt {
@@ -471,6 +473,35 @@ TEST(Trainer, ResumingIntoAModelOfAnotherShapeIsARecipeError) {
   for (const auto& p : wider.components.model->named_parameters()) {
     EXPECT_EQ(p.value().size(0), p.key() == "out.weight" || p.key() == "out.bias" ? 4 : 32) << p.key();
   }
+}
+
+// `mixt describe trainer`, the trainer table of docs/recipes.md and TrainerOptions::read
+// name the same keys: an option added to one and not the others fails here.
+TEST(TrainerOptionDocs, NameEveryKeyTheTrainerReadsAndTheDocsTableToo) {
+  const RecipeNodePtr root = parse_yaml("trainer: {distributed: {}}", "test");
+  TrainerOptions::read(Config(root, "").section("trainer"));
+  const RecipeNode& trainer = *root->find("trainer")->value;
+  std::set<std::string> read, documented, top_level;
+  for (const auto& key : trainer.known_keys) {
+    if (key != "distributed") read.insert(key);
+  }
+  for (const auto& key : trainer.find("distributed")->value->known_keys) read.insert("distributed." + key);
+  for (const OptionDoc& option : trainer_option_docs()) {
+    documented.insert(option.name);
+    top_level.insert(option.name.substr(0, option.name.find('.')));
+  }
+  EXPECT_EQ(documented, read);
+
+  // The table under "### `trainer`": rows "| `key` | default | meaning |".
+  const std::string doc = testing::read_file(fs::path(MIXT_SOURCE_DIR) / "docs" / "recipes.md");
+  const auto start = doc.find("### `trainer`");
+  ASSERT_NE(start, std::string::npos);
+  std::istringstream table(doc.substr(start, doc.find("\n## ", start) - start));
+  std::set<std::string> in_table;
+  for (std::string line; std::getline(table, line);) {
+    if (line.rfind("| `", 0) == 0) in_table.insert(line.substr(3, line.find('`', 3) - 3));
+  }
+  EXPECT_EQ(in_table, top_level);
 }
 
 // Rewrites a checkpoint written here (on the CPU) as if its tensors had been saved from

@@ -25,6 +25,38 @@ void apply_fp32_modules(const Config& precision_section, Model& model) {
   set_fp32_modules(model, names);
 }
 
+// The model is built for the training samples; a validation set it cannot take would fail
+// only after the first epoch's training. Labels beyond the model's outputs, or samples of
+// another shape that the model does not accept (one forward pass on a blank batch: a CNN
+// with global pooling takes larger eval crops, a fixed-size head does not), are recipe
+// errors at data.val.
+void check_val_fits_model(const Components& c, const Config& data) {
+  if (!c.val) return;
+  const Config val = data.section("val");
+  if (c.val->num_classes() > c.train->num_classes()) {
+    val.fail("name", "the validation data has " + std::to_string(c.val->num_classes()) + " classes, the training data " +
+                         std::to_string(c.train->num_classes()) + " (the model's outputs)",
+             "use the same classes for data.train and data.val");
+  }
+  const std::vector<std::int64_t> shape = c.val->sample_shape();
+  if (shape == c.train->sample_shape()) return;
+  std::vector<std::int64_t> batch_shape = shape;
+  batch_shape.insert(batch_shape.begin(), 2);
+  at::NoGradGuard no_grad;
+  c.model->eval();
+  try {
+    c.model->forward(at::zeros(batch_shape, at::TensorOptions().device(c.device)));
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    val.fail("name",
+             "the model, built for the training samples " + c10::str(at::IntArrayRef(c.train->sample_shape())) +
+                 ", cannot take the validation samples " + c10::str(at::IntArrayRef(shape)) + ": " +
+                 what.substr(0, what.find('\n')),
+             "give data.val the training data's sample shape (its transforms: crop size, channels)");
+  }
+  c.model->train();
+}
+
 void record(Components& c, const Registry& registry, ComponentKind kind, const Config& section) {
   const ComponentEntry& entry = registry.find(kind, section);
   c.records.push_back({kind_name(kind), entry.name, entry.origin.name, entry.origin.version, entry.origin.file});
@@ -87,6 +119,7 @@ Components build_components(const Config& recipe, const Registry& registry,
       if (tensor.dim() == 4) tensor.set_data(tensor.data().contiguous(at::MemoryFormat::ChannelsLast));
     }
   }
+  check_val_fits_model(c, data);
   at::globalContext().setBenchmarkCuDNN(options.cudnn_benchmark);
   if (options.distributed.sync_batchnorm) {
     synchronise_batch_norm(*c.model, communicator, trainer_section.section("distributed"), [](const std::string& text) {

@@ -220,6 +220,22 @@ TEST(CliRun, OutOfMemorySaysWhatToChange) {
   EXPECT_EQ(result.output.find("Exception raised from"), std::string::npos) << result.output;
 }
 
+// The model is built for the training samples: validation data it cannot take is found
+// before training, not after the first epoch.
+TEST(CliBadInput, ValidationDataTheModelCannotTake) {
+  TempDir dir;
+  const std::string val = "val:   { name: fashion_mnist, split: test, batch_size: 256, limit: 512 }";
+  expect_clean_failure(
+      check_recipe(dir, testing::replace_once(kTinyRecipe, val, "val: { name: synthetic, shape: [1, 32, 32], "
+                                                                "num_classes: 10, size: 8, batch_size: 4 }")),
+      "r.yaml:7:16: data.val.name: the model, built for the training samples [1, 28, 28], cannot take the "
+      "validation samples [1, 32, 32]: ");
+  expect_clean_failure(
+      check_recipe(dir, testing::replace_once(kTinyRecipe, val, "val: { name: synthetic, shape: [1, 28, 28], "
+                                                                "num_classes: 20, size: 8, batch_size: 4 }")),
+      "r.yaml:7:16: data.val.name: the validation data has 20 classes, the training data 10");
+}
+
 TEST(CliBadInput, DatasetRootThatDoesNotExist) {
   TempDir dir;
   const std::string recipe = testing::replace_once(kTinyRecipe, "split: train,", "root: /no/such/dir,");

@@ -70,7 +70,11 @@ TrainResult Trainer::fit() {
   // Data parallel: every rank starts from rank 0's parameters and buffers.
   if (parallel_) parallel_->broadcast_model(*c_.model);
   for (; epoch_ < options_.epochs; ++epoch_) {
-    train_epoch(epoch_, result);
+    try {
+      train_epoch(epoch_, result);
+    } catch (const Error& failure) {
+      throw with_progress_saved(failure);
+    }
     check_loss_finite(epoch_);
     if (c_.val) {
       const Evaluation eval = evaluate(*c_.val);
@@ -121,6 +125,7 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
   std::int64_t epoch_samples = 0;
   bool data_left = true;
   while (step < steps && data_left) {
+    batches_at_step_start_ = batches_in_epoch_;
     optimizer.zero_grad();
     at::Tensor loss_sum;
     std::int64_t micro_batches = 0;
@@ -226,6 +231,31 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
   }
   result.samples += epoch_samples * world_size();
   result.train_seconds += seconds_since(epoch_start);
+}
+
+// A runtime failure mid-epoch (a bad file under on_bad_sample: fail, a batch the model
+// cannot take) need not cost the epoch's steps: the weights are those of the last
+// completed step, so they are saved as `interrupted`, which resuming the run directory
+// continues from (the failed step's micro-batches are trained again). Not when the weights
+// are broken (a non-finite loss), when nothing of the epoch is done, when the checkpoint
+// cannot be written either (a full disk), nor in a data-parallel run (rank 0 alone cannot
+// know that every rank completed the same steps).
+Error Trainer::with_progress_saved(const Error& failure) {
+  if (failure.kind() != ErrorKind::runtime || !run_ || parallel_ || batches_at_step_start_ == 0) return failure;
+  if (loss_watch_.first_step()) return failure;
+  const std::int64_t steps = batches_at_step_start_ / std::max<std::int64_t>(options_.accumulate, 1);
+  batches_in_epoch_ = batches_at_step_start_;
+  const fs::path file = run_->checkpoints() / "interrupted";
+  try {
+    save_checkpoint(file);  // no loader positions: a resume replays the epoch's batches up to here
+  } catch (const std::exception&) {
+    return failure;
+  }
+  const std::string saved = "the " + std::to_string(steps) + " completed steps of epoch " + std::to_string(epoch_ + 1) +
+                            " are saved in " + file.string() + ": once fixed, continue with trainer.resume=" +
+                            run_->path().string();
+  return Error(failure.kind(), failure.message(), failure.where(), failure.key_path(),
+               failure.hint().empty() ? saved : failure.hint() + "\n  " + saved);
 }
 
 // Resuming mid-epoch: the order of an epoch depends only on seed and epoch, so going past

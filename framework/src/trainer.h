@@ -77,6 +77,9 @@ class Trainer {
   void check_loss_finite(std::int64_t epoch) const;
   void log_step(std::int64_t epoch, std::int64_t step, double loss, double samples_per_second,
                 double epoch_seconds);
+  // `failure` (a runtime error mid-epoch), after saving the epoch's completed steps as
+  // checkpoints/interrupted when the weights are still good; its hint then says so.
+  Error with_progress_saved(const Error& failure);
 
   Components& c_;
   TrainerOptions options_;
@@ -88,6 +91,7 @@ class Trainer {
   // Where the run stands; saved in checkpoints.
   std::int64_t epoch_ = 0;             // the epoch in progress (or next to start)
   std::int64_t batches_in_epoch_ = 0;  // micro-batches of epoch_ already trained on
+  std::int64_t batches_at_step_start_ = 0;  // batches_in_epoch_ when the current step began
   std::int64_t global_step_ = 0;       // optimizer steps attempted since the start of training
   std::int64_t skipped_steps_ = 0;     // of those, skipped by the precision policy
   // From the checkpoint resumed: each rank's DataLoader::position() in epoch_ (empty when the

@@ -36,11 +36,13 @@ namespace {
 namespace fs = std::filesystem;
 
 // Two Gaussian blobs per class in 8 dimensions: 4 classes, 256 samples, batches of 16.
-// Optionally requests an interrupt, or serves a NaN input, at the n-th batch it serves.
+// Optionally requests an interrupt, serves a NaN input, or fails as a bad file does under
+// on_bad_sample: fail, at the n-th batch it serves.
 class BlobDataset : public Dataset {
  public:
-  explicit BlobDataset(std::uint64_t seed, std::int64_t interrupt_at = -1, std::int64_t nan_at = -1)
-      : interrupt_at_(interrupt_at), nan_at_(nan_at) {
+  explicit BlobDataset(std::uint64_t seed, std::int64_t interrupt_at = -1, std::int64_t nan_at = -1,
+                       std::int64_t fail_at = -1)
+      : interrupt_at_(interrupt_at), nan_at_(nan_at), fail_at_(fail_at) {
     auto generator = at::make_generator<at::CPUGeneratorImpl>(99);
     const at::Tensor centers = at::randn({4, 8}, generator) * 3;
     labels_ = at::arange(256, at::kLong) % 4;
@@ -62,6 +64,7 @@ class BlobDataset : public Dataset {
     if (position_ >= 256) return std::nullopt;
     const std::int64_t served = served_++;
     if (served == interrupt_at_) request_interrupt();
+    if (served == fail_at_) throw runtime_error("bad sample blob-7: cannot decode", "fix or remove the file");
     const at::Tensor picked = order_.slice(0, position_, position_ + 16);
     position_ += 16;
     Batch batch{inputs_.index_select(0, picked), labels_.index_select(0, picked)};
@@ -72,7 +75,7 @@ class BlobDataset : public Dataset {
  private:
   at::Tensor inputs_, labels_, order_;
   std::uint64_t seed_ = 0;
-  std::int64_t position_ = 0, served_ = 0, interrupt_at_, nan_at_;
+  std::int64_t position_ = 0, served_ = 0, interrupt_at_, nan_at_, fail_at_;
 };
 
 // The same blobs as samples of a mixt::DataLoader (what image_folder builds on), counting
@@ -129,9 +132,9 @@ struct Fixture {
   Components components;
   Progress progress{false, 1000};
 
-  explicit Fixture(std::int64_t interrupt_at = -1, std::int64_t nan_at = -1) {
+  explicit Fixture(std::int64_t interrupt_at = -1, std::int64_t nan_at = -1, std::int64_t fail_at = -1) {
     at::manual_seed(0);
-    components.train = std::make_unique<BlobDataset>(5, interrupt_at, nan_at);
+    components.train = std::make_unique<BlobDataset>(5, interrupt_at, nan_at, fail_at);
     components.val = std::make_unique<BlobDataset>(5);
     components.precision = std::make_unique<PrecisionPolicy>();
     use_model(std::make_shared<TinyMlp>());
@@ -224,6 +227,45 @@ TEST(Trainer, InterruptedMidEpochAndResumedEqualsUninterrupted) {
 // The same on a LoaderDataset, which resumes at the saved loader position: the resumed run
 // loads only the samples of the batches it has not trained on (the old way replayed and
 // decoded the whole epoch's start) and still ends bitwise where the straight run does.
+// A runtime failure mid-epoch keeps the epoch's completed steps: they are saved as
+// `interrupted`, and the run resumed from it ends where an uninterrupted one does.
+TEST(Trainer, AFailureMidEpochSavesTheCompletedStepsAndResumingThemEqualsUninterrupted) {
+  testing::TempDir dir;
+  Fixture straight;
+  Trainer(straight.components, options(2), nullptr, straight.progress).fit();
+
+  Fixture failing(/*interrupt_at=*/-1, /*nan_at=*/-1, /*fail_at=*/21);  // batch 6 of epoch 2
+  RunDirectory run(dir.path(), "failed");
+  try {
+    Trainer(failing.components, options(2), &run, failing.progress).fit();
+    FAIL() << "expected the failure";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::runtime);
+    EXPECT_NE(e.message().find("bad sample blob-7"), std::string::npos) << e.message();
+    EXPECT_NE(e.hint().find("fix or remove the file\n  the 5 completed steps of epoch 2 are saved in " +
+                            (run.checkpoints() / "interrupted").string() + ": once fixed, continue with trainer.resume=" +
+                            run.path().string()),
+              std::string::npos)
+        << e.hint();
+  }
+  const auto checkpoint = run.checkpoints() / "interrupted";
+  ASSERT_TRUE(std::filesystem::exists(checkpoint));
+
+  Fixture resumed;
+  Trainer trainer(resumed.components, options(2), nullptr, resumed.progress);
+  trainer.resume(checkpoint);
+  trainer.fit();
+  EXPECT_TRUE(same(resumed.weights(), straight.weights()));
+
+  // A failure before any step of the epoch leaves the epoch's own checkpoint as it is.
+  testing::TempDir other;
+  Fixture early(-1, -1, /*fail_at=*/16);  // the first batch of epoch 2
+  RunDirectory early_run(other.path(), "failed");
+  EXPECT_THROW(Trainer(early.components, options(2), &early_run, early.progress).fit(), Error);
+  EXPECT_FALSE(std::filesystem::exists(early_run.checkpoints() / "interrupted"));
+  EXPECT_TRUE(std::filesystem::exists(early_run.checkpoints() / "epoch-0001"));
+}
+
 TEST(Trainer, ResumingMidEpochOnALoaderDatasetLoadsOnlyTheRest) {
   auto loader_fixture = [](std::int64_t interrupt_at, std::shared_ptr<BlobSource> source,
                            std::int64_t batch_size = 16) {

@@ -116,6 +116,7 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
   std::int64_t steps = (data.batches_per_epoch() + accumulate - 1) / accumulate;
   if (options_.max_steps_per_epoch > 0) steps = std::min(steps, options_.max_steps_per_epoch);
 
+  batches_at_step_start_ = batches_in_epoch_;  // what a failure before the first step keeps
   start_data(data, epoch);
   std::int64_t step = batches_in_epoch_ / accumulate;
   progress_.start_epoch(epoch, options_.epochs, steps);

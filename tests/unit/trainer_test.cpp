@@ -37,12 +37,12 @@ namespace fs = std::filesystem;
 
 // Two Gaussian blobs per class in 8 dimensions: 4 classes, 256 samples, batches of 16.
 // Optionally requests an interrupt, serves a NaN input, or fails as a bad file does under
-// on_bad_sample: fail, at the n-th batch it serves.
+// on_bad_sample: fail, at the n-th batch it serves; or fails to start a given epoch.
 class BlobDataset : public Dataset {
  public:
   explicit BlobDataset(std::uint64_t seed, std::int64_t interrupt_at = -1, std::int64_t nan_at = -1,
-                       std::int64_t fail_at = -1)
-      : interrupt_at_(interrupt_at), nan_at_(nan_at), fail_at_(fail_at) {
+                       std::int64_t fail_at = -1, std::int64_t fail_starting_epoch = -1)
+      : interrupt_at_(interrupt_at), nan_at_(nan_at), fail_at_(fail_at), fail_starting_epoch_(fail_starting_epoch) {
     auto generator = at::make_generator<at::CPUGeneratorImpl>(99);
     const at::Tensor centers = at::randn({4, 8}, generator) * 3;
     labels_ = at::arange(256, at::kLong) % 4;
@@ -56,6 +56,7 @@ class BlobDataset : public Dataset {
   std::vector<std::int64_t> sample_shape() const override { return {8}; }
   std::int64_t batches_per_epoch() const override { return 16; }
   void start_epoch(std::int64_t epoch) override {
+    if (epoch == fail_starting_epoch_) throw runtime_error("cannot start epoch " + std::to_string(epoch + 1));
     auto generator = at::make_generator<at::CPUGeneratorImpl>(seed_ + epoch);
     order_ = at::randperm(256, generator, at::kLong);
     position_ = 0;
@@ -75,7 +76,7 @@ class BlobDataset : public Dataset {
  private:
   at::Tensor inputs_, labels_, order_;
   std::uint64_t seed_ = 0;
-  std::int64_t position_ = 0, served_ = 0, interrupt_at_, nan_at_, fail_at_;
+  std::int64_t position_ = 0, served_ = 0, interrupt_at_, nan_at_, fail_at_, fail_starting_epoch_;
 };
 
 // The same blobs as samples of a mixt::DataLoader (what image_folder builds on), counting
@@ -132,9 +133,10 @@ struct Fixture {
   Components components;
   Progress progress{false, 1000};
 
-  explicit Fixture(std::int64_t interrupt_at = -1, std::int64_t nan_at = -1, std::int64_t fail_at = -1) {
+  explicit Fixture(std::int64_t interrupt_at = -1, std::int64_t nan_at = -1, std::int64_t fail_at = -1,
+                   std::int64_t fail_starting_epoch = -1) {
     at::manual_seed(0);
-    components.train = std::make_unique<BlobDataset>(5, interrupt_at, nan_at, fail_at);
+    components.train = std::make_unique<BlobDataset>(5, interrupt_at, nan_at, fail_at, fail_starting_epoch);
     components.val = std::make_unique<BlobDataset>(5);
     components.precision = std::make_unique<PrecisionPolicy>();
     use_model(std::make_shared<TinyMlp>());
@@ -242,11 +244,10 @@ TEST(Trainer, AFailureMidEpochSavesTheCompletedStepsAndResumingThemEqualsUninter
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::runtime);
     EXPECT_NE(e.message().find("bad sample blob-7"), std::string::npos) << e.message();
-    EXPECT_NE(e.hint().find("fix or remove the file\n  the 5 completed steps of epoch 2 are saved in " +
-                            (run.checkpoints() / "interrupted").string() + ": once fixed, continue with trainer.resume=" +
-                            run.path().string()),
-              std::string::npos)
-        << e.hint();
+    const std::string saved = "fix or remove the file\n  the 5 completed steps of epoch 2 are saved in " +
+                              (run.checkpoints() / "interrupted").string() +
+                              ": once fixed, continue with trainer.resume=" + run.path().string();
+    EXPECT_NE(e.hint().find(saved), std::string::npos) << e.hint();
   }
   const auto checkpoint = run.checkpoints() / "interrupted";
   ASSERT_TRUE(std::filesystem::exists(checkpoint));
@@ -257,13 +258,17 @@ TEST(Trainer, AFailureMidEpochSavesTheCompletedStepsAndResumingThemEqualsUninter
   trainer.fit();
   EXPECT_TRUE(same(resumed.weights(), straight.weights()));
 
-  // A failure before any step of the epoch leaves the epoch's own checkpoint as it is.
-  testing::TempDir other;
-  Fixture early(-1, -1, /*fail_at=*/16);  // the first batch of epoch 2
-  RunDirectory early_run(other.path(), "failed");
-  EXPECT_THROW(Trainer(early.components, options(2), &early_run, early.progress).fit(), Error);
-  EXPECT_FALSE(std::filesystem::exists(early_run.checkpoints() / "interrupted"));
-  EXPECT_TRUE(std::filesystem::exists(early_run.checkpoints() / "epoch-0001"));
+  // A failure before any step of an epoch (its first batch, or starting it) leaves the
+  // previous epoch's checkpoint as the newest.
+  for (const auto& [fail_at, fail_starting_epoch] : {std::pair<std::int64_t, std::int64_t>{16, -1}, {-1, 1}}) {
+    testing::TempDir other;
+    Fixture early(-1, -1, fail_at, fail_starting_epoch);
+    RunDirectory early_run(other.path(), "failed");
+    EXPECT_THROW(Trainer(early.components, options(2), &early_run, early.progress).fit(), Error);
+    EXPECT_FALSE(std::filesystem::exists(early_run.checkpoints() / "interrupted"))
+        << fail_at << " " << fail_starting_epoch;
+    EXPECT_TRUE(std::filesystem::exists(early_run.checkpoints() / "epoch-0001"));
+  }
 }
 
 TEST(Trainer, ResumingMidEpochOnALoaderDatasetLoadsOnlyTheRest) {

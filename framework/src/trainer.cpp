@@ -76,6 +76,12 @@ TrainResult Trainer::fit() {
       throw with_progress_saved(failure);
     }
     check_loss_finite(epoch_);
+    // The epoch's checkpoint comes before its evaluation, so an evaluation that fails (a bad
+    // validation file under on_bad_sample: fail) does not cost the epoch's training.
+    batches_in_epoch_ = 0;
+    if (parallel_) parallel_->check_in_sync(*c_.model, "after epoch " + std::to_string(epoch_ + 1));
+    finish_epoch_checkpoint(epoch_);
+    if (parallel_) parallel_->barrier();  // rank 0's checkpoint is written before any rank goes on
     if (c_.val) {
       const Evaluation eval = evaluate(*c_.val);
       result.final_eval = eval;
@@ -93,10 +99,6 @@ TrainResult Trainer::fit() {
     } else {
       progress_.end_epoch("epoch " + std::to_string(epoch_ + 1) + "/" + std::to_string(options_.epochs) + " done");
     }
-    batches_in_epoch_ = 0;
-    if (parallel_) parallel_->check_in_sync(*c_.model, "after epoch " + std::to_string(epoch_ + 1));
-    finish_epoch_checkpoint(epoch_);
-    if (parallel_) parallel_->barrier();  // rank 0's checkpoint is written before any rank goes on
   }
   result.elapsed_seconds = seconds_since(start);
   return result;

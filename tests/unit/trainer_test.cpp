@@ -269,6 +269,14 @@ TEST(Trainer, AFailureMidEpochSavesTheCompletedStepsAndResumingThemEqualsUninter
         << fail_at << " " << fail_starting_epoch;
     EXPECT_TRUE(std::filesystem::exists(early_run.checkpoints() / "epoch-0001"));
   }
+
+  // An evaluation that fails (a bad validation file) comes after the epoch's checkpoint.
+  testing::TempDir third;
+  Fixture evaluated;
+  evaluated.components.val = std::make_unique<BlobDataset>(5, -1, -1, /*fail_at=*/0);
+  RunDirectory evaluated_run(third.path(), "failed");
+  EXPECT_THROW(Trainer(evaluated.components, options(2), &evaluated_run, evaluated.progress).fit(), Error);
+  EXPECT_TRUE(std::filesystem::exists(evaluated_run.checkpoints() / "epoch-0001"));
 }
 
 TEST(Trainer, ResumingMidEpochOnALoaderDatasetLoadsOnlyTheRest) {

@@ -35,8 +35,14 @@ void set_interrupt_acknowledgement(const char* acknowledgement) { g_acknowledgem
 
 void install_interrupt_handlers(const char* acknowledgement) {
   set_interrupt_acknowledgement(acknowledgement);
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  // A signal the parent set to be ignored stays ignored, as CPython does for SIGINT: a
+  // shell starts background jobs (`mixt run ... &` in a script) with SIGINT ignored so that
+  // a Ctrl-C meant for the script does not reach them.
+  for (const int signal : {SIGINT, SIGTERM}) {
+    struct sigaction current {};
+    if (::sigaction(signal, nullptr, &current) == 0 && current.sa_handler == SIG_IGN) continue;
+    std::signal(signal, on_signal);
+  }
 }
 
 bool interrupt_requested() { return g_signals.load() > 0; }

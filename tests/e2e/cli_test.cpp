@@ -330,12 +330,16 @@ TEST(CliRun, TrainsWritesTheRunDirectoryAndResumes) {
 }
 
 // Starts mixt in `dir` without waiting for it; stdout and stderr go to files there (the same
-// file for both when the names are equal).
-pid_t start_mixt(const TempDir& dir, std::vector<std::string> args, const std::string& out, const std::string& err) {
+// file for both when the names are equal). `ignore_sigint`: as a shell starts a background job.
+pid_t start_mixt(const TempDir& dir, std::vector<std::string> args, const std::string& out, const std::string& err,
+                 bool ignore_sigint = false) {
   args.insert(args.begin(), "mixt");
   const pid_t child = ::fork();
   if (child == 0) {
     if (::chdir(dir.path().c_str()) != 0) ::_exit(99);
+    // Whatever ctest was started with (a background job ignores SIGINT), as asked.
+    ::signal(SIGINT, ignore_sigint ? SIG_IGN : SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
     const int out_fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int err_fd = err == out ? out_fd : ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(out_fd, 1);
@@ -387,6 +391,27 @@ TEST(CliRun, SigintWritesACheckpointAndExits130) {
   EXPECT_NE(resumed.output.find("resumed from " + fs::canonical(run / "checkpoints" / "interrupted").string()),
             std::string::npos)
       << resumed.output;
+}
+
+// A background job of a shell script starts with SIGINT ignored, so that a Ctrl-C meant for
+// the script does not stop it; mixt keeps it so (as CPython does). SIGTERM still stops it.
+TEST(CliRun, ASigintIgnoredAtStartStaysIgnored) {
+  TempDir dir;
+  dir.write("long.yaml", testing::replace_once(kTinyRecipe, "epochs: 2", "epochs: 1000"));
+  const pid_t child = start_mixt(dir, {"run", "long.yaml"}, "out.txt", "out.txt", /*ignore_sigint=*/true);
+  ASSERT_TRUE(wait_for_text(dir.path() / "out.txt", "epoch 2/1000")) << testing::read_file(dir.path() / "out.txt");
+  ::kill(child, SIGINT);
+  // Two more epochs: it did not stop.
+  ASSERT_TRUE(wait_for_text(dir.path() / "out.txt", "epoch 4/1000: val")) << testing::read_file(dir.path() / "out.txt");
+  ::kill(child, SIGTERM);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  const std::string said = testing::read_file(dir.path() / "out.txt");
+  ASSERT_TRUE(WIFEXITED(status)) << said;
+  EXPECT_EQ(WEXITSTATUS(status), 130) << said;
+  const auto acknowledged = said.find("mixt: stopping after the current step");
+  EXPECT_NE(acknowledged, std::string::npos) << said;
+  EXPECT_EQ(acknowledged, said.rfind("mixt: stopping after the current step")) << "once, for SIGTERM only\n" << said;
 }
 
 TEST(CliBench, OnePolicyPerChildProcessOneTable) {

@@ -55,6 +55,10 @@ class ChildProcess {
     if (pid_ < 0) throw std::runtime_error("fork failed");
     if (pid_ == 0) {
       ::setpgid(0, 0);
+      // mixt keeps a signal ignored at its start ignored; ctest run as a background job
+      // passes SIGINT ignored down to here, and the tests that interrupt ranks need it.
+      ::signal(SIGINT, SIG_DFL);
+      ::signal(SIGTERM, SIG_DFL);
       if (::chdir(directory.c_str()) != 0) ::_exit(126);
       const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       if (fd < 0) ::_exit(126);

@@ -42,15 +42,7 @@ void write_file_atomically(const fs::path& file, const std::function<void(std::o
   {
     std::ofstream out(temporary.path, std::ios::binary | std::ios::trunc);
     if (!out) throw runtime_error("cannot write " + file.string(), "is the directory writable?");
-    try {
-      write(out);
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception&) {
-      // A serializer that noticed the stream fail (LibTorch's archive writer) throws its own text.
-      if (!out) throw runtime_error("failed writing " + file.string(), "is the disk full?");
-      throw;
-    }
+    write(out);
     out.flush();
     if (!out) throw runtime_error("failed writing " + file.string(), "is the disk full?");
   }

@@ -246,7 +246,7 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
 Error Trainer::with_progress_saved(const Error& failure) {
   if (failure.kind() != ErrorKind::runtime || !run_ || parallel_ || batches_at_step_start_ == 0) return failure;
   if (loss_watch_.first_step()) return failure;
-  const std::int64_t steps = batches_at_step_start_ / std::max<std::int64_t>(options_.accumulate, 1);
+  const std::int64_t steps = batches_at_step_start_ / options_.accumulate;
   batches_in_epoch_ = batches_at_step_start_;
   const fs::path file = run_->checkpoints() / "interrupted";
   try {

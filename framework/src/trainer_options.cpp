@@ -33,26 +33,33 @@ TrainerOptions TrainerOptions::read(const Config& s) {
 }
 
 std::vector<OptionDoc> trainer_option_docs() {
+  // The defaults shown are the structs' own initialisers, written as YAML.
+  const TrainerOptions d;
+  const auto number = [](double value) { return c10::str(value); };
+  const auto flag = [](bool value) { return std::string(value ? "true" : "false"); };
   return {
-      {"epochs", "1", "epochs to train (the total, also when resuming)"},
-      {"device", "auto", "auto (CUDA when usable, else CPU), cpu, cuda (= cuda:0) or cuda:N"},
-      {"seed", "0", "seeds model initialisation and the data order"},
-      {"threads", "0", "intra-op threads (0 = LibTorch's default)"},
-      {"log_every", "50", "optimizer steps between metric lines"},
-      {"accumulate", "1", "micro-batches per optimizer step"},
-      {"clip_grad_norm", "0", "clip the global gradient norm to this (0 = off), after unscaling"},
-      {"max_steps_per_epoch", "0", "stop an epoch after this many optimizer steps (0 = whole dataset)"},
-      {"keep_checkpoints", "2", "per-epoch checkpoints kept (last always points at the newest)"},
-      {"resume", "\"\"", "checkpoint file, run directory or its checkpoints/ to continue from"},
-      {"label_smoothing", "0", "cross-entropy label smoothing in [0, 1)"},
-      {"channels_last", "false", "NHWC memory format for 4-D parameters, buffers and inputs"},
-      {"cudnn_benchmark", "false", "let cuDNN time convolution algorithms and keep the fastest"},
-      {"stop_on_nonfinite_loss", "true", "stop (exit 1) when an applied step's loss is inf or NaN"},
-      {"distributed.backend", "auto", "under torchrun: auto (NCCL on CUDA, Gloo on CPU), nccl or gloo"},
-      {"distributed.timeout", "600", "seconds a collective or the store may wait"},
-      {"distributed.bucket_mb", "25", "gradient all-reduce bucket size in MB"},
-      {"distributed.overlap", "false", "all-reduce gradient buckets during backward (as DDP)"},
-      {"distributed.sync_batchnorm", "false", "global batch statistics in mixt::BatchNorm layers"},
+      {"epochs", number(d.epochs), "epochs to train (the total, also when resuming)"},
+      {"device", d.device, "auto (CUDA when usable, else CPU), cpu, cuda (= cuda:0) or cuda:N"},
+      {"seed", number(d.seed), "seeds model initialisation and the data order"},
+      {"threads", number(d.threads), "intra-op threads (0 = LibTorch's default)"},
+      {"log_every", number(d.log_every), "optimizer steps between metric lines"},
+      {"accumulate", number(d.accumulate), "micro-batches per optimizer step"},
+      {"clip_grad_norm", number(d.clip_grad_norm), "clip the global gradient norm to this (0 = off), after unscaling"},
+      {"max_steps_per_epoch", number(d.max_steps_per_epoch),
+       "stop an epoch after this many optimizer steps (0 = whole dataset)"},
+      {"keep_checkpoints", number(d.keep_checkpoints), "per-epoch checkpoints kept (last always points at the newest)"},
+      {"resume", "\"" + d.resume + "\"", "checkpoint file, run directory or its checkpoints/ to continue from"},
+      {"label_smoothing", number(d.label_smoothing), "cross-entropy label smoothing in [0, 1)"},
+      {"channels_last", flag(d.channels_last), "NHWC memory format for 4-D parameters, buffers and inputs"},
+      {"cudnn_benchmark", flag(d.cudnn_benchmark), "let cuDNN time convolution algorithms and keep the fastest"},
+      {"stop_on_nonfinite_loss", flag(d.stop_on_nonfinite_loss),
+       "stop (exit 1) when an applied step's loss is inf or NaN"},
+      {"distributed.backend", d.distributed.backend, "under torchrun: auto (NCCL on CUDA, Gloo on CPU), nccl or gloo"},
+      {"distributed.timeout", number(d.distributed.timeout_seconds), "seconds a collective or the store may wait"},
+      {"distributed.bucket_mb", number(d.distributed.bucket_mb), "gradient all-reduce bucket size in MB"},
+      {"distributed.overlap", flag(d.distributed.overlap), "all-reduce gradient buckets during backward (as DDP)"},
+      {"distributed.sync_batchnorm", flag(d.distributed.sync_batchnorm),
+       "global batch statistics in mixt::BatchNorm layers"},
   };
 }
 

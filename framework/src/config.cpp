@@ -181,7 +181,14 @@ bool Config::has(std::string_view key) const { return child(key) != nullptr; }
 
 Config Config::section(std::string_view key) const {
   const RecipeNode* node = child(key);
-  if (!node) return Config(nullptr, key_path(key));
+  if (!node) {
+    // An absent section has no text of its own: errors about it name the file that should
+    // hold it ("recipe.yaml: data: missing section: data.train").
+    auto absent = std::make_shared<RecipeNode>();
+    absent->type = RecipeNode::Type::map;
+    absent->where = SourceLocation{node_->where.file};
+    return Config(absent, key_path(key));
+  }
   if (!node->is_map()) fail(key, "expected a map, got " + describe_node(*node));
   node->opened = true;
   // The section shares the node (and its known-key bookkeeping) with the tree.

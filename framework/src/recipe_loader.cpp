@@ -21,6 +21,36 @@ SourceLocation location_of(const YAML::Mark& mark, const std::string& source) {
   return SourceLocation{source, mark.line + 1, mark.column + 1};
 }
 
+// YAML's merge key (`<<: *anchor` or `<<: [*a, *b]`), which yaml-cpp 0.7 reads as an
+// ordinary key: recipes use it to share a section's settings (data.val from data.train).
+void collect_merge_sources(const RecipeNodePtr& value, std::vector<RecipeNodePtr>& maps) {
+  if (value->is_map()) {
+    maps.push_back(value);
+    return;
+  }
+  if (value->type == RecipeNode::Type::sequence) {
+    for (const auto& item : value->items) {
+      if (!item->is_map()) {
+        throw recipe_error("<<: expected a map to merge, got " + describe_node(*item), item->where);
+      }
+      maps.push_back(item);
+    }
+    return;
+  }
+  throw recipe_error("<<: expected a map or a list of maps to merge, got " + describe_node(*value), value->where,
+                     {}, "write `<<: *name` after an anchor `&name` on a map");
+}
+
+// The map's own keys win over merged ones, and earlier merged maps over later ones (the
+// YAML merge-key specification), wherever the `<<` line stands.
+void apply_merge_key(RecipeNode& node, const std::vector<RecipeNodePtr>& maps) {
+  for (const auto& map : maps) {
+    for (const auto& entry : map->entries) {
+      if (!node.find(entry.key)) node.entries.push_back({entry.key, entry.key_where, entry.value->deep_copy()});
+    }
+  }
+}
+
 RecipeNodePtr convert(const YAML::Node& yaml, const std::string& source) {
   auto node = std::make_shared<RecipeNode>();
   node->where = location_of(yaml.Mark(), source);
@@ -36,18 +66,25 @@ RecipeNodePtr convert(const YAML::Node& yaml, const std::string& source) {
       node->type = RecipeNode::Type::sequence;
       for (const auto& item : yaml) node->items.push_back(convert(item, source));
       break;
-    case YAML::NodeType::Map:
+    case YAML::NodeType::Map: {
       node->type = RecipeNode::Type::map;
+      std::vector<RecipeNodePtr> merged_maps;
       for (const auto& pair : yaml) {
         const auto key_where = location_of(pair.first.Mark(), source);
         if (!pair.first.IsScalar()) {
           throw recipe_error("keys must be plain names", key_where);
         }
         const std::string key = pair.first.Scalar();
+        if (key == "<<" && pair.first.Tag() != "!") {
+          collect_merge_sources(convert(pair.second, source), merged_maps);
+          continue;
+        }
         if (node->find(key)) throw recipe_error("duplicate key '" + key + "'", key_where);
         node->entries.push_back({key, key_where, convert(pair.second, source)});
       }
+      apply_merge_key(*node, merged_maps);
       break;
+    }
   }
   return node;
 }
@@ -102,6 +139,9 @@ void strip_all_delete_markers(RecipeNode& node) {
   for (auto& entry : node.entries) strip_all_delete_markers(*entry.value);
 }
 
+constexpr const char* kRecipeShape =
+    "a recipe is a map of sections: model, precision, optimizer, data, trainer (docs/recipes.md)";
+
 RecipeNodePtr load_with_bases(const fs::path& file, std::vector<fs::path>& chain,
                               const SourceLocation& included_from) {
   const fs::path canonical = fs::weakly_canonical(file);
@@ -123,7 +163,8 @@ RecipeNodePtr load_with_bases(const fs::path& file, std::vector<fs::path>& chain
   }
   RecipeNodePtr node = parse_file(canonical);
   if (node->type == RecipeNode::Type::null) {
-    node->type = RecipeNode::Type::map;
+    if (chain.empty()) throw recipe_error("the recipe is empty", node->where, {}, kRecipeShape);
+    node->type = RecipeNode::Type::map;  // an empty base adds nothing
   }
   if (!node->is_map()) {
     throw recipe_error("a recipe must be a map of sections, got " + describe_node(*node), node->where);
@@ -157,13 +198,28 @@ RecipeNodePtr load_with_bases(const fs::path& file, std::vector<fs::path>& chain
   return merged;
 }
 
+// yaml-cpp's message for a tab in the indentation ("illegal map value", "end of map not
+// found") does not say that YAML forbids tabs there. It reports the tab's line or the next.
+std::string syntax_hint(const std::string& text, const YAML::Mark& mark) {
+  if (mark.line < 0) return {};
+  std::istringstream lines(text);
+  std::string line;
+  for (int number = 0; number <= mark.line && std::getline(lines, line); ++number) {
+    const std::string indentation = line.substr(0, line.find_first_not_of(" \t"));
+    if (number >= mark.line - 1 && indentation.find('\t') != std::string::npos) {
+      return "line " + std::to_string(number + 1) + " is indented with a tab; YAML allows only spaces there";
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 RecipeNodePtr parse_yaml(const std::string& text, const std::string& source) {
   try {
     return convert(YAML::Load(text), source);
   } catch (const YAML::ParserException& e) {
-    throw recipe_error("YAML syntax error: " + e.msg, location_of(e.mark, source));
+    throw recipe_error("YAML syntax error: " + e.msg, location_of(e.mark, source), {}, syntax_hint(text, e.mark));
   } catch (const YAML::Exception& e) {
     throw recipe_error("cannot read YAML: " + e.msg, location_of(e.mark, source));
   }

@@ -71,6 +71,17 @@ TEST(Config, MissingRequiredOptionIsAnError) {
   EXPECT_THROW(c.number("lr"), Error);
 }
 
+// An absent section has no line of its own; its errors still name the recipe file.
+TEST(Config, AnAbsentSectionsErrorsNameTheFile) {
+  const Config absent = section_of("model: {name: x}\n", "trainer");
+  try {
+    absent.number("lr");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "r.yaml: trainer.lr: missing required option");
+  }
+}
+
 TEST(Config, IntegerRejectsFractions) {
   const Config c = section_of("t:\n  epochs: 2.5\n", "t");
   EXPECT_THROW(c.integer("epochs"), Error);

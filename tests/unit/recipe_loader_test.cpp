@@ -119,6 +119,64 @@ TEST(RecipeLoader, SyntaxErrorHasLineAndColumn) {
   }
 }
 
+TEST(RecipeLoader, ATabInTheIndentationIsNamedInTheHint) {
+  TempDir dir;
+  const auto file = dir.write("tab.yaml", "name: x\ntrainer:\n\tepochs: 2\n");
+  try {
+    load_recipe(file);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(e.hint().find("line 3 is indented with a tab"), std::string::npos) << e.what() << e.hint();
+  }
+}
+
+TEST(RecipeLoader, AnEmptyRecipeIsAnErrorButAnEmptyBaseAddsNothing) {
+  TempDir dir;
+  dir.write("empty_base.yaml", "# nothing yet\n");
+  const auto child = dir.write("child.yaml", "base: empty_base.yaml\ntrainer: {epochs: 3}\n");
+  EXPECT_EQ(scalar_at(load_recipe(child), "trainer", "epochs"), "3");
+  try {
+    load_recipe(dir.path() / "empty_base.yaml");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("empty_base.yaml: the recipe is empty"), std::string::npos) << e.what();
+    EXPECT_EQ(e.exit_code(), 2);
+  }
+}
+
+// The merge key as the YAML 1.1 merge specification (yaml.org/type/merge.html) defines it:
+// the map's own keys win wherever `<<` stands, and earlier merged maps win over later ones.
+TEST(RecipeLoader, TheMergeKeySharesAnAnchoredMap) {
+  TempDir dir;
+  const auto file = dir.write("merge.yaml",
+                              "data:\n"
+                              "  train: &train {name: fashion_mnist, split: train, batch_size: 64}\n"
+                              "  val:\n"
+                              "    split: test\n"
+                              "    <<: *train\n"
+                              "optimizer:\n"
+                              "  <<: [{name: sgd, lr: 0.1}, {name: adamw, lr: 0.5, momentum: 0.9}]\n"
+                              "  lr: 0.2\n");
+  const Recipe recipe = load_recipe(file);
+  const Config val = recipe.config().section("data").section("val");
+  EXPECT_EQ(val.string("split"), "test");
+  EXPECT_EQ(val.string("name"), "fashion_mnist");
+  EXPECT_EQ(val.integer("batch_size"), 64);
+  EXPECT_FALSE(val.has("<<"));
+  EXPECT_EQ(val.keys().size(), 3u);
+  EXPECT_EQ(scalar_at(recipe, "optimizer", "name"), "sgd");
+  EXPECT_EQ(scalar_at(recipe, "optimizer", "lr"), "0.2");
+  EXPECT_EQ(scalar_at(recipe, "optimizer", "momentum"), "0.9");
+
+  const auto bad = dir.write("bad_merge.yaml", "trainer:\n  <<: 3\n");
+  try {
+    load_recipe(bad);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad_merge.yaml:2:7: <<: expected a map"), std::string::npos) << e.what();
+  }
+}
+
 TEST(RecipeLoader, MissingBaseNamesTheChain) {
   TempDir dir;
   const auto file = dir.write("child.yaml", "base: nowhere.yaml\ntrainer: {epochs: 1}\n");

@@ -25,6 +25,43 @@ void apply_fp32_modules(const Config& precision_section, Model& model) {
   set_fp32_modules(model, names);
 }
 
+at::Tensor forward_blank_batch(const Components& c, std::vector<std::int64_t> sample_shape) {
+  sample_shape.insert(sample_shape.begin(), 2);  // two: batch norm in training mode needs more than one
+  at::NoGradGuard no_grad;
+  c.model->eval();
+  at::Tensor out = c.model->forward(at::zeros(sample_shape, at::TensorOptions().device(c.device)));
+  c.model->train();
+  return out;
+}
+
+// An explicit model.num_classes that is not the training data's would fail only at the
+// first step ("Target 1 is out of bounds"), after the run directory exists, or train
+// outputs no label ever names. One forward pass on a blank batch finds it before anything
+// is written, for `mixt run` and `mixt check` alike.
+void check_model_fits_train_data(const Components& c, const Config& model_section) {
+  const std::int64_t classes = c.train->num_classes();
+  const std::vector<std::int64_t> sample_shape = c.train->sample_shape();
+  at::Tensor out;
+  try {
+    out = forward_blank_batch(c, sample_shape);
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    model_section.fail("name",
+                       "the model cannot take the training samples " + c10::str(at::IntArrayRef(sample_shape)) +
+                           ": " + what.substr(0, what.find('\n')),
+                       "match the model's options to data.train's samples (its transforms: crop size, channels)");
+  }
+  if (out.dim() != 2 || out.size(1) != classes) {
+    const std::string key = model_section.has("num_classes") ? "num_classes" : "name";
+    model_section.fail(key,
+                       "the model's output has shape " + c10::str(out.sizes()) + ", expected [N, " +
+                           std::to_string(classes) + "]: the training data has " + std::to_string(classes) +
+                           " classes",
+                       "drop model.num_classes (the zoo's models then take the data's class count) or set it to " +
+                           std::to_string(classes));
+  }
+}
+
 // The model is built for the training samples; a validation set it cannot take would fail
 // only after the first epoch's training. Labels beyond the model's outputs, or samples of
 // another shape that the model does not accept (one forward pass on a blank batch: a CNN
@@ -40,12 +77,8 @@ void check_val_fits_model(const Components& c, const Config& data) {
   }
   const std::vector<std::int64_t> shape = c.val->sample_shape();
   if (shape == c.train->sample_shape()) return;
-  std::vector<std::int64_t> batch_shape = shape;
-  batch_shape.insert(batch_shape.begin(), 2);
-  at::NoGradGuard no_grad;
-  c.model->eval();
   try {
-    c.model->forward(at::zeros(batch_shape, at::TensorOptions().device(c.device)));
+    forward_blank_batch(c, shape);
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
     val.fail("name",
@@ -54,7 +87,6 @@ void check_val_fits_model(const Components& c, const Config& data) {
                  what.substr(0, what.find('\n')),
              "give data.val the training data's sample shape (its transforms: crop size, channels)");
   }
-  c.model->train();
 }
 
 void record(Components& c, const Registry& registry, ComponentKind kind, const Config& section) {
@@ -119,6 +151,7 @@ Components build_components(const Config& recipe, const Registry& registry,
       if (tensor.dim() == 4) tensor.set_data(tensor.data().contiguous(at::MemoryFormat::ChannelsLast));
     }
   }
+  check_model_fits_train_data(c, model_section);
   check_val_fits_model(c, data);
   at::globalContext().setBenchmarkCuDNN(options.cudnn_benchmark);
   if (options.distributed.sync_batchnorm) {

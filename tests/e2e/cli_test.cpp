@@ -236,6 +236,17 @@ TEST(CliBadInput, ValidationDataTheModelCannotTake) {
       "r.yaml:7:16: data.val.name: the validation data has 20 classes, the training data 10");
 }
 
+// Fashion-MNIST has 10 classes: a model with 3 outputs failed at the first step ("Target 3
+// is out of bounds") after the run directory was written; `mixt check` alone caught it.
+TEST(CliBadInput, AModelWithOutputsForOtherClassesStopsBeforeTheRunStarts) {
+  TempDir dir;
+  dir.write("tiny.yaml", kTinyRecipe);
+  expect_clean_failure(run_mixt({"run", "tiny.yaml", "model.num_classes=3"}, dir.path()),
+                       "command line 'model.num_classes=3': model.num_classes: the model's output has shape [2, 3], "
+                       "expected [N, 10]: the training data has 10 classes");
+  EXPECT_FALSE(fs::exists(dir.path() / "runs"));
+}
+
 TEST(CliBadInput, DatasetRootThatDoesNotExist) {
   TempDir dir;
   const std::string recipe = testing::replace_once(kTinyRecipe, "split: train,", "root: /no/such/dir,");

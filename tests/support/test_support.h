@@ -71,7 +71,7 @@ inline CommandResult run_mixt(const std::vector<std::string>& args, const fs::pa
                               const std::string& environment = "") {
   std::string command = "cd " + shell_quote(directory.string()) + " && " + environment + " " +
                         shell_quote(MIXT_EXECUTABLE);
-  for (const auto& arg : args) command += " " + shell_quote(arg);
+  for (const auto& arg : args) command.append(" ").append(shell_quote(arg));
   command += " 2>&1";
   CommandResult result;
   FILE* pipe = ::popen(command.c_str(), "r");

@@ -54,6 +54,24 @@ int check(const std::string& recipe, const std::vector<std::string>& overrides) 
     std::printf("  %-9s %-16s plugin %s %s\n", r.kind.c_str(), r.name.c_str(), r.plugin.c_str(),
                 r.plugin_version.c_str());
   }
+  // What the data sections found: the first thing to look at for an image folder.
+  const auto describe_data = [](const char* split, const Dataset& data) {
+    std::printf("  data.%-5s %lld samples, %lld classes, each %s; %lld batches per epoch\n", split,
+                static_cast<long long>(data.size()), static_cast<long long>(data.num_classes()),
+                c10::str(at::IntArrayRef(data.sample_shape())).c_str(),
+                static_cast<long long>(data.batches_per_epoch()));
+  };
+  describe_data("train", *e.components.train);
+  if (e.components.val) describe_data("val", *e.components.val);
+  std::int64_t parameters = 0;
+  for (const at::Tensor& p : e.components.model->parameters()) parameters += p.numel();
+  const std::string digits = std::to_string(parameters);
+  std::string grouped;  // 11177538 -> 11,177,538, as `mixt list` shows them
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) grouped += ',';
+    grouped += digits[i];
+  }
+  std::printf("  model     %s parameters\n", grouped.c_str());
   return 0;
 }
 

@@ -110,6 +110,16 @@ TEST(Cli, CheckAcceptsTheShippedRecipe) {
   const CommandResult result = run_mixt({"check", MIXT_SOURCE_DIR "/recipes/fashion_mnist.yaml"});
   EXPECT_EQ(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find(": ok"), std::string::npos) << result.output;
+  // Fashion-MNIST's published sizes; 60000 / 128 rounded up; the recipe's simple_cnn
+  // counted by hand: conv 1->32 (320) + conv 32->64 (18496) + linear 64*7*7->128 (401536)
+  // + linear 128->10 (1290).
+  EXPECT_NE(result.output.find("data.train 60000 samples, 10 classes, each [1, 28, 28]; 469 batches per epoch"),
+            std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("data.val   10000 samples, 10 classes, each [1, 28, 28]; 10 batches per epoch"),
+            std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("model     421,642 parameters"), std::string::npos) << result.output;
 }
 
 // --- bad input, one test each -------------------------------------------------------

@@ -15,8 +15,9 @@ inline void note_float16_on_cpu(const char* policy, at::Device device) {
   static bool said = false;  // once per process, however many runs a test makes
   if (device.is_cpu() && !said) {
     std::fprintf(stderr,
-                 "precision %s: float16 on the CPU is slow (no fast float16 convolution backward in LibTorch's CPU "
-                 "kernels: tens of times slower than fp32); amp_bf16 is the mixed-precision policy for CPUs\n",
+                 "mixt: warning: precision %s: float16 on the CPU is slow (no fast float16 convolution backward "
+                 "in LibTorch's CPU kernels: tens of times slower than fp32); amp_bf16 is the mixed-precision "
+                 "policy for CPUs\n",
                  policy);
     said = true;
   }

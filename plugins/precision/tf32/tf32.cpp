@@ -17,7 +17,10 @@ class Tf32Policy : public mixt::PrecisionPolicy {
     context.setFloat32Precision(at::Float32Backend::CUDA, at::Float32Op::CONV, at::Float32Precision::TF32);
     if (!device.is_cuda()) {
       static bool said = false;  // once per process, however many runs a test makes
-      if (!said) std::fprintf(stderr, "precision tf32: no TF32 on %s; running in plain fp32\n", device.str().c_str());
+      if (!said) {
+        std::fprintf(stderr, "mixt: warning: precision tf32: no TF32 on %s; running in plain fp32\n",
+                     device.str().c_str());
+      }
       said = true;
     }
   }

@@ -448,12 +448,17 @@ void Trainer::resume(const fs::path& path) {
   const auto& saved = contents.header.value("components", nlohmann::json::array());
   for (const auto& r : c_.records) {
     bool found = false;
+    std::string written_with;  // the checkpoint's component of this kind, to name it
     for (const auto& s : saved) {
-      if (s.value("kind", "") == r.kind && s.value("name", "") == r.name) found = true;
+      if (s.value("kind", "") != r.kind) continue;
+      if (s.value("name", "") == r.name) found = true;
+      written_with = s.value("name", "");
     }
     if (!found && r.kind != "dataset") {
       throw Error(ErrorKind::recipe,
-                  "checkpoint was not written by a run with " + r.kind + " '" + r.name + "'",
+                  "checkpoint was written by a run with " +
+                      (written_with.empty() ? "no " + r.kind : r.kind + " '" + written_with + "'") +
+                      ", this recipe has " + r.kind + " '" + r.name + "'",
                   SourceLocation{file.string()}, "trainer.resume",
                   "resume with the recipe that wrote it (its run directory has recipe.yaml)");
     }

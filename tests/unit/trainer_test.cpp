@@ -530,6 +530,37 @@ TEST(Trainer, ResumingIntoAModelOfAnotherShapeIsARecipeError) {
   }
 }
 
+// The components are recorded in the checkpoint; a recipe with others is told which.
+TEST(Trainer, ResumingWithOtherComponentsNamesBoth) {
+  testing::TempDir dir;
+  const ComponentRecord sgd{"optimizer", "sgd", "sgd", "1.2.0", "libsgd.so"};
+  const ComponentRecord adamw{"optimizer", "adamw", "adamw", "1.2.0", "libadamw.so"};
+  const ComponentRecord cosine{"scheduler", "cosine", "cosine", "1.0.0", "libcosine.so"};
+  Fixture saved;
+  saved.components.records = {sgd};  // what build_components records
+  Trainer(saved.components, options(1), nullptr, saved.progress).save_checkpoint(dir.path() / "ckpt");
+
+  const std::pair<std::vector<ComponentRecord>, std::string> cases[] = {
+      {{adamw}, "checkpoint was written by a run with optimizer 'sgd', this recipe has optimizer 'adamw'"},
+      {{sgd, cosine}, "checkpoint was written by a run with no scheduler, this recipe has scheduler 'cosine'"},
+  };
+  for (const auto& [records, message] : cases) {
+    Fixture other;
+    other.components.records = records;
+    Trainer trainer(other.components, options(2), nullptr, other.progress);
+    try {
+      trainer.resume(dir.path() / "ckpt");
+      ADD_FAILURE() << "expected: " << message;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::recipe);
+      EXPECT_EQ(e.message(), message);
+    }
+  }
+  Fixture same_components;  // and the same ones resume
+  same_components.components.records = {sgd};
+  Trainer(same_components.components, options(2), nullptr, same_components.progress).resume(dir.path() / "ckpt");
+}
+
 // `mixt describe trainer`, the trainer table of docs/recipes.md and TrainerOptions::read
 // name the same keys: an option added to one and not the others fails here.
 TEST(TrainerOptionDocs, NameEveryKeyTheTrainerReadsAndTheDocsTableToo) {

@@ -84,6 +84,7 @@ TrainResult Trainer::fit() {
     if (parallel_) parallel_->barrier();  // rank 0's checkpoint is written before any rank goes on
     if (c_.val) {
       const Evaluation eval = evaluate(*c_.val);
+      if (eval.interrupted) stop_at_epoch_end(epoch_, /*evaluation_skipped=*/true);
       result.final_eval = eval;
       char line[256];
       std::snprintf(line, sizeof(line), "epoch %lld/%lld: val loss %.4f, val top-1 %.2f%% (%lld samples), %.1fs",
@@ -99,9 +100,31 @@ TrainResult Trainer::fit() {
     } else {
       progress_.end_epoch("epoch " + std::to_string(epoch_ + 1) + "/" + std::to_string(options_.epochs) + " done");
     }
+    if (epoch_ + 1 < options_.epochs && stop_requested_at_epoch_end()) stop_at_epoch_end(epoch_, false);
   }
   result.elapsed_seconds = seconds_since(start);
   return result;
+}
+
+// A stop asked for during an evaluation or a checkpoint: the epoch's checkpoint is written,
+// so stopping here loses nothing, where going on would wait for one more training step
+// (and, before it, the rest of an evaluation that may take minutes).
+bool Trainer::stop_requested_at_epoch_end() const {
+  double stop = interrupt_requested() ? 1.0 : 0.0;
+  if (parallel_) stop = parallel_->sum({stop})[0];
+  return stop > 0;
+}
+
+void Trainer::stop_at_epoch_end(std::int64_t epoch, bool evaluation_skipped) {
+  if (run_) {
+    char name[32];
+    std::snprintf(name, sizeof(name), "epoch-%04lld", static_cast<long long>(epoch + 1));
+    progress_.note(std::string("\ninterrupted") + (evaluation_skipped ? " during the evaluation" : "") +
+                   " after epoch " + std::to_string(epoch + 1) + ": its checkpoint is " +
+                   (run_->checkpoints() / name).string() + " (continue with trainer.resume=" +
+                   run_->path().string() + ")");
+  }
+  throw Error(ErrorKind::interrupted, "interrupted");
 }
 
 // One epoch. The optimizer step below is the precision contract of mixt/precision.h,
@@ -347,6 +370,15 @@ Evaluation Trainer::evaluate(Dataset& dataset) {
   at::Tensor correct = at::zeros({}, at::TensorOptions().dtype(at::kLong).device(c_.device));
   std::int64_t samples = 0;
   while (std::optional<Batch> batch = dataset.next_batch()) {
+    // Ctrl-C: the epoch's checkpoint is written before its evaluation, so stop now. Data
+    // parallel: every rank finishes, since the evaluation ends in a collective; the stop
+    // is agreed on at the epoch's end.
+    if (!parallel_ && interrupt_requested()) {
+      model.train();
+      Evaluation stopped;
+      stopped.interrupted = true;
+      return stopped;
+    }
     const at::Tensor inputs = to_device(batch->inputs);
     const at::Tensor targets = batch->targets.to(c_.device, true);
     AutocastScope scope = c_.precision->autocast(c_.device.type());

@@ -26,6 +26,7 @@ struct Evaluation {
   double loss = NAN;
   double top1 = NAN;  // fraction of samples whose arg-max is the label
   std::int64_t samples = 0;
+  bool interrupted = false;  // stopped early by Ctrl-C (single process); loss and top1 are NaN
 };
 
 struct TrainResult {
@@ -80,6 +81,10 @@ class Trainer {
   // `failure` (a runtime error mid-epoch), after saving the epoch's completed steps as
   // checkpoints/interrupted when the weights are still good; its hint then says so.
   Error with_progress_saved(const Error& failure);
+  // At an epoch's end, after its checkpoint: whether any rank was asked to stop (one scalar
+  // all-reduce per epoch in a data-parallel run).
+  bool stop_requested_at_epoch_end() const;
+  [[noreturn]] void stop_at_epoch_end(std::int64_t epoch, bool evaluation_skipped);
 
   Components& c_;
   TrainerOptions options_;

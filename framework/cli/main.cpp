@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "bench.h"
+#include "closest_match.h"
 #include "commands.h"
 #include "weights_commands.h"
 #include "mixt/error.h"
@@ -23,6 +24,29 @@ int report(const mixt::Error& error) {
   if (!error.hint().empty()) text += "\n  hint: " + error.hint();
   std::fprintf(stderr, "%s\n", text.c_str());
   return error.exit_code();
+}
+
+// CLI11's own words for a bad command line ("A subcommand is required", "The following
+// argument was not expected: --epochs", then "Run with --help"), in mixt's error format,
+// with what the user most likely meant.
+int report_usage(const CLI::App& app, const CLI::ParseError& error, int argc, char** argv) {
+  std::vector<std::string> commands;
+  for (const CLI::App* command : app.get_subcommands([](const CLI::App* c) { return !c->get_group().empty(); })) {
+    commands.push_back(command->get_name());
+  }
+  const auto parsed = app.get_subcommands();
+  const std::string command = parsed.empty() ? "" : parsed.front()->get_name();
+  std::string message = error.what(), hint;
+  if (parsed.empty() && argc > 1 && argv[1][0] != '-') {
+    message = "unknown command '" + std::string(argv[1]) + "'";
+    hint = mixt::suggestion_hint(argv[1], commands, "commands");
+  } else if (dynamic_cast<const CLI::ExtrasError*>(&error) && (command == "run" || command == "check")) {
+    hint = "recipe settings are key=value overrides, without dashes: trainer.epochs=2 optimizer.lr=0.1";
+  } else {
+    hint = command.empty() ? "mixt --help lists the commands" : "mixt " + command + " --help shows its usage";
+  }
+  std::fprintf(stderr, "mixt: error: %s\n  hint: %s\n", message.c_str(), hint.c_str());
+  return 2;
 }
 
 }  // namespace
@@ -88,8 +112,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return 2;
+    return report_usage(app, e, argc, argv);
   }
 
   try {

@@ -298,14 +298,30 @@ void apply_override(RecipeNode& root, const std::string& assignment) {
 }
 
 namespace {
+// Where below `node` the key is known: `epochs=2` meant trainer.epochs, `batch_size: 64`
+// at the top data.train.batch_size (and data.val's).
+void find_deeper(const RecipeNode& node, const std::string& key, const std::string& path,
+                 std::vector<std::string>& found) {
+  for (const auto& entry : node.entries) {
+    if (!entry.value->is_map() || !entry.value->opened) continue;
+    const std::string below = path.empty() ? entry.key : path + "." + entry.key;
+    if (entry.value->known_keys.contains(key)) found.push_back(below + "." + key);
+    find_deeper(*entry.value, key, below, found);
+  }
+}
+
 void check_keys(const RecipeNode& node, const std::string& path) {
   for (const auto& entry : node.entries) {
     const std::string key_path = path.empty() ? entry.key : path + "." + entry.key;
     if (!node.known_keys.contains(entry.key)) {
       const std::vector<std::string> known(node.known_keys.begin(), node.known_keys.end());
       const std::string where = path.empty() ? "the recipe" : "'" + path + "'";
-      throw recipe_error("unknown key '" + entry.key + "' in " + where, entry.key_where, key_path,
-                         suggestion_hint(entry.key, known, "known keys"));
+      std::vector<std::string> deeper;
+      find_deeper(node, entry.key, path, deeper);
+      std::string hint;
+      for (const std::string& candidate : deeper) hint += (hint.empty() ? "did you mean " : " or ") + candidate;
+      hint = hint.empty() ? suggestion_hint(entry.key, known, "known keys") : hint + "?";
+      throw recipe_error("unknown key '" + entry.key + "' in " + where, entry.key_where, key_path, hint);
     }
     if (entry.value->is_map() && entry.value->opened) check_keys(*entry.value, key_path);
     // Lists of maps read through Config::sections (e.g. transforms:).

@@ -70,6 +70,22 @@ TEST(Cli, HelpEverywhereAndBadUsageIsExitTwo) {
   EXPECT_EQ(run_mixt({"run"}).exit_code, 2);
 }
 
+// Bad command lines in mixt's error format, with what was most likely meant (CLI11 alone
+// said "A subcommand is required" to `mixt chek`).
+TEST(Cli, ABadCommandLineSaysWhatWasMeant) {
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{"chek", "r.yaml"}, "mixt: error: unknown command 'chek'\n  hint: did you mean 'check'?"},
+      {{"run", "r.yaml", "--epochs", "2"}, "  hint: recipe settings are key=value overrides, without dashes"},
+      {{"run"}, "mixt: error: recipe is required\n  hint: mixt run --help shows its usage"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const CommandResult result = run_mixt(args);
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_NE(result.output.find(expected), std::string::npos) << result.output;
+    EXPECT_EQ(result.output.find("Run with --help"), std::string::npos) << result.output;
+  }
+}
+
 TEST(Cli, ListAndDescribe) {
   const CommandResult list = run_mixt({"list"});
   EXPECT_EQ(list.exit_code, 0);

@@ -101,6 +101,31 @@ TEST(Config, UnknownKeyIsReportedWithClosestKnownKey) {
   }
 }
 
+// `mixt run r.yaml epochs=3` meant trainer.epochs: the hint names the section that knows it.
+TEST(Config, AKeyOutsideTheSectionThatKnowsItIsPointedThere) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"epochs", "did you mean trainer.epochs?"},
+      {"batch_size", "did you mean data.train.batch_size or data.val.batch_size?"},
+  };
+  for (const auto& [key, hint] : cases) {
+    RecipeNodePtr root =
+        parse_yaml("trainer: {epochs: 2}\ndata: {train: {batch_size: 8}, val: {batch_size: 8}}\n" + key + ": 3\n",
+                   "r.yaml");
+    const Config recipe(root, "");
+    recipe.section("trainer").integer("epochs", 1);
+    const Config data = recipe.section("data");
+    data.section("train").integer("batch_size", 1);
+    data.section("val").integer("batch_size", 1);
+    try {
+      check_unknown_keys(*root);
+      ADD_FAILURE() << "expected an error for " << key;
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), "r.yaml:3:1: " + key + ": unknown key '" + key + "' in the recipe");
+      EXPECT_EQ(e.hint(), hint);
+    }
+  }
+}
+
 TEST(Config, AllKeysReadPassesTheCheck) {
   RecipeNodePtr root;
   const Config c = section_of("trainer:\n  epochs: 2\n", "trainer", &root);

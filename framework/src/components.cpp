@@ -133,6 +133,15 @@ Components build_components(const Config& recipe, const Registry& registry,
                            communicator ? communicator->world_size() : 1, c.device};
     auto dataset = registry.make_dataset(section, context);
     record(c, registry, ComponentKind::dataset, section);
+    // A run of zero steps (or an evaluation of zero samples, a NaN loss) would end "done".
+    if (dataset->batches_per_epoch() == 0) {
+      section.fail(section.has("batch_size") ? "batch_size" : "name",
+                   "data." + split + " gives no batch per epoch (" + std::to_string(dataset->size()) +
+                       " samples" + (context.world_size > 1 ? " on this rank" : "") + ")",
+                   dataset->size() == 0 ? "check the section's data location and limit"
+                                        : "lower data." + split + ".batch_size to " + std::to_string(dataset->size()) +
+                                              " or less, or set drop_last: false");
+    }
     (split == "train" ? c.train : c.val) = std::move(dataset);
   }
 

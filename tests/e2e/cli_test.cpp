@@ -273,6 +273,14 @@ TEST(CliBadInput, AModelWithOutputsForOtherClassesStopsBeforeTheRunStarts) {
   EXPECT_FALSE(fs::exists(dir.path() / "runs"));
 }
 
+// A batch larger than the data with drop_last: a run of zero steps used to end "done".
+TEST(CliBadInput, DataThatGivesNoBatch) {
+  TempDir dir;
+  expect_clean_failure(check_recipe(dir, kTinyRecipe, {"data.train.batch_size=2048", "data.train.drop_last=true"}),
+                       "command line 'data.train.batch_size=2048': data.train.batch_size: data.train gives no batch "
+                       "per epoch (1024 samples)");
+}
+
 TEST(CliBadInput, DatasetRootThatDoesNotExist) {
   TempDir dir;
   const std::string recipe = testing::replace_once(kTinyRecipe, "split: train,", "root: /no/such/dir,");

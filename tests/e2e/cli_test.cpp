@@ -410,7 +410,10 @@ bool wait_for_text(const fs::path& file, const std::string& text) {
 
 TEST(CliRun, SigintWritesACheckpointAndExits130) {
   TempDir dir;
-  const std::string recipe = testing::replace_once(kTinyRecipe, "epochs: 2", "epochs: 1000");
+  // Epochs of 128 steps: the signal lands mid-epoch (one during the evaluation or the
+  // checkpoint stops at the epoch's checkpoint, without `interrupted`).
+  const std::string recipe = testing::replace_once(
+      testing::replace_once(kTinyRecipe, "epochs: 2", "epochs: 1000"), "limit: 1024", "limit: 8192");
   dir.write("long.yaml", recipe);
   const pid_t child = start_mixt(dir, {"run", "long.yaml"}, "out.txt", "out.txt");
   // Wait until training is under way (the first epoch's checkpoint is written).

@@ -53,6 +53,13 @@ void check_fp32_modules_routed(const Model& model) {
               {}, {}, hint);
 }
 
+bool parameters_finite(Model& model) {
+  at::NoGradGuard no_grad;
+  std::vector<at::Tensor> finite;
+  for (const at::Tensor& p : model.parameters()) finite.push_back(at::isfinite(p).all());
+  return finite.empty() || at::stack(finite).all().item<bool>();
+}
+
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -141,7 +148,7 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
   std::int64_t steps = (data.batches_per_epoch() + accumulate - 1) / accumulate;
   if (options_.max_steps_per_epoch > 0) steps = std::min(steps, options_.max_steps_per_epoch);
 
-  batches_at_step_start_ = batches_in_epoch_;  // what a failure before the first step keeps
+  batches_in_weights_ = batches_in_epoch_;  // what a failure before the first step keeps
   start_data(data, epoch);
   std::int64_t step = batches_in_epoch_ / accumulate;
   progress_.start_epoch(epoch, options_.epochs, steps);
@@ -151,7 +158,6 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
   std::int64_t epoch_samples = 0;
   bool data_left = true;
   while (step < steps && data_left) {
-    batches_at_step_start_ = batches_in_epoch_;
     optimizer.zero_grad();
     at::Tensor loss_sum;
     std::int64_t micro_batches = 0;
@@ -199,6 +205,8 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
     ++step;
     ++global_step_;
     ++result.optimizer_steps;
+    // From here a failure (a peer lost in the all-reduce below) keeps this step.
+    batches_in_weights_ = batches_in_epoch_;
     // A skipped step's inf/NaN loss is the policy's business (a loss scaler backs off); an
     // applied one has put inf/NaN into the weights. Data parallel: the mean loss below.
     if (applied && !parallel_ && options_.stop_on_nonfinite_loss) loss_watch_.observe(loss_sum, global_step_);
@@ -260,17 +268,18 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
 }
 
 // A runtime failure mid-epoch (a bad file under on_bad_sample: fail, a batch the model
-// cannot take) need not cost the epoch's steps: the weights are those of the last
-// completed step, so they are saved as `interrupted`, which resuming the run directory
-// continues from (the failed step's micro-batches are trained again). Not when the weights
-// are broken (a non-finite loss), when nothing of the epoch is done, when the checkpoint
-// cannot be written either (a full disk), nor in a data-parallel run (rank 0 alone cannot
-// know that every rank completed the same steps).
+// cannot take, a rank lost) need not cost the epoch's steps: the weights are those of the
+// last completed step, so they are saved as `interrupted`, which resuming the run directory
+// continues from (the failed step's micro-batches are trained again). Data parallel: rank
+// 0's weights are the run's whichever rank failed, since no step is applied without the
+// gradient all-reduce of every rank. Not when the weights are broken (a non-finite loss or
+// parameter: in a data-parallel run the last step's mean loss may not be known), when
+// nothing of the epoch is done, or when the checkpoint cannot be written either (a full disk).
 Error Trainer::with_progress_saved(const Error& failure) {
-  if (failure.kind() != ErrorKind::runtime || !run_ || parallel_ || batches_at_step_start_ == 0) return failure;
-  if (loss_watch_.first_step()) return failure;
-  const std::int64_t steps = batches_at_step_start_ / options_.accumulate;
-  batches_in_epoch_ = batches_at_step_start_;
+  if (failure.kind() != ErrorKind::runtime || !run_ || batches_in_weights_ == 0) return failure;
+  if (loss_watch_.first_step() || !parameters_finite(*c_.model)) return failure;
+  const std::int64_t steps = batches_in_weights_ / options_.accumulate;
+  batches_in_epoch_ = batches_in_weights_;
   const fs::path file = run_->checkpoints() / "interrupted";
   try {
     save_checkpoint(file);  // no loader positions: a resume replays the epoch's batches up to here

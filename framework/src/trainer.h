@@ -96,7 +96,9 @@ class Trainer {
   // Where the run stands; saved in checkpoints.
   std::int64_t epoch_ = 0;             // the epoch in progress (or next to start)
   std::int64_t batches_in_epoch_ = 0;  // micro-batches of epoch_ already trained on
-  std::int64_t batches_at_step_start_ = 0;  // batches_in_epoch_ when the current step began
+  // Micro-batches of epoch_ whose optimizer step is in the weights: what a failure saves.
+  // Behind batches_in_epoch_ while a step is under way.
+  std::int64_t batches_in_weights_ = 0;
   std::int64_t global_step_ = 0;       // optimizer steps attempted since the start of training
   std::int64_t skipped_steps_ = 0;     // of those, skipped by the precision policy
   // From the checkpoint resumed: each rank's DataLoader::position() in epoch_ (empty when the

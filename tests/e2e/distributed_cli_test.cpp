@@ -358,8 +358,42 @@ TEST(DataParallel, KillingOneRankMakesTheOtherExitWithinTheTimeout) {
   EXPECT_LT(seconds, 15.0 + 10.0);
 }
 
-// SIGINT to one rank only: the stop request is agreed on with the step's loss, so both
-// ranks stop after the same step; rank 0 writes the interrupted checkpoint; both exit 130.
+// Rank 1 dies in the middle of epoch 2's second step, after its gradients joined the
+// all-reduce; rank 0 applies that step, then fails at the step's loss all-reduce. Rank 0's
+// weights are the run's after that step: it saves them as `interrupted` (the run used to
+// lose the epoch's steps), counting the step it applied (counted from the step's start,
+// a resume would apply it twice), and two ranks resumed from it end where an
+// uninterrupted run does.
+TEST(DataParallel, ARankLostMidEpochCostsNoCompletedStep) {
+  TempDir dir;
+  std::string recipe = inf_recipe("sync_found_inf: false");
+  recipe = testing::replace_once(recipe, "epochs: 1", "epochs: 2");
+  const fs::path file = dir.write("r.yaml", recipe);
+  const auto crashed = run_ranks(dir, 2, {{"output=crashed", "precision.crash_rank=1", "precision.crash_step=6"}});
+  ASSERT_TRUE(crashed[0].exit_code && crashed[1].exit_code) << crashed[0].log;
+  EXPECT_EQ(*crashed[0].exit_code, 1) << crashed[0].log;
+  EXPECT_EQ(*crashed[1].exit_code, 17) << crashed[1].log;
+  EXPECT_NE(crashed[0].log.find("the 2 completed steps of epoch 2 are saved in"), std::string::npos) << crashed[0].log;
+  const fs::path run = only_run_directory(dir.path() / "crashed");
+  ASSERT_TRUE(fs::exists(run / "checkpoints" / "interrupted")) << crashed[0].log;
+
+  const auto resumed = run_ranks(dir, 2, {{"output=crashed", "trainer.resume=" + run.string()}});
+  ASSERT_EQ(resumed[0].exit_code, 0) << resumed[0].log;
+  EXPECT_NE(resumed[0].log.find("at epoch 2, step 6"), std::string::npos) << resumed[0].log;
+  const auto straight = run_ranks(dir, 2, {{"output=straight"}});
+  ASSERT_EQ(straight[0].exit_code, 0) << straight[0].log;
+
+  const auto last = [](const fs::path& output) {
+    std::vector<fs::path> runs;
+    for (const auto& entry : fs::directory_iterator(output / "dp")) runs.push_back(entry.path());
+    std::sort(runs.begin(), runs.end());
+    return runs.back() / "checkpoints" / "epoch-0002";
+  };
+  const double difference =
+      max_difference(checkpoint_weights(file, last(dir.path() / "straight")), checkpoint_weights(file, last(dir.path() / "crashed")));
+  EXPECT_EQ(difference, 0.0);
+}
+
 // A diverging run (an absurd learning rate): the loss, averaged over the ranks every step,
 // turns NaN on every rank at once, so every rank stops after the same step with the same
 // message and exit 1, and nothing is checkpointed.
@@ -379,6 +413,8 @@ TEST(DataParallel, ANonFiniteLossStopsEveryRankAfterTheSameStep) {
   EXPECT_FALSE(fs::exists(only_run_directory(dir.path() / "runs") / "checkpoints" / "epoch-0001"));
 }
 
+// SIGINT to one rank only: the stop request is agreed on with the step's loss, so both
+// ranks stop after the same step; rank 0 writes the interrupted checkpoint; both exit 130.
 TEST(DataParallel, AnInterruptOnOneRankStopsEveryRankAfterTheSameStep) {
   TempDir dir;
   dir.write("r.yaml", testing::replace_once(kRecipe, "epochs: 1", "epochs: 1000"));

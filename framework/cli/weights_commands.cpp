@@ -19,6 +19,15 @@ int export_weights(const std::string& checkpoint, const std::string& format, con
   if (format != "safetensors") {
     throw usage_error("unknown export format '" + format + "'", "mixt export writes --format safetensors");
   }
+  // A model.pth that torch.load cannot read would fail far from here, in someone's script.
+  const std::string extension = fs::path(output).extension().string();
+  for (const char* pickle : {".pt", ".pth", ".bin", ".ckpt", ".pkl"}) {
+    if (extension == pickle) {
+      throw usage_error("-o " + output + ": mixt export writes safetensors, which torch.load cannot read",
+                        "name it " + fs::path(output).replace_extension(".safetensors").string() +
+                            " (in Python: safetensors.torch.load_file, then model.load_state_dict)");
+    }
+  }
   const fs::path file = resolve_checkpoint(checkpoint, "checkpoint");
   CheckpointContents contents = read_checkpoint(file);
   torch::serialize::InputArchive model;

@@ -50,6 +50,14 @@ TEST(WeightsCli, ExportedCheckpointRoundTripsWithoutLoss) {
       dir.path());
   ASSERT_EQ(exported.exit_code, 0) << exported.output;
   const NamedTensors file = load_safetensors(dir.path() / "model.safetensors").tensors;
+  // A .pth name would promise a torch.save pickle.
+  const CommandResult pth = run_mixt({"export", run_dir.string(), "-o", "model.pth"}, dir.path());
+  EXPECT_EQ(pth.exit_code, 2) << pth.output;
+  EXPECT_NE(pth.output.find("mixt: error: -o model.pth: mixt export writes safetensors, which torch.load cannot read\n"
+                            "  hint: name it model.safetensors"),
+            std::string::npos)
+      << pth.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "model.pth"));
 
   // The checkpoint's model, loaded the way `mixt run --resume` loads it.
   testing::BuiltPlugins plugins;

@@ -78,6 +78,31 @@ fs::path elastic_link(const Experiment& e) {
   return e.output / e.name / ("elastic-" + e.parallel->environment().run_id);
 }
 
+constexpr const char* kRunDirectoryKey = "run_directory";
+
+// The run directory an earlier attempt of this torchelastic job made (empty: none). The
+// elastic agent's store lives as long as the job, so a key there belongs to this job alone;
+// the link, shared by every job with the same --rdzv-id (torchrun's default is `none`),
+// is read only when there is no agent store.
+fs::path earlier_attempts_run_directory(const Experiment& e) {
+  if (e.parallel->has_job_store()) return e.parallel->job_value(kRunDirectoryKey).value_or("");
+  std::error_code ec;
+  fs::path run_path = fs::read_symlink(elastic_link(e), ec);
+  if (ec) return {};
+  if (run_path.is_relative()) run_path = elastic_link(e).parent_path() / run_path;
+  return fs::is_directory(run_path) ? run_path : fs::path();
+}
+
+void record_job_run_directory(const Experiment& e, const fs::path& run_path) {
+  e.parallel->set_job_value(kRunDirectoryKey, fs::absolute(run_path).string());
+  // For people (and launches without an agent store): runs/<name>/elastic-<run id>.
+  const fs::path link = elastic_link(e), temporary = link.string() + ".tmp";
+  std::error_code ec;
+  fs::remove(temporary, ec);
+  fs::create_symlink(run_path.filename(), temporary);
+  fs::rename(temporary, link);
+}
+
 }  // namespace
 
 TrainResult run_experiment(Experiment& e, bool terminal, fs::path* run_dir) {
@@ -90,32 +115,21 @@ TrainResult run_experiment(Experiment& e, bool terminal, fs::path* run_dir) {
   Trainer trainer(e.components, e.options, nullptr, progress, e.parallel.get());
   fs::path resume = e.options.resume;
   if (restarted) {
-    // Every rank continues the run attempt 0 started, from its last checkpoint.
-    std::error_code ec;
-    run_path = fs::read_symlink(elastic_link(e), ec);
-    if (!ec && run_path.is_relative()) run_path = elastic_link(e).parent_path() / run_path;
-    if (ec || !fs::is_directory(run_path)) {
-      throw runtime_error("torchelastic restart " + std::to_string(e.parallel->environment().restart_count) +
-                          ": no run directory linked from " + elastic_link(e).string());
-    }
-    if (has_checkpoint(run_path)) resume = run_path;  // its newest (resolve_checkpoint)
+    // Every rank continues the run an earlier attempt started, from its newest checkpoint;
+    // when no attempt got as far as making one, this one starts the run.
+    run_path = earlier_attempts_run_directory(e);
+    if (!run_path.empty() && has_checkpoint(run_path)) resume = run_path;  // its newest (resolve_checkpoint)
   }
   // Resumed before a new run directory exists: a checkpoint that does not fit leaves no
   // empty run behind (which the next `trainer.resume=runs/...` would have to step over).
   if (!resume.empty()) trainer.resume(resume);
-  if (main_rank && restarted) {
+  if (main_rank && !run_path.empty()) {
     run = std::make_unique<RunDirectory>(run_path, RunDirectory::Reopen{});
   } else if (main_rank) {
     run = std::make_unique<RunDirectory>(e.output, e.name);
     run_path = run->path();
     write_resolved_recipe(e, *run);
-    if (elastic) {
-      const fs::path link = elastic_link(e), temporary = link.string() + ".tmp";
-      std::error_code ec;
-      fs::remove(temporary, ec);
-      fs::create_symlink(run_path.filename(), temporary);
-      fs::rename(temporary, link);
-    }
+    if (elastic) record_job_run_directory(e, run_path);
   }
   if (run_dir) *run_dir = run_path;
 

@@ -38,9 +38,9 @@ Experiment prepare_experiment(const std::filesystem::path& recipe_file,
                               Registry& registry, const Warn& warn);
 
 // Trains; writes the run directory (rank 0 only, in a distributed run). Returns the result
-// and the run directory. Under torchelastic, attempt 0 makes a new run directory and
-// links runs/<name>/elastic-<TORCHELASTIC_RUN_ID> to it; a restarted attempt reopens it
-// and resumes from its checkpoints/last.
+// and the run directory. Under torchelastic, the first attempt makes a new run directory,
+// records it in the elastic agent's store (and links runs/<name>/elastic-<TORCHELASTIC_RUN_ID>
+// to it); a restarted attempt reopens it and resumes from its newest checkpoint.
 TrainResult run_experiment(Experiment& experiment, bool terminal, std::filesystem::path* run_dir = nullptr);
 
 }  // namespace mixt

@@ -512,5 +512,53 @@ TEST(DataParallel, TorchrunRestartResumesFromTheLastCheckpoint) {
   EXPECT_EQ(count(metrics, "\"event\":\"epoch\""), 2u) << metrics;
 }
 
+// Two jobs with the same --rdzv-id (torchrun's default is `none` for every job): the one
+// started later replaces runs/<name>/elastic-<id>. A restarted attempt of the first job must
+// still resume its own run: the run directory is kept in the elastic agent's store, which
+// lives as long as the job. (It used to follow the link into the other job's run.)
+TEST(DataParallel, ARestartedJobResumesItsOwnRunWhenAnotherJobTookItsLink) {
+  if (std::system("command -v torchrun >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "torchrun is not on PATH (it comes with the torch wheel: scripts/setup)";
+  }
+  TempDir dir;
+  std::string recipe = inf_recipe("crash_rank: 1, crash_step: 14");  // epoch 4, step 2
+  recipe = testing::replace_once(recipe, "epochs: 1", "epochs: 4");
+  dir.write("r.yaml", recipe);
+  // The other job's run: a checkpoint of the same recipe.
+  const testing::CommandResult other =
+      testing::run_mixt({"run", "r.yaml", "trainer.epochs=1", "precision.crash_rank=-1"}, dir.path());
+  ASSERT_EQ(other.exit_code, 0) << other.output;
+  const fs::path other_run = only_run_directory(dir.path() / "runs");
+  const std::string other_metrics = testing::read_file(other_run / "metrics.jsonl");
+
+  const int port = testing::free_port();
+  ChildProcess torchrun({"torchrun", "--no-python", "--nproc-per-node=2", "--max-restarts=1", "--master-addr=127.0.0.1",
+                         "--master-port=" + std::to_string(port), "--rdzv-id=shared-id", MIXT_EXECUTABLE, "run",
+                         "r.yaml"},
+                        {"OMP_NUM_THREADS=1"}, dir.path(), dir.path() / "torchrun.log");
+  const fs::path link = dir.path() / "runs" / "dp" / "elastic-shared-id";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!fs::is_symlink(link) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ASSERT_TRUE(fs::is_symlink(link)) << testing::read_file(dir.path() / "torchrun.log");
+  const fs::path own_run = dir.path() / "runs" / "dp" / fs::read_symlink(link);
+  // What the later job does: point the link at its run.
+  fs::remove(link);
+  fs::create_symlink(other_run.filename(), link);
+  ASSERT_EQ(testing::read_file(dir.path() / "torchrun.log").find("crashes at step"), std::string::npos)
+      << "the crash came before the link was taken: nothing was tested";
+
+  const auto code = torchrun.wait_for(240);
+  const std::string log = testing::read_file(dir.path() / "torchrun.log");
+  ASSERT_TRUE(code) << "torchrun still running\n" << log;
+  EXPECT_EQ(*code, 0) << log;
+  EXPECT_NE(log.find("rank 1 crashes at step 14"), std::string::npos) << log;
+  EXPECT_NE(log.find("resumed from " + fs::canonical(own_run).string()), std::string::npos) << log;
+  EXPECT_TRUE(fs::exists(own_run / "checkpoints" / "epoch-0004")) << log;
+  EXPECT_EQ(count(testing::read_file(own_run / "metrics.jsonl"), "\"event\":\"epoch\""), 4u);
+  EXPECT_EQ(testing::read_file(other_run / "metrics.jsonl"), other_metrics) << "the other job's run was written to";
+}
+
 }  // namespace
 }  // namespace mixt

@@ -44,7 +44,9 @@ DataParallel::DataParallel(const LaunchEnvironment& environment, const Distribut
     throw recipe_error("trainer.distributed.backend: nccl needs a CUDA device, but this run uses " + device.str(),
                        {}, "trainer.distributed.backend", "use backend: gloo (or auto) on CPUs");
   }
-  const auto store = make_store(environment, timeout);
+  const Stores stores = make_store(environment, timeout);
+  job_store_ = stores.job;
+  const auto& store = stores.attempt;
   c10::intrusive_ptr<c10d::Backend> process_group;
   try {
     process_group = backend == "nccl"
@@ -131,6 +133,24 @@ void DataParallel::check_in_sync(torch::nn::Module& model, const std::string& wh
                             std::to_string(v[0]) + ")",
                         "every rank must take the same steps: a precision policy that skips steps must "
                         "all-reduce its found-inf flag (PrecisionContext::communicator)");
+  }
+}
+
+std::optional<std::string> DataParallel::job_value(const std::string& key) const {
+  try {
+    if (!job_store_ || !job_store_->check({key})) return std::nullopt;
+    const std::vector<std::uint8_t> bytes = job_store_->get(key);
+    return std::string(bytes.begin(), bytes.end());
+  } catch (const c10::Error& error) {
+    throw runtime_error("cannot read '" + key + "' from the elastic agent's store: " + error.what_without_backtrace());
+  }
+}
+
+void DataParallel::set_job_value(const std::string& key, const std::string& value) const {
+  try {
+    if (job_store_) job_store_->set(key, value);
+  } catch (const c10::Error& error) {
+    throw runtime_error("cannot write '" + key + "' to the elastic agent's store: " + error.what_without_backtrace());
   }
 }
 

@@ -4,6 +4,7 @@
 // holds a null DataParallel* in a single-process run.
 #pragma once
 
+#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/nn/module.h>
 
 #include <chrono>
@@ -53,11 +54,19 @@ class DataParallel {
   // that skipped a step the others applied, a non-deterministic op).
   void check_in_sync(torch::nn::Module& model, const std::string& when) const;
 
+  // A value every attempt of a torchelastic job reads (the job's run directory), kept in
+  // the elastic agent's store, which lives as long as the job. False when there is no such
+  // store (no agent store): the caller has to fall back on something else.
+  bool has_job_store() const { return job_store_ != nullptr; }
+  std::optional<std::string> job_value(const std::string& key) const;
+  void set_job_value(const std::string& key, const std::string& value) const;
+
  private:
   LaunchEnvironment environment_;
   DistributedOptions options_;
   at::Device device_;
   std::unique_ptr<ProcessGroupCommunicator> communicator_;
+  c10::intrusive_ptr<c10d::Store> job_store_;
   std::optional<GradientBuckets> buckets_;
 };
 

@@ -26,7 +26,7 @@ class QuietConnectLogs {
 };
 }  // namespace
 
-c10::intrusive_ptr<c10d::Store> make_store(const LaunchEnvironment& e, std::chrono::milliseconds timeout) {
+Stores make_store(const LaunchEnvironment& e, std::chrono::milliseconds timeout) {
   c10d::TCPStoreOptions options;
   options.port = static_cast<std::uint16_t>(e.master_port);
   options.numWorkers = static_cast<std::size_t>(e.world_size);
@@ -42,15 +42,16 @@ c10::intrusive_ptr<c10d::Store> make_store(const LaunchEnvironment& e, std::chro
       options.isServer = false;
       options.waitWorkers = false;
       auto client = c10::make_intrusive<c10d::TCPStore>(e.master_addr, options);
-      return c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + std::to_string(e.restart_count),
-                                                    client);
+      return {c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + std::to_string(e.restart_count), client),
+              c10::make_intrusive<c10d::PrefixStore>("/mixt/job", client)};
     }
     options.isServer = e.rank == 0;
     options.waitWorkers = true;
     options.multiTenant = true;
     auto store = c10::make_intrusive<c10d::TCPStore>(e.master_addr, options);
     // Namespaced per attempt too, for a store that outlives an attempt (multi-tenant port).
-    return c10::make_intrusive<c10d::PrefixStore>("/mixt/attempt_" + std::to_string(e.restart_count), store);
+    return {c10::make_intrusive<c10d::PrefixStore>("/mixt/attempt_" + std::to_string(e.restart_count), store),
+            nullptr};
   } catch (const c10::Error& error) {
     throw runtime_error("rank " + std::to_string(e.rank) + " could not reach the c10d store at " + e.master_addr +
                             ":" + std::to_string(e.master_port) + ": " + error.what_without_backtrace(),

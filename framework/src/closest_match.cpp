@@ -47,7 +47,23 @@ std::string suggestion_hint(std::string_view word, const std::vector<std::string
   for (const auto& name : sorted) known += (known.empty() ? "" : ", ") + name;
   if (known.empty()) known = "(none)";
   std::string hint;
-  if (auto match = closest_match(word, sorted)) hint = "did you mean '" + *match + "'? ";
+  if (auto match = closest_match(word, sorted)) {
+    hint = "did you mean '" + *match + "'? ";
+  } else if (word.size() >= 2) {
+    // A name cut short ("amp" for amp_fp16/amp_bf16) is too far for a typo: offer the names
+    // it begins, when they are few enough to be a suggestion.
+    std::vector<std::string> completions;
+    for (const auto& name : sorted) {
+      if (name.size() > word.size() && name.compare(0, word.size(), word) == 0) completions.push_back(name);
+    }
+    if (!completions.empty() && completions.size() <= 3) {
+      hint = "did you mean ";
+      for (std::size_t i = 0; i < completions.size(); ++i) {
+        hint += (i == 0 ? "'" : i + 1 == completions.size() ? " or '" : ", '") + completions[i] + "'";
+      }
+      hint += "? ";
+    }
+  }
   return hint + std::string(what) + ": " + known;
 }
 

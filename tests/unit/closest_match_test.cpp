@@ -28,5 +28,15 @@ TEST(SuggestionHint, ListsKnownNamesSorted) {
   EXPECT_EQ(suggestion_hint("xyzzy_plugh", {"sgd"}), "known: sgd");
 }
 
+// "amp" is five edits from amp_fp16: no typo, but the start of a name.
+TEST(SuggestionHint, ANameCutShortIsOfferedItsCompletions) {
+  const std::vector<std::string> policies = {"fp32", "amp_fp16", "amp_bf16", "tf32"};
+  EXPECT_EQ(suggestion_hint("amp", policies),
+            "did you mean 'amp_bf16' or 'amp_fp16'? known: amp_bf16, amp_fp16, fp32, tf32");
+  // More than three is a list, not a suggestion.
+  EXPECT_EQ(suggestion_hint("resn", {"resnet18", "resnet34", "resnet50", "resnet101"}),
+            "known: resnet101, resnet18, resnet34, resnet50");
+}
+
 }  // namespace
 }  // namespace mixt

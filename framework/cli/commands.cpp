@@ -40,7 +40,7 @@ int run(const std::string& recipe, const std::vector<std::string>& overrides) {
   if (result.final_eval) {
     std::printf("test accuracy: %.2f%% (val loss %.4f)\n", 100.0 * result.final_eval->top1, result.final_eval->loss);
   }
-  std::printf("run directory: %s\n", run_dir.string().c_str());
+  if (!run_dir.empty()) std::printf("run directory: %s\n", run_dir.string().c_str());
   return 0;
 }
 

@@ -30,6 +30,11 @@ Experiment prepare_experiment(const fs::path& recipe_file, const std::vector<std
   const Config root = e.recipe.config();
   e.name = root.string("name", recipe_file.stem().string());
   e.output = root.string("output", "runs");
+  std::error_code ec;
+  if (fs::exists(e.output, ec) && !fs::is_directory(e.output, ec)) {
+    root.fail("output", "'" + e.output.string() + "' is a file, not a directory",
+              "name the directory for run directories (created when missing)");
+  }
   const Config trainer = root.section("trainer");
   e.options = TrainerOptions::read(trainer);
   // A resume path that names no checkpoint is a recipe mistake `mixt check` should catch.
@@ -123,6 +128,9 @@ TrainResult run_experiment(Experiment& e, bool terminal, fs::path* run_dir) {
   // Resumed before a new run directory exists: a checkpoint that does not fit leaves no
   // empty run behind (which the next `trainer.resume=runs/...` would have to step over).
   if (!resume.empty()) trainer.resume(resume);
+  // A finished run resumed with trainer.epochs not raised: the resume warned, and there is
+  // nothing to write (an elastic restart after the last epoch still reopens its run).
+  if (trainer.finished() && run_path.empty()) return trainer.fit();
   if (main_rank && !run_path.empty()) {
     run = std::make_unique<RunDirectory>(run_path, RunDirectory::Reopen{});
   } else if (main_rank) {

@@ -53,6 +53,8 @@ class Trainer {
   // Where outputs go from now on (null: nowhere).
   void write_to(RunDirectory* run) { run_ = run; }
   TrainResult fit();
+  // Every epoch of trainer.epochs is done (after resuming a finished run).
+  bool finished() const { return epoch_ >= options_.epochs; }
   Evaluation evaluate(Dataset& dataset);
   // `data_positions`: every rank's DataLoader::position() when saving mid-epoch (see
   // data_positions()); empty at an epoch's end or for datasets without one.

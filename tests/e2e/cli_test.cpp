@@ -281,6 +281,12 @@ TEST(CliBadInput, DataThatGivesNoBatch) {
                        "per epoch (1024 samples)");
 }
 
+TEST(CliBadInput, AnOutputThatIsAFile) {
+  TempDir dir;
+  expect_clean_failure(check_recipe(dir, kTinyRecipe, {"output=r.yaml"}),
+                       "command line 'output=r.yaml': output: 'r.yaml' is a file, not a directory");
+}
+
 TEST(CliBadInput, DatasetRootThatDoesNotExist) {
   TempDir dir;
   const std::string recipe = testing::replace_once(kTinyRecipe, "split: train,", "root: /no/such/dir,");
@@ -439,6 +445,9 @@ TEST(CliRun, SigintWritesACheckpointAndExits130) {
   EXPECT_NE(resumed.output.find("resumed from " + fs::canonical(run / "checkpoints" / "interrupted").string()),
             std::string::npos)
       << resumed.output;
+  // Nothing left to train writes nothing: no second run directory holding a recipe.yaml.
+  EXPECT_NE(resumed.output.find("nothing left to train"), std::string::npos) << resumed.output;
+  EXPECT_EQ(only_run_directory(dir.path() / "runs" / "tiny"), run);
 }
 
 // A background job of a shell script starts with SIGINT ignored, so that a Ctrl-C meant for

@@ -172,6 +172,15 @@ TEST(Transforms, ColorJitterAdjustmentsMatchTorchvision) {
   }
 }
 
+TEST(Transforms, AMisspeltTransformIsOfferedTheRightName) {
+  try {
+    pipeline_from("transforms: [{name: rezise, size: 3}, to_tensor]");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.hint().rfind("did you mean 'resize'? known: random_resized_crop, resize,", 0), 0u) << e.hint();
+  }
+}
+
 TEST(Transforms, RecipeMistakesAreErrorsAtTheItem) {
   EXPECT_NE(error_of("transforms: [{name: resise, size: 3}, to_tensor]").find("test.yaml:1:"), std::string::npos);
   EXPECT_NE(error_of("transforms: [{name: resise, size: 3}, to_tensor]").find("data.transforms[0].name: unknown transform 'resise'"),

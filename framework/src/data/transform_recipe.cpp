@@ -5,6 +5,8 @@
 #include <array>
 #include <string_view>
 
+#include "closest_match.h"
+
 namespace mixt {
 
 namespace {
@@ -96,7 +98,13 @@ void add_item(TransformPipeline& pipeline, const Config& item) {
     }
     pipeline.add(make_normalize(mean, std));
   } else {
-    item.fail("name", "unknown transform '" + name + "'", "known: " + known_transforms());
+    std::vector<std::string> names;
+    for (const std::string_view known : kTransforms) names.emplace_back(known);
+    names.emplace_back("imagenet_train");
+    names.emplace_back("imagenet_eval");
+    const auto match = closest_match(name, names);
+    item.fail("name", "unknown transform '" + name + "'",
+              (match ? "did you mean '" + *match + "'? " : std::string()) + "known: " + known_transforms());
   }
 }
 

@@ -1,6 +1,7 @@
 #include "mixt/safetensors.h"
 
 #include <bit>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -83,7 +84,9 @@ void save_safetensors(const fs::path& file, const NamedTensors& tensors,
 SafetensorsContents load_safetensors(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) {
-    throw Error(ErrorKind::recipe, "cannot read safetensors file", SourceLocation{file.string()}, {},
+    // errno still says why the open failed: "No such file or directory", "Permission denied".
+    const std::string why = std::strerror(errno);
+    throw Error(ErrorKind::recipe, "cannot read safetensors file: " + why, SourceLocation{file.string()}, {},
                 "check the path (relative paths are relative to the working directory)");
   }
   std::error_code ec;

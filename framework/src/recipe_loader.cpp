@@ -97,6 +97,19 @@ std::string display_path(const fs::path& path) {
 }
 
 RecipeNodePtr parse_file(const fs::path& file) {
+  if (fs::is_directory(file)) {
+    std::vector<std::string> recipes;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(file, ec)) {
+      if (entry.path().extension() == ".yaml" || entry.path().extension() == ".yml") {
+        recipes.push_back(entry.path().filename().string());
+      }
+    }
+    std::sort(recipes.begin(), recipes.end());
+    std::string hint = "name a recipe file";
+    for (std::size_t i = 0; i < recipes.size(); ++i) hint += (i == 0 ? " there: " : ", ") + recipes[i];
+    throw recipe_error("a directory, not a recipe file", SourceLocation{display_path(file)}, {}, hint);
+  }
   std::ifstream in(file);
   if (!in) throw recipe_error("cannot read recipe file", SourceLocation{display_path(file)});
   std::stringstream text;

@@ -130,6 +130,20 @@ TEST(RecipeLoader, ATabInTheIndentationIsNamedInTheHint) {
   }
 }
 
+TEST(RecipeLoader, ADirectoryIsNotARecipeAndItsRecipesAreNamed) {
+  TempDir dir;
+  dir.write("recipes/b.yaml", "name: b\n");
+  dir.write("recipes/a.yaml", "name: a\n");
+  dir.write("recipes/notes.txt", "not a recipe\n");
+  try {
+    load_recipe(dir.path() / "recipes");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("recipes: a directory, not a recipe file"), std::string::npos) << e.what();
+    EXPECT_EQ(e.hint(), "name a recipe file there: a.yaml, b.yaml");
+  }
+}
+
 TEST(RecipeLoader, AnEmptyRecipeIsAnErrorButAnEmptyBaseAddsNothing) {
   TempDir dir;
   dir.write("empty_base.yaml", "# nothing yet\n");

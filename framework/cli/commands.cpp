@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "experiment.h"
@@ -20,12 +21,20 @@ namespace fs = std::filesystem;
 void warn(const std::string& message) { std::fprintf(stderr, "mixt: warning: %s\n", message.c_str()); }
 
 int run(const std::string& recipe, const std::vector<std::string>& overrides) {
-  install_interrupt_handlers();
+  // Rank 0 acknowledges a Ctrl-C; torchrun passes it to every rank.
+  const char* rank = std::getenv("RANK");
+  const bool main_rank = !rank || std::string(rank) == "0";
+  // A Ctrl-C while the plugins load, the data is scanned and the model is built (minutes
+  // for an ImageNet folder without an index) stops before anything is written: training
+  // one step for a checkpoint of nothing would only make the user wait.
+  install_interrupt_handlers(main_rank ? kStopBeforeTraining : nullptr);
   Registry registry;
   PluginLoader loader(registry);
   Experiment experiment = prepare_experiment(recipe, overrides, loader, registry, warn);
-  // Rank 0 acknowledges a Ctrl-C; torchrun passes it to every rank.
-  if (experiment.parallel && !experiment.parallel->is_main()) set_interrupt_acknowledgement(nullptr);
+  bool stop = interrupt_requested();
+  if (experiment.parallel) stop = experiment.parallel->sum({stop ? 1.0 : 0.0})[0] > 0;  // every rank alike
+  if (stop) throw Error(ErrorKind::interrupted, "interrupted before training started; nothing was written");
+  set_interrupt_acknowledgement(main_rank ? kStopAfterStep : nullptr);
   fs::path run_dir;
   const TrainResult result = run_experiment(experiment, ::isatty(STDERR_FILENO) != 0, &run_dir);
   if (experiment.parallel && !experiment.parallel->is_main()) return 0;  // rank 0 reports

@@ -7,6 +7,8 @@
 namespace mixt {
 inline constexpr const char* kStopAfterStep =
     "mixt: stopping after the current step to write a checkpoint (again to quit at once, without one)";
+// Before training: nothing to save yet, so nothing is written.
+inline constexpr const char* kStopBeforeTraining = "mixt: stopping before training starts (again to quit at once)";
 // `acknowledgement`: the line written when the first signal arrives (a string literal, or
 // null for none, e.g. on the ranks other than 0). The second signal's line is fixed.
 void install_interrupt_handlers(const char* acknowledgement = kStopAfterStep);

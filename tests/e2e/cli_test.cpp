@@ -230,6 +230,23 @@ TEST(CliBadInput, FactoryThatThrows) {
                                            "'fixture_throwing_factory') failed to build: boom: out of coffee");
 }
 
+// A Ctrl-C while the run is being set up (here: while the precision policy is built)
+// stops before anything is written. It used to wait for setup, train one step and write
+// a run directory with an `interrupted` checkpoint of that one step.
+TEST(CliRun, AnInterruptDuringSetupStopsBeforeAnythingIsWritten) {
+  TempDir dir;
+  const std::string recipe =
+      testing::replace_once(kTinyRecipe, "{ name: fp32 }", "{ name: fixture_inf_injection, interrupt_at_setup: true }");
+  dir.write("r.yaml", "plugins: [" + kFixtures + "/libmixt_fixture_inf_injection.so]\n" + recipe);
+  const CommandResult result = run_mixt({"run", "r.yaml"}, dir.path());
+  EXPECT_EQ(result.exit_code, 130) << result.output;
+  EXPECT_NE(result.output.find("mixt: stopping before training starts (again to quit at once)"), std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("mixt: interrupted before training started; nothing was written"), std::string::npos)
+      << result.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "runs")) << result.output;
+}
+
 // Out of GPU memory (LibTorch's OutOfMemoryError, thrown here by a fixture policy at its
 // first optimizer step) is one line and what to change, not a raw LibTorch message.
 TEST(CliRun, OutOfMemorySaysWhatToChange) {

@@ -29,6 +29,12 @@ Experiment prepare_experiment(const fs::path& recipe_file, const std::vector<std
   load_recipe_plugins(e.recipe, loader, warn);
   const Config root = e.recipe.config();
   e.name = root.string("name", recipe_file.stem().string());
+  // One directory under output: "" or ".." would put run directories beside other runs' or
+  // above the output directory.
+  if (e.name.empty() || e.name == "." || e.name == ".." || e.name.find('/') != std::string::npos) {
+    root.fail("name", "'" + e.name + "' is not a run name: runs go to <output>/<name>/<timestamp>/",
+              "use one directory name, e.g. resnet50-amp; to group runs, set output: (e.g. output: runs/resnet50)");
+  }
   e.output = root.string("output", "runs");
   std::error_code ec;
   if (fs::exists(e.output, ec) && !fs::is_directory(e.output, ec)) {

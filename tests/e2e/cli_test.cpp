@@ -298,6 +298,17 @@ TEST(CliBadInput, DataThatGivesNoBatch) {
                        "per epoch (1024 samples)");
 }
 
+TEST(CliBadInput, ARunNameThatIsNotOneDirectory) {
+  TempDir dir;
+  for (const std::string name : {"..", "a/b", "\"\""}) {
+    expect_clean_failure(check_recipe(dir, kTinyRecipe, {"name=" + name}),
+                         "command line 'name=" + name + "': name: '");
+  }
+  const CommandResult result = check_recipe(dir, kTinyRecipe, {"name=.."});
+  EXPECT_NE(result.output.find("'..' is not a run name: runs go to <output>/<name>/<timestamp>/"), std::string::npos)
+      << result.output;
+}
+
 TEST(CliBadInput, AnOutputThatIsAFile) {
   TempDir dir;
   expect_clean_failure(check_recipe(dir, kTinyRecipe, {"output=r.yaml"}),

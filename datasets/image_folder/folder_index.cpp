@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <unistd.h>
+
 #include <fstream>
 #include <iterator>
+#include <stdexcept>
 
 namespace image_folder {
 
@@ -81,28 +84,43 @@ bool read_index(const fs::path& file, FolderIndex& index) {
   std::size_t classes = 0;
   if (!(in >> classes) || !std::getline(in, line)) return false;
   for (std::size_t i = 0; i < classes && std::getline(in, line); ++i) read.classes.push_back(line);
-  while (std::getline(in, line)) {
-    const auto tab = line.find('\t');
-    if (tab == std::string::npos) return false;
-    const std::int64_t label = std::stoll(line.substr(0, tab));
-    if (label < 0 || label >= static_cast<std::int64_t>(read.classes.size())) return false;
-    read.labels.push_back(label);
-    read.files.push_back(line.substr(tab + 1));
+  std::size_t files = 0;
+  if (read.classes.size() != classes || !std::getline(in, line) || line.rfind("files\t", 0) != 0) return false;
+  try {
+    files = std::stoull(line.substr(6));
+    for (std::size_t i = 0; i < files; ++i) {
+      const auto tab = std::getline(in, line) ? line.find('\t') : std::string::npos;
+      if (tab == std::string::npos) return false;
+      const std::int64_t label = std::stoll(line.substr(0, tab));
+      if (label < 0 || label >= static_cast<std::int64_t>(read.classes.size())) return false;
+      read.labels.push_back(label);
+      read.files.push_back(line.substr(tab + 1));
+    }
+  } catch (const std::logic_error&) {  // stoull/stoll: not a number
+    return false;
   }
-  if (read.classes.size() != classes || read.files.empty()) return false;
+  if (!std::getline(in, line) || line != "end" || read.files.empty()) return false;
   index = std::move(read);
   return true;
 }
 
 void write_index(const fs::path& file, const FolderIndex& index) {
-  const fs::path temporary = file.string() + ".tmp";
-  {
-    std::ofstream out(temporary);
-    out << kIndexHeader << "\nroot\t" << index.root << "\n" << index.classes.size() << "\n";
-    for (const auto& name : index.classes) out << name << "\n";
-    for (std::size_t i = 0; i < index.files.size(); ++i) out << index.labels[i] << "\t" << index.files[i] << "\n";
+  // Every rank of a data-parallel run builds the dataset, so several processes may write
+  // the same index at once: each through a temporary file of its own, renamed whole.
+  const fs::path temporary = file.string() + ".tmp." + std::to_string(::getpid());
+  std::ofstream out(temporary);
+  out << kIndexHeader << "\nroot\t" << index.root << "\n" << index.classes.size() << "\n";
+  for (const auto& name : index.classes) out << name << "\n";
+  out << "files\t" << index.files.size() << "\n";
+  for (std::size_t i = 0; i < index.files.size(); ++i) out << index.labels[i] << "\t" << index.files[i] << "\n";
+  out << "end\n";
+  out.close();
+  std::error_code ec;
+  if (!out) {  // a full disk: keep no partial file, and leave the old index alone
+    fs::remove(temporary, ec);
+    throw std::runtime_error("writing " + temporary.string() + " failed");
   }
-  fs::rename(temporary, file);  // never a half-written index
+  fs::rename(temporary, file);
 }
 
 std::string stale_index_reason(const FolderIndex& index, const fs::path& root) {
@@ -120,8 +138,10 @@ std::string stale_index_reason(const FolderIndex& index, const fs::path& root) {
   std::set_difference(index.classes.begin(), index.classes.end(), classes.begin(), classes.end(),
                       std::back_inserter(removed));
   const auto some = [](const std::vector<std::string>& names, const char* what) {
-    if (names.empty()) return std::string();
-    return " " + std::to_string(names.size()) + " " + what + " (" + names.front() + (names.size() > 1 ? ", ...)" : ")");
+    std::string text;  // appended piece by piece: gcc 12 misreads the operator+ chain (-Wstringop-overflow)
+    if (names.empty()) return text;
+    text.append(" ").append(std::to_string(names.size())).append(" ").append(what).append(" (").append(names.front());
+    return text.append(names.size() > 1 ? ", ...)" : ")");
   };
   return "the class folders changed since it was written:" + some(added, "added") + some(removed, "gone");
 }

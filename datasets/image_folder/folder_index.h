@@ -33,9 +33,11 @@ std::vector<std::string> list_classes(const std::filesystem::path& root);
 FolderIndex scan_folder(const std::filesystem::path& root);
 
 // A cached index, so a tree of a million files is walked once: a text file that starts
-// with kIndexHeader and names its root. read_index returns false when the file is absent
-// or not an index of this version (an older one is simply rebuilt).
-inline constexpr const char* kIndexHeader = "mixt image_folder index v2";
+// with kIndexHeader, names its root, counts its files and ends with a line "end".
+// read_index returns false when the file is absent, not an index of this version (an older
+// one is simply rebuilt) or incomplete: v2 had no count, so an index cut short by a full
+// disk read as a smaller dataset.
+inline constexpr const char* kIndexHeader = "mixt image_folder index v3";
 bool read_index(const std::filesystem::path& file, FolderIndex& index);
 void write_index(const std::filesystem::path& file, const FolderIndex& index);
 

@@ -63,6 +63,11 @@ image_folder::FolderIndex load_index(const mixt::Config& c, const fs::path& root
     if (stale.empty()) return index;
     std::fprintf(stderr, "mixt: warning: %s.index %s does not fit %s (%s): walking the tree again and rewriting it\n",
                  c.path().c_str(), cache.c_str(), root.string().c_str(), stale.c_str());
+  } else if (!cache.empty() && fs::exists(cache)) {
+    std::fprintf(stderr,
+                 "mixt: warning: %s.index %s is incomplete or of an older mixt: walking the tree again and "
+                 "rewriting it\n",
+                 c.path().c_str(), cache.c_str());
   }
   try {
     index = image_folder::scan_folder(root);

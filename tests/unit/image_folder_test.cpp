@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <mixt/data_loader.h>
 
+#include <fstream>
+
 #include "data_support.h"
 
 namespace mixt {
@@ -185,6 +187,27 @@ TEST_F(ImageFolder, TheCachedIndexIsWrittenOnceAndReused) {
   EXPECT_EQ(make_dataset(plugins, section(tree.path() / "images", options))->size(), 60);
   fs::remove(index);
   EXPECT_EQ(make_dataset(plugins, section(tree.path() / "images", options))->size(), 61);
+}
+
+// An index cut short (a full disk while it was written, before v3 checked the stream) used
+// to be read as a smaller dataset; it is rebuilt. A trailing partial line would have been
+// a file with half a name.
+TEST_F(ImageFolder, AnIndexCutShortIsRebuiltNotReadAsFewerFiles) {
+  TempDir tree;
+  fs::copy(good(), tree.path() / "images", fs::copy_options::recursive);
+  const fs::path index = tree.path() / "index.txt";
+  const std::string options = "index: " + index.string() + ", " + kSmallTrain;
+  EXPECT_EQ(make_dataset(plugins, section(tree.path() / "images", options))->size(), 60);
+  const std::string whole = testing::read_file(index);
+  const std::size_t cut = whole.size() * 2 / 3;
+  for (const std::string& shortened : {whole.substr(0, cut), whole.substr(0, whole.rfind("end"))}) {
+    std::ofstream(index, std::ios::trunc) << shortened;
+    EXPECT_EQ(make_dataset(plugins, section(tree.path() / "images", options))->size(), 60);
+    EXPECT_EQ(testing::read_file(index), whole);  // rewritten whole
+  }
+  for (const auto& entry : fs::directory_iterator(tree.path())) {
+    EXPECT_EQ(entry.path().string().find(".tmp"), std::string::npos) << entry.path();
+  }
 }
 
 // What the index cannot vouch for is checked with one directory listing: an index made for

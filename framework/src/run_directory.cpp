@@ -1,5 +1,8 @@
 #include "run_directory.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <ctime>
 
 #include "mixt/error.h"
@@ -40,13 +43,26 @@ void RunDirectory::write_text(const std::string& file, const std::string& text) 
 }
 
 void RunDirectory::append_metrics(const nlohmann::json& line) {
-  metrics_ << line.dump() << '\n';
-  metrics_.flush();
+  append_line(metrics_, line.dump(), "metrics.jsonl", metrics_warned_);
 }
 
-void RunDirectory::append_log(const std::string& line) {
-  log_ << line << '\n';
-  log_.flush();
+void RunDirectory::append_log(const std::string& line) { append_line(log_, line, "log.txt", log_warned_); }
+
+// A metrics or log line is worth a warning, not the run: the checkpoints matter more, and
+// their writer fails loudly when the disk is truly full. Said once per file; the stream's
+// error is cleared so that later lines are written again once there is room.
+void RunDirectory::append_line(std::ofstream& out, const std::string& line, const char* file, bool& warned) {
+  errno = 0;
+  out << line << '\n';
+  out.flush();
+  if (out) return;
+  const std::string why = errno != 0 ? std::strerror(errno) : "write failed";
+  out.clear();
+  if (!warned) {
+    std::fprintf(stderr, "mixt: warning: cannot append to %s (%s): lines are missing from it\n",
+                 (path_ / file).string().c_str(), why.c_str());
+  }
+  warned = true;
 }
 
 }  // namespace mixt

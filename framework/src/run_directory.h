@@ -27,9 +27,12 @@ class RunDirectory {
   void append_log(const std::string& line);
 
  private:
+  void append_line(std::ofstream& out, const std::string& line, const char* file, bool& warned);
+
   std::filesystem::path path_;
   std::ofstream metrics_;
   std::ofstream log_;
+  bool metrics_warned_ = false, log_warned_ = false;
 };
 
 }  // namespace mixt

@@ -590,6 +590,31 @@ TEST(Trainer, ResumingWithOtherComponentsNamesBoth) {
   Trainer(same_components.components, options(2), nullptr, same_components.progress).resume(dir.path() / "ckpt");
 }
 
+// metrics.jsonl on a full disk (/dev/full fails every write with ENOSPC): one warning, and
+// the run goes on; the lines used to vanish without a word.
+TEST(RunDirectory, AMetricsFileThatCannotBeWrittenIsWarnedAboutOnce) {
+  testing::TempDir dir;
+  fs::path path;
+  {
+    RunDirectory made(dir.path(), "full");
+    path = made.path();
+  }
+  fs::remove(path / "metrics.jsonl");
+  fs::create_symlink("/dev/full", path / "metrics.jsonl");
+  RunDirectory reopened(path, RunDirectory::Reopen{});
+  ::testing::internal::CaptureStderr();
+  reopened.append_metrics({{"step", 1}});
+  reopened.append_metrics({{"step", 2}});
+  reopened.append_log("still written");
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("mixt: warning: cannot append to " + (path / "metrics.jsonl").string() +
+                      " (No space left on device): lines are missing from it"),
+            std::string::npos)
+      << said;
+  EXPECT_EQ(said.find("cannot append", said.find("cannot append") + 1), std::string::npos) << said;
+  EXPECT_EQ(testing::read_file(path / "log.txt"), "still written\n");
+}
+
 // `mixt describe trainer`, the trainer table of docs/recipes.md and TrainerOptions::read
 // name the same keys: an option added to one and not the others fails here.
 TEST(TrainerOptionDocs, NameEveryKeyTheTrainerReadsAndTheDocsTableToo) {

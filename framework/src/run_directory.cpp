@@ -39,7 +39,8 @@ RunDirectory::RunDirectory(const fs::path& existing, Reopen) : path_(existing) {
 void RunDirectory::write_text(const std::string& file, const std::string& text) const {
   std::ofstream out(path_ / file);
   out << text;
-  if (!out) throw runtime_error("cannot write " + (path_ / file).string());
+  out.close();  // the text is in the stream's buffer until then: a full disk shows here
+  if (!out) throw runtime_error("cannot write " + (path_ / file).string() + ": " + std::strerror(errno));
 }
 
 void RunDirectory::append_metrics(const nlohmann::json& line) {

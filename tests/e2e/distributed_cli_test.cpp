@@ -389,8 +389,8 @@ TEST(DataParallel, ARankLostMidEpochCostsNoCompletedStep) {
     std::sort(runs.begin(), runs.end());
     return runs.back() / "checkpoints" / "epoch-0002";
   };
-  const double difference =
-      max_difference(checkpoint_weights(file, last(dir.path() / "straight")), checkpoint_weights(file, last(dir.path() / "crashed")));
+  const double difference = max_difference(checkpoint_weights(file, last(dir.path() / "straight")),
+                                           checkpoint_weights(file, last(dir.path() / "crashed")));
   EXPECT_EQ(difference, 0.0);
 }
 

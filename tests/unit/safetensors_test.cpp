@@ -103,8 +103,9 @@ TEST(Safetensors, DamagedFilesAreClearErrors) {
     load_safetensors(dir.path() / "missing.safetensors");
     ADD_FAILURE() << "no error for a missing file";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("missing.safetensors: cannot read safetensors file: No such file or directory"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("missing.safetensors: cannot read safetensors file: No such file or directory"),
+        std::string::npos)
         << e.what();
   }
 }

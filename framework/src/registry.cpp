@@ -54,7 +54,7 @@ const std::vector<ComponentKind>& all_kinds() {
 ComponentKind parse_kind(const std::string& name) {
   std::vector<std::string> names;
   for (const auto& [kind, kind_text] : kKindNames) {
-    if (name == kind_text) return kind;
+    if (name == kind_text || name == std::string(kind_text) + "s") return kind;  // `mixt list models` too
     names.emplace_back(kind_text);
   }
   throw usage_error("unknown component kind '" + name + "'", suggestion_hint(name, names, "kinds"));

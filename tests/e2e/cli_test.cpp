@@ -95,6 +95,8 @@ TEST(Cli, ListAndDescribe) {
   const CommandResult optimizers = run_mixt({"list", "optimizer", "s*"});
   EXPECT_NE(optimizers.output.find("sgd"), std::string::npos);
   EXPECT_EQ(optimizers.output.find("adamw"), std::string::npos) << optimizers.output;
+  EXPECT_EQ(run_mixt({"list", "optimizers", "s*"}).output, optimizers.output);  // the plural reads the same
+  EXPECT_EQ(run_mixt({"list", "models"}).output, run_mixt({"list", "model"}).output);
 
   const CommandResult describe = run_mixt({"describe", "optimizer", "sgd"});
   EXPECT_EQ(describe.exit_code, 0);

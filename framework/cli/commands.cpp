@@ -166,7 +166,12 @@ int describe(const std::string& kind_text, const std::string& name) {
   std::printf("%s %s — %s\n", kind_text.c_str(), entry->name.c_str(), entry->info.summary.c_str());
   std::printf("plugin: %s %s (%s)\n\n", entry->origin.name.c_str(), entry->origin.version.c_str(),
               entry->origin.file.c_str());
-  print_options(entry->info.options);
+  std::vector<OptionDoc> options = entry->info.options;
+  for (const OptionDoc& framework : framework_option_docs(kind)) {  // unless the plugin lists them itself
+    const auto listed = [&](const OptionDoc& option) { return option.name == framework.name; };
+    if (std::none_of(options.begin(), options.end(), listed)) options.push_back(framework);
+  }
+  print_options(options);
   return 0;
 }
 

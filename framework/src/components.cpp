@@ -95,6 +95,18 @@ void record(Components& c, const Registry& registry, ComponentKind kind, const C
 }
 }  // namespace
 
+std::vector<OptionDoc> framework_option_docs(ComponentKind kind) {
+  switch (kind) {
+    case ComponentKind::model:
+      return {{"weights", "none", "safetensors file to load (torchvision names); read by mixt for every model"},
+              {"strict", "true", "with weights: every name and shape must match (false: load what matches)"}};
+    case ComponentKind::precision:
+      return {{"fp32_modules", "[]", "submodules kept in float32 under autocast; read by mixt for every policy"}};
+    default:
+      return {};
+  }
+}
+
 std::shared_ptr<Model> build_model(const Config& section, const Registry& registry, const ModelContext& context) {
   std::shared_ptr<Model> model = registry.make_model(section, context);
   // `weights:` and `strict:` belong to every model, so the framework reads them here

@@ -37,6 +37,11 @@ struct Components {
 // loads what matches and warns about the rest.
 std::shared_ptr<Model> build_model(const Config& section, const Registry& registry, const ModelContext& context);
 
+// The options mixt itself reads from a component's section, whatever the plugin: a
+// model's weights and strict, a precision policy's fp32_modules. `mixt describe` lists
+// them with the plugin's own.
+std::vector<OptionDoc> framework_option_docs(ComponentKind kind);
+
 // `communicator` is null for a single process; otherwise datasets are built for its rank's
 // shard and the precision policy gets it (PrecisionContext::communicator).
 Components build_components(const Config& recipe, const Registry& registry,

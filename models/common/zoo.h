@@ -49,17 +49,15 @@ inline void require_rgb_images(const Config& c, const ModelContext& context) {
   const auto& s = context.sample_shape;
   if (!s.empty() && (s.size() != 3 || s[0] != 3)) {
     std::string shape;
-    for (auto d : s) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+    for (auto d : s) shape.append(shape.empty() ? "" : "x").append(std::to_string(d));  // gcc 12 misreads a + chain
     c.fail("name", "this model takes 3-channel images (3 x H x W), but the data delivers samples of shape " + shape,
            "use an RGB dataset, or a model made for this input such as simple_cnn");
   }
 }
 
 inline const std::vector<OptionDoc>& common_zoo_options() {
-  static const std::vector<OptionDoc> options{
-      {"num_classes", "dataset's or 1000", "output classes"},
-      {"weights", "none", "safetensors file to load (torchvision names); read by the framework"},
-      {"strict", "true", "with weights: every name and shape must match (false: load what matches)"}};
+  // weights and strict are read by mixt itself; `mixt describe` adds them to every model.
+  static const std::vector<OptionDoc> options{{"num_classes", "dataset's or 1000", "output classes"}};
   return options;
 }
 

@@ -102,6 +102,12 @@ TEST(Cli, ListAndDescribe) {
   EXPECT_EQ(describe.exit_code, 0);
   EXPECT_NE(describe.output.find("momentum"), std::string::npos) << describe.output;
   EXPECT_NE(describe.output.find("(required)"), std::string::npos) << describe.output;
+  // The options mixt reads for every model and every policy, whatever the plugin lists.
+  const CommandResult cnn = run_mixt({"describe", "model", "simple_cnn"});
+  EXPECT_NE(cnn.output.find("\n  weights                none "), std::string::npos) << cnn.output;
+  EXPECT_NE(cnn.output.find("\n  strict                 true "), std::string::npos) << cnn.output;
+  const CommandResult bf16 = run_mixt({"describe", "precision", "amp_bf16"});
+  EXPECT_NE(bf16.output.find("\n  fp32_modules           [] "), std::string::npos) << bf16.output;
 
   // The trainer's options too (no plugin, no name).
   const CommandResult trainer = run_mixt({"describe", "trainer"});

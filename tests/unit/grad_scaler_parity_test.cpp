@@ -44,7 +44,9 @@ std::unique_ptr<Optimizer> make_optimizer(const testing::BuiltPlugins& plugins, 
   options["name"] = name;
   const RecipeNodePtr root = parse_yaml("optimizer: " + options.dump(), "golden");
   OptimizerContext context;
-  for (std::size_t i = 0; i < params.size(); ++i) context.named_parameters.emplace_back("p" + std::to_string(i), params[i]);
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    context.named_parameters.emplace_back(std::string("p").append(std::to_string(i)), params[i]);  // gcc 12: no + chain
+  }
   return plugins.registry.make_optimizer(Config(root, "").section("optimizer"), context);
 }
 

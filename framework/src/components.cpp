@@ -41,6 +41,7 @@ at::Tensor forward_blank_batch(const Components& c, std::vector<std::int64_t> sa
 void check_model_fits_train_data(const Components& c, const Config& model_section) {
   const std::int64_t classes = c.train->num_classes();
   const std::vector<std::int64_t> sample_shape = c.train->sample_shape();
+  if (sample_shape.empty()) return;  // a dataset that cannot say (samples of varying shape): nothing to try
   at::Tensor out;
   try {
     out = forward_blank_batch(c, sample_shape);

@@ -77,7 +77,7 @@ void check_val_fits_model(const Components& c, const Config& data) {
              "use the same classes for data.train and data.val");
   }
   const std::vector<std::int64_t> shape = c.val->sample_shape();
-  if (shape == c.train->sample_shape()) return;
+  if (shape.empty() || shape == c.train->sample_shape()) return;  // empty: the dataset cannot say
   try {
     forward_blank_batch(c, shape);
   } catch (const c10::Error& e) {

@@ -37,6 +37,10 @@ int report_usage(const CLI::App& app, const CLI::ParseError& error, int argc, ch
   const auto parsed = app.get_subcommands();
   const std::string command = parsed.empty() ? "" : parsed.front()->get_name();
   std::string message = error.what(), hint;
+  if (argc == 1) {  // `mixt` alone: what it can do is the answer
+    std::fprintf(stderr, "%s", app.help().c_str());
+    return 2;
+  }
   if (parsed.empty() && argc > 1 && argv[1][0] != '-') {
     message = "unknown command '" + std::string(argv[1]) + "'";
     hint = mixt::suggestion_hint(argv[1], commands, "commands");

@@ -14,13 +14,18 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <ctime>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+#include <torch/version.h>
 
 #include "closest_match.h"
 #include "commands.h"
 #include "experiment.h"
 #include "interrupt.h"
+#include "mixt/version.h"
 #include "plugin_loader.h"
 #include "registry.h"
 #include "run_directory.h"
@@ -256,6 +261,28 @@ int bench_worker(const BenchOptions& options) {
   return 0;
 }
 
+namespace {
+// What a benchmark figure is worth nothing without: which mixt, which LibTorch, which
+// machine, when. (A GPU's name is in each row's device; bench/gpu/ records nvidia-smi.)
+json bench_environment() {
+  char host[256] = "";
+  ::gethostname(host, sizeof(host) - 1);
+  std::string cpu;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; cpu.empty() && std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) cpu = line.substr(line.find(':') + 2);
+  }
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char date[32];
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return {{"mixt", version()},     {"libtorch", TORCH_VERSION}, {"build", build_fingerprint()},
+          {"date", date},          {"host", host},              {"cpu", cpu},
+          {"cpu_cores", ::sysconf(_SC_NPROCESSORS_ONLN)}};
+}
+}  // namespace
+
 int bench(const BenchOptions& options) {
   const Recipe recipe = load_recipe(options.recipe, options.overrides);
   const Config root = recipe.config();
@@ -278,10 +305,14 @@ int bench(const BenchOptions& options) {
   }
   const std::string table = markdown_table(rows);
   RunDirectory run(output, name + "-bench");
+  const json environment = bench_environment();
   json report = {{"recipe", options.recipe}, {"steps", options.steps}, {"warmup", options.warmup},
-                 {"overrides", options.overrides}, {"results", rows}};
+                 {"overrides", options.overrides}, {"environment", environment}, {"results", rows}};
   run.write_text("bench.json", report.dump(2) + "\n");
-  run.write_text("bench.md", "# mixt bench " + options.recipe + "\n\n" + table);
+  run.write_text("bench.md", "# mixt bench " + options.recipe + "\n\nmixt " + version() + ", LibTorch " +
+                                 TORCH_VERSION + ", " + environment["cpu"].get<std::string>() + " (" +
+                                 std::to_string(environment["cpu_cores"].get<long>()) + " cores), " +
+                                 environment["date"].get<std::string>() + "\n\n" + table);
   std::printf("%s\nwritten to %s\n", table.c_str(), run.path().string().c_str());
   if (interrupt_requested()) {
     std::fflush(stdout);

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -538,6 +539,21 @@ TEST(CliBench, OnePolicyPerChildProcessOneTable) {
   EXPECT_TRUE(fp32["loss_finite"].get<bool>());
   EXPECT_LE(fp32["step_ms_p50"].get<double>(), fp32["step_ms_p95"].get<double>());
   EXPECT_TRUE(fs::exists(run / "bench.md"));
+  // What the figures were measured with: the CPU as /proc/cpuinfo names it, the versions
+  // `mixt --version` prints.
+  const auto& environment = report["environment"];
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line) && line.rfind("model name", 0) != 0) {
+  }
+  EXPECT_EQ(environment["cpu"], line.substr(line.find(": ") + 2));
+  const std::string version = run_mixt({"--version"}).output;
+  EXPECT_NE(version.find("mixt " + environment["mixt"].get<std::string>() + "\nLibTorch " +
+                         environment["libtorch"].get<std::string>() + "\n"),
+            std::string::npos)
+      << version << environment.dump();
+  EXPECT_NE(testing::read_file(run / "bench.md").find(", " + environment["date"].get<std::string>()),
+            std::string::npos);
 
   // Not enough data for the requested steps: a clear usage error from the worker, and its
   // row marked failed (the other rows would still be measured).

@@ -101,10 +101,7 @@ int list(const std::string& kind, const std::string& glob) {
     for (ComponentKind k : all_kinds()) names.emplace_back(kind_name(k));
     return names;
   }();
-  const bool is_kind = std::find(kinds.begin(), kinds.end(), kind) != kinds.end() ||
-                       (kind.size() > 1 && kind.back() == 's' &&
-                        std::find(kinds.begin(), kinds.end(), kind.substr(0, kind.size() - 1)) != kinds.end());
-  const bool kind_is_pattern = !kind.empty() && glob.empty() && !is_kind;
+  const bool kind_is_pattern = !kind.empty() && glob.empty() && !find_kind(kind);
   if (kind_is_pattern) {
     pattern = kind;
   } else if (!kind.empty()) {

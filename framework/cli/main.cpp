@@ -11,6 +11,7 @@
 #include "bench.h"
 #include "closest_match.h"
 #include "commands.h"
+#include "first_line.h"
 #include "weights_commands.h"
 #include "mixt/error.h"
 #include "out_of_memory.h"
@@ -41,7 +42,7 @@ int report_usage(const CLI::App& app, const CLI::ParseError& error, int argc, ch
     std::fprintf(stderr, "%s", app.help().c_str());
     return 2;
   }
-  if (parsed.empty() && argc > 1 && argv[1][0] != '-') {
+  if (parsed.empty() && argv[1][0] != '-') {
     message = "unknown command '" + std::string(argv[1]) + "'";
     hint = mixt::suggestion_hint(argv[1], commands, "commands");
   } else if (dynamic_cast<const CLI::ExtrasError*>(&error) && (command == "run" || command == "check")) {
@@ -136,8 +137,8 @@ int main(int argc, char** argv) {
   } catch (const mixt::Error& e) {
     return report(e);
   } catch (const c10::OutOfMemoryError& e) {
-    const std::string what = e.what_without_backtrace();
-    return report(mixt::runtime_error("out of memory: " + what.substr(0, what.find('\n')), mixt::kOutOfMemoryHint));
+    return report(mixt::runtime_error("out of memory: " + mixt::first_line(e.what_without_backtrace()),
+                                      mixt::kOutOfMemoryHint));
   } catch (const c10::Error& e) {
     std::fprintf(stderr, "mixt: error: LibTorch: %s\n", e.what_without_backtrace());
     return 1;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "atomic_file.h"
+#include "first_line.h"
 #include "mixt/error.h"
 
 namespace mixt {
@@ -63,9 +64,7 @@ CheckpointContents read_checkpoint(const fs::path& file, at::Device device) {
     contents.archive.load_from(rest, device);
   } catch (const std::exception& e) {
     // LibTorch's message, first line only (no C++ backtrace): what exactly is damaged.
-    const std::string what = e.what();
-    throw Error(ErrorKind::recipe,
-                "damaged checkpoint (cannot parse its contents: " + what.substr(0, what.find('\n')) + ")",
+    throw Error(ErrorKind::recipe, "damaged checkpoint (cannot parse its contents: " + first_line(e.what()) + ")",
                 SourceLocation{file.string()});
   }
   return contents;

@@ -1,12 +1,12 @@
 #include "components.h"
 
+#include <algorithm>
 #include <cstdio>
 
-#include "mixt/state_dict.h"
-#include <algorithm>
-
 #include "closest_match.h"
+#include "first_line.h"
 #include "mixt/fp32_modules.h"
+#include "mixt/state_dict.h"
 #include "sync_batchnorm.h"
 
 namespace mixt {
@@ -46,10 +46,9 @@ void check_model_fits_train_data(const Components& c, const Config& model_sectio
   try {
     out = forward_blank_batch(c, sample_shape);
   } catch (const c10::Error& e) {
-    const std::string what = e.what_without_backtrace();
     model_section.fail("name",
                        "the model cannot take the training samples " + c10::str(at::IntArrayRef(sample_shape)) +
-                           ": " + what.substr(0, what.find('\n')),
+                           ": " + first_line(e.what_without_backtrace()),
                        "match the model's options to data.train's samples (its transforms: crop size, channels)");
   }
   if (out.dim() != 2 || out.size(1) != classes) {
@@ -81,11 +80,10 @@ void check_val_fits_model(const Components& c, const Config& data) {
   try {
     forward_blank_batch(c, shape);
   } catch (const c10::Error& e) {
-    const std::string what = e.what_without_backtrace();
     val.fail("name",
              "the model, built for the training samples " + c10::str(at::IntArrayRef(c.train->sample_shape())) +
                  ", cannot take the validation samples " + c10::str(at::IntArrayRef(shape)) + ": " +
-                 what.substr(0, what.find('\n')),
+                 first_line(e.what_without_backtrace()),
              "give data.val the training data's sample shape (its transforms: crop size, channels)");
   }
 }

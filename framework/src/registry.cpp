@@ -51,12 +51,17 @@ const std::vector<ComponentKind>& all_kinds() {
   return kinds;
 }
 
-ComponentKind parse_kind(const std::string& name) {
-  std::vector<std::string> names;
+std::optional<ComponentKind> find_kind(const std::string& name) {
   for (const auto& [kind, kind_text] : kKindNames) {
     if (name == kind_text || name == std::string(kind_text) + "s") return kind;  // `mixt list models` too
-    names.emplace_back(kind_text);
   }
+  return std::nullopt;
+}
+
+ComponentKind parse_kind(const std::string& name) {
+  if (const auto kind = find_kind(name)) return *kind;
+  std::vector<std::string> names;
+  for (const auto& [kind, kind_text] : kKindNames) names.emplace_back(kind_text);
   throw usage_error("unknown component kind '" + name + "'", suggestion_hint(name, names, "kinds"));
 }
 

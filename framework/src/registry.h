@@ -13,7 +13,9 @@
 namespace mixt {
 
 const char* kind_name(ComponentKind kind);
-// "model" -> ComponentKind::model; a usage error listing the kinds otherwise.
+// "model" (or "models") -> ComponentKind::model; nothing for any other word.
+std::optional<ComponentKind> find_kind(const std::string& name);
+// find_kind, or a usage error listing the kinds.
 ComponentKind parse_kind(const std::string& name);
 const std::vector<ComponentKind>& all_kinds();
 

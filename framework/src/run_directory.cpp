@@ -11,6 +11,12 @@ namespace mixt {
 
 namespace fs = std::filesystem;
 
+namespace {
+// Why a stream that was given `errno = 0` before its writes failed: iostreams keep no
+// reason of their own, the failed write() left it in errno.
+std::string stream_failure() { return errno != 0 ? std::strerror(errno) : "write failed"; }
+}  // namespace
+
 RunDirectory::RunDirectory(const fs::path& output, const std::string& name) {
   const std::time_t now = std::time(nullptr);
   std::tm local{};
@@ -37,10 +43,11 @@ RunDirectory::RunDirectory(const fs::path& existing, Reopen) : path_(existing) {
 }
 
 void RunDirectory::write_text(const std::string& file, const std::string& text) const {
+  errno = 0;
   std::ofstream out(path_ / file);
   out << text;
   out.close();  // the text is in the stream's buffer until then: a full disk shows here
-  if (!out) throw runtime_error("cannot write " + (path_ / file).string() + ": " + std::strerror(errno));
+  if (!out) throw runtime_error("cannot write " + (path_ / file).string() + ": " + stream_failure());
 }
 
 void RunDirectory::append_metrics(const nlohmann::json& line) {
@@ -57,7 +64,7 @@ void RunDirectory::append_line(std::ofstream& out, const std::string& line, cons
   out << line << '\n';
   out.flush();
   if (out) return;
-  const std::string why = errno != 0 ? std::strerror(errno) : "write failed";
+  const std::string why = stream_failure();
   out.clear();
   if (!warned) {
     std::fprintf(stderr, "mixt: warning: cannot append to %s (%s): lines are missing from it\n",

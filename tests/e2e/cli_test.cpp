@@ -43,6 +43,14 @@ void expect_clean_failure(const CommandResult& result, const std::string& expect
   EXPECT_EQ(result.output.find("what():"), std::string::npos) << result.output;
 }
 
+// The tiny recipe under the test fixture policy `fixture_inf_injection` with `options`
+// (tests/fixtures/plugins/inf_injection.cpp), loaded through the recipe's plugins:.
+void write_fixture_policy_recipe(const TempDir& dir, const std::string& file, const std::string& options) {
+  const std::string recipe =
+      testing::replace_once(kTinyRecipe, "{ name: fp32 }", "{ name: fixture_inf_injection, " + options + " }");
+  dir.write(file, "plugins: [" + kFixtures + "/libmixt_fixture_inf_injection.so]\n" + recipe);
+}
+
 CommandResult check_recipe(const TempDir& dir, const std::string& text, std::vector<std::string> extra = {}) {
   dir.write("r.yaml", text);
   std::vector<std::string> args = {"check", "r.yaml"};
@@ -246,9 +254,7 @@ TEST(CliBadInput, FactoryThatThrows) {
 // a run directory with an `interrupted` checkpoint of that one step.
 TEST(CliRun, AnInterruptDuringSetupStopsBeforeAnythingIsWritten) {
   TempDir dir;
-  const std::string recipe =
-      testing::replace_once(kTinyRecipe, "{ name: fp32 }", "{ name: fixture_inf_injection, interrupt_at_setup: true }");
-  dir.write("r.yaml", "plugins: [" + kFixtures + "/libmixt_fixture_inf_injection.so]\n" + recipe);
+  write_fixture_policy_recipe(dir, "r.yaml", "interrupt_at_setup: true");
   const CommandResult result = run_mixt({"run", "r.yaml"}, dir.path());
   EXPECT_EQ(result.exit_code, 130) << result.output;
   EXPECT_NE(result.output.find("mixt: stopping before training starts (again to quit at once)"), std::string::npos)
@@ -262,9 +268,7 @@ TEST(CliRun, AnInterruptDuringSetupStopsBeforeAnythingIsWritten) {
 // first optimizer step) is one line and what to change, not a raw LibTorch message.
 TEST(CliRun, OutOfMemorySaysWhatToChange) {
   TempDir dir;
-  const std::string recipe =
-      testing::replace_once(kTinyRecipe, "{ name: fp32 }", "{ name: fixture_inf_injection, oom_step: 1 }");
-  dir.write("oom.yaml", "plugins: [" + kFixtures + "/libmixt_fixture_inf_injection.so]\n" + recipe);
+  write_fixture_policy_recipe(dir, "oom.yaml", "oom_step: 1");
   const CommandResult result = run_mixt({"run", "oom.yaml"}, dir.path());
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_NE(result.output.find("mixt: error: out of memory: CUDA out of memory. Tried to allocate 2.00 GiB."),

@@ -108,7 +108,8 @@ json run_worker(const BenchOptions& options, const std::string& policy) {
   if (interrupt_requested()) return interrupted_row(policy);
   std::vector<std::string> args = {"/proc/self/exe", "bench-worker", options.recipe, "--precision", policy,
                                    "--steps", std::to_string(options.steps), "--warmup",
-                                   std::to_string(options.warmup), "--batch", std::to_string(options.batch)};
+                                   std::to_string(options.warmup)};
+  if (options.batch) args.insert(args.end(), {"--batch", std::to_string(*options.batch)});
   args.insert(args.end(), options.overrides.begin(), options.overrides.end());
   int pipe_fds[2];
   if (::pipe(pipe_fds) != 0) return {{"policy", policy}, {"error", "cannot create a pipe"}};
@@ -200,7 +201,7 @@ int bench_worker(const BenchOptions& options) {
   overrides.insert(overrides.end(), {"data.val=null", "trainer.epochs=1", "trainer.resume=\"\"",
                                      "trainer.log_every=1000000000", "trainer.stop_on_nonfinite_loss=false",
                                      "trainer.max_steps_per_epoch=" + std::to_string(options.warmup + options.steps)});
-  if (options.batch > 0) overrides.push_back("data.train.batch_size=" + std::to_string(options.batch));
+  if (options.batch) overrides.push_back("data.train.batch_size=" + std::to_string(*options.batch));
 
   Registry registry;
   PluginLoader loader(registry);
@@ -291,6 +292,11 @@ int bench(const BenchOptions& options) {
   std::vector<std::string> policies = options.policies;
   if (policies.empty()) policies.push_back(recipe_policy(recipe));
   if (options.steps < 1 || options.warmup < 0) throw usage_error("--steps must be at least 1 and --warmup at least 0");
+  // 0 or less used to mean the recipe's batch size without a word; leaving --batch out does.
+  if (options.batch && *options.batch < 1) {
+    throw usage_error("--batch must be at least 1, got " + std::to_string(*options.batch),
+                      "leave --batch out to use the recipe's data.train.batch_size");
+  }
   check_policies_exist(recipe, policies);
 
   // Ctrl-C stops the policy running and the ones after it; the finished rows are kept.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,7 @@ struct BenchOptions {
   std::vector<std::string> policies;  // empty: the recipe's own policy
   std::int64_t steps = 50;
   std::int64_t warmup = 10;
-  std::int64_t batch = 0;  // 0: the recipe's batch size
+  std::optional<std::int64_t> batch;  // none: the recipe's batch size
   std::vector<std::string> overrides;
 };
 

@@ -38,6 +38,15 @@ int report_usage(const CLI::App& app, const CLI::ParseError& error, int argc, ch
   const auto parsed = app.get_subcommands();
   const std::string command = parsed.empty() ? "" : parsed.front()->get_name();
   std::string message = error.what(), hint;
+  // "Could not convert: --batch = abc": mixt's numeric options all take whole numbers.
+  const std::string not_converted = "Could not convert: ";
+  if (dynamic_cast<const CLI::ConversionError*>(&error) && message.rfind(not_converted, 0) == 0) {
+    const std::size_t equals = message.find(" = ");
+    if (equals != std::string::npos) {
+      message = message.substr(not_converted.size(), equals - not_converted.size()) +
+                ": expected a whole number, got '" + message.substr(equals + 3) + "'";
+    }
+  }
   if (argc == 1) {  // `mixt` alone: what it can do is the answer
     std::fprintf(stderr, "%s", app.help().c_str());
     return 2;
@@ -52,6 +61,11 @@ int report_usage(const CLI::App& app, const CLI::ParseError& error, int argc, ch
   }
   std::fprintf(stderr, "mixt: error: %s\n  hint: %s\n", message.c_str(), hint.c_str());
   return 2;
+}
+
+std::string trim_spaces(const std::string& text) {
+  const std::size_t first = text.find_first_not_of(' ');
+  return first == std::string::npos ? "" : text.substr(first, text.find_last_not_of(' ') - first + 1);
 }
 
 }  // namespace
@@ -87,7 +101,8 @@ int main(int argc, char** argv) {
   bench->add_option("--precision", policies, "comma-separated policies, e.g. fp32,tf32,amp_fp16,amp_bf16");
   bench->add_option("--steps", bench_options.steps, "timed optimizer steps per policy")->capture_default_str();
   bench->add_option("--warmup", bench_options.warmup, "untimed steps first")->capture_default_str();
-  bench->add_option("--batch", bench_options.batch, "batch size (default: the recipe's)");
+  std::int64_t batch = 0;
+  bench->add_option("--batch", batch, "batch size (default: the recipe's)");
   bench->add_option("overrides", bench_options.overrides, "key=value overrides");
   // One policy in a process of its own; `mixt bench` runs it.
   auto* worker = app.add_subcommand("bench-worker", "")->group("");
@@ -95,7 +110,7 @@ int main(int argc, char** argv) {
   worker->add_option("--precision", policies)->required();
   worker->add_option("--steps", bench_options.steps);
   worker->add_option("--warmup", bench_options.warmup);
-  worker->add_option("--batch", bench_options.batch);
+  worker->add_option("--batch", batch);
   worker->add_option("overrides", bench_options.overrides);
   auto* export_ = app.add_subcommand("export", "write a checkpoint's model weights with torchvision names");
   export_->add_option("checkpoint", checkpoint, "checkpoint file, run directory or its checkpoints/")->required();
@@ -128,8 +143,10 @@ int main(int argc, char** argv) {
     if (*bench || *worker) {
       std::stringstream list(policies);
       for (std::string policy; std::getline(list, policy, ',');) {
+        policy = trim_spaces(policy);  // "fp32, amp_bf16" as a shell user quotes it
         if (!policy.empty()) bench_options.policies.push_back(policy);
       }
+      if (bench->count("--batch") + worker->count("--batch") > 0) bench_options.batch = batch;
       return *bench ? mixt::cli::bench(bench_options) : mixt::cli::bench_worker(bench_options);
     }
     if (*export_) return mixt::cli::export_weights(checkpoint, format, output);

@@ -88,6 +88,8 @@ TEST(Cli, ABadCommandLineSaysWhatWasMeant) {
       {{"chek", "r.yaml"}, "mixt: error: unknown command 'chek'\n  hint: did you mean 'check'?"},
       {{"run", "r.yaml", "--epochs", "2"}, "  hint: recipe settings are key=value overrides, without dashes"},
       {{"run"}, "mixt: error: recipe is required\n  hint: mixt run --help shows its usage"},
+      {{"bench", "r.yaml", "--steps", "1.5"},
+       "mixt: error: --steps: expected a whole number, got '1.5'\n  hint: mixt bench --help"},
   };
   for (const auto& [args, expected] : cases) {
     const CommandResult result = run_mixt(args);
@@ -526,8 +528,15 @@ TEST(CliBench, OnePolicyPerChildProcessOneTable) {
   EXPECT_NE(misspelt.output.find("did you mean 'amp_fp16'?"), std::string::npos) << misspelt.output;
   EXPECT_EQ(misspelt.output.find("mixt bench: fp32"), std::string::npos) << "nothing may run first\n" << misspelt.output;
 
+  // --batch 0 (or less) is refused: it used to mean the recipe's batch size without a word.
+  const CommandResult no_batch = run_mixt({"bench", "tiny.yaml", "--batch", "0"}, dir.path());
+  EXPECT_EQ(no_batch.exit_code, 2) << no_batch.output;
+  EXPECT_NE(no_batch.output.find("mixt: error: --batch must be at least 1, got 0"), std::string::npos)
+      << no_batch.output;
+
+  // Spaces after the commas, as a quoted shell argument has them, are not part of the names.
   const CommandResult result =
-      run_mixt({"bench", "tiny.yaml", "--precision", "fp32,amp_bf16", "--steps", "3", "--warmup", "1"}, dir.path());
+      run_mixt({"bench", "tiny.yaml", "--precision", "fp32, amp_bf16", "--steps", "3", "--warmup", "1"}, dir.path());
   EXPECT_EQ(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("| fp32 |"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("| amp_bf16 |"), std::string::npos) << result.output;

@@ -11,15 +11,30 @@ namespace mixt {
 
 namespace fs = std::filesystem;
 
-void load_recipe_plugins(const Recipe& recipe, PluginLoader& loader, const Warn& warn) {
-  const Config root = recipe.config();
-  std::vector<fs::path> required;
-  for (const auto& file : root.strings("plugins", {})) {
-    fs::path path(file);
-    if (path.is_relative()) path = recipe.file.parent_path() / path;
-    required.push_back(path);
+namespace {
+
+// The recipe's `plugins:`, each relative path resolved against the directory of the file
+// that names it (a base file's own, so a base in another directory keeps its plugins) or,
+// for a command-line override, the working directory.
+std::vector<fs::path> recipe_plugin_files(const Recipe& recipe) {
+  recipe.config().strings("plugins", {});  // a list of strings, or a recipe error at it
+  std::vector<fs::path> files;
+  const RecipeEntry* plugins = recipe.root->find("plugins");
+  if (!plugins) return files;
+  for (const RecipeNodePtr& item : plugins->value->items) {
+    fs::path path(item->scalar);
+    if (path.is_relative() && !from_command_line(item->where)) {
+      path = (item->where.known() ? fs::path(item->where.file) : recipe.file).parent_path() / path;
+    }
+    files.push_back(path);
   }
-  load_plugins(loader, required, warn);
+  return files;
+}
+
+}  // namespace
+
+void load_recipe_plugins(const Recipe& recipe, PluginLoader& loader, const Warn& warn) {
+  load_plugins(loader, recipe_plugin_files(recipe), warn);
 }
 
 Experiment prepare_experiment(const fs::path& recipe_file, const std::vector<std::string>& overrides,
@@ -80,7 +95,16 @@ void write_resolved_recipe(const Experiment& e, const RunDirectory& run) {
     recipe << "# " << r.kind << " " << r.name << ": plugin " << r.plugin << " " << r.plugin_version << " ("
            << r.file << ")\n";
   }
-  recipe << to_yaml(*e.recipe.root);
+  // Absolute plugin paths: relative ones would be read against the run directory.
+  const RecipeNodePtr resolved = e.recipe.root->deep_copy();
+  if (RecipeEntry* plugins = resolved->find("plugins")) {
+    const std::vector<fs::path> files = recipe_plugin_files(e.recipe);
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      plugins->value->items[i]->scalar = fs::absolute(files[i]).lexically_normal().string();
+      plugins->value->items[i]->quoted = true;
+    }
+  }
+  recipe << to_yaml(*resolved);
   run.write_text("recipe.yaml", recipe.str());
 }
 

@@ -29,7 +29,8 @@ struct Experiment {
   std::unique_ptr<distributed::DataParallel> parallel;
 };
 
-// Loads the default plugin locations and the recipe's `plugins:` (relative to the recipe).
+// Loads the default plugin locations and the recipe's `plugins:` (each relative to the
+// recipe file that names it; an override's to the working directory).
 void load_recipe_plugins(const Recipe& recipe, PluginLoader& loader, const Warn& warn);
 
 // Loads plugins, seeds, builds every component, and rejects keys nobody read.

@@ -248,8 +248,13 @@ Recipe load_recipe(const fs::path& file, const std::vector<std::string>& overrid
   return recipe;
 }
 
+// The file of every node an override makes: "command line 'trainer.epochs=3'".
+constexpr std::string_view kCommandLine = "command line '";
+
+bool from_command_line(const SourceLocation& where) { return where.file.rfind(kCommandLine, 0) == 0; }
+
 void apply_override(RecipeNode& root, const std::string& assignment) {
-  const std::string source = "command line '" + assignment + "'";
+  const std::string source = std::string(kCommandLine) + assignment + "'";
   const auto equals = assignment.find('=');
   if (equals == std::string::npos || equals == 0) {
     throw usage_error("override '" + assignment + "' is not key=value",

@@ -27,6 +27,8 @@ RecipeNodePtr parse_yaml(const std::string& text, const std::string& source);
 
 // Sets one dotted key ("trainer.epochs=3"), creating maps on the way.
 void apply_override(RecipeNode& root, const std::string& assignment);
+// Whether a node came from a command-line override rather than from a recipe file.
+bool from_command_line(const SourceLocation& where);
 
 // After every component has read its options: the first key nobody asked for is an error
 // naming its location and the closest known key.

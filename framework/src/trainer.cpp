@@ -89,23 +89,28 @@ TrainResult Trainer::fit() {
     if (parallel_) parallel_->check_in_sync(*c_.model, "after epoch " + std::to_string(epoch_ + 1));
     finish_epoch_checkpoint(epoch_);
     if (parallel_) parallel_->barrier();  // rank 0's checkpoint is written before any rank goes on
+    // Every epoch ends with a line (terminal and log.txt) and an "epoch" event in
+    // metrics.jsonl, with the validation figures when there is validation data.
+    char line[256];
+    nlohmann::json event = {{"event", "epoch"}, {"epoch", epoch_ + 1}, {"step", global_step_}};
     if (c_.val) {
       const Evaluation eval = evaluate(*c_.val);
       if (eval.interrupted) stop_at_epoch_end(epoch_, /*evaluation_skipped=*/true);
       result.final_eval = eval;
-      char line[256];
       std::snprintf(line, sizeof(line), "epoch %lld/%lld: val loss %.4f, val top-1 %.2f%% (%lld samples), %.1fs",
                     static_cast<long long>(epoch_ + 1), static_cast<long long>(options_.epochs), eval.loss,
                     100.0 * eval.top1, static_cast<long long>(eval.samples), seconds_since(start));
-      progress_.end_epoch(line);
-      if (run_) {
-        run_->append_log(line);
-        run_->append_metrics({{"event", "epoch"}, {"epoch", epoch_ + 1}, {"step", global_step_},
-                              {"val_loss", eval.loss}, {"val_top1", eval.top1},
-                              {"elapsed_s", seconds_since(start)}});
-      }
+      event["val_loss"] = eval.loss;
+      event["val_top1"] = eval.top1;
     } else {
-      progress_.end_epoch("epoch " + std::to_string(epoch_ + 1) + "/" + std::to_string(options_.epochs) + " done");
+      std::snprintf(line, sizeof(line), "epoch %lld/%lld done, %.1fs", static_cast<long long>(epoch_ + 1),
+                    static_cast<long long>(options_.epochs), seconds_since(start));
+    }
+    event["elapsed_s"] = seconds_since(start);
+    progress_.end_epoch(line);
+    if (run_) {
+      run_->append_log(line);
+      run_->append_metrics(event);
     }
     if (epoch_ + 1 < options_.epochs && stop_requested_at_epoch_end()) stop_at_epoch_end(epoch_, false);
   }

@@ -459,6 +459,56 @@ bool wait_for_text(const fs::path& file, const std::string& text) {
   return false;
 }
 
+// Without validation data an epoch still leaves its line in log.txt and its "epoch" event
+// in metrics.jsonl (both were written only after an evaluation: log.txt stayed empty).
+TEST(CliRun, AnEpochWithoutValidationIsStillLogged) {
+  TempDir dir;
+  dir.write("tiny.yaml", kTinyRecipe);
+  const CommandResult result =
+      run_mixt({"run", "tiny.yaml", "data.val=null", "trainer.max_steps_per_epoch=2"}, dir.path());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const fs::path run = only_run_directory(dir.path() / "runs" / "tiny");
+  const std::string log = testing::read_file(run / "log.txt");
+  EXPECT_NE(log.find("epoch 1/2 done"), std::string::npos) << log;
+  EXPECT_NE(log.find("epoch 2/2 done"), std::string::npos) << log;
+  std::istringstream metrics(testing::read_file(run / "metrics.jsonl"));
+  std::vector<nlohmann::json> epochs;
+  for (std::string line; std::getline(metrics, line);) {
+    const auto record = nlohmann::json::parse(line);
+    if (record["event"] == "epoch") epochs.push_back(record);
+  }
+  ASSERT_EQ(epochs.size(), 2u);
+  EXPECT_EQ(epochs[1]["epoch"], 2);
+  EXPECT_EQ(epochs[1]["step"], 4);  // two steps per epoch
+  EXPECT_FALSE(epochs[1].contains("val_loss"));
+}
+
+// `plugins:` paths are relative to the file that names them, as base: paths are: a shared
+// base in another directory keeps its plugins (they were read against the directory of the
+// recipe named on the command line). An override's are relative to the working directory,
+// and the run directory's recipe.yaml names them absolutely, so it re-runs from anywhere.
+TEST(CliRun, PluginPathsAreRelativeToTheFileThatNamesThem) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "shared" / "lib");
+  fs::copy_file(kFixtures + "/libmixt_fixture_good.so", dir.path() / "shared" / "lib" / "libmixt_fixture_good.so");
+  dir.write("shared/base.yaml", "plugins: [lib/libmixt_fixture_good.so]\n" +
+                                    testing::replace_once(kTinyRecipe, "{ name: fp32 }", "{ name: fixture_policy }"));
+  dir.write("experiments/short.yaml", "base: ../shared/base.yaml\ntrainer: { epochs: 1, max_steps_per_epoch: 2 }\n");
+
+  const CommandResult run = run_mixt({"run", "experiments/short.yaml", "data.val=null"}, dir.path());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const fs::path recipe = only_run_directory(dir.path() / "runs" / "tiny") / "recipe.yaml";
+  EXPECT_NE(testing::read_file(recipe).find(fs::canonical(dir.path()).string() + "/shared/lib/libmixt_fixture_good.so"),
+            std::string::npos)
+      << testing::read_file(recipe);
+  const CommandResult rerun = run_mixt({"check", recipe.string()}, dir.path() / "experiments");
+  EXPECT_EQ(rerun.exit_code, 0) << rerun.output;
+
+  const CommandResult override =
+      run_mixt({"check", "experiments/short.yaml", "plugins=[shared/lib/libmixt_fixture_good.so]"}, dir.path());
+  EXPECT_EQ(override.exit_code, 0) << override.output;
+}
+
 TEST(CliRun, SigintWritesACheckpointAndExits130) {
   TempDir dir;
   // Epochs of 128 steps: the signal lands mid-epoch (one during the evaluation or the

@@ -22,7 +22,10 @@ class Cifar10Source : public mixt::SampleSource {
  public:
   Cifar10Source(at::Tensor images, at::Tensor labels, std::vector<std::string> files,
                 mixt::TransformPipeline transforms)
-      : images_(std::move(images)), labels_(std::move(labels)), files_(std::move(files)), transforms_(std::move(transforms)) {}
+      : images_(std::move(images)),
+        labels_(std::move(labels)),
+        files_(std::move(files)),
+        transforms_(std::move(transforms)) {}
   std::int64_t size() const override { return images_.size(0); }
   std::string sample_name(std::int64_t i) const override {
     const auto per_file = static_cast<std::int64_t>(size() / static_cast<std::int64_t>(files_.size()));
@@ -82,7 +85,9 @@ std::unique_ptr<mixt::Dataset> make_cifar10(const mixt::Config& c, const mixt::D
   const std::int64_t n = static_cast<std::int64_t>(bytes.size()) / kRecord;
   const at::Tensor records = at::from_blob(bytes.data(), {n, kRecord}, at::kByte);
   at::Tensor labels = records.select(1, 0).to(at::kLong);
-  if (labels.max().item<std::int64_t>() > 9) c.fail("root", "labels above 9: not CIFAR-10 (CIFAR-100 has another layout)");
+  if (labels.max().item<std::int64_t>() > 9) {
+    c.fail("root", "labels above 9: not CIFAR-10 (CIFAR-100 has another layout)");
+  }
   // N x 3 x 32 x 32 planes -> N x 32 x 32 x 3, the decoded-image layout the transforms take.
   at::Tensor images = records.slice(1, 1).view({n, 3, kSide, kSide}).permute({0, 2, 3, 1}).contiguous();
   const std::vector<std::int64_t> shape = transforms.output_shape(kSide, kSide, 3);
@@ -97,14 +102,16 @@ void register_components(mixt::Registrar& registrar) {
   };
   for (auto& doc : mixt::transform_option_docs()) {
     doc.default_value = "(below)";
-    doc.help = "default: [random_horizontal_flip (train only), to_tensor, normalize with CIFAR-10's mean/std]. " + doc.help;
+    doc.help =
+        "default: [random_horizontal_flip (train only), to_tensor, normalize with CIFAR-10's mean/std]. " + doc.help;
     options.push_back(doc);
   }
   for (auto doc : mixt::loader_option_docs()) {
     if (doc.name == "batch_size") doc.default_value = "128";
     options.push_back(doc);
   }
-  registrar.add_dataset("cifar10", {"CIFAR-10 32x32 colour images, 10 classes (binary batches)", options}, make_cifar10);
+  registrar.add_dataset("cifar10", {"CIFAR-10 32x32 colour images, 10 classes (binary batches)", options},
+                        make_cifar10);
 }
 
 }  // namespace

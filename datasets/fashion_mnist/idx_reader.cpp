@@ -18,7 +18,9 @@ std::vector<std::uint8_t> read_all(const std::filesystem::path& file) {
   std::vector<std::uint8_t> bytes;
   std::array<std::uint8_t, 1 << 16> chunk{};
   int got = 0;
-  while ((got = gzread(in, chunk.data(), chunk.size())) > 0) bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + got);
+  while ((got = gzread(in, chunk.data(), chunk.size())) > 0) {
+    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + got);
+  }
   const bool failed = got < 0;
   gzclose(in);
   if (failed) throw std::runtime_error("cannot decompress " + file.string());

@@ -14,7 +14,8 @@ namespace fs = std::filesystem;
 
 bool is_image_file(const fs::path& file) {
   std::string ext = file.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   // torchvision's IMG_EXTENSIONS, all of which OpenCV decodes.
   for (const char* known : {".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp"}) {
     if (ext == known) return true;
@@ -54,7 +55,8 @@ FolderIndex scan_folder(const fs::path& root) {
   for (std::size_t label = 0; label < index.classes.size(); ++label) {
     std::vector<std::string> files;
     const fs::path class_dir = root / index.classes[label];
-    for (const auto& entry : fs::recursive_directory_iterator(class_dir, fs::directory_options::follow_directory_symlink)) {
+    for (const auto& entry :
+         fs::recursive_directory_iterator(class_dir, fs::directory_options::follow_directory_symlink)) {
       if (entry.is_regular_file() && is_image_file(entry.path())) {
         files.push_back(fs::relative(entry.path(), root).string());
       }

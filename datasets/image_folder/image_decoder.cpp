@@ -15,7 +15,9 @@ namespace image_folder {
 
 namespace {
 
-bool is_jpeg(const std::vector<std::uint8_t>& b) { return b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF; }
+bool is_jpeg(const std::vector<std::uint8_t>& b) {
+  return b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF;
+}
 
 // A complete JPEG ends with the EOI marker FF D9 (some writers append a few bytes after
 // it). Entropy-coded data never contains FF D9, so its absence near the end means the
@@ -45,7 +47,8 @@ at::Tensor decode_image(const std::vector<std::uint8_t>& bytes, int channels) {
   const int flags = (channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR) | cv::IMREAD_IGNORE_ORIENTATION;
   cv::Mat decoded;
   try {
-    decoded = cv::imdecode(cv::Mat(1, static_cast<int>(bytes.size()), CV_8UC1, const_cast<std::uint8_t*>(bytes.data())), flags);
+    decoded = cv::imdecode(cv::Mat(1, static_cast<int>(bytes.size()), CV_8UC1, const_cast<std::uint8_t*>(bytes.data())),
+                           flags);
   } catch (const cv::Exception& e) {
     throw mixt::BadSample(std::string("cannot decode: ") + e.what());
   }

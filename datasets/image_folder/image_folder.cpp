@@ -110,7 +110,8 @@ std::unique_ptr<mixt::Dataset> make_image_folder(const mixt::Config& c, const mi
   cv::setNumThreads(0);
   image_folder::FolderIndex index = load_index(c, root);
   const auto classes = static_cast<std::int64_t>(index.classes.size());
-  auto source = std::make_shared<ImageFolderSource>(root, std::move(index), std::move(transforms), static_cast<int>(channels));
+  auto source =
+      std::make_shared<ImageFolderSource>(root, std::move(index), std::move(transforms), static_cast<int>(channels));
   return std::make_unique<mixt::LoaderDataset>(source, options, classes, shape);
 }
 
@@ -126,10 +127,10 @@ void register_components(mixt::Registrar& registrar) {
     options.push_back(doc);
   }
   for (auto& doc : mixt::loader_option_docs()) options.push_back(doc);
-  registrar.add_dataset("image_folder",
-                        {"ImageNet-style folders root/<class>/<image>, decoded with OpenCV (JPEG, PNG, BMP, WebP, TIFF)",
-                         options},
-                        make_image_folder);
+  registrar.add_dataset(
+      "image_folder",
+      {"ImageNet-style folders root/<class>/<image>, decoded with OpenCV (JPEG, PNG, BMP, WebP, TIFF)", options},
+      make_image_folder);
 }
 
 }  // namespace

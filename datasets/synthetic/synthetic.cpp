@@ -61,7 +61,8 @@ std::unique_ptr<mixt::Dataset> make_synthetic(const mixt::Config& c, const mixt:
   std::vector<std::int64_t> batch_shape{rows};
   batch_shape.insert(batch_shape.end(), shape.begin(), shape.end());
   // Generated on the CPU from the seed (and rank), so every device gets the same data.
-  auto generator = at::make_generator<at::CPUGeneratorImpl>(context.seed * 1000003 + static_cast<std::uint64_t>(context.rank));
+  auto generator =
+      at::make_generator<at::CPUGeneratorImpl>(context.seed * 1000003 + static_cast<std::uint64_t>(context.rank));
   at::Tensor inputs = at::randn(batch_shape, generator, at::kFloat);
   at::Tensor targets = at::randint(num_classes, {rows}, generator, at::kLong);
   inputs = inputs.to(context.device);

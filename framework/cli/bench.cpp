@@ -208,8 +208,8 @@ int bench_worker(const BenchOptions& options) {
   Experiment e = prepare_experiment(options.recipe, overrides, loader, registry, warn);
   const std::int64_t available = e.components.train->batches_per_epoch();
   if (available < options.warmup + options.steps) {
-    throw usage_error("the training data has " + std::to_string(available) + " batches per epoch; the benchmark needs " +
-                          std::to_string(options.warmup + options.steps),
+    throw usage_error("the training data has " + std::to_string(available) +
+                          " batches per epoch; the benchmark needs " + std::to_string(options.warmup + options.steps),
                       "lower --steps/--warmup, or use more (or synthetic) data");
   }
   const at::Device device = e.components.device;
@@ -245,19 +245,20 @@ int bench_worker(const BenchOptions& options) {
   }
   const std::int64_t skipped = result.skipped_steps;
   const double loss = last_loss.defined() ? last_loss.item<double>() : NAN;
-  const json line = {{"policy", policy},
-                     {"device", device.str()},
-                     {"batch", batch_size},
-                     {"steps", static_cast<std::int64_t>(timed.size())},
-                     {"warmup", options.warmup},
-                     {"images_per_s", total_ms > 0 ? 1000.0 * static_cast<double>(batch_size * timed.size()) / total_ms : NAN},
-                     {"step_ms_p50", percentile(timed, 0.5)},
-                     {"step_ms_p95", percentile(timed, 0.95)},
-                     {"peak_memory_mib", peak_mib},
-                     {"memory_kind", memory_kind},
-                     {"loss", loss},
-                     {"loss_finite", std::isfinite(loss)},
-                     {"skipped_steps", skipped}};
+  const json line = {
+      {"policy", policy},
+      {"device", device.str()},
+      {"batch", batch_size},
+      {"steps", static_cast<std::int64_t>(timed.size())},
+      {"warmup", options.warmup},
+      {"images_per_s", total_ms > 0 ? 1000.0 * static_cast<double>(batch_size * timed.size()) / total_ms : NAN},
+      {"step_ms_p50", percentile(timed, 0.5)},
+      {"step_ms_p95", percentile(timed, 0.95)},
+      {"peak_memory_mib", peak_mib},
+      {"memory_kind", memory_kind},
+      {"loss", loss},
+      {"loss_finite", std::isfinite(loss)},
+      {"skipped_steps", skipped}};
   std::printf("%s\n", line.dump().c_str());
   return 0;
 }

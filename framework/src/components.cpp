@@ -71,8 +71,9 @@ void check_val_fits_model(const Components& c, const Config& data) {
   if (!c.val) return;
   const Config val = data.section("val");
   if (c.val->num_classes() > c.train->num_classes()) {
-    val.fail("name", "the validation data has " + std::to_string(c.val->num_classes()) + " classes, the training data " +
-                         std::to_string(c.train->num_classes()) + " (the model's outputs)",
+    val.fail("name",
+             "the validation data has " + std::to_string(c.val->num_classes()) + " classes, the training data " +
+                 std::to_string(c.train->num_classes()) + " (the model's outputs)",
              "use the same classes for data.train and data.val");
   }
   const std::vector<std::int64_t> shape = c.val->sample_shape();

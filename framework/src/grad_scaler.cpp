@@ -51,7 +51,9 @@ GradScaler::OptimizerState& GradScaler::state_of(const Optimizer& optimizer) {
 
 // _check_scale_growth_tracker
 void GradScaler::check_initialized(const char* function) const {
-  if (!scale_.defined()) throw runtime_error(std::string("Attempted ") + function + " but _scale is None.  " + kInitFix);
+  if (!scale_.defined()) {
+    throw runtime_error(std::string("Attempted ") + function + " but _scale is None.  " + kInitFix);
+  }
   if (!growth_tracker_.defined()) {
     throw runtime_error(std::string("Attempted ") + function + " but _growth_tracker is None.  " + kInitFix);
   }

@@ -136,7 +136,8 @@ SafetensorsContents load_safetensors(const fs::path& file) {
     at::Tensor tensor = at::empty(shape, at::TensorOptions().dtype(type));
     const std::uint64_t bytes = tensor.numel() * tensor.element_size();
     if (end < begin || end - begin != bytes || end > data_size) {
-      throw bad_file(file, "tensor '" + name + "': data_offsets do not match its shape and dtype, or the file is truncated");
+      throw bad_file(file,
+                     "tensor '" + name + "': data_offsets do not match its shape and dtype, or the file is truncated");
     }
     in.seekg(static_cast<std::streamoff>(8 + header_size + begin));
     in.read(static_cast<char*>(tensor.data_ptr()), static_cast<std::streamsize>(bytes));

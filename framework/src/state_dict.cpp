@@ -37,7 +37,9 @@ std::string join_some(const std::vector<std::string>& items) {
 std::string LoadReport::describe() const {
   std::ostringstream text;
   if (!missing.empty()) text << "\n  missing in the file (" << missing.size() << "): " << join_some(missing);
-  if (!unexpected.empty()) text << "\n  unexpected in the file (" << unexpected.size() << "): " << join_some(unexpected);
+  if (!unexpected.empty()) {
+    text << "\n  unexpected in the file (" << unexpected.size() << "): " << join_some(unexpected);
+  }
   if (!mismatched.empty()) text << "\n  shape mismatch (" << mismatched.size() << "): " << join_some(mismatched);
   return text.str();
 }

@@ -25,7 +25,8 @@ std::string listed(const std::vector<std::string>& names) {
 }  // namespace
 
 std::size_t synchronise_batch_norm(torch::nn::Module& model, const Communicator* communicator,
-                                   const Config& distributed_section, const std::function<void(const std::string&)>& warn) {
+                                   const Config& distributed_section,
+                                   const std::function<void(const std::string&)>& warn) {
   std::vector<SynchronisedBatchNorm*> layers;
   std::vector<std::string> plain;
   for (const auto& item : model.named_modules(/*name_prefix=*/"", /*include_self=*/true)) {

@@ -16,6 +16,7 @@ namespace mixt {
 // layer cannot synchronise: any is a recipe error (at `distributed`'s sync_batchnorm key)
 // naming them. A model with no batch norm at all gets a warning through `warn`.
 std::size_t synchronise_batch_norm(torch::nn::Module& model, const Communicator* communicator,
-                                   const Config& distributed_section, const std::function<void(const std::string&)>& warn);
+                                   const Config& distributed_section,
+                                   const std::function<void(const std::string&)>& warn);
 
 }  // namespace mixt

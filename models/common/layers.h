@@ -81,8 +81,11 @@ struct ConvNormAct {
 
 inline Chain conv_norm_activation(const ConvNormAct& o) {
   Chain s;
-  s->push_back(torch::nn::Conv2d(
-      torch::nn::Conv2dOptions(o.in, o.out, o.kernel).stride(o.stride).padding((o.kernel - 1) / 2).groups(o.groups).bias(false)));
+  s->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(o.in, o.out, o.kernel)
+                                     .stride(o.stride)
+                                     .padding((o.kernel - 1) / 2)
+                                     .groups(o.groups)
+                                     .bias(false)));
   s->push_back(mixt::BatchNorm2d(torch::nn::BatchNormOptions(o.out).eps(o.norm.eps).momentum(o.norm.momentum)));
   if (o.act != Act::none) s->push_back(std::make_shared<ActivationImpl>(o.act));
   return s;
@@ -110,7 +113,8 @@ class SqueezeExcitationImpl : public torch::nn::Module {
 // torchvision.models._utils._make_divisible: round to a multiple of `divisor`, never more
 // than 10% down.
 inline std::int64_t make_divisible(double v, std::int64_t divisor = 8) {
-  std::int64_t rounded = std::max<std::int64_t>(divisor, static_cast<std::int64_t>(v + divisor / 2.0) / divisor * divisor);
+  std::int64_t rounded =
+      std::max<std::int64_t>(divisor, static_cast<std::int64_t>(v + divisor / 2.0) / divisor * divisor);
   if (static_cast<double>(rounded) < 0.9 * v) rounded += divisor;
   return rounded;
 }

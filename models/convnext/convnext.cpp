@@ -80,7 +80,8 @@ struct Stage {
 
 class ConvNeXt : public mixt::Model {
  public:
-  ConvNeXt(const std::vector<Stage>& stages, double stochastic_depth_prob, double layer_scale, std::int64_t num_classes) {
+  ConvNeXt(const std::vector<Stage>& stages, double stochastic_depth_prob, double layer_scale,
+           std::int64_t num_classes) {
     Chain features;
     features->push_back(Chain(
         torch::nn::Conv2d(torch::nn::Conv2dOptions(3, stages[0].in, 4).stride(4)),

@@ -24,8 +24,8 @@ class InvertedResidualV3Impl : public torch::nn::Module {
     if (c.expanded != c.in) layers->push_back(conv_norm_activation({c.in, c.expanded, 1, 1, 1, act, kNorm}));
     layers->push_back(conv_norm_activation({c.expanded, c.expanded, c.kernel, c.stride, c.expanded, act, kNorm}));
     if (c.se) {
-      layers->push_back(std::make_shared<SqueezeExcitationImpl>(c.expanded, make_divisible(static_cast<double>(c.expanded / 4)),
-                                                                Act::relu, Act::hardsigmoid));
+      layers->push_back(std::make_shared<SqueezeExcitationImpl>(
+          c.expanded, make_divisible(static_cast<double>(c.expanded / 4)), Act::relu, Act::hardsigmoid));
     }
     layers->push_back(conv_norm_activation({c.expanded, c.out, 1, 1, 1, Act::none, kNorm}));
     block_ = register_module("block", layers);

@@ -5,7 +5,8 @@
 namespace mixt::models {
 
 ResNet::ResNet(const ResNetOptions& o) {
-  conv1 = register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 64, 7).stride(2).padding(3).bias(false)));
+  conv1 =
+      register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 64, 7).stride(2).padding(3).bias(false)));
   bn1 = register_module("bn1", mixt::BatchNorm2d(64));
   layer1 = register_module("layer1", make_layer(o, 64, o.layers.at(0), 1));
   layer2 = register_module("layer2", make_layer(o, 128, o.layers.at(1), 2));

@@ -33,7 +33,8 @@ at::Tensor BasicBlockImpl::forward(const at::Tensor& x) {
 BottleneckImpl::BottleneckImpl(std::int64_t inplanes, std::int64_t planes, std::int64_t stride,
                                torch::nn::Sequential downsample_, std::int64_t groups, std::int64_t base_width) {
   // torchvision: width = int(planes * (base_width / 64.)) * groups
-  const std::int64_t width = static_cast<std::int64_t>(static_cast<double>(planes) * (static_cast<double>(base_width) / 64.0)) * groups;
+  const std::int64_t width =
+      static_cast<std::int64_t>(static_cast<double>(planes) * (static_cast<double>(base_width) / 64.0)) * groups;
   conv1 = register_module("conv1", conv1x1(inplanes, width));
   bn1 = register_module("bn1", mixt::BatchNorm2d(width));
   conv2 = register_module("conv2", conv3x3(width, width, stride, groups));

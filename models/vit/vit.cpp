@@ -26,7 +26,9 @@ struct VitOptions {
   std::int64_t num_classes = 1000;
 };
 
-torch::nn::LayerNorm layer_norm(std::int64_t dim) { return torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim}).eps(1e-6)); }
+torch::nn::LayerNorm layer_norm(std::int64_t dim) {
+  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim}).eps(1e-6));
+}
 
 // nn.MultiheadAttention(batch_first=True) with its parameter names: in_proj_weight,
 // in_proj_bias (q, k and v stacked) and out_proj.
@@ -60,13 +62,15 @@ class EncoderBlockImpl : public torch::nn::Module {
  public:
   explicit EncoderBlockImpl(const VitOptions& o) {
     ln_1 = register_module("ln_1", layer_norm(o.hidden_dim));
-    self_attention = register_module("self_attention", std::make_shared<SelfAttentionImpl>(o.hidden_dim, o.num_heads, o.attention_dropout));
+    self_attention = register_module(
+        "self_attention", std::make_shared<SelfAttentionImpl>(o.hidden_dim, o.num_heads, o.attention_dropout));
     dropout = register_module("dropout", torch::nn::Dropout(o.dropout));
     ln_2 = register_module("ln_2", layer_norm(o.hidden_dim));
     // torchvision's MLPBlock: Linear, GELU, Dropout, Linear, Dropout.
-    mlp = register_module("mlp", torch::nn::Sequential(torch::nn::Linear(o.hidden_dim, o.mlp_dim), torch::nn::GELU(),
-                                                       torch::nn::Dropout(o.dropout), torch::nn::Linear(o.mlp_dim, o.hidden_dim),
-                                                       torch::nn::Dropout(o.dropout)));
+    mlp = register_module(
+        "mlp", torch::nn::Sequential(torch::nn::Linear(o.hidden_dim, o.mlp_dim), torch::nn::GELU(),
+                                     torch::nn::Dropout(o.dropout), torch::nn::Linear(o.mlp_dim, o.hidden_dim),
+                                     torch::nn::Dropout(o.dropout)));
     at::NoGradGuard no_grad;
     for (auto& module : mlp->modules(/*include_self=*/false)) {
       if (auto* linear = module->as<torch::nn::Linear>()) {
@@ -95,7 +99,8 @@ class Encoder : public torch::nn::Module {
     dropout_ = register_module("dropout", torch::nn::Dropout(o.dropout));
     auto layers = register_module("layers", std::make_shared<torch::nn::Module>());
     for (std::int64_t i = 0; i < o.num_layers; ++i) {
-      blocks_.push_back(layers->register_module("encoder_layer_" + std::to_string(i), std::make_shared<EncoderBlockImpl>(o)));
+      blocks_.push_back(
+          layers->register_module("encoder_layer_" + std::to_string(i), std::make_shared<EncoderBlockImpl>(o)));
     }
     ln_ = register_module("ln", layer_norm(o.hidden_dim));
   }
@@ -115,7 +120,8 @@ class Encoder : public torch::nn::Module {
 class VisionTransformer : public mixt::Model {
  public:
   explicit VisionTransformer(const VitOptions& o) : o_(o) {
-    conv_proj_ = register_module("conv_proj", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, o.hidden_dim, o.patch_size).stride(o.patch_size)));
+    conv_proj_ = register_module(
+        "conv_proj", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, o.hidden_dim, o.patch_size).stride(o.patch_size)));
     class_token_ = register_parameter("class_token", at::zeros({1, 1, o.hidden_dim}));
     encoder_ = register_module("encoder", std::make_shared<Encoder>(o));
     auto heads = register_module("heads", std::make_shared<torch::nn::Module>());
@@ -173,9 +179,13 @@ void register_components(mixt::Registrar& r) {
                   o.dropout = c.number("dropout", 0.0);
                   o.attention_dropout = c.number("attention_dropout", 0.0);
                   o.num_classes = mixt::models::read_num_classes(c, context);
-                  if (o.patch_size < 1 || o.image_size % o.patch_size != 0) c.fail("patch_size", "must divide image_size");
+                  if (o.patch_size < 1 || o.image_size % o.patch_size != 0) {
+                    c.fail("patch_size", "must divide image_size");
+                  }
                   if (o.num_heads < 1 || o.hidden_dim % o.num_heads != 0) c.fail("num_heads", "must divide hidden_dim");
-                  if (o.num_layers < 1 || o.mlp_dim < 1) c.fail("num_layers", "num_layers and mlp_dim must be positive");
+                  if (o.num_layers < 1 || o.mlp_dim < 1) {
+                    c.fail("num_layers", "num_layers and mlp_dim must be positive");
+                  }
                   const auto& s = context.sample_shape;
                   if (s.size() == 3 && (s[1] != o.image_size || s[2] != o.image_size)) {
                     c.fail("image_size", "the data delivers " + std::to_string(s[1]) + "x" + std::to_string(s[2]) +

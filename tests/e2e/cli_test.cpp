@@ -245,7 +245,8 @@ TEST(CliBadInput, TwoPluginsRegisteringTheSameName) {
 
 TEST(CliBadInput, FactoryThatThrows) {
   TempDir dir;
-  const std::string recipe = testing::replace_once(kTinyRecipe, "{ name: simple_cnn, channels: [8, 16], hidden: 32 }", "{ name: exploding_model }");
+  const std::string recipe = testing::replace_once(kTinyRecipe, "{ name: simple_cnn, channels: [8, 16], hidden: 32 }",
+                                                   "{ name: exploding_model }");
   const auto result = check_recipe(dir, "plugins: [" + kFixtures + "/libmixt_fixture_throwing_factory.so]\n" + recipe);
   expect_clean_failure(result, kFixtures + "/libmixt_fixture_throwing_factory.so: model 'exploding_model' (plugin "
                                            "'fixture_throwing_factory') failed to build: boom: out of coffee");
@@ -576,7 +577,8 @@ TEST(CliBench, OnePolicyPerChildProcessOneTable) {
   EXPECT_NE(misspelt.output.find("mixt: error: --precision: unknown precision 'amp_fp61'"), std::string::npos)
       << misspelt.output;
   EXPECT_NE(misspelt.output.find("did you mean 'amp_fp16'?"), std::string::npos) << misspelt.output;
-  EXPECT_EQ(misspelt.output.find("mixt bench: fp32"), std::string::npos) << "nothing may run first\n" << misspelt.output;
+  EXPECT_EQ(misspelt.output.find("mixt bench: fp32"), std::string::npos) << "nothing may run first\n"
+                                                                         << misspelt.output;
 
   // --batch 0 (or less) is refused: it used to mean the recipe's batch size without a word.
   const CommandResult no_batch = run_mixt({"bench", "tiny.yaml", "--batch", "0"}, dir.path());

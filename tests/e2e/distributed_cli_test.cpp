@@ -100,7 +100,8 @@ double max_difference(const std::map<std::string, at::Tensor>& a, const std::map
     const double d = (tensor - b.at(name)).abs().max().item<double>();
     if (d > worst) worst = d, where = name;
   }
-  std::printf("  largest difference in %s (max |value| %.3g)\n", where.c_str(), where.empty() ? 0.0 : a.at(where).abs().max().item<double>());
+  std::printf("  largest difference in %s (max |value| %.3g)\n", where.c_str(),
+              where.empty() ? 0.0 : a.at(where).abs().max().item<double>());
   return worst;
 }
 
@@ -128,7 +129,9 @@ void expect_two_ranks_match_one_process(const std::string& precision, double tol
   EXPECT_EQ(dual[1].log.find("run directory"), std::string::npos) << "rank 1 must stay quiet\n" << dual[1].log;
   EXPECT_FALSE(fs::exists(dir.path() / "dual" / "dp" / "rank1")) << "only rank 0 writes";
 
-  const auto ckpt = [&](const char* output) { return only_run_directory(dir.path() / output) / "checkpoints" / "epoch-0001"; };
+  const auto ckpt = [&](const char* output) {
+    return only_run_directory(dir.path() / output) / "checkpoints" / "epoch-0001";
+  };
   const auto w_single = checkpoint_weights(recipe, ckpt("single"));
   const auto w_dual = checkpoint_weights(recipe, ckpt("dual"));
   const auto w_control = checkpoint_weights(recipe, ckpt("control"));
@@ -142,8 +145,10 @@ void expect_two_ranks_match_one_process(const std::string& precision, double tol
 
   // The evaluation is reduced over the ranks' shards: the same samples, the same numbers.
   EXPECT_NE(line_with(single.output, "test accuracy"), "") << single.output;
-  EXPECT_EQ(line_with(single.output, "test accuracy").substr(0, 22), line_with(dual[0].log, "test accuracy").substr(0, 22))
-      << single.output << "\n---\n" << dual[0].log;
+  EXPECT_EQ(line_with(single.output, "test accuracy").substr(0, 22),
+            line_with(dual[0].log, "test accuracy").substr(0, 22))
+      << single.output << "\n---\n"
+      << dual[0].log;
 }
 
 TEST(DataParallel, TwoRanksMatchOneProcessWithTheSameGlobalBatchFp32) {
@@ -159,12 +164,15 @@ TEST(DataParallel, OverlapAndAccumulationGiveTheSameWeights) {
   const fs::path recipe = dir.write("r.yaml", kRecipe);
   const auto single = testing::run_mixt({"run", "r.yaml", "output=single"}, dir.path());
   ASSERT_EQ(single.exit_code, 0) << single.output;
-  const auto overlapped = run_ranks(dir, 2, {{"output=overlap", "data.train.batch_size=32", "trainer.distributed.overlap=true"}});
+  const auto overlapped =
+      run_ranks(dir, 2, {{"output=overlap", "data.train.batch_size=32", "trainer.distributed.overlap=true"}});
   ASSERT_EQ(overlapped[0].exit_code, 0) << overlapped[0].log;
-  const auto after = run_ranks(dir, 2, {{"output=after", "data.train.batch_size=32", "trainer.distributed.overlap=false"}});
+  const auto after =
+      run_ranks(dir, 2, {{"output=after", "data.train.batch_size=32", "trainer.distributed.overlap=false"}});
   ASSERT_EQ(after[0].exit_code, 0) << after[0].log;
   const auto accumulated = run_ranks(
-      dir, 2, {{"output=accumulate", "data.train.batch_size=16", "trainer.accumulate=2", "trainer.distributed.overlap=true"}});
+      dir, 2,
+      {{"output=accumulate", "data.train.batch_size=16", "trainer.accumulate=2", "trainer.distributed.overlap=true"}});
   ASSERT_EQ(accumulated[0].exit_code, 0) << accumulated[0].log;
 
   const auto weights = [&](const char* output) {
@@ -261,10 +269,12 @@ TEST(DataParallel, MismatchedRecipesAreDetectedAtStart) {
 // with its own 32 samples, as DDP without SyncBatchNorm), must not.
 TEST(DataParallel, SyncBatchnormTwoRanksMatchOneProcess) {
   TempDir dir;
-  const fs::path recipe = dir.write("r.yaml", testing::replace_once(kRecipe, "hidden: 32 }", "hidden: 32, batch_norm: true }"));
+  const fs::path recipe =
+      dir.write("r.yaml", testing::replace_once(kRecipe, "hidden: 32 }", "hidden: 32, batch_norm: true }"));
   const auto single = testing::run_mixt({"run", "r.yaml", "output=single"}, dir.path());
   ASSERT_EQ(single.exit_code, 0) << single.output;
-  const auto synced = run_ranks(dir, 2, {{"output=synced", "data.train.batch_size=32", "trainer.distributed.sync_batchnorm=true"}});
+  const auto synced =
+      run_ranks(dir, 2, {{"output=synced", "data.train.batch_size=32", "trainer.distributed.sync_batchnorm=true"}});
   ASSERT_EQ(synced[0].exit_code, 0) << synced[0].log << "\n---\n" << synced[1].log;
   ASSERT_EQ(synced[1].exit_code, 0) << synced[1].log;
   const auto local = run_ranks(dir, 2, {{"output=local", "data.train.batch_size=32"}});
@@ -285,8 +295,10 @@ TEST(DataParallel, SyncBatchnormTwoRanksMatchOneProcess) {
   // itself by 2.9e-5 in the same tensor. Without sync_batchnorm: 9.4e-3.
   EXPECT_LT(difference, 1e-4);
   EXPECT_GT(control_difference, 10 * 1e-4);
-  EXPECT_EQ(line_with(single.output, "test accuracy").substr(0, 22), line_with(synced[0].log, "test accuracy").substr(0, 22))
-      << single.output << "\n---\n" << synced[0].log;
+  EXPECT_EQ(line_with(single.output, "test accuracy").substr(0, 22),
+            line_with(synced[0].log, "test accuracy").substr(0, 22))
+      << single.output << "\n---\n"
+      << synced[0].log;
 }
 
 TEST(DataParallel, SyncBatchnormOnAModelWithoutBatchNormWarnsAndBadBackendsFail) {
@@ -342,8 +354,10 @@ TEST(DataParallel, KillingOneRankMakesTheOtherExitWithinTheTimeout) {
   recipe = testing::replace_once(recipe, "timeout: 30", "timeout: 15");
   dir.write("r.yaml", recipe);
   const int port = testing::free_port();
-  ChildProcess rank0({MIXT_EXECUTABLE, "run", "r.yaml"}, rank_environment(0, 2, port), dir.path(), dir.path() / "0.log");
-  ChildProcess rank1({MIXT_EXECUTABLE, "run", "r.yaml"}, rank_environment(1, 2, port), dir.path(), dir.path() / "1.log");
+  ChildProcess rank0({MIXT_EXECUTABLE, "run", "r.yaml"}, rank_environment(0, 2, port), dir.path(),
+                     dir.path() / "0.log");
+  ChildProcess rank1({MIXT_EXECUTABLE, "run", "r.yaml"}, rank_environment(1, 2, port), dir.path(),
+                     dir.path() / "1.log");
   ASSERT_TRUE(rank0_is_training(rank0, dir.path() / "0.log"));
   const auto killed = std::chrono::steady_clock::now();
   rank1.signal(SIGKILL);
@@ -419,8 +433,10 @@ TEST(DataParallel, AnInterruptOnOneRankStopsEveryRankAfterTheSameStep) {
   TempDir dir;
   dir.write("r.yaml", testing::replace_once(kRecipe, "epochs: 1", "epochs: 1000"));
   const int port = testing::free_port();
-  ChildProcess rank0({MIXT_EXECUTABLE, "run", "r.yaml"}, rank_environment(0, 2, port), dir.path(), dir.path() / "0.log");
-  ChildProcess rank1({MIXT_EXECUTABLE, "run", "r.yaml"}, rank_environment(1, 2, port), dir.path(), dir.path() / "1.log");
+  ChildProcess rank0({MIXT_EXECUTABLE, "run", "r.yaml"}, rank_environment(0, 2, port), dir.path(),
+                     dir.path() / "0.log");
+  ChildProcess rank1({MIXT_EXECUTABLE, "run", "r.yaml"}, rank_environment(1, 2, port), dir.path(),
+                     dir.path() / "1.log");
   ASSERT_TRUE(rank0_is_training(rank0, dir.path() / "0.log"));
   rank1.signal(SIGINT);
   const auto code0 = rank0.wait_for(60), code1 = rank1.wait_for(10);

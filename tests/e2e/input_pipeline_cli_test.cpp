@@ -84,7 +84,8 @@ TEST(InputPipelineCli, MissingRootIsARecipeErrorAtItsLine) {
 TEST(InputPipelineCli, DescribeShowsTransformsAndLoaderOptions) {
   const auto result = run_mixt({"describe", "dataset", "image_folder"});
   EXPECT_EQ(result.exit_code, 0) << result.output;
-  for (const char* option : {"root", "index", "transforms", "random_resized_crop", "workers", "prefetch", "on_bad_sample"}) {
+  for (const char* option :
+       {"root", "index", "transforms", "random_resized_crop", "workers", "prefetch", "on_bad_sample"}) {
     EXPECT_NE(result.output.find(option), std::string::npos) << option << "\n" << result.output;
   }
 }

@@ -99,13 +99,15 @@ TEST(PrecisionCli, Fp32ModulesAreCheckedAgainstTheModel) {
   EXPECT_EQ(result.exit_code, 2) << result.output;
   EXPECT_NE(result.output.find("no submodule named 'clasifier'"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("did you mean 'classifier'"), std::string::npos) << result.output;
-  result = run_mixt({"run", kRecipe, "precision={name: amp_bf16, fp32_modules: [classifier]}", "trainer.epochs=1",
-                     "trainer.max_steps_per_epoch=3", tiny, narrow, "data.val.limit=100", "output=" + dir.path().string()},
-                    dir.path());
+  result =
+      run_mixt({"run", kRecipe, "precision={name: amp_bf16, fp32_modules: [classifier]}", "trainer.epochs=1",
+                "trainer.max_steps_per_epoch=3", tiny, narrow, "data.val.limit=100", "output=" + dir.path().string()},
+               dir.path());
   EXPECT_EQ(result.exit_code, 0) << result.output;
-  result = run_mixt({"run", kRecipe, "precision={name: amp_bf16, fp32_modules: [classifier.0]}", "trainer.epochs=1",
-                     "trainer.max_steps_per_epoch=3", tiny, narrow, "data.val.limit=100", "output=" + dir.path().string()},
-                    dir.path());
+  result =
+      run_mixt({"run", kRecipe, "precision={name: amp_bf16, fp32_modules: [classifier.0]}", "trainer.epochs=1",
+                "trainer.max_steps_per_epoch=3", tiny, narrow, "data.val.limit=100", "output=" + dir.path().string()},
+               dir.path());
   EXPECT_EQ(result.exit_code, 2) << result.output;
   EXPECT_NE(result.output.find("never ran 'classifier.0' through mixt::call_submodule"), std::string::npos)
       << result.output;

@@ -59,7 +59,9 @@ TEST(ResNet50Recipes, SyntheticRecipeBenchesEveryPolicyOnTheCpu) {
                                         dir.path());
   ASSERT_EQ(result.exit_code, 0) << result.output;
   std::vector<fs::path> runs;
-  for (const auto& item : fs::directory_iterator(dir.path() / "out" / "resnet50-synthetic-bench")) runs.push_back(item.path());
+  for (const auto& item : fs::directory_iterator(dir.path() / "out" / "resnet50-synthetic-bench")) {
+    runs.push_back(item.path());
+  }
   ASSERT_EQ(runs.size(), 1u);
   const auto report = nlohmann::json::parse(testing::read_file(runs[0] / "bench.json"));
   ASSERT_EQ(report["results"].size(), 2u);

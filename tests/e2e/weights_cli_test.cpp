@@ -84,16 +84,17 @@ TEST(WeightsCli, ExportedCheckpointRoundTripsWithoutLoss) {
   ASSERT_EQ(predicted.exit_code, 0) << predicted.output;
   model->eval();
   at::NoGradGuard no_grad;
-  EXPECT_TRUE(at::equal(find(load_safetensors(dir.path() / "out.safetensors").tensors, "output"), model->forward(batch)));
+  EXPECT_TRUE(
+      at::equal(find(load_safetensors(dir.path() / "out.safetensors").tensors, "output"), model->forward(batch)));
 }
 
 TEST(WeightsCli, PredictMatchesTorchvisionLogits) {
   TempDir dir;
   const fs::path weights = kParity / "resnet18.weights.safetensors";
   dir.write("r.yaml", "model: { name: resnet18, num_classes: 10, weights: " + weights.string() + " }\n");
-  const CommandResult result = run_mixt(
-      {"predict", "r.yaml", "--input", (kParity / "resnet18.io.safetensors").string(), "--output", "logits.safetensors"},
-      dir.path());
+  const CommandResult result = run_mixt({"predict", "r.yaml", "--input", (kParity / "resnet18.io.safetensors").string(),
+                                         "--output", "logits.safetensors"},
+                                        dir.path());
   ASSERT_EQ(result.exit_code, 0) << result.output;
   // resnet18.io.safetensors holds several tensors: predict takes the one named "input".
   const at::Tensor got = find(load_safetensors(dir.path() / "logits.safetensors").tensors, "output");

@@ -28,7 +28,8 @@ class Cifar10 : public ::testing::Test {
 testing::TempDir* Cifar10::dir_ = nullptr;
 
 TEST_F(Cifar10, DecodesRecordsAsTheFormatSays) {
-  auto train = make_dataset(plugins, "{name: cifar10, root: " + root() + ", shuffle: false, batch_size: 100, transforms: [to_tensor]}");
+  auto train = make_dataset(
+      plugins, "{name: cifar10, root: " + root() + ", shuffle: false, batch_size: 100, transforms: [to_tensor]}");
   auto test = make_dataset(plugins, "{name: cifar10, root: " + root() + ", split: test}");
   EXPECT_EQ(train->size(), 100);
   EXPECT_EQ(test->size(), 20);

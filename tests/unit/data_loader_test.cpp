@@ -310,7 +310,9 @@ TEST(DataLoader, BatchMemoryIsReusedOnlyAfterTrainingLetsGo) {
 // Waits (up to 10 s: the machine may be busy) until `loads` reaches `count`, then a little
 // longer to see that it goes no further.
 int settled_loads(const CountingSource& source, int count) {
-  for (int i = 0; i < 1000 && source.loads.load() < count; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 1000 && source.loads.load() < count; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   return source.loads.load();
 }

@@ -53,7 +53,8 @@ std::unique_ptr<Optimizer> make_optimizer(const testing::BuiltPlugins& plugins, 
 // Replays one golden run through mixt's GradScaler and optimizer plugins (configured with the
 // golden's options, `fused` included) and checks every step.
 void expect_parity_with(const std::string& golden_file) {
-  const auto golden = nlohmann::json::parse(testing::read_file(std::string(MIXT_SOURCE_DIR) + "/tests/golden/" + golden_file));
+  const auto golden =
+      nlohmann::json::parse(testing::read_file(std::string(MIXT_SOURCE_DIR) + "/tests/golden/" + golden_file));
   std::vector<std::vector<std::int64_t>> shapes;
   for (const auto& s : golden.at("shapes")) shapes.push_back(s.get<std::vector<std::int64_t>>());
   std::vector<at::Tensor> params;
@@ -116,10 +117,11 @@ void expect_parity_with(const std::string& golden_file) {
   }
   EXPECT_GT(skipped, 30) << "the golden run must exercise skipping";
   EXPECT_EQ(bitwise, elements) << "mixt's optimizers run torch.optim's float ops: every value bitwise equal";
-  std::printf("GradScaler parity (%s): %lld steps, %lld optimizer steps skipped, %lld/%lld parameter values bitwise "
-              "equal, worst relative difference %.3g (SGD), %.3g (AdamW)\n",
-              golden_file.c_str(), static_cast<long long>(step), static_cast<long long>(skipped), static_cast<long long>(bitwise),
-              static_cast<long long>(elements), worst_sgd, worst_adamw);
+  std::printf(
+      "GradScaler parity (%s): %lld steps, %lld optimizer steps skipped, %lld/%lld parameter values bitwise "
+      "equal, worst relative difference %.3g (SGD), %.3g (AdamW)\n",
+      golden_file.c_str(), static_cast<long long>(step), static_cast<long long>(skipped),
+      static_cast<long long>(bitwise), static_cast<long long>(elements), worst_sgd, worst_adamw);
 }
 
 TEST(GradScalerParity, SameScaleSkipsAndParametersAsTorchGradScaler) { expect_parity_with("grad_scaler.json"); }

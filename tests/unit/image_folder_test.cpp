@@ -44,8 +44,9 @@ const char* const kSmallTrain =
     "transforms: [{name: random_resized_crop, size: 32}, random_horizontal_flip, to_tensor, normalize]";
 
 TEST_F(ImageFolder, ReadsEveryImageWithClassesSortedByName) {
-  auto data = make_dataset(plugins, section(good(), "batch_size: 16, shuffle: false, workers: 2, transforms: "
-                                                    "[{name: resize, size: 40}, {name: center_crop, size: 36}, to_tensor]"));
+  auto data = make_dataset(plugins, section(good(),
+                                            "batch_size: 16, shuffle: false, workers: 2, transforms: "
+                                            "[{name: resize, size: 40}, {name: center_crop, size: 36}, to_tensor]"));
   EXPECT_EQ(data->size(), 60);
   EXPECT_EQ(data->num_classes(), 10);
   EXPECT_EQ(data->sample_shape(), (std::vector<std::int64_t>{3, 36, 36}));
@@ -87,9 +88,13 @@ TEST_F(ImageFolder, JpegPixelsAreThoseThatPilDecodes) {
 }
 
 TEST_F(ImageFolder, SameBatchesWithOneOrThreeWorkers) {
-  auto one = make_dataset(plugins, section(good(), std::string("batch_size: 8, workers: 1, ") + kSmallTrain), {"train", 11, 0, 1, at::kCPU});
-  auto three = make_dataset(plugins, section(good(), std::string("batch_size: 8, workers: 3, prefetch: 5, ") + kSmallTrain), {"train", 11, 0, 1, at::kCPU});
-  auto other_seed = make_dataset(plugins, section(good(), std::string("batch_size: 8, workers: 3, ") + kSmallTrain), {"train", 12, 0, 1, at::kCPU});
+  auto one = make_dataset(plugins, section(good(), std::string("batch_size: 8, workers: 1, ") + kSmallTrain),
+                          {"train", 11, 0, 1, at::kCPU});
+  auto three =
+      make_dataset(plugins, section(good(), std::string("batch_size: 8, workers: 3, prefetch: 5, ") + kSmallTrain),
+                   {"train", 11, 0, 1, at::kCPU});
+  auto other_seed = make_dataset(plugins, section(good(), std::string("batch_size: 8, workers: 3, ") + kSmallTrain),
+                                 {"train", 12, 0, 1, at::kCPU});
   const auto reference = collect_epoch(*one, 1);
   EXPECT_TRUE(testing::same_batches(collect_epoch(*three, 1), reference));
   EXPECT_FALSE(testing::same_batches(collect_epoch(*three, 2), reference));
@@ -169,8 +174,9 @@ TEST_F(ImageFolder, TransformsThatDoNotFitTheChannelsAreARecipeError) {
   const std::string error = recipe_error(plugins, section(good(), "channels: 1"));  // ImageNet's 3-channel normalize
   EXPECT_NE(error.find("data.transforms: normalize: the image has 1 channels but mean has 3 values"), std::string::npos)
       << error;
-  auto grey = make_dataset(plugins, section(good(), "channels: 1, batch_size: 60, transforms: [{name: center_crop, size: 28}, "
-                                                    "to_tensor, {name: normalize, mean: [0.5], std: [0.5]}]"));
+  auto grey = make_dataset(plugins, section(good(),
+                                            "channels: 1, batch_size: 60, transforms: [{name: center_crop, size: 28}, "
+                                            "to_tensor, {name: normalize, mean: [0.5], std: [0.5]}]"));
   EXPECT_EQ(grey->sample_shape(), (std::vector<std::int64_t>{1, 28, 28}));
   EXPECT_EQ(collect_epoch(*grey, 0).at(0).inputs.sizes(), (std::vector<std::int64_t>{60, 1, 28, 28}));
 }

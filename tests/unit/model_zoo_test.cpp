@@ -68,7 +68,9 @@ TEST_P(ModelNames, ListShowsTorchvisionParamsAndGflops) {
   ASSERT_NE(entry, nullptr);
   const nlohmann::json& expected = zoo().at(name);
   std::string digits = std::to_string(expected.at("num_params").get<std::int64_t>()), grouped;
-  for (std::size_t i = 0; i < digits.size(); ++i) grouped += std::string(i && (digits.size() - i) % 3 == 0 ? "," : "") + digits[i];
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    grouped += std::string(i && (digits.size() - i) % 3 == 0 ? "," : "") + digits[i];
+  }
   char gflops[32];
   std::snprintf(gflops, sizeof(gflops), "%.3f GFLOPs", expected.at("gflops").get<double>());
   EXPECT_NE(entry->info.summary.find(grouped + " params"), std::string::npos) << entry->info.summary;

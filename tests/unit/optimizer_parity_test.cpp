@@ -40,7 +40,8 @@ TEST(OptimizerParity, MatchesTorchOptimStepByStep) {
       // The gradient as the step left it (foreach Nesterov adds the momentum into it).
       const at::Tensor expected_grad = at::tensor(c["grads_after"][step].get<std::vector<float>>());
       EXPECT_TRUE(at::equal(param.grad(), expected_grad))
-          << section.dump() << " step " << step << "\nmixt grad:  " << param.grad() << "\ntorch grad: " << expected_grad;
+          << section.dump() << " step " << step << "\nmixt grad:  " << param.grad()
+          << "\ntorch grad: " << expected_grad;
     }
     EXPECT_DOUBLE_EQ(optimizer->learning_rate(), c["options"]["lr"].get<double>());
   }

@@ -115,7 +115,9 @@ struct Training {
     components.precision->setup(*components.model, at::kCPU);
     RecipeNodePtr root = parse_yaml("optimizer: {name: sgd, lr: 0.05, momentum: 0.9}", "test.yaml");
     OptimizerContext context;
-    for (const auto& p : components.model->named_parameters()) context.named_parameters.emplace_back(p.key(), p.value());
+    for (const auto& p : components.model->named_parameters()) {
+      context.named_parameters.emplace_back(p.key(), p.value());
+    }
     auto recording = std::make_unique<RecordingOptimizer>(
         plugins().registry.make_optimizer(Config(root, "").section("optimizer"), context));
     optimizer = recording.get();
@@ -185,7 +187,8 @@ TEST(PrecisionPolicies, CustomScalerStaticKeepsItsScaleAndBoundsHold) {
   Training fixed("{name: custom_scaler, mode: static, init_scale: 1024}", {3});
   EXPECT_EQ(fixed.fit().skipped_steps, 1);
   EXPECT_EQ(fixed.metric("loss_scale"), 1024.0);
-  Training bounded("{name: custom_scaler, init_scale: 4, min_scale: 2, hysteresis: 1, growth_interval: 100}", {1, 2, 3});
+  Training bounded("{name: custom_scaler, init_scale: 4, min_scale: 2, hysteresis: 1, growth_interval: 100}",
+                   {1, 2, 3});
   bounded.fit();
   EXPECT_EQ(bounded.metric("loss_scale"), 2.0);
   Training capped("{name: custom_scaler, init_scale: 4, max_scale: 8, growth_interval: 2}");

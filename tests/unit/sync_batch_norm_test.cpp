@@ -196,7 +196,8 @@ TEST(SyncBatchNorm, TwoRanksMatchOneProcessOnTheWholeBatch) {
 }
 
 TEST(SyncBatchNorm, UnequalAndEmptyShardsAreWeightedByTheirCounts) {
-  expect_ranks_match_one_process<torch::nn::BatchNorm2d, BatchNorm2d>({3, 9}, {4, 3, 3}, torch::nn::BatchNormOptions(4));
+  expect_ranks_match_one_process<torch::nn::BatchNorm2d, BatchNorm2d>({3, 9}, {4, 3, 3},
+                                                                      torch::nn::BatchNormOptions(4));
   expect_ranks_match_one_process<torch::nn::BatchNorm2d, BatchNorm2d>({5, 0, 2}, {2, 4, 4},
                                                                       torch::nn::BatchNormOptions(2));
 }

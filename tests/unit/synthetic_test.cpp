@@ -8,7 +8,8 @@ namespace {
 
 TEST(Synthetic, DeliversTheShapeAndCountAsked) {
   testing::BuiltPlugins plugins;
-  auto data = testing::make_dataset(plugins, "{name: synthetic, shape: [3, 16, 12], num_classes: 7, size: 50, batch_size: 16}");
+  auto data =
+      testing::make_dataset(plugins, "{name: synthetic, shape: [3, 16, 12], num_classes: 7, size: 50, batch_size: 16}");
   EXPECT_EQ(data->size(), 50);
   EXPECT_EQ(data->num_classes(), 7);
   EXPECT_EQ(data->sample_shape(), (std::vector<std::int64_t>{3, 16, 12}));
@@ -26,8 +27,9 @@ TEST(Synthetic, DeliversTheShapeAndCountAsked) {
 
 TEST(Synthetic, ShardsAndChannelsLast) {
   testing::BuiltPlugins plugins;
-  auto data = testing::make_dataset(plugins, "{name: synthetic, size: 10, batch_size: 4, drop_last: true, channels_last: true}",
-                                    {"train", 0, 1, 3, at::kCPU});
+  auto data =
+      testing::make_dataset(plugins, "{name: synthetic, size: 10, batch_size: 4, drop_last: true, channels_last: true}",
+                            {"train", 0, 1, 3, at::kCPU});
   EXPECT_EQ(data->size(), 4);
   EXPECT_EQ(data->batches_per_epoch(), 1);
   EXPECT_TRUE(testing::collect_epoch(*data, 0).at(0).inputs.is_contiguous(at::MemoryFormat::ChannelsLast));
@@ -40,7 +42,8 @@ TEST(Synthetic, BadShapeIsARecipeError) {
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(e.exit_code(), 2);
-    EXPECT_NE(std::string(e.what()).find("data.shape: every dimension must be positive"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("data.shape: every dimension must be positive"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -159,8 +159,8 @@ TEST(Transforms, ColorJitterAdjustmentsMatchTorchvision) {
   for (const char* property : {"brightness", "contrast", "saturation"}) {
     const double f = g[property]["factor"];
     const std::string factor = std::to_string(f);
-    const TransformPipeline jitter = pipeline_from(std::string("transforms: [{name: color_jitter, ") + property + ": [" +
-                                                   factor + ", " + factor + "]}, to_tensor]");
+    const TransformPipeline jitter = pipeline_from(std::string("transforms: [{name: color_jitter, ") + property +
+                                                   ": [" + factor + ", " + factor + "]}, to_tensor]");
     SampleRng rng(0);
     const at::Tensor ours = (jitter(image, rng) * 255.0).round().permute({1, 2, 0});
     const auto expected_values = g[property]["hwc"].get<std::vector<std::uint8_t>>();
@@ -183,15 +183,18 @@ TEST(Transforms, AMisspeltTransformIsOfferedTheRightName) {
 
 TEST(Transforms, RecipeMistakesAreErrorsAtTheItem) {
   EXPECT_NE(error_of("transforms: [{name: resise, size: 3}, to_tensor]").find("test.yaml:1:"), std::string::npos);
-  EXPECT_NE(error_of("transforms: [{name: resise, size: 3}, to_tensor]").find("data.transforms[0].name: unknown transform 'resise'"),
+  EXPECT_NE(error_of("transforms: [{name: resise, size: 3}, to_tensor]")
+                .find("data.transforms[0].name: unknown transform 'resise'"),
             std::string::npos);
-  EXPECT_NE(error_of("transforms: [normalize, to_tensor]").find("normalize must come after to_tensor"), std::string::npos);
+  EXPECT_NE(error_of("transforms: [normalize, to_tensor]").find("normalize must come after to_tensor"),
+            std::string::npos);
   EXPECT_NE(error_of("transforms: [to_tensor, random_horizontal_flip]").find("must come before to_tensor"),
             std::string::npos);
   EXPECT_NE(error_of("transforms: [{name: resize, size: 8}]").find("never make a tensor"), std::string::npos);
   EXPECT_NE(error_of("transforms: [imagenet_train, to_tensor]").find("must be the only item"), std::string::npos);
-  EXPECT_NE(error_of("transforms: [{name: resize}, to_tensor]").find("data.transforms[0].size: missing required option"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of("transforms: [{name: resize}, to_tensor]").find("data.transforms[0].size: missing required option"),
+      std::string::npos);
   const std::string shorthand = error_of("transforms: [{center_crop: 28}, to_tensor]");
   EXPECT_NE(shorthand.find("data.transforms[0].center_crop: a transform with options is a map with a name"),
             std::string::npos)
@@ -199,7 +202,8 @@ TEST(Transforms, RecipeMistakesAreErrorsAtTheItem) {
 }
 
 TEST(Transforms, UnknownKeysInsideAnItemAreReported) {
-  const RecipeNodePtr root = parse_yaml("data: {transforms: [{name: resize, size: 8, sise: 3}, to_tensor]}", "test.yaml");
+  const RecipeNodePtr root =
+      parse_yaml("data: {transforms: [{name: resize, size: 8, sise: 3}, to_tensor]}", "test.yaml");
   read_transforms(Config(root, "").section("data"), "transforms", TransformPipeline{});
   try {
     check_unknown_keys(*root);

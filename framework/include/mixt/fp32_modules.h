@@ -5,8 +5,10 @@
 // the model routes the calls it wants to make eligible through call_submodule():
 //
 //   at::Tensor forward(const at::Tensor& x) override {
-//     at::Tensor h = mixt::call_submodule(*this, "features", x, [&](const at::Tensor& in) { return features_->forward(in); });
-//     return mixt::call_submodule(*this, "classifier", h.flatten(1), [&](const at::Tensor& in) { return classifier_->forward(in); });
+//     at::Tensor h = mixt::call_submodule(*this, "features", x,
+//                                         [&](const at::Tensor& in) { return features_->forward(in); });
+//     return mixt::call_submodule(*this, "classifier", h.flatten(1),
+//                                 [&](const at::Tensor& in) { return classifier_->forward(in); });
 //   }
 //
 // A listed name then runs under FullPrecisionScope (autocast(enabled=False)) with a

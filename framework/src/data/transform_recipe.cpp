@@ -57,7 +57,9 @@ std::array<double, 2> read_jitter(const Config& c, std::string_view key) {
     return {std::max(0.0, 1 - x), 1 + x};
   }
   if (range.empty()) return {1.0, 1.0};
-  if (range.size() != 2 || range[0] < 0 || range[0] > range[1]) c.fail(key, "expected x >= 0 or [low, high] with 0 <= low <= high");
+  if (range.size() != 2 || range[0] < 0 || range[0] > range[1]) {
+    c.fail(key, "expected x >= 0 or [low, high] with 0 <= low <= high");
+  }
   return {range[0], range[1]};
 }
 
@@ -126,7 +128,8 @@ TransformPipeline read_transforms(const Config& section, std::string_view key, T
     const std::string name = item.string("name");
     const bool preset = name == "imagenet_train" || name == "imagenet_eval";
     if (preset && items.size() > 1) {
-      item.fail("name", "a preset is a whole pipeline and must be the only item", "write `" + std::string(key) + ": " + name + "`");
+      item.fail("name", "a preset is a whole pipeline and must be the only item",
+                "write `" + std::string(key) + ": " + name + "`");
     }
     if (!preset) {
       const bool takes = name == "normalize", makes = name == "to_tensor";
@@ -146,7 +149,8 @@ std::vector<OptionDoc> transform_option_docs() {
       {"transforms", "(per dataset)",
        "preset name (imagenet_train | imagenet_eval, options size, channels_last) or an ordered list of: "
        "random_resized_crop {size, scale: [0.08, 1], ratio: [0.75, 1.333]}, resize {size: shorter side}, "
-       "center_crop {size}, random_horizontal_flip {p: 0.5}, color_jitter {brightness, contrast, saturation: x or [low, high]}, "
+       "center_crop {size}, random_horizontal_flip {p: 0.5}, "
+       "color_jitter {brightness, contrast, saturation: x or [low, high]}, "
        "to_tensor {channels_last: false}, normalize {mean, std: ImageNet's}"},
   };
 }

@@ -137,8 +137,9 @@ class ToTensor : public Transform {
   at::Tensor apply(const at::Tensor& image, SampleRng&) const override {
     // One pass: the copy converts to float and lays out the planes; then scale to [0, 1].
     const at::Tensor chw = image.permute({2, 0, 1});
-    at::Tensor out = channels_last_ ? at::empty({image.size(0), image.size(1), image.size(2)}, at::kFloat).permute({2, 0, 1})
-                                    : at::empty(chw.sizes(), at::kFloat);
+    at::Tensor out = channels_last_
+                         ? at::empty({image.size(0), image.size(1), image.size(2)}, at::kFloat).permute({2, 0, 1})
+                         : at::empty(chw.sizes(), at::kFloat);
     out.copy_(chw);
     return image.scalar_type() == at::kByte ? out.mul_(1.0 / 255.0) : out;
   }

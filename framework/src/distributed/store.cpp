@@ -38,7 +38,8 @@ Stores make_store(const LaunchEnvironment& e, std::chrono::milliseconds timeout)
       // _create_c10d_store) connects every worker as a client of the store the elastic agent
       // already hosts. The agent keeps that store across restarts (the static rendezvous
       // caches it), so the keys of a failed attempt are still there: a per-attempt prefix
-      // keeps a restarted job from reading them, as earlier torch.distributed releases did (2.11 relies on a fresh store per retry instead).
+      // keeps a restarted job from reading them, as earlier torch.distributed releases did (2.11 relies on a fresh
+      // store per retry instead).
       options.isServer = false;
       options.waitWorkers = false;
       auto client = c10::make_intrusive<c10d::TCPStore>(e.master_addr, options);

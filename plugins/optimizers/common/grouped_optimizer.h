@@ -121,7 +121,9 @@ class GroupedOptimizer : public Optimizer {
 
   void save(torch::serialize::OutputArchive& archive) override {
     archive.write("format", at::tensor(kFormat));
-    for (std::size_t g = 0; g < groups_.size(); ++g) archive.write("lr/" + std::to_string(g), at::tensor(groups_[g].lr));
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+      archive.write("lr/" + std::to_string(g), at::tensor(groups_[g].lr));
+    }
     for (std::size_t i = 0; i < parameter_count_; ++i) {
       for (std::size_t s = 0; s < state_names_.size(); ++s) {
         if (state_[i][s].defined()) archive.write(key(i, s), state_[i][s], /*is_buffer=*/true);

@@ -43,7 +43,9 @@ std::unique_ptr<mixt::PrecisionPolicy> make_amp_fp16(const mixt::Config& c, cons
   options.growth_interval = c.integer("growth_interval", options.growth_interval);
   options.enabled = c.boolean("enabled", options.enabled);
   if (!(options.init_scale > 0)) c.fail("init_scale", "must be > 0");
-  if (!(options.growth_factor > 1)) c.fail("growth_factor", "must be > 1 (GradScaler: 'The growth factor must be > 1.0.')");
+  if (!(options.growth_factor > 1)) {
+    c.fail("growth_factor", "must be > 1 (GradScaler: 'The growth factor must be > 1.0.')");
+  }
   if (!(options.backoff_factor < 1) || !(options.backoff_factor > 0)) {
     c.fail("backoff_factor", "must be in (0, 1) (GradScaler: 'The backoff factor must be < 1.0.')");
   }

@@ -112,7 +112,8 @@ class CustomScalerPolicy : public mixt::PrecisionPolicy {
   bool overflow_ = false;
 };
 
-std::unique_ptr<mixt::PrecisionPolicy> make_custom_scaler(const mixt::Config& c, const mixt::PrecisionContext& context) {
+std::unique_ptr<mixt::PrecisionPolicy> make_custom_scaler(const mixt::Config& c,
+                                                          const mixt::PrecisionContext& context) {
   ScalerOptions o;
   const std::string mode = c.string("mode", "dynamic");
   if (mode != "dynamic" && mode != "static") c.fail("mode", "expected dynamic or static, got '" + mode + "'");

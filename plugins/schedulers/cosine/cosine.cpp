@@ -38,7 +38,8 @@ std::unique_ptr<mixt::Scheduler> make_cosine(const mixt::Config& c, const mixt::
   std::int64_t warmup = c.integer("warmup_steps", 0);
   if (c.has("warmup_epochs")) {
     if (warmup > 0) c.fail("warmup_epochs", "give warmup_epochs or warmup_steps, not both");
-    warmup = static_cast<std::int64_t>(std::llround(c.number("warmup_epochs") * static_cast<double>(context.steps_per_epoch)));
+    warmup = static_cast<std::int64_t>(
+        std::llround(c.number("warmup_epochs") * static_cast<double>(context.steps_per_epoch)));
   }
   const double start_factor = c.number("start_factor", 0.0);
   const double min_lr = c.number("min_lr", 0.0);

@@ -15,7 +15,8 @@ class WarmupSchedule : public mixt::ScheduleByStep {
   }
   double lr_at(std::int64_t step) const override {
     if (warmup_ == 0 || step >= warmup_) return base_lr();
-    return base_lr() * (start_factor_ + (1.0 - start_factor_) * static_cast<double>(step) / static_cast<double>(warmup_));
+    return base_lr() *
+           (start_factor_ + (1.0 - start_factor_) * static_cast<double>(step) / static_cast<double>(warmup_));
   }
 
  private:
@@ -27,7 +28,8 @@ std::unique_ptr<mixt::Scheduler> make_warmup(const mixt::Config& c, const mixt::
   std::int64_t warmup = c.integer("warmup_steps", 0);
   if (c.has("warmup_epochs")) {
     if (warmup > 0) c.fail("warmup_epochs", "give warmup_epochs or warmup_steps, not both");
-    warmup = static_cast<std::int64_t>(std::llround(c.number("warmup_epochs") * static_cast<double>(context.steps_per_epoch)));
+    warmup = static_cast<std::int64_t>(
+        std::llround(c.number("warmup_epochs") * static_cast<double>(context.steps_per_epoch)));
   }
   const double start_factor = c.number("start_factor", 1.0 / 3.0);
   if (warmup < 0) c.fail("warmup_steps", "must not be negative");

@@ -94,17 +94,23 @@ void PluginLoader::load(const fs::path& path) {
   const PluginDescriptor* descriptor = entry();
   check_descriptor(descriptor, file);
 
+  // A registration that fails part-way takes back what it added before `library` goes:
+  // the registry destroying a factory whose code was unloaded would crash.
   registry_.begin_plugin({canonical.string(), descriptor->name, descriptor->version});
   try {
     descriptor->register_components(registry_);
   } catch (const Error&) {
-    registry_.end_plugin();
+    registry_.discard_plugin();
     throw;
   } catch (const std::exception& e) {
-    registry_.end_plugin();
+    registry_.discard_plugin();
     throw plugin_error(std::string("plugin '") + descriptor->name + "' failed to register: " + e.what(), file);
   }
-  registry_.end_plugin();
+  if (registry_.end_plugin() == 0) {
+    throw plugin_error(std::string("plugin '") + descriptor->name + "' registered no components", file,
+                       "its register function must call the registrar's add_model, add_optimizer, add_scheduler, "
+                       "add_precision or add_dataset (docs/plugins.md)");
+  }
   loaded_.push_back({canonical.string(), descriptor->name, descriptor->version});
   static std::mutex mutex;
   std::lock_guard lock(mutex);

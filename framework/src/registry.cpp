@@ -2,6 +2,8 @@
 
 #include <c10/util/Exception.h>
 
+#include <utility>
+
 #include "closest_match.h"
 
 namespace mixt {
@@ -65,8 +67,20 @@ ComponentKind parse_kind(const std::string& name) {
   throw usage_error("unknown component kind '" + name + "'", suggestion_hint(name, names, "kinds"));
 }
 
-void Registry::begin_plugin(PluginOrigin origin) { current_ = std::move(origin); }
-void Registry::end_plugin() { current_.reset(); }
+void Registry::begin_plugin(PluginOrigin origin) {
+  current_ = std::move(origin);
+  added_by_current_.clear();
+}
+
+std::size_t Registry::end_plugin() {
+  current_.reset();
+  return std::exchange(added_by_current_, {}).size();
+}
+
+void Registry::discard_plugin() {
+  for (const auto& key : added_by_current_) entries_.erase(key);
+  end_plugin();
+}
 
 ComponentEntry& Registry::add(ComponentKind kind, const std::string& name, ComponentInfo info) {
   PluginOrigin origin = current_.value_or(PluginOrigin{"<built in>", "mixt", version()});
@@ -78,6 +92,7 @@ ComponentEntry& Registry::add(ComponentKind kind, const std::string& name, Compo
   }
   if (name.empty()) throw plugin_error("a component with an empty name", origin.file);
   ComponentEntry& entry = entries_[key];
+  if (current_) added_by_current_.push_back(key);
   entry.kind = kind;
   entry.name = name;
   entry.info = std::move(info);

@@ -41,7 +41,11 @@ class Registry : public Registrar {
  public:
   // Components added between begin_plugin and end_plugin are attributed to that plugin.
   void begin_plugin(PluginOrigin origin);
-  void end_plugin();
+  // Returns how many components the plugin added.
+  std::size_t end_plugin();
+  // Ends a plugin whose registration failed part-way and removes what it added. Call it
+  // while the plugin's library is loaded: the factories' code lives there.
+  void discard_plugin();
 
   void add_model(const std::string& name, ComponentInfo info, ModelFactory factory) override;
   void add_optimizer(const std::string& name, ComponentInfo info, OptimizerFactory factory) override;
@@ -70,6 +74,7 @@ class Registry : public Registrar {
 
   std::map<std::pair<ComponentKind, std::string>, ComponentEntry> entries_;
   std::optional<PluginOrigin> current_;
+  std::vector<std::pair<ComponentKind, std::string>> added_by_current_;
 };
 
 // Shell-style wildcard match ('*' and '?'), for `mixt list model 'resnet*'`.

@@ -85,6 +85,41 @@ TEST(PluginLoader, DuplicateComponentNamesBothFiles) {
     EXPECT_NE(what.find("libmixt_optimizer_sgd.so"), std::string::npos) << what;
     EXPECT_NE(what.find("libmixt_fixture_duplicate.so"), std::string::npos) << what;
   }
+  // What it registered before the duplicate went with it (ARegistrationThatFailsPartWay...).
+  EXPECT_EQ(registry.find(ComponentKind::precision, "fixture_before_the_duplicate"), nullptr);
+  EXPECT_NE(registry.find(ComponentKind::optimizer, "sgd"), nullptr);
+}
+
+// A registration that fails after adding a component leaves nothing of it behind: the
+// registry held the component's factory past the library's unload, and destroying it (at
+// exit, even of `mixt list` after a directory scan had skipped the plugin) crashed.
+TEST(PluginLoader, ARegistrationThatFailsPartWayLeavesNothingBehind) {
+  testing::TempDir dir;
+  std::filesystem::copy_file(kFixtures + "/libmixt_fixture_partial_registration.so", dir.path() / "libmixt_partial.so");
+  std::filesystem::copy_file(kFixtures + "/libmixt_fixture_good.so", dir.path() / "libmixt_good.so");
+  {
+    Registry registry;
+    PluginLoader loader(registry);
+    std::vector<std::string> warnings;
+    loader.load_directory(dir.path(), [&](const std::string& w) { warnings.push_back(w); });
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_NE(warnings[0].find("plugin 'fixture_partial_registration' failed to register: no licence"),
+              std::string::npos)
+        << warnings[0];
+    EXPECT_EQ(registry.find(ComponentKind::precision, "fixture_partial"), nullptr);
+    EXPECT_NE(registry.find(ComponentKind::precision, "fixture_policy"), nullptr);
+    EXPECT_EQ(loader.loaded().size(), 1u);
+  }  // the registry is destroyed here: with the factory of an unloaded library, a crash
+}
+
+TEST(PluginLoader, APluginThatRegistersNothingIsAnError) {
+  const std::string error = load_error(kFixtures + "/libmixt_fixture_registers_nothing.so");
+  EXPECT_NE(error.find("libmixt_fixture_registers_nothing.so: plugin 'fixture_registers_nothing' registered no "
+                       "components"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("hint: its register function must call the registrar's add_model"), std::string::npos)
+      << error;
 }
 
 TEST(PluginLoader, DirectoryScanWarnsAndSkipsBadFiles) {

@@ -51,14 +51,20 @@ void check_model_fits_train_data(const Components& c, const Config& model_sectio
                            ": " + first_line(e.what_without_backtrace()),
                        "match the model's options to data.train's samples (its transforms: crop size, channels)");
   }
-  if (out.dim() != 2 || out.size(1) != classes) {
-    const std::string key = model_section.has("num_classes") ? "num_classes" : "name";
-    model_section.fail(key,
-                       "the model's output has shape " + c10::str(out.sizes()) + ", expected [N, " +
-                           std::to_string(classes) + "]: the training data has " + std::to_string(classes) +
-                           " classes",
-                       "drop model.num_classes (the zoo's models then take the data's class count) or set it to " +
-                           std::to_string(classes));
+  // A wrong first dimension (a plugin model that reshapes carelessly) would fail only at
+  // the first step, in the loss, as a "batch_size" mismatch that names no model.
+  const std::int64_t batch = 2;  // forward_blank_batch's
+  if (out.dim() != 2 || out.size(0) != batch || out.size(1) != classes) {
+    const bool explicit_classes = model_section.has("num_classes");
+    model_section.fail(explicit_classes ? "num_classes" : "name",
+                       "the model's output for a batch of " + std::to_string(batch) + " samples has shape " +
+                           c10::str(out.sizes()) + ", expected [" + std::to_string(batch) + ", " +
+                           std::to_string(classes) + "]: one row per sample, one logit per class of the " +
+                           "training data (" + std::to_string(classes) + ")",
+                       explicit_classes ? "drop model.num_classes (the zoo's models then take the data's class count) "
+                                          "or set it to " + std::to_string(classes)
+                                        : "a model's forward returns [batch, ModelContext::num_classes] logits "
+                                          "(mixt/model.h)");
   }
 }
 

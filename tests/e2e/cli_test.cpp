@@ -303,9 +303,26 @@ TEST(CliBadInput, AModelWithOutputsForOtherClassesStopsBeforeTheRunStarts) {
   TempDir dir;
   dir.write("tiny.yaml", kTinyRecipe);
   expect_clean_failure(run_mixt({"run", "tiny.yaml", "model.num_classes=3"}, dir.path()),
-                       "command line 'model.num_classes=3': model.num_classes: the model's output has shape [2, 3], "
-                       "expected [N, 10]: the training data has 10 classes");
+                       "command line 'model.num_classes=3': model.num_classes: the model's output for a batch of 2 "
+                       "samples has shape [2, 3], expected [2, 10]: one row per sample, one logit per class of the "
+                       "training data (10)\n  hint: drop model.num_classes");
   EXPECT_FALSE(fs::exists(dir.path() / "runs"));
+}
+
+// A plugin model that returns the wrong number of rows passed `mixt check` and failed at
+// the first step with the loss's "Expected input batch_size (256) to match target
+// batch_size (128)", which names no model; the hint was about model.num_classes.
+TEST(CliBadInput, AModelWhoseOutputHasTheWrongBatchSizeStopsBeforeTheRunStarts) {
+  TempDir dir;
+  const CommandResult result =
+      check_recipe(dir, "plugins: [" + kFixtures + "/libmixt_fixture_doubled_batch.so]\n" + kTinyRecipe,
+                   {"model={name: fixture_doubled_batch}"});
+  expect_clean_failure(result,
+                       "command line 'model={name: fixture_doubled_batch}': model.name: the model's output for a "
+                       "batch of 2 samples has shape [4, 10], expected [2, 10]");
+  EXPECT_NE(result.output.find("hint: a model's forward returns [batch, ModelContext::num_classes] logits"),
+            std::string::npos)
+      << result.output;
 }
 
 // A batch larger than the data with drop_last: a run of zero steps used to end "done".

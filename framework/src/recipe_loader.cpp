@@ -331,6 +331,9 @@ void find_deeper(const RecipeNode& node, const std::string& key, const std::stri
 void check_keys(const RecipeNode& node, const std::string& path) {
   for (const auto& entry : node.entries) {
     const std::string key_path = path.empty() ? entry.key : path + "." + entry.key;
+    // null unsets a key: nobody reading it is no mistake. `optimizer.name=adamw
+    // optimizer.momentum=null` drops what the recipe's sgd had and adamw does not know.
+    if (entry.value->type == RecipeNode::Type::null) continue;
     if (!node.known_keys.contains(entry.key)) {
       const std::vector<std::string> known(node.known_keys.begin(), node.known_keys.end());
       const std::string where = path.empty() ? "the recipe" : "'" + path + "'";

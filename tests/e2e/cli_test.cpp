@@ -161,6 +161,19 @@ TEST(Cli, CheckAcceptsTheShippedRecipe) {
 
 // --- bad input, one test each -------------------------------------------------------
 
+// Switching a component from the command line: key=null drops the old one's options (it
+// was "unknown key 'momentum'"), and a whole map replaces the section.
+TEST(Cli, ANullOverrideDropsAnOptionTheNewComponentDoesNotHave) {
+  TempDir dir;
+  const CommandResult kept = check_recipe(dir, kTinyRecipe, {"optimizer.name=adamw"});
+  EXPECT_EQ(kept.exit_code, 2) << kept.output;
+  EXPECT_NE(kept.output.find("unknown key 'momentum' in 'optimizer'"), std::string::npos) << kept.output;
+  const CommandResult dropped = check_recipe(dir, kTinyRecipe, {"optimizer.name=adamw", "optimizer.momentum=null"});
+  EXPECT_EQ(dropped.exit_code, 0) << dropped.output;
+  const CommandResult replaced = check_recipe(dir, kTinyRecipe, {"optimizer={name: adamw, lr: 0.001}"});
+  EXPECT_EQ(replaced.exit_code, 0) << replaced.output;
+}
+
 TEST(CliBadInput, YamlSyntaxError) {
   TempDir dir;
   const auto result = check_recipe(dir, "model: {name: simple_cnn\ntrainer: {epochs: 1}\n");

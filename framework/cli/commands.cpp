@@ -158,7 +158,9 @@ int describe(const std::string& kind_text, const std::string& name) {
   const ComponentEntry* entry = registry.find(kind, name);
   if (!entry) {
     throw usage_error("unknown " + kind_text + " '" + name + "'",
-                      suggestion_hint(name, registry.names(kind), "known " + kind_text + "s"));
+                      suggestion_hint(name, registry.names(kind), "known " + kind_text + "s") +
+                          "; mixt list and describe see a plugin of your own when its .so (or its directory) is "
+                          "on MIXT_PLUGIN_PATH");
   }
   std::printf("%s %s — %s\n", kind_text.c_str(), entry->name.c_str(), entry->info.summary.c_str());
   std::printf("plugin: %s %s (%s)\n\n", entry->origin.name.c_str(), entry->origin.version.c_str(),

@@ -139,7 +139,8 @@ const ComponentEntry& Registry::find(ComponentKind kind, const Config& section) 
   if (const ComponentEntry* entry = find(kind, name)) return *entry;
   section.fail("name", "unknown " + kind_text + " '" + name + "'",
                suggestion_hint(name, names(kind), "known " + kind_text + "s") +
-                   " (a plugin can add more: see `mixt list " + kind_text + "`)");
+                   "; one from a plugin of your own needs its .so in the recipe's plugins: list (or its "
+                   "directory on MIXT_PLUGIN_PATH)");
 }
 
 std::vector<const ComponentEntry*> Registry::list(std::optional<ComponentKind> kind,

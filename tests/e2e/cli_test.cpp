@@ -132,6 +132,8 @@ TEST(Cli, ListAndDescribe) {
   const CommandResult unknown = run_mixt({"describe", "optimizer", "sdg"});
   expect_clean_failure(unknown, "unknown optimizer 'sdg'");
   EXPECT_NE(unknown.output.find("did you mean 'sgd'?"), std::string::npos) << unknown.output;
+  EXPECT_NE(unknown.output.find("when its .so (or its directory) is on MIXT_PLUGIN_PATH"), std::string::npos)
+      << unknown.output;
   const CommandResult misspelt = run_mixt({"list", "modle"});
   expect_clean_failure(misspelt, "no component kind or name matches 'modle'");
   EXPECT_NE(misspelt.output.find("did you mean 'model'?"), std::string::npos) << misspelt.output;
@@ -202,6 +204,7 @@ TEST(CliBadInput, UnknownComponent) {
   const auto result = check_recipe(dir, recipe);
   expect_clean_failure(result, "r.yaml:2:20: model.name: unknown model 'simple_ccn'");
   EXPECT_NE(result.output.find("did you mean 'simple_cnn'?"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("needs its .so in the recipe's plugins: list"), std::string::npos) << result.output;
 }
 
 TEST(CliBadInput, MissingBaseFile) {

@@ -1,8 +1,10 @@
 // mixt/model.h — the model interface.
 //
-// A model is a torch::nn::Module with one tensor in and one tensor out. Its registered
-// parameters and buffers are what checkpoints save and optimizers update, so name them
-// as torchvision does when the model has a torchvision twin.
+// A model is a torch::nn::Module with one tensor in and one tensor out: a batch of the
+// training data's samples, [batch, *ModelContext::sample_shape], in; logits,
+// [batch, ModelContext::num_classes], out (mixt check holds a model to that with one blank
+// batch). Its registered parameters and buffers are what checkpoints save and optimizers
+// update, so name them as torchvision does when the model has a torchvision twin.
 #pragma once
 
 #include <ATen/ATen.h>

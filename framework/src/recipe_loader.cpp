@@ -278,6 +278,9 @@ void apply_override(RecipeNode& root, const std::string& assignment) {
     for (auto& item : node.items) relocate(*item);
   };
   relocate(*value);
+  // A map given here replaces the recipe's whole map, as `_delete_: true` asks a recipe's
+  // map to: written here out of habit, it is no unknown key.
+  strip_all_delete_markers(*value);
 
   RecipeNode* node = &root;
   std::string walked;

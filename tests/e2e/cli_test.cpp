@@ -174,6 +174,8 @@ TEST(Cli, ANullOverrideDropsAnOptionTheNewComponentDoesNotHave) {
   EXPECT_EQ(dropped.exit_code, 0) << dropped.output;
   const CommandResult replaced = check_recipe(dir, kTinyRecipe, {"optimizer={name: adamw, lr: 0.001}"});
   EXPECT_EQ(replaced.exit_code, 0) << replaced.output;
+  const CommandResult deleted = check_recipe(dir, kTinyRecipe, {"optimizer={_delete_: true, name: adamw, lr: 0.001}"});
+  EXPECT_EQ(deleted.exit_code, 0) << deleted.output;
 }
 
 TEST(CliBadInput, YamlSyntaxError) {

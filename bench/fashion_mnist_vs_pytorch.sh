@@ -10,7 +10,9 @@ WARMUP=${2:-20}
 THREADS=${3:-2}
 MIXT=${MIXT:-build/bin/mixt}
 BATCH=128
-(( STEPS % WARMUP == 0 )) || { echo "STEPS must be a multiple of WARMUP" >&2; exit 2; }
+# mixt's rate comes from its metrics lines, logged every WARMUP steps.
+(( STEPS > 0 && WARMUP > 0 && STEPS % WARMUP == 0 )) || {
+  echo "STEPS and WARMUP must be above 0 and STEPS a multiple of WARMUP (mixt logs every WARMUP steps)" >&2; exit 2; }
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -19,23 +21,20 @@ trap 'rm -rf "$out"' EXIT
   trainer.max_steps_per_epoch=$((STEPS + WARMUP)) trainer.log_every="$WARMUP" \
   data.train.batch_size=$BATCH output="$out" > "$out/mixt.log"
 metrics=$(find "$out" -name metrics.jsonl)
-mixt_rate=$(python3 - "$metrics" "$WARMUP" "$STEPS" "$BATCH" <<'PY'
-import json, sys
-path, warmup, steps, batch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-t = {r["epoch_step"]: r["epoch_elapsed_s"] for r in map(json.loads, open(path)) if r["event"] == "step"}
-print(steps * batch / (t[warmup + steps] - t[warmup]))
-PY
-)
 torch_json=$(python3 bench/fashion_mnist_reference.py --steps "$STEPS" --warmup "$WARMUP" --batch $BATCH --threads "$THREADS")
-torch_rate=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["samples_per_s"])' "$torch_json")
 
-python3 - "$mixt_rate" "$torch_rate" "$STEPS" "$WARMUP" "$THREADS" <<'PY'
-import sys
-mixt, torch_rate, steps, warmup, threads = map(float, sys.argv[1:])
-print(f"Fashion-MNIST simple_cnn, batch 128, AdamW, {int(steps)} timed steps after {int(warmup)} warm-up, {int(threads)} threads")
-print(f"| {'':<8} | {'samples/s':>10} |")
-print(f"|{'-'*10}|{'-'*12}|")
-print(f"| {'mixt':<8} | {mixt:>10.0f} |")
-print(f"| {'PyTorch':<8} | {torch_rate:>10.0f} |")
-print(f"mixt / PyTorch = {mixt / torch_rate:.2f}")
+# The loss of the last step on each side shows that both trained the same way.
+python3 - "$metrics" "$torch_json" "$STEPS" "$WARMUP" "$THREADS" "$BATCH" <<'PY'
+import json, sys
+path, torch_json = sys.argv[1], json.loads(sys.argv[2])
+steps, warmup, threads, batch = map(int, sys.argv[3:])
+logged = {r["epoch_step"]: r for r in map(json.loads, open(path)) if r["event"] == "step"}
+mixt_rate = steps * batch / (logged[warmup + steps]["epoch_elapsed_s"] - logged[warmup]["epoch_elapsed_s"])
+torch_rate = torch_json["samples_per_s"]
+print(f"Fashion-MNIST simple_cnn, batch 128, AdamW, {steps} timed steps after {warmup} warm-up, {threads} threads")
+print(f"| {'':<8} | {'samples/s':>10} | {'last loss':>10} |")
+print(f"|{'-'*10}|{'-'*12}|{'-'*12}|")
+print(f"| {'mixt':<8} | {mixt_rate:>10.0f} | {logged[warmup + steps]['loss']:>10.4f} |")
+print(f"| {'PyTorch':<8} | {torch_rate:>10.0f} | {torch_json['last_loss']:>10.4f} |")
+print(f"mixt / PyTorch = {mixt_rate / torch_rate:.2f}")
 PY

@@ -27,7 +27,8 @@ source "$ROOT/bench/gpu/targets.sh"
 cmake --build "$BUILD" -j "$(nproc)" --target "${RESNET50_TARGETS[@]}"
 
 MIXT="$BUILD/bin/mixt" timeout 360 bench/resnet50_compare.sh --device cuda --batch "${BATCH:-256}" \
-  --steps "${STEPS:-30}" --warmup "${WARMUP:-10}" | tee "$OUTDIR/resnet50.md"
+  --steps "${STEPS:-30}" --warmup "${WARMUP:-10}" --out "$OUTDIR/resnet50" | tee "$OUTDIR/resnet50.md"
 # Stretch goal: the fused SGD kernel (at::_fused_sgd_) on both sides, AMP only.
 MIXT="$BUILD/bin/mixt" timeout 90 bench/resnet50_compare.sh --device cuda --batch "${BATCH:-256}" \
-  --steps "${STEPS:-30}" --warmup "${WARMUP:-10}" --precision amp_fp16,amp_bf16 --fused | tee "$OUTDIR/resnet50_fused.md" || true
+  --steps "${STEPS:-30}" --warmup "${WARMUP:-10}" --precision amp_fp16,amp_bf16 --fused --out "$OUTDIR/resnet50_fused" \
+  | tee "$OUTDIR/resnet50_fused.md" || true

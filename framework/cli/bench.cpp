@@ -167,6 +167,13 @@ std::string format(const char* pattern, double value) {
   return text;
 }
 
+// A figure of a worker's JSON line: JSON has no NaN or inf, so nlohmann writes them (a
+// non-finite loss, a rate with no timed step) as null, which reads back as NaN here.
+double figure(const json& row, const char* key) {
+  const auto it = row.find(key);
+  return it != row.end() && it->is_number() ? it->get<double>() : NAN;
+}
+
 std::string markdown_table(const std::vector<json>& rows) {
   std::ostringstream out;
   out << "| policy | images/s | step p50 (ms) | step p95 (ms) | peak memory (MiB) | loss | skipped | note |\n"
@@ -179,11 +186,10 @@ std::string markdown_table(const std::vector<json>& rows) {
     }
     std::string note = r["memory_kind"].get<std::string>();
     if (!r["loss_finite"].get<bool>()) note = "NON-FINITE LOSS: numbers not meaningful; " + note;
-    out << "| " << r["policy"].get<std::string>() << " | " << format("%.1f", r["images_per_s"].get<double>())
-        << " | " << format("%.2f", r["step_ms_p50"].get<double>()) << " | "
-        << format("%.2f", r["step_ms_p95"].get<double>()) << " | " << format("%.0f", r["peak_memory_mib"].get<double>())
-        << " | " << format("%.4f", r["loss"].get<double>()) << " | " << r["skipped_steps"].get<std::int64_t>() << " | "
-        << note << " |\n";
+    out << "| " << r["policy"].get<std::string>() << " | " << format("%.1f", figure(r, "images_per_s")) << " | "
+        << format("%.2f", figure(r, "step_ms_p50")) << " | " << format("%.2f", figure(r, "step_ms_p95")) << " | "
+        << format("%.0f", figure(r, "peak_memory_mib")) << " | " << format("%.4f", figure(r, "loss")) << " | "
+        << r["skipped_steps"].get<std::int64_t>() << " | " << note << " |\n";
   }
   return out.str();
 }

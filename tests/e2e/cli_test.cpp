@@ -664,6 +664,23 @@ TEST(CliBench, OnePolicyPerChildProcessOneTable) {
   EXPECT_NE(too_long.output.find("failed (exit 2)"), std::string::npos) << too_long.output;
 }
 
+// A policy whose loss turns inf/NaN keeps its row, marked. JSON has no NaN: the worker's
+// line carries the loss as null, which the table used to read as a number and so fail
+// ("type must be number, but is null"), with no table and no bench.json.
+TEST(CliBench, ANonFiniteLossIsMarkedInItsRow) {
+  TempDir dir;
+  dir.write("tiny.yaml", kTinyRecipe);
+  const CommandResult result = run_mixt(
+      {"bench", "tiny.yaml", "--precision", "fp32", "--steps", "3", "--warmup", "1", "optimizer.lr=1e10"}, dir.path());
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("| fp32 | "), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("NON-FINITE LOSS: numbers not meaningful"), std::string::npos) << result.output;
+  const fs::path run = only_run_directory(dir.path() / "runs" / "tiny-bench");
+  const auto report = nlohmann::json::parse(testing::read_file(run / "bench.json"));
+  ASSERT_EQ(report["results"].size(), 1u);
+  EXPECT_FALSE(report["results"][0]["loss_finite"].get<bool>());
+}
+
 // An interrupt sent to `mixt bench` alone (kill, a job scheduler; a terminal's Ctrl-C
 // reaches the worker too) stops the policy running and the ones after it, keeps the rows
 // that finished, and exits 130.

@@ -192,6 +192,7 @@ Components build_components(const Config& recipe, const Registry& registry,
   record(c, registry, ComponentKind::precision, precision_section);
   c.precision->setup(*c.model, c.device);
   apply_fp32_modules(precision_section, *c.model);
+  c.fp32_modules_where = precision_section.location("fp32_modules");
 
   const Config optimizer_section = recipe.section("optimizer");
   OptimizerContext optimizer_context;

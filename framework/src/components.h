@@ -30,6 +30,7 @@ struct Components {
   std::unique_ptr<Optimizer> optimizer;
   std::unique_ptr<Scheduler> scheduler;  // may be null: constant learning rate
   std::vector<ComponentRecord> records;  // what built what, for run dirs and checkpoints
+  SourceLocation fp32_modules_where;     // precision.fp32_modules in the recipe, for errors after step 1
 };
 
 // Builds the model a `model:` section names and, when the section has `weights: FILE`

@@ -24,14 +24,14 @@ using Clock = std::chrono::steady_clock;
 namespace {
 // A recipe listing fp32_modules for a model that never routes them through
 // mixt::call_submodule would silently train in reduced precision: fail after the first step.
-void check_fp32_modules_routed(const Model& model) {
+void check_fp32_modules_routed(const Model& model, const SourceLocation& where) {
   const std::vector<std::string> unrouted = unrouted_fp32_modules(model);
   if (unrouted.empty()) return;
   std::string names;
   for (const auto& name : unrouted) names += (names.empty() ? "'" : ", '") + name + "'";
-  throw Error(ErrorKind::recipe, "precision.fp32_modules: the model never ran " + names +
-                                     " through mixt::call_submodule, so it cannot keep it in fp32",
-              {}, "precision.fp32_modules",
+  throw Error(ErrorKind::recipe,
+              "the model never ran " + names + " through mixt::call_submodule, so it cannot keep it in fp32", where,
+              "precision.fp32_modules",
               "list a submodule the model routes (see mixt/fp32_modules.h), or remove the option");
 }
 
@@ -83,6 +83,7 @@ TrainResult Trainer::fit() {
       throw with_progress_saved(failure);
     }
     check_loss_finite(epoch_);
+    check_weights_finite(epoch_);
     // The epoch's checkpoint comes before its evaluation, so an evaluation that fails (a bad
     // validation file under on_bad_sample: fail) does not cost the epoch's training.
     batches_in_epoch_ = 0;
@@ -206,7 +207,8 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
       ++skipped_steps_;
       ++result.skipped_steps;
     }
-    if (global_step_ == 0) check_fp32_modules_routed(model);
+    // After this process's first step, a resumed run's too (global_step_ is not 0 then).
+    if (result.optimizer_steps == 0) check_fp32_modules_routed(model, c_.fp32_modules_where);
     ++step;
     ++global_step_;
     ++result.optimizer_steps;
@@ -250,6 +252,7 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
     }
     if (stop) {
       check_loss_finite(epoch);  // never a checkpoint of inf/NaN weights
+      check_weights_finite(epoch);
       // Every rank takes part. A rank lost since the stop was agreed must not cost rank 0
       // its checkpoint: save without positions (a resume then replays those batches) and
       // let the barrier below report the failure.
@@ -366,6 +369,23 @@ void Trainer::check_loss_finite(std::int64_t epoch) const {
                           saved,
                       "lower optimizer.lr, clip gradients (trainer.clip_grad_norm), or use a loss-scaling precision "
                       "policy; trainer.stop_on_nonfinite_loss=false trains on regardless");
+}
+
+// The loss watch sees applied steps only. A step applied with gradients that were not
+// finite (a loss scale of 0 turns them into inf * 0 = NaN after the policy's finite check)
+// breaks the weights with every loss finite, then the policy skips every later step: the
+// weights themselves are checked once per epoch, before its checkpoint.
+void Trainer::check_weights_finite(std::int64_t epoch) const {
+  if (!options_.stop_on_nonfinite_loss || parameters_finite(*c_.model)) return;
+  std::string saved = "no checkpoint was written from them";
+  if (run_ && fs::exists(run_->checkpoints() / "last")) {
+    saved = "the newest checkpoint (" + (run_->checkpoints() / "last").string() + ") is from before them";
+  }
+  throw runtime_error("the weights hold inf or NaN after epoch " + std::to_string(epoch + 1) +
+                          " although every applied step's loss was finite; training stopped and " + saved,
+                      "a step was applied with non-finite gradients: check the precision policy's options (a loss "
+                      "scale near 0 or float32's limits) and optimizer.lr; trainer.stop_on_nonfinite_loss=false "
+                      "trains on regardless");
 }
 
 // The policy's own numbers (e.g. loss_scale) and the steps it skipped so far.
@@ -526,7 +546,14 @@ void Trainer::resume(const fs::path& path) {
     contents.archive.read("optimizer", optimizer_archive);
     c_.optimizer->load(optimizer_archive);
     contents.archive.read("precision", precision_archive);
-    c_.precision->load(precision_archive);
+    try {
+      c_.precision->load(precision_archive);
+    } catch (const Error& e) {  // e.g. a disabled GradScaler's (empty) state, resumed enabled
+      throw Error(ErrorKind::recipe, "the checkpoint's precision state does not fit this recipe: " + e.message(),
+                  SourceLocation{file.string()}, "trainer.resume",
+                  "resume with the precision options of the recipe that wrote it (its run directory has "
+                  "recipe.yaml)");
+    }
     if (c_.scheduler) {
       torch::serialize::InputArchive scheduler_archive;
       if (contents.archive.try_read("scheduler", scheduler_archive)) c_.scheduler->load(scheduler_archive);

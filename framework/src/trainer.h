@@ -78,6 +78,7 @@ class Trainer {
   // Throws when an applied step's loss was inf or NaN (trainer.stop_on_nonfinite_loss):
   // called before anything is written from the weights, so no checkpoint holds them.
   void check_loss_finite(std::int64_t epoch) const;
+  void check_weights_finite(std::int64_t epoch) const;
   void log_step(std::int64_t epoch, std::int64_t step, double loss, double samples_per_second,
                 double epoch_seconds);
   // `failure` (a runtime error mid-epoch), after saving the epoch's completed steps as

@@ -104,13 +104,29 @@ TEST(PrecisionCli, Fp32ModulesAreCheckedAgainstTheModel) {
                 "trainer.max_steps_per_epoch=3", tiny, narrow, "data.val.limit=100", "output=" + dir.path().string()},
                dir.path());
   EXPECT_EQ(result.exit_code, 0) << result.output;
-  result =
-      run_mixt({"run", kRecipe, "precision={name: amp_bf16, fp32_modules: [classifier.0]}", "trainer.epochs=1",
-                "trainer.max_steps_per_epoch=3", tiny, narrow, "data.val.limit=100", "output=" + dir.path().string()},
-               dir.path());
-  EXPECT_EQ(result.exit_code, 2) << result.output;
-  EXPECT_NE(result.output.find("never ran 'classifier.0' through mixt::call_submodule"), std::string::npos)
-      << result.output;
+  const std::string marker = "run directory: ";
+  const std::size_t at = result.output.find(marker);
+  ASSERT_NE(at, std::string::npos) << result.output;
+  const std::string run_directory =
+      result.output.substr(at + marker.size(), result.output.find('\n', at) - at - marker.size());
+  // Checked after the first step of every process: resuming a run with a name the model
+  // does not route trained to the end (the check looked at global step 0 only).
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"trainer.epochs=1"},
+        std::vector<std::string>{"trainer.epochs=2", "trainer.resume=" + run_directory}}) {
+    std::vector<std::string> args = {"run", kRecipe, "precision={name: amp_bf16, fp32_modules: [classifier.0]}",
+                                     "trainer.max_steps_per_epoch=3", tiny, narrow, "data.val.limit=100",
+                                     "output=" + dir.path().string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    result = run_mixt(args, dir.path());
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    // At the option's place, said once (it read "precision.fp32_modules: precision.fp32_modules: ...").
+    EXPECT_NE(result.output.find("mixt: error: command line 'precision={name: amp_bf16, fp32_modules: "
+                                 "[classifier.0]}': precision.fp32_modules: the model never ran 'classifier.0' "
+                                 "through mixt::call_submodule"),
+              std::string::npos)
+        << result.output;
+  }
 }
 
 CommandResult run_shell(const std::string& script, const fs::path& directory, const std::string& environment) {

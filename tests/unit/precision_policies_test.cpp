@@ -222,6 +222,86 @@ TEST(PrecisionPolicies, AmpFp16RejectsTorchsInvalidFactors) {
   EXPECT_THROW(make_policy("{name: custom_scaler, mode: static, hysteresis: 3}"), Error);
 }
 
+// A scale outside float32's normal range failed at the first step with LibTorch's "value
+// cannot be converted to type float without overflow" (after the run directory existed),
+// or, as tiny as 1e-46, became 0 and let a NaN step through into a checkpoint.
+TEST(PrecisionPolicies, AScaleOutsideFloat32sRangeIsARecipeError) {
+  for (const char* recipe : {"{name: amp_fp16, init_scale: 1.0e-46}", "{name: amp_fp16, init_scale: 1.0e+39}",
+                             "{name: custom_scaler, init_scale: 1.0e-300, min_scale: 1.0e-300}",
+                             "{name: custom_scaler, max_scale: 1.0e+39}",
+                             "{name: custom_scaler, mode: static, init_scale: 1.0e+39}"}) {
+    try {
+      make_policy(recipe);
+      ADD_FAILURE() << "expected a recipe error for " << recipe;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.exit_code(), 2) << recipe;
+      EXPECT_NE(std::string(e.what()).find("must lie in float32's normal range"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// amp_bf16 probes for scaler options it rejects; the probe must not make them "known keys"
+// that an unknown key's hint then offers.
+TEST(PrecisionPolicies, AmpBf16OffersNoScalerOptionForAnUnknownKey) {
+  const RecipeNodePtr root = parse_yaml("precision: {name: amp_bf16, fooo: 1}", "test.yaml");
+  plugins().registry.make_precision(Config(root, "").section("precision"), {});
+  try {
+    check_unknown_keys(*root);
+    FAIL() << "expected an unknown key";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("unknown key 'fooo'"), std::string::npos) << e.message();
+    EXPECT_EQ(e.hint().find("init_scale"), std::string::npos) << e.hint();
+  }
+}
+
+// Resumed, custom_scaler keeps the recipe's options: a dynamic scale within the recipe's
+// bounds (a checkpoint's 2048 under max_scale 256), a static scale the recipe's own (the
+// checkpoint's scale replaced it, and a scale the recipe never asked for skipped steps).
+TEST(PrecisionPolicies, CustomScalerResumedKeepsTheRecipesBoundsAndStaticScale) {
+  testing::TempDir dir;
+  Training first("{name: custom_scaler, init_scale: 1024, growth_interval: 8}");
+  first.fit();
+  ASSERT_EQ(first.metric("loss_scale"), 4096.0);  // grown twice in 16 good steps
+  {
+    TrainerOptions o;
+    Trainer(first.components, o, nullptr, first.progress).save_checkpoint(dir.path() / "ckpt");
+  }
+  for (const auto& [recipe, expected] : std::vector<std::pair<std::string, double>>{
+           {"{name: custom_scaler, init_scale: 64, max_scale: 256}", 256.0},
+           {"{name: custom_scaler, mode: static, init_scale: 64}", 64.0}}) {
+    Training resumed(recipe);
+    TrainerOptions o;
+    Trainer(resumed.components, o, nullptr, resumed.progress).resume(dir.path() / "ckpt");
+    EXPECT_EQ(resumed.metric("loss_scale"), expected) << recipe;
+  }
+}
+
+// A checkpoint of a disabled scaler (no state) resumed with the scaler enabled: GradScaler's
+// own words, as a recipe error at trainer.resume naming the checkpoint (it was a runtime
+// error with neither).
+TEST(PrecisionPolicies, ResumingADisabledScalersCheckpointEnabledIsARecipeError) {
+  testing::TempDir dir;
+  Training first("{name: amp_fp16, enabled: false}");
+  {
+    TrainerOptions o;
+    Trainer(first.components, o, nullptr, first.progress).save_checkpoint(dir.path() / "ckpt");
+  }
+  Training second("{name: amp_fp16}");
+  TrainerOptions o;
+  try {
+    Trainer(second.components, o, nullptr, second.progress).resume(dir.path() / "ckpt");
+    FAIL() << "expected a recipe error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_EQ(e.key_path(), "trainer.resume");
+    EXPECT_NE(std::string(e.what()).find("ckpt"), std::string::npos) << e.what();
+    EXPECT_NE(e.message().find("the checkpoint's precision state does not fit this recipe: The source state dict "
+                               "is empty"),
+              std::string::npos)
+        << e.message();
+  }
+}
+
 TEST(PrecisionPolicies, ScalerStateIsRestoredFromACheckpoint) {
   testing::TempDir dir;
   Training first("{name: amp_fp16, init_scale: 1024, growth_interval: 5}", {2});

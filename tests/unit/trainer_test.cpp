@@ -420,6 +420,46 @@ TEST(Trainer, ANonFiniteLossOnAStepThePolicySkippedDoesNotStopTheRun) {
   EXPECT_TRUE(all_finite(f.weights()));
 }
 
+// A policy that applies a step with non-finite gradients and reports it applied, as
+// amp_fp16 did with a loss scale that had underflowed to 0 (inf * 0 = NaN after its finite
+// check): here, the epoch's last step. Every applied step's loss is finite.
+class BreakTheWeightsOnStep : public PrecisionPolicy {
+ public:
+  explicit BreakTheWeightsOnStep(std::int64_t step) : break_at_(step) {}
+  bool step(Optimizer& optimizer) override {
+    optimizer.step();
+    if (++steps_ == break_at_) {
+      at::NoGradGuard no_grad;
+      optimizer.parameters().front().fill_(NAN);
+    }
+    return true;
+  }
+
+ private:
+  std::int64_t break_at_, steps_ = 0;
+};
+
+// The loss watch sees only the losses of applied steps, all finite here: the epoch's
+// checkpoint held NaN weights, and the run went on (the next epoch's loss then stopped
+// it, with that checkpoint as "the newest, from before it").
+TEST(Trainer, WeightsBrokenWithEveryLossFiniteAreNeverCheckpointed) {
+  testing::TempDir dir;
+  Fixture f;
+  f.components.precision = std::make_unique<BreakTheWeightsOnStep>(16);  // epoch 1's last step
+  RunDirectory run(dir.path(), "broken");
+  try {
+    Trainer(f.components, options(2), &run, f.progress).fit();
+    FAIL() << "expected the run to stop";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 1);
+    EXPECT_NE(e.message().find("the weights hold inf or NaN after epoch 1 although every applied step's loss was "
+                               "finite; training stopped and no checkpoint was written from them"),
+              std::string::npos)
+        << e.message();
+  }
+  EXPECT_FALSE(std::filesystem::exists(run.checkpoints() / "epoch-0001"));
+}
+
 // How many times a one-epoch run of `steps` steps (no evaluation) read a tensor's value
 // back to the host: .item() and friends all go through aten::_local_scalar_dense, a
 // synchronisation on a GPU. `precision`: a policy to build instead of the plain one.

@@ -7,6 +7,9 @@
 
 #include "../common/float16_on_cpu.h"
 
+#include <cstdio>
+#include <limits>
+
 namespace {
 
 class AmpFp16Policy : public mixt::PrecisionPolicy {
@@ -28,7 +31,23 @@ class AmpFp16Policy : public mixt::PrecisionPolicy {
     return {{"loss_scale", scaler_.get_scale()}};
   }
   void save(torch::serialize::OutputArchive& archive) const override { scaler_.save(archive); }
-  void load(torch::serialize::InputArchive& archive) override { scaler_.load(archive); }
+  // As torch.amp.GradScaler.load_state_dict, the checkpoint's growth_factor,
+  // backoff_factor and growth_interval replace the recipe's; say so when they differ.
+  void load(torch::serialize::InputArchive& archive) override {
+    const double growth_factor = scaler_.get_growth_factor(), backoff_factor = scaler_.get_backoff_factor();
+    const std::int64_t growth_interval = scaler_.get_growth_interval();
+    scaler_.load(archive);
+    if (growth_factor != scaler_.get_growth_factor() || backoff_factor != scaler_.get_backoff_factor() ||
+        growth_interval != scaler_.get_growth_interval()) {
+      std::fprintf(stderr,
+                   "mixt: warning: precision amp_fp16: the checkpoint's scaler options replace the recipe's, as in "
+                   "torch.amp.GradScaler.load_state_dict: growth_factor %g, backoff_factor %g, growth_interval %lld "
+                   "(the recipe has %g, %g, %lld)\n",
+                   scaler_.get_growth_factor(), scaler_.get_backoff_factor(),
+                   static_cast<long long>(scaler_.get_growth_interval()), growth_factor, backoff_factor,
+                   static_cast<long long>(growth_interval));
+    }
+  }
 
  private:
   mixt::GradScaler scaler_;
@@ -42,7 +61,13 @@ std::unique_ptr<mixt::PrecisionPolicy> make_amp_fp16(const mixt::Config& c, cons
   options.backoff_factor = c.number("backoff_factor", options.backoff_factor);
   options.growth_interval = c.integer("growth_interval", options.growth_interval);
   options.enabled = c.boolean("enabled", options.enabled);
-  if (!(options.init_scale > 0)) c.fail("init_scale", "must be > 0");
+  // The scale is a float32 tensor and is inverted for unscaling: outside float32's normal
+  // range it overflows (a LibTorch error at the first step) or becomes 0 (inf * 0 = NaN
+  // gradients that the finite check, run before the multiplication, lets through).
+  if (!(options.init_scale >= std::numeric_limits<float>::min() &&
+        options.init_scale <= std::numeric_limits<float>::max())) {
+    c.fail("init_scale", "must lie in float32's normal range [1.18e-38, 3.40e+38]");
+  }
   if (!(options.growth_factor > 1)) {
     c.fail("growth_factor", "must be > 1 (GradScaler: 'The growth factor must be > 1.0.')");
   }

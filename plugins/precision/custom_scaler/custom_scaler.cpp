@@ -14,6 +14,9 @@
 #include "../common/float16_on_cpu.h"
 
 #include <algorithm>
+#include <limits>
+#include <string>
+#include <vector>
 
 namespace {
 
@@ -91,14 +94,16 @@ class CustomScalerPolicy : public mixt::PrecisionPolicy {
     archive.write("good_steps", c10::IValue(good_steps_));
     archive.write("hysteresis_left", c10::IValue(hysteresis_left_));
   }
+  // The recipe's options hold for the resumed run: a static scale is the recipe's, a
+  // dynamic one is kept within the recipe's bounds and hysteresis.
   void load(torch::serialize::InputArchive& archive) override {
     c10::IValue value;
     archive.read("scale", value);
-    scale_ = value.toDouble();
+    scale_ = o_.dynamic ? std::clamp(value.toDouble(), o_.min_scale, o_.max_scale) : o_.init_scale;
     archive.read("good_steps", value);
     good_steps_ = value.toInt();
     archive.read("hysteresis_left", value);
-    hysteresis_left_ = value.toInt();
+    hysteresis_left_ = std::min(value.toInt(), o_.hysteresis);
   }
 
  private:
@@ -112,6 +117,14 @@ class CustomScalerPolicy : public mixt::PrecisionPolicy {
   bool overflow_ = false;
 };
 
+// The scale is used as a float32 and inverted for unscaling: outside float32's normal range
+// it overflows, or its inverse does (a LibTorch error at the first step).
+void check_float_range(const mixt::Config& c, const char* key, double scale) {
+  if (!(scale >= std::numeric_limits<float>::min() && scale <= std::numeric_limits<float>::max())) {
+    c.fail(key, "must lie in float32's normal range [1.18e-38, 3.40e+38]");
+  }
+}
+
 std::unique_ptr<mixt::PrecisionPolicy> make_custom_scaler(const mixt::Config& c,
                                                           const mixt::PrecisionContext& context) {
   ScalerOptions o;
@@ -119,12 +132,16 @@ std::unique_ptr<mixt::PrecisionPolicy> make_custom_scaler(const mixt::Config& c,
   if (mode != "dynamic" && mode != "static") c.fail("mode", "expected dynamic or static, got '" + mode + "'");
   o.dynamic = mode == "dynamic";
   o.init_scale = c.number("init_scale", o.init_scale);
-  if (!(o.init_scale > 0)) c.fail("init_scale", "must be > 0");
+  check_float_range(c, "init_scale", o.init_scale);
   const char* dynamic_only[] = {"min_scale", "max_scale", "growth_factor", "backoff_factor", "growth_interval",
                                 "hysteresis"};
   if (!o.dynamic) {
+    // keys(), not has(): has() would make these known keys in static mode's hints.
+    const std::vector<std::string> present = c.keys();
     for (const char* key : dynamic_only) {
-      if (c.has(key)) c.fail(key, "only used with mode: dynamic", "remove it, or set mode: dynamic");
+      if (std::find(present.begin(), present.end(), key) != present.end()) {
+        c.fail(key, "only used with mode: dynamic", "remove it, or set mode: dynamic");
+      }
     }
     return std::make_unique<CustomScalerPolicy>(o, context.communicator);
   }
@@ -134,7 +151,8 @@ std::unique_ptr<mixt::PrecisionPolicy> make_custom_scaler(const mixt::Config& c,
   o.backoff_factor = c.number("backoff_factor", o.backoff_factor);
   o.growth_interval = c.integer("growth_interval", o.growth_interval);
   o.hysteresis = c.integer("hysteresis", o.hysteresis);
-  if (!(o.min_scale > 0)) c.fail("min_scale", "must be > 0");
+  check_float_range(c, "min_scale", o.min_scale);
+  check_float_range(c, "max_scale", o.max_scale);
   if (!(o.max_scale >= o.min_scale)) c.fail("max_scale", "must be >= min_scale");
   if (o.init_scale < o.min_scale || o.init_scale > o.max_scale) {
     c.fail("init_scale", "must lie in [min_scale, max_scale]");
@@ -157,7 +175,7 @@ void register_components(mixt::Registrar& registrar) {
         {"growth_factor", "2.0", "dynamic: multiplier after growth_interval finite steps"},
         {"backoff_factor", "0.5", "dynamic: multiplier when hysteresis runs out"},
         {"growth_interval", "1000", "dynamic: finite steps in a row before growing"},
-        {"hysteresis", "2", "dynamic: overflows tolerated before backing off (Megatron-LM)"}}},
+        {"hysteresis", "2", "dynamic: the hysteresis-th overflow in a row backs off (1: every one; Megatron-LM)"}}},
       make_custom_scaler);
 }
 

@@ -77,6 +77,7 @@ TrainResult Trainer::fit() {
   // Data parallel: every rank starts from rank 0's parameters and buffers.
   if (parallel_) parallel_->broadcast_model(*c_.model);
   for (; epoch_ < options_.epochs; ++epoch_) {
+    const std::int64_t steps_before = result.optimizer_steps, skipped_before = result.skipped_steps;
     try {
       train_epoch(epoch_, result);
     } catch (const Error& failure) {
@@ -84,6 +85,8 @@ TrainResult Trainer::fit() {
     }
     check_loss_finite(epoch_);
     check_weights_finite(epoch_);
+    warn_if_every_step_was_skipped(epoch_, result.optimizer_steps - steps_before,
+                                   result.skipped_steps - skipped_before);
     // The epoch's checkpoint comes before its evaluation, so an evaluation that fails (a bad
     // validation file under on_bad_sample: fail) does not cost the epoch's training.
     batches_in_epoch_ = 0;
@@ -386,6 +389,19 @@ void Trainer::check_weights_finite(std::int64_t epoch) const {
                       "a step was applied with non-finite gradients: check the precision policy's options (a loss "
                       "scale near 0 or float32's limits) and optimizer.lr; trainer.stop_on_nonfinite_loss=false "
                       "trains on regardless");
+}
+
+// A policy that skips every step (a static loss scale that always overflows, a learning
+// rate that makes every gradient inf) leaves the weights as they were: the run would end
+// "done" with exit 0 and nothing learned.
+void Trainer::warn_if_every_step_was_skipped(std::int64_t epoch, std::int64_t steps, std::int64_t skipped) {
+  if (steps == 0 || skipped < steps) return;
+  const std::string line = "mixt: warning: the precision policy skipped every step of epoch " +
+                           std::to_string(epoch + 1) + " (" + std::to_string(skipped) +
+                           " of them: inf/NaN gradients each time), so the weights did not change; lower "
+                           "optimizer.lr or check the loss scaler's options";
+  progress_.note(line);
+  if (run_) run_->append_log(line);
 }
 
 // The policy's own numbers (e.g. loss_scale) and the steps it skipped so far.

@@ -79,6 +79,7 @@ class Trainer {
   // called before anything is written from the weights, so no checkpoint holds them.
   void check_loss_finite(std::int64_t epoch) const;
   void check_weights_finite(std::int64_t epoch) const;
+  void warn_if_every_step_was_skipped(std::int64_t epoch, std::int64_t steps, std::int64_t skipped);
   void log_step(std::int64_t epoch, std::int64_t step, double loss, double samples_per_second,
                 double epoch_seconds);
   // `failure` (a runtime error mid-epoch), after saving the epoch's completed steps as

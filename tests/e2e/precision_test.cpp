@@ -90,6 +90,21 @@ TEST(PrecisionCli, AmpFp16LogsLossScaleAndSkippedSteps) {
   EXPECT_EQ(scales, (std::vector<double>{4096, 16384}));
 }
 
+// A static scale that overflows every step skips them all: the run ended "done", exit 0,
+// weights untouched, without a word beyond the skipped count.
+TEST(PrecisionCli, AnEpochInWhichEveryStepWasSkippedIsWarnedAbout) {
+  TempDir dir;
+  const CommandResult result =
+      run_mixt({"run", kRecipe, "precision={name: custom_scaler, mode: static, init_scale: 1.0e+30}",
+                "trainer.epochs=1", "trainer.max_steps_per_epoch=2", "data.train.limit=256", "data.val=null",
+                "model.channels=[8, 16]", "output=" + dir.path().string()},
+               dir.path());
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("mixt: warning: the precision policy skipped every step of epoch 1 (2 of them"),
+            std::string::npos)
+      << result.output;
+}
+
 TEST(PrecisionCli, Fp32ModulesAreCheckedAgainstTheModel) {
   TempDir dir;
   const std::string tiny = "data.train.limit=256";

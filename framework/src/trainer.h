@@ -78,7 +78,10 @@ class Trainer {
   // Throws when an applied step's loss was inf or NaN (trainer.stop_on_nonfinite_loss):
   // called before anything is written from the weights, so no checkpoint holds them.
   void check_loss_finite(std::int64_t epoch) const;
+  // Throws when the weights themselves hold inf or NaN (a step applied with non-finite
+  // gradients leaves every loss finite): once per epoch and before an interrupt's checkpoint.
   void check_weights_finite(std::int64_t epoch) const;
+  // A warning (terminal and log.txt) when the policy skipped all of an epoch's steps.
   void warn_if_every_step_was_skipped(std::int64_t epoch, std::int64_t steps, std::int64_t skipped);
   void log_step(std::int64_t epoch, std::int64_t step, double loss, double samples_per_second,
                 double epoch_seconds);

@@ -3,9 +3,7 @@
 // float32 would not, and a scaler would only add work. It therefore never skips a step.
 #include <mixt/plugin.h>
 
-#include <algorithm>
-#include <string>
-#include <vector>
+#include "../common/scaler_options.h"
 
 namespace {
 
@@ -17,12 +15,9 @@ class AmpBf16Policy : public mixt::PrecisionPolicy {
 };
 
 std::unique_ptr<mixt::PrecisionPolicy> make_amp_bf16(const mixt::Config& c, const mixt::PrecisionContext&) {
-  // keys(), not has(): has() would count these as amp_bf16's options, and an unknown key's
-  // "known keys" hint would then offer exactly the options rejected here.
-  const std::vector<std::string> present = c.keys();
   for (const char* key : {"init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled", "scaler",
                           "loss_scale", "min_scale", "max_scale", "hysteresis"}) {
-    if (std::find(present.begin(), present.end(), key) != present.end()) {
+    if (mixt::precision::written(c, key)) {
       c.fail(key,
              "amp_bf16 does not scale the loss: bfloat16 has float32's exponent range, so gradients do not "
              "underflow and there is nothing for a loss scaler to do",

@@ -6,9 +6,9 @@
 #include <mixt/plugin.h>
 
 #include "../common/float16_on_cpu.h"
+#include "../common/scaler_options.h"
 
 #include <cstdio>
-#include <limits>
 
 namespace {
 
@@ -61,13 +61,7 @@ std::unique_ptr<mixt::PrecisionPolicy> make_amp_fp16(const mixt::Config& c, cons
   options.backoff_factor = c.number("backoff_factor", options.backoff_factor);
   options.growth_interval = c.integer("growth_interval", options.growth_interval);
   options.enabled = c.boolean("enabled", options.enabled);
-  // The scale is a float32 tensor and is inverted for unscaling: outside float32's normal
-  // range it overflows (a LibTorch error at the first step) or becomes 0 (inf * 0 = NaN
-  // gradients that the finite check, run before the multiplication, lets through).
-  if (!(options.init_scale >= std::numeric_limits<float>::min() &&
-        options.init_scale <= std::numeric_limits<float>::max())) {
-    c.fail("init_scale", "must lie in float32's normal range [1.18e-38, 3.40e+38]");
-  }
+  mixt::precision::check_scale_in_float32_range(c, "init_scale", options.init_scale);
   if (!(options.growth_factor > 1)) {
     c.fail("growth_factor", "must be > 1 (GradScaler: 'The growth factor must be > 1.0.')");
   }

@@ -12,11 +12,9 @@
 #include <mixt/plugin.h>
 
 #include "../common/float16_on_cpu.h"
+#include "../common/scaler_options.h"
 
 #include <algorithm>
-#include <limits>
-#include <string>
-#include <vector>
 
 namespace {
 
@@ -117,14 +115,6 @@ class CustomScalerPolicy : public mixt::PrecisionPolicy {
   bool overflow_ = false;
 };
 
-// The scale is used as a float32 and inverted for unscaling: outside float32's normal range
-// it overflows, or its inverse does (a LibTorch error at the first step).
-void check_float_range(const mixt::Config& c, const char* key, double scale) {
-  if (!(scale >= std::numeric_limits<float>::min() && scale <= std::numeric_limits<float>::max())) {
-    c.fail(key, "must lie in float32's normal range [1.18e-38, 3.40e+38]");
-  }
-}
-
 std::unique_ptr<mixt::PrecisionPolicy> make_custom_scaler(const mixt::Config& c,
                                                           const mixt::PrecisionContext& context) {
   ScalerOptions o;
@@ -132,14 +122,12 @@ std::unique_ptr<mixt::PrecisionPolicy> make_custom_scaler(const mixt::Config& c,
   if (mode != "dynamic" && mode != "static") c.fail("mode", "expected dynamic or static, got '" + mode + "'");
   o.dynamic = mode == "dynamic";
   o.init_scale = c.number("init_scale", o.init_scale);
-  check_float_range(c, "init_scale", o.init_scale);
+  mixt::precision::check_scale_in_float32_range(c, "init_scale", o.init_scale);
   const char* dynamic_only[] = {"min_scale", "max_scale", "growth_factor", "backoff_factor", "growth_interval",
                                 "hysteresis"};
   if (!o.dynamic) {
-    // keys(), not has(): has() would make these known keys in static mode's hints.
-    const std::vector<std::string> present = c.keys();
     for (const char* key : dynamic_only) {
-      if (std::find(present.begin(), present.end(), key) != present.end()) {
+      if (mixt::precision::written(c, key)) {
         c.fail(key, "only used with mode: dynamic", "remove it, or set mode: dynamic");
       }
     }
@@ -151,8 +139,8 @@ std::unique_ptr<mixt::PrecisionPolicy> make_custom_scaler(const mixt::Config& c,
   o.backoff_factor = c.number("backoff_factor", o.backoff_factor);
   o.growth_interval = c.integer("growth_interval", o.growth_interval);
   o.hysteresis = c.integer("hysteresis", o.hysteresis);
-  check_float_range(c, "min_scale", o.min_scale);
-  check_float_range(c, "max_scale", o.max_scale);
+  mixt::precision::check_scale_in_float32_range(c, "min_scale", o.min_scale);
+  mixt::precision::check_scale_in_float32_range(c, "max_scale", o.max_scale);
   if (!(o.max_scale >= o.min_scale)) c.fail("max_scale", "must be >= min_scale");
   if (o.init_scale < o.min_scale || o.init_scale > o.max_scale) {
     c.fail("init_scale", "must lie in [min_scale, max_scale]");

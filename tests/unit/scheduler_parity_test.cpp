@@ -59,5 +59,24 @@ TEST(SchedulerParity, ResumedScheduleContinuesWhereItStopped) {
   EXPECT_DOUBLE_EQ(opt2->learning_rate(), expected);
 }
 
+// The warm-up checks name the key the recipe gave, so the error points at the right line.
+TEST(SchedulerOptions, AWarmUpLongerThanTheRunNamesTheKeyGiven) {
+  testing::BuiltPlugins plugins;
+  at::Tensor param = at::zeros({1}).requires_grad_(true);
+  for (const std::string key : {"warmup_steps: 21", "warmup_epochs: 2.5"}) {
+    const RecipeNodePtr root =
+        parse_yaml("optimizer: {name: sgd, lr: 0.5}\nscheduler: {name: cosine, " + key + "}", "test.yaml");
+    const Config recipe(root, "");
+    auto opt = plugins.registry.make_optimizer(recipe.section("optimizer"), OptimizerContext{{{"p", param}}});
+    try {
+      plugins.registry.make_scheduler(recipe.section("scheduler"), SchedulerContext{opt.get(), 10, 2});
+      ADD_FAILURE() << key << " is longer than 20 steps and was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.key_path(), "scheduler." + key.substr(0, key.find(':'))) << e.message();
+      EXPECT_EQ(e.where().line, 2) << key;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace mixt

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <numbers>
+#include <string>
 
 namespace {
 
@@ -44,7 +45,11 @@ std::unique_ptr<mixt::Scheduler> make_cosine(const mixt::Config& c, const mixt::
   const double start_factor = c.number("start_factor", 0.0);
   const double min_lr = c.number("min_lr", 0.0);
   if (warmup < 0) c.fail("warmup_steps", "must not be negative");
-  if (warmup > total) c.fail("warmup_epochs", "warm-up is longer than the whole run");
+  if (warmup > total) {
+    c.fail(c.has("warmup_epochs") ? "warmup_epochs" : "warmup_steps",
+           "warm-up (" + std::to_string(warmup) + " steps) is longer than the whole run (" + std::to_string(total) +
+               " steps)");
+  }
   if (start_factor < 0 || start_factor > 1) c.fail("start_factor", "must be in [0, 1]");
   if (min_lr < 0) c.fail("min_lr", "must not be negative");
   return std::make_unique<CosineSchedule>(context, warmup, total, start_factor, min_lr);

@@ -92,7 +92,10 @@ std::unique_ptr<mixt::Dataset> make_cifar10(const mixt::Config& c, const mixt::D
   at::Tensor images = records.slice(1, 1).view({n, 3, kSide, kSide}).permute({0, 2, 3, 1}).contiguous();
   const std::vector<std::int64_t> shape = transforms.output_shape(kSide, kSide, 3);
   auto source = std::make_shared<Cifar10Source>(images, labels.contiguous(), files, std::move(transforms));
-  return std::make_unique<mixt::LoaderDataset>(source, options, 10, shape);
+  // batches.meta.txt's names, in label order (torchvision's CIFAR10.classes).
+  std::vector<std::string> classes = {"airplane", "automobile", "bird",  "cat",  "deer",
+                                      "dog",      "frog",       "horse", "ship", "truck"};
+  return std::make_unique<mixt::NamedLoaderDataset>(source, options, std::move(classes), shape);
 }
 
 void register_components(mixt::Registrar& registrar) {

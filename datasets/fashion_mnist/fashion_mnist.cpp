@@ -5,9 +5,12 @@
 // seeded with seed + epoch (torch.utils.data.DistributedSampler's rule), so an epoch's
 // order depends only on the seed and the epoch.
 #include <ATen/CPUGeneratorImpl.h>
+#include <mixt/dataset.h>
 #include <mixt/plugin.h>
 
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "idx_reader.h"
 
@@ -17,7 +20,7 @@ namespace fs = std::filesystem;
 
 constexpr const char* kDefaultRoot = "/usr/share/datasets/fashion-mnist";
 
-class FashionMnist : public mixt::Dataset {
+class FashionMnist : public mixt::Dataset, public mixt::NamedClasses {
  public:
   FashionMnist(at::Tensor images, at::Tensor labels, std::int64_t batch_size, bool shuffle, bool drop_last,
                bool normalize, double mean, double std, const mixt::DatasetContext& context)
@@ -38,6 +41,10 @@ class FashionMnist : public mixt::Dataset {
 
   std::int64_t size() const override { return shard_size_; }
   std::int64_t num_classes() const override { return 10; }
+  // The dataset's labels, as torchvision's FashionMNIST.classes names them.
+  std::vector<std::string> class_names() const override {
+    return {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
+  }
   std::vector<std::int64_t> sample_shape() const override {
     return {images_.size(1), images_.size(2), images_.size(3)};
   }

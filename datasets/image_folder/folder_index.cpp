@@ -26,12 +26,19 @@ bool is_image_file(const fs::path& file) {
 std::vector<std::string> list_classes(const fs::path& root) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) {
-    throw TreeError{"dataset root does not exist: " + root.string(),
+    throw TreeError{(fs::exists(root, ec) ? "dataset root is not a folder: " : "dataset root does not exist: ") +
+                        root.string(),
                     "point root: at a folder laid out as root/<class>/<image>"};
   }
   std::vector<std::string> classes;
-  for (const auto& entry : fs::directory_iterator(root, fs::directory_options::follow_directory_symlink)) {
-    if (entry.is_directory()) classes.push_back(entry.path().filename().string());
+  fs::directory_iterator it(root, fs::directory_options::follow_directory_symlink, ec);
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::error_code probe;
+    if (it->is_directory(probe)) classes.push_back(it->path().filename().string());
+  }
+  if (ec) {
+    throw TreeError{"cannot list " + root.string() + ": " + ec.message(),
+                    "make the folder readable, or point root at another tree"};
   }
   std::sort(classes.begin(), classes.end());
   if (classes.empty()) {
@@ -46,6 +53,43 @@ std::string absolute_root(const fs::path& root) {
   const fs::path canonical = fs::weakly_canonical(fs::absolute(root), ec);
   return (ec ? fs::absolute(root) : canonical).string();
 }
+
+// The images below class_dir (symbolic links followed), relative to root. A link to a
+// folder above it would be walked without end (torchvision's os.walk(followlinks=True)
+// recurses until the path is too long): it is an error naming the link, as is a folder
+// that cannot be read.
+std::vector<std::string> list_images(const fs::path& class_dir, const fs::path& root) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  fs::path last = class_dir;  // what the walk saw last, for the message when it fails
+  fs::recursive_directory_iterator it(class_dir, fs::directory_options::follow_directory_symlink, ec);
+  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const fs::directory_entry& entry = *it;
+    last = entry.path();
+    std::error_code probe;  // a broken link is no image and no folder: passed over, as before
+    if (entry.is_symlink(probe) && entry.is_directory(probe)) {
+      const fs::path target = fs::canonical(entry.path(), probe);
+      const fs::path parent = fs::canonical(entry.path().parent_path(), probe);
+      if (!probe) {
+        // A target that is the parent or one of its ancestors contains the link itself.
+        if (std::mismatch(target.begin(), target.end(), parent.begin(), parent.end()).first == target.end()) {
+          throw TreeError{"symbolic link loop: " + entry.path().string() + " points to " + target.string() +
+                              ", a folder that contains it",
+                          "remove the link, or point root at a tree without loops"};
+        }
+      }
+    }
+    if (entry.is_regular_file(probe) && is_image_file(entry.path())) {
+      files.push_back(fs::relative(entry.path(), root).string());
+    }
+  }
+  if (ec) {
+    throw TreeError{"cannot read the tree under " + class_dir.string() + ": " + ec.message() + " (after " +
+                        last.string() + ")",
+                    "make the folders readable, or point root at another tree"};
+  }
+  return files;
+}
 }  // namespace
 
 FolderIndex scan_folder(const fs::path& root) {
@@ -53,17 +97,11 @@ FolderIndex scan_folder(const fs::path& root) {
   index.classes = list_classes(root);
   index.root = absolute_root(root);
   for (std::size_t label = 0; label < index.classes.size(); ++label) {
-    std::vector<std::string> files;
     const fs::path class_dir = root / index.classes[label];
-    for (const auto& entry :
-         fs::recursive_directory_iterator(class_dir, fs::directory_options::follow_directory_symlink)) {
-      if (entry.is_regular_file() && is_image_file(entry.path())) {
-        files.push_back(fs::relative(entry.path(), root).string());
-      }
-    }
+    std::vector<std::string> files = list_images(class_dir, root);
     if (files.empty()) {
       throw TreeError{"class folder " + class_dir.string() + " has no images",
-                      "remove the empty folder, or add .jpg/.jpeg/.png/.bmp/.webp/.tif/.ppm/.pgm files to it"};
+                      "remove the empty folder, or add .jpg/.jpeg/.png/.bmp/.webp/.tif/.tiff/.ppm/.pgm files to it"};
     }
     std::sort(files.begin(), files.end());
     for (auto& file : files) {
@@ -122,7 +160,11 @@ void write_index(const fs::path& file, const FolderIndex& index) {
     fs::remove(temporary, ec);
     throw std::runtime_error("writing " + temporary.string() + " failed");
   }
-  fs::rename(temporary, file);
+  fs::rename(temporary, file, ec);
+  if (ec) {
+    fs::remove(temporary, ec);
+    throw std::runtime_error("cannot put it at " + file.string() + ": " + ec.message());
+  }
 }
 
 std::string stale_index_reason(const FolderIndex& index, const fs::path& root) {

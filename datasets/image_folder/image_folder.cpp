@@ -53,9 +53,14 @@ image_folder::FolderIndex load_index(const mixt::Config& c, const fs::path& root
   const std::string cache = c.string("index", "");
   std::error_code ec;
   if (!fs::is_directory(root, ec)) {
-    c.fail("root", "dataset root does not exist: " + root.string(),
+    c.fail("root", (fs::exists(root, ec) ? "dataset root is not a folder: " : "dataset root does not exist: ") +
+                       root.string(),
            "point root: at a folder laid out as root/<class>/<image>, in the recipe or on the command line (" +
                c.path() + ".root=/path/to/folder)");
+  }
+  if (!cache.empty() && fs::is_directory(cache, ec)) {
+    c.fail("index", cache + " is a folder", "index: names the cache file itself, e.g. " +
+                                                (fs::path(cache) / "train.index").string());
   }
   image_folder::FolderIndex index;
   if (!cache.empty() && image_folder::read_index(cache, index)) {
@@ -75,10 +80,12 @@ image_folder::FolderIndex load_index(const mixt::Config& c, const fs::path& root
     c.fail("root", e.message, e.hint);
   }
   if (!cache.empty()) {
+    // Without the cache the next run walks the tree again: slower, not wrong.
     try {
       image_folder::write_index(cache, index);
     } catch (const std::exception& e) {
-      c.fail("index", std::string("cannot write the index: ") + e.what(), "point index: at a writable path");
+      std::fprintf(stderr, "mixt: warning: %s: cannot write the index (%s); the next run walks the tree again\n",
+                   c.location("index").str().c_str(), e.what());
     }
   }
   return index;
@@ -100,6 +107,10 @@ std::unique_ptr<mixt::Dataset> make_image_folder(const mixt::Config& c, const mi
     shape = transforms.output_shape(256, 256, channels);
   } catch (const mixt::Error& e) {
     c.fail("transforms", e.message(), "match the transforms to channels: " + std::to_string(channels));
+  } catch (const c10::Error& e) {  // a crop of 100000 pixels a side: 120 GB per sample
+    const std::string what = e.what_without_backtrace();
+    c.fail("transforms", "the transforms fail on a blank 256x256 image: " + what.substr(0, what.find('\n')),
+           "check the sizes in the transforms");
   }
   if (!fixed_size) {
     c.fail("transforms", "these transforms give images of different sizes, which cannot be batched",
@@ -109,10 +120,10 @@ std::unique_ptr<mixt::Dataset> make_image_folder(const mixt::Config& c, const mi
   // Decoding runs in mixt's worker threads; OpenCV's own pool would only oversubscribe.
   cv::setNumThreads(0);
   image_folder::FolderIndex index = load_index(c, root);
-  const auto classes = static_cast<std::int64_t>(index.classes.size());
+  std::vector<std::string> classes = index.classes;
   auto source =
       std::make_shared<ImageFolderSource>(root, std::move(index), std::move(transforms), static_cast<int>(channels));
-  return std::make_unique<mixt::LoaderDataset>(source, options, classes, shape);
+  return std::make_unique<mixt::NamedLoaderDataset>(source, options, std::move(classes), shape);
 }
 
 void register_components(mixt::Registrar& registrar) {
@@ -129,7 +140,10 @@ void register_components(mixt::Registrar& registrar) {
   for (auto& doc : mixt::loader_option_docs()) options.push_back(doc);
   registrar.add_dataset(
       "image_folder",
-      {"ImageNet-style folders root/<class>/<image>, decoded with OpenCV (JPEG, PNG, BMP, WebP, TIFF)", options},
+      {std::string("ImageNet-style folders root/<class>/<image>: ") +
+           (MIXT_HAVE_LIBJPEG ? "JPEG decoded by libjpeg-turbo, PNG, BMP, WebP, TIFF, PPM/PGM by OpenCV"
+                              : "JPEG, PNG, BMP, WebP, TIFF, PPM/PGM decoded by OpenCV"),
+       options},
       make_image_folder);
 }
 

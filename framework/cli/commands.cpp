@@ -46,6 +46,10 @@ int run(const std::string& recipe, const std::vector<std::string>& overrides) {
               static_cast<long long>(result.samples), result.train_seconds,
               result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0.0,
               result.elapsed_seconds);
+  if (result.bad_samples > 0) {
+    std::printf("skipped %lld bad samples (undecodable files; the warnings above name the first)\n",
+                static_cast<long long>(result.bad_samples));
+  }
   if (result.final_eval) {
     std::printf("test accuracy: %.2f%% (val loss %.4f)\n", 100.0 * result.final_eval->top1, result.final_eval->loss);
   }
@@ -69,6 +73,13 @@ int check(const std::string& recipe, const std::vector<std::string>& overrides) 
                 static_cast<long long>(data.size()), static_cast<long long>(data.num_classes()),
                 c10::str(at::IntArrayRef(data.sample_shape())).c_str(),
                 static_cast<long long>(data.batches_per_epoch()));
+    // The label order, to spot a stray folder (.ipynb_checkpoints would be class 0).
+    const std::vector<std::string> names = class_names_of(data);
+    if (names.empty()) return;
+    std::string listed;
+    for (std::size_t i = 0; i < names.size() && i < 10; ++i) listed += (i ? ", " : "") + names[i];
+    if (names.size() > 10) listed += ", ... " + names.back();
+    std::printf("              classes: %s\n", listed.c_str());
   };
   describe_data("train", *e.components.train);
   if (e.components.val) describe_data("val", *e.components.val);

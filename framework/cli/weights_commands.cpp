@@ -86,7 +86,11 @@ int predict(const std::string& recipe_file, const std::vector<std::string>& over
                 (e.hint().empty() ? "" : e.hint() + "\n  note: ") +
                     "mixt predict builds the model for the samples of " +
                     input + ": " + c10::str(at::IntArrayRef(context.sample_shape)) + " (its first dimension, " +
-                    std::to_string(batch->size(0)) + ", is the batch)");
+                    std::to_string(batch->size(0)) + ", is the batch)" +
+                    (model_section.has("num_classes")
+                         ? std::string()
+                         : " and, not opening the datasets, with the model's default class count: set "
+                           "model.num_classes=N to the training data's (a run directory's recipe.yaml states it)"));
   }
   model->to(device);
   model->eval();

@@ -68,6 +68,35 @@ void check_model_fits_train_data(const Components& c, const Config& model_sectio
   }
 }
 
+// Why data.val's class names are not data.train's ("" when they are, or a side has none):
+// the first label they disagree on, and the names only one side has (a few of each).
+std::string class_mismatch(const std::vector<std::string>& train, const std::vector<std::string>& val) {
+  if (train.empty() || val.empty() || train == val) return "";
+  std::size_t label = 0;
+  while (label < train.size() && label < val.size() && train[label] == val[label]) ++label;
+  std::string message = "data.val's classes are not data.train's: ";
+  if (label < train.size() && label < val.size()) {
+    message += "label " + std::to_string(label) + " is '" + val[label] + "' in data.val but '" + train[label] +
+               "' in data.train";
+  } else {
+    message += "data.val has " + std::to_string(val.size()) + " classes, data.train " + std::to_string(train.size());
+  }
+  const auto only_in = [](const std::vector<std::string>& side, const std::vector<std::string>& other) {
+    std::vector<std::string> missing;
+    for (const auto& name : side) {
+      if (std::find(other.begin(), other.end(), name) == other.end()) missing.push_back(name);
+    }
+    std::string listed;
+    for (std::size_t i = 0; i < missing.size() && i < 5; ++i) listed += (i ? ", " : "") + missing[i];
+    if (missing.size() > 5) listed += ", ... (" + std::to_string(missing.size()) + " in all)";
+    return listed;
+  };
+  const std::string val_only = only_in(val, train), train_only = only_in(train, val);
+  if (!val_only.empty()) message += "; only in data.val: " + val_only;
+  if (!train_only.empty()) message += "; only in data.train: " + train_only;
+  return message;
+}
+
 // The model is built for the training samples; a validation set it cannot take would fail
 // only after the first epoch's training. Labels beyond the model's outputs, or samples of
 // another shape that the model does not accept (one forward pass on a blank batch: a CNN
@@ -76,6 +105,14 @@ void check_model_fits_train_data(const Components& c, const Config& model_sectio
 void check_val_fits_model(const Components& c, const Config& data) {
   if (!c.val) return;
   const Config val = data.section("val");
+  // Labels are indices: a validation set with other (or fewer) class names would score
+  // every prediction against the wrong class, with no error anywhere.
+  const std::string mismatch = class_mismatch(class_names_of(*c.train), class_names_of(*c.val));
+  if (!mismatch.empty()) {
+    val.fail("name", mismatch,
+             "give data.val the classes of data.train, named alike (class folders: the same folder names), so "
+             "that label i means the same class in both");
+  }
   if (c.val->num_classes() > c.train->num_classes()) {
     val.fail("name",
              "the validation data has " + std::to_string(c.val->num_classes()) + " classes, the training data " +

@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "checkpoint.h"
@@ -82,6 +83,11 @@ Experiment prepare_experiment(const fs::path& recipe_file, const std::vector<std
   e.components = build_components(root, registry, e.options, trainer,
                                   e.parallel ? &e.parallel->communicator() : nullptr);
   check_unknown_keys(*e.recipe.root);
+  const Config model = root.section("model");
+  const std::vector<OptionDoc>& model_options = registry.find(ComponentKind::model, model).info.options;
+  const bool takes_num_classes = std::any_of(model_options.begin(), model_options.end(),
+                                             [](const OptionDoc& option) { return option.name == "num_classes"; });
+  if (takes_num_classes && !model.has("num_classes")) e.implied_num_classes = e.components.train->num_classes();
   return e;
 }
 
@@ -104,8 +110,25 @@ void write_resolved_recipe(const Experiment& e, const RunDirectory& run) {
       plugins->value->items[i]->quoted = true;
     }
   }
+  // A model that takes its class count from data.train gets it written down: mixt predict
+  // does not open the datasets, and would build the model's default head (1000 classes).
+  if (e.implied_num_classes > 0) {
+    RecipeNode& model = *resolved->find("model")->value;
+    auto count = std::make_shared<RecipeNode>();
+    count->type = RecipeNode::Type::scalar;
+    count->scalar = std::to_string(e.implied_num_classes);
+    model.entries.push_back({"num_classes", {}, count});
+    recipe << "# model.num_classes: " << e.implied_num_classes << ", data.train's class count\n";
+  }
   recipe << to_yaml(*resolved);
   run.write_text("recipe.yaml", recipe.str());
+  // Line i names output i, for reading predictions of the exported weights.
+  const std::vector<std::string> names = class_names_of(*e.components.train);
+  if (!names.empty()) {
+    std::string lines;
+    for (const auto& name : names) lines += name + "\n";
+    run.write_text("classes.txt", lines);
+  }
 }
 
 // runs/<name>/elastic-<run id>: the link from a torchelastic job to its run directory.

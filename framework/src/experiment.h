@@ -25,6 +25,9 @@ struct Experiment {
   std::filesystem::path output;
   TrainerOptions options;
   Components components;
+  // data.train's class count when the model takes num_classes and the recipe leaves it to
+  // the data (0 otherwise): the run directory's recipe.yaml states it.
+  std::int64_t implied_num_classes = 0;
   // Set when launched by torchrun (RANK/WORLD_SIZE in the environment): the process group.
   std::unique_ptr<distributed::DataParallel> parallel;
 };

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 
 #include "checkpoint.h"
 #include "distributed/data_parallel.h"
@@ -53,6 +54,13 @@ void check_fp32_modules_routed(const Model& model, const SourceLocation& where) 
               {}, {}, hint);
 }
 
+// Samples a LoaderDataset has skipped as bad since it was made (datasets of another kind
+// have no such samples).
+std::int64_t bad_samples(Dataset* data) {
+  auto* loader_dataset = dynamic_cast<LoaderDataset*>(data);
+  return loader_dataset ? loader_dataset->loader().bad_samples() : 0;
+}
+
 bool parameters_finite(Model& model) {
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> finite;
@@ -78,6 +86,7 @@ TrainResult Trainer::fit() {
   if (parallel_) parallel_->broadcast_model(*c_.model);
   for (; epoch_ < options_.epochs; ++epoch_) {
     const std::int64_t steps_before = result.optimizer_steps, skipped_before = result.skipped_steps;
+    const std::int64_t bad_before = bad_samples(c_.train.get()) + bad_samples(c_.val.get());
     try {
       train_epoch(epoch_, result);
     } catch (const Error& failure) {
@@ -100,6 +109,14 @@ TrainResult Trainer::fit() {
     if (c_.val) {
       const Evaluation eval = evaluate(*c_.val);
       if (eval.interrupted) stop_at_epoch_end(epoch_, /*evaluation_skipped=*/true);
+      // A NaN score would read as a result; the epoch's checkpoint is written already.
+      if (eval.samples == 0) {
+        throw runtime_error("data.val gave no usable sample after epoch " + std::to_string(epoch_ + 1) +
+                                ": every one was skipped as bad (the warnings above name the first); the epoch's "
+                                "checkpoint is written",
+                            "fix or remove the files, then continue with trainer.resume; data.val=null trains "
+                            "without validation");
+      }
       result.final_eval = eval;
       std::snprintf(line, sizeof(line), "epoch %lld/%lld: val loss %.4f, val top-1 %.2f%% (%lld samples), %.1fs",
                     static_cast<long long>(epoch_ + 1), static_cast<long long>(options_.epochs), eval.loss,
@@ -109,6 +126,15 @@ TrainResult Trainer::fit() {
     } else {
       std::snprintf(line, sizeof(line), "epoch %lld/%lld done, %.1fs", static_cast<long long>(epoch_ + 1),
                     static_cast<long long>(options_.epochs), seconds_since(start));
+    }
+    // Skipped samples are named once in a warning; their count goes with every epoch.
+    std::int64_t bad = bad_samples(c_.train.get()) + bad_samples(c_.val.get()) - bad_before;
+    if (parallel_) bad = static_cast<std::int64_t>(parallel_->sum({static_cast<double>(bad)})[0]);
+    if (bad > 0) {
+      const std::size_t used = std::strlen(line);
+      std::snprintf(line + used, sizeof(line) - used, ", %lld bad samples skipped", static_cast<long long>(bad));
+      event["bad_samples"] = bad;
+      result.bad_samples += bad;
     }
     event["elapsed_s"] = seconds_since(start);
     progress_.end_epoch(line);
@@ -158,11 +184,13 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
   if (options_.max_steps_per_epoch > 0) steps = std::min(steps, options_.max_steps_per_epoch);
 
   batches_in_weights_ = batches_in_epoch_;  // what a failure before the first step keeps
+  const std::int64_t bad_at_start = bad_samples(&data);  // before start_data: the workers start decoding
   start_data(data, epoch);
   std::int64_t step = batches_in_epoch_ / accumulate;
   progress_.start_epoch(epoch, options_.epochs, steps);
   model.train();
 
+  const std::int64_t first_step = step;
   const auto epoch_start = Clock::now();
   std::int64_t epoch_samples = 0;
   bool data_left = true;
@@ -273,6 +301,19 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
       if (parallel_) parallel_->barrier();
       throw Error(ErrorKind::interrupted, "interrupted");
     }
+  }
+  // Every batch passed over (each sample bad): nothing was trained, and a run of such
+  // epochs would end "done" with exit 0.
+  if (step == first_step && first_step < steps) {
+    const std::int64_t bad = bad_samples(&data) - bad_at_start;
+    if (bad > 0) {
+      throw runtime_error("data.train gave no usable sample in epoch " + std::to_string(epoch + 1) + ": all " +
+                              std::to_string(bad) + " were skipped as bad (the warnings above name the first)",
+                          "fix or remove the files named in the warnings");
+    }
+    throw runtime_error("data.train delivered no batch in epoch " + std::to_string(epoch + 1) + " although it has " +
+                            std::to_string(data.batches_per_epoch()) + " batches per epoch",
+                        "a dataset's next_batch() must deliver batches_per_epoch() batches (mixt/dataset.h)");
   }
   result.samples += epoch_samples * world_size();
   result.train_seconds += seconds_since(epoch_start);

@@ -36,6 +36,7 @@ struct TrainResult {
   std::int64_t optimizer_steps = 0;  // attempted, including skipped ones
   std::int64_t skipped_steps = 0;    // skipped by the precision policy (inf/NaN gradients)
   std::int64_t samples = 0;
+  std::int64_t bad_samples = 0;      // skipped by the data loaders (undecodable files), train and val
 };
 
 class Trainer {

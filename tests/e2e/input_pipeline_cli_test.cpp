@@ -7,6 +7,7 @@
 
 #include "child_process.h"
 #include "data_support.h"
+#include "mixt/safetensors.h"
 
 namespace mixt {
 namespace {
@@ -39,6 +40,91 @@ TEST(InputPipelineCli, TrainsOnAnImageFolderTreeSkippingBadFiles) {
   EXPECT_NE(result.output.find("mixt: warning: skipping bad sample"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("corrupt.jpg"), std::string::npos) << result.output;
   EXPECT_TRUE(fs::exists(dir.path() / "runs" / "folder")) << result.output;
+  // Counted, not only named once: the two bad files, in training and in validation.
+  EXPECT_NE(result.output.find(", 4 bad samples skipped"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("skipped 4 bad samples"), std::string::npos) << result.output;
+}
+
+fs::path only_run_directory(const fs::path& runs) {
+  std::vector<fs::path> found;
+  for (const auto& entry : fs::directory_iterator(runs)) found.push_back(entry.path());
+  EXPECT_EQ(found.size(), 1u) << runs;
+  return found.empty() ? runs : found.front();
+}
+
+// The run directory says which output is which class (classes.txt), and its recipe.yaml
+// states the class count the model took from the data, so `mixt predict` on it builds the
+// same head: before, predict built simple_cnn's default 10 outputs and the weights of a
+// 3-class run did not load.
+TEST(InputPipelineCli, TheRunDirectoryNamesTheClassesAndPredictTakesItsRecipe) {
+  TempDir dir;
+  const fs::path tree = dir.path() / "tree";
+  testing::run_fixture_script("make_image_folder.py", testing::shell_quote(tree.string()));
+  for (const char* gone : {"ankle_boot", "dress", "pullover", "shirt", "sneaker", "trouser", "tshirt"}) {
+    fs::remove_all(tree / gone);
+  }
+  dir.write("r.yaml", recipe(tree.string()));
+  const auto trained = run_mixt({"run", "r.yaml", "data.val=null"}, dir.path());
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  const fs::path run = only_run_directory(dir.path() / "runs" / "folder");
+  EXPECT_EQ(testing::read_file(run / "classes.txt"), "bag\ncoat\nsandal\n");
+  EXPECT_NE(testing::read_file(run / "recipe.yaml").find("num_classes: 3"), std::string::npos);
+
+  ASSERT_EQ(run_mixt({"export", run.string(), "-o", "model.safetensors"}, dir.path()).exit_code, 0);
+  save_safetensors(dir.path() / "batch.safetensors", {{"input", at::rand({4, 3, 32, 32})}});
+  const auto predicted = run_mixt({"predict", (run / "recipe.yaml").string(), "model.weights=model.safetensors",
+                                   "--input", "batch.safetensors", "--output", "out.safetensors"},
+                                  dir.path());
+  ASSERT_EQ(predicted.exit_code, 0) << predicted.output;
+  EXPECT_EQ(load_safetensors(dir.path() / "out.safetensors").tensors.at(0).second.sizes(),
+            (std::vector<std::int64_t>{4, 3}));
+}
+
+// Labels are indices into the sorted class folders: a validation tree with a class renamed,
+// or one left out, scored every prediction against the wrong class with exit 0.
+TEST(InputPipelineCli, ValidationClassesOtherThanTrainingsAreARecipeError) {
+  TempDir dir;
+  const fs::path tree = dir.path() / "tree";
+  testing::run_fixture_script("make_image_folder.py", testing::shell_quote(tree.string()));
+  fs::copy(tree, dir.path() / "renamed", fs::copy_options::recursive);
+  fs::rename(dir.path() / "renamed" / "bag", dir.path() / "renamed" / "bags");
+  fs::copy(tree, dir.path() / "fewer", fs::copy_options::recursive);
+  fs::remove_all(dir.path() / "fewer" / "ankle_boot");
+  dir.write("r.yaml", recipe(tree.string()));
+
+  auto result = run_mixt({"check", "r.yaml", "data.val.root=" + (dir.path() / "renamed").string()}, dir.path());
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("data.val.name: data.val's classes are not data.train's: label 1 is 'bags' in "
+                               "data.val but 'bag' in data.train; only in data.val: bags; only in data.train: bag"),
+            std::string::npos)
+      << result.output;
+  result = run_mixt({"check", "r.yaml", "data.val.root=" + (dir.path() / "fewer").string()}, dir.path());
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("label 0 is 'bag' in data.val but 'ankle_boot' in data.train; only in data.train: "
+                               "ankle_boot"),
+            std::string::npos)
+      << result.output;
+  result = run_mixt({"check", "r.yaml"}, dir.path());  // the same tree for both
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("classes: ankle_boot, bag, coat, dress, pullover, sandal, shirt, sneaker, trouser, "
+                               "tshirt"),
+            std::string::npos)
+      << result.output;
+}
+
+// An epoch in which every file was bad trained nothing and ended "done" with exit 0.
+TEST(InputPipelineCli, AnEpochOfOnlyBadFilesIsARuntimeFailure) {
+  TempDir dir;
+  for (const char* file : {"a/1.jpg", "a/2.jpg", "b/1.jpg"}) {
+    fs::create_directories((dir.path() / "tree" / file).parent_path());
+    dir.write("tree/" + std::string(file), "not a JPEG at all");
+  }
+  dir.write("r.yaml", recipe((dir.path() / "tree").string()));
+  const auto result = run_mixt({"run", "r.yaml", "data.val=null"}, dir.path());
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("mixt: error: data.train gave no usable sample in epoch 1: all 3 were skipped as bad"),
+            std::string::npos)
+      << result.output;
 }
 
 // Two Gloo ranks with batch_size 1: a rank whose batch is one bad file cannot skip it

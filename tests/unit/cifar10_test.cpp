@@ -3,6 +3,8 @@
 // (i * 7 + channel * 50 + row + 2 * column) % 256.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "data_support.h"
 
 namespace mixt {
@@ -44,6 +46,13 @@ TEST_F(Cifar10, DecodesRecordsAsTheFormatSays) {
   const at::Tensor expected = (i * 7 + c * 50 + y + x * 2).remainder(256).to(at::kFloat) / 255.0;
   EXPECT_TRUE(at::allclose(batches[0].inputs, expected));
   EXPECT_TRUE(at::equal(batches[0].targets, at::arange(100, at::kLong).remainder(10)));
+}
+
+// The published label order (tests/golden/make_class_names_golden.py).
+TEST_F(Cifar10, ClassNamesAreThePublishedOnes) {
+  const auto golden = nlohmann::json::parse(testing::read_file(MIXT_SOURCE_DIR "/tests/golden/class_names.json"));
+  auto test = make_dataset(plugins, "{name: cifar10, root: " + root() + ", split: test}");
+  EXPECT_EQ(class_names_of(*test), golden["cifar10"].get<std::vector<std::string>>());
 }
 
 TEST_F(Cifar10, DefaultPipelineNormalisesAndShuffles) {

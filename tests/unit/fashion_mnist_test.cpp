@@ -4,8 +4,11 @@
 // first training label is 9 (ankle boot).
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "plugins.h"
 #include "recipe_loader.h"
+#include "test_support.h"
 
 namespace mixt {
 namespace {
@@ -35,6 +38,14 @@ TEST(FashionMnist, ReadsThePublishedSplits) {
   EXPECT_EQ(labels[0].item<std::int64_t>(), 9);
   EXPECT_TRUE(at::equal(at::bincount(labels), at::full({10}, 6000, at::kLong)));
   EXPECT_TRUE(at::equal(at::bincount(epoch_labels(*test, 0)), at::full({10}, 1000, at::kLong)));
+}
+
+// torchvision's FashionMNIST.classes (tests/golden/make_class_names_golden.py).
+TEST(FashionMnist, ClassNamesAreTorchvisions) {
+  const auto golden = nlohmann::json::parse(testing::read_file(MIXT_SOURCE_DIR "/tests/golden/class_names.json"));
+  testing::BuiltPlugins plugins;
+  auto test = make(plugins, "{name: fashion_mnist, split: test, batch_size: 1000}");
+  EXPECT_EQ(class_names_of(*test), golden["fashion_mnist"].get<std::vector<std::string>>());
 }
 
 TEST(FashionMnist, NormalisedPixelsHaveTheStatedMeanAndStd) {

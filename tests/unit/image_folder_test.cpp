@@ -153,6 +153,56 @@ TEST_F(ImageFolder, MissingRootIsARecipeErrorAtTheKey) {
       << error;
 }
 
+// The class names, in label order: the folders sorted by name, as torchvision's
+// ImageFolder.find_classes sorts them (the fixture's ten Fashion-MNIST names, by hand).
+TEST_F(ImageFolder, ClassNamesAreTheFoldersInLabelOrder) {
+  auto data = make_dataset(plugins, section(good(), kSmallTrain));
+  EXPECT_EQ(class_names_of(*data), (std::vector<std::string>{"ankle_boot", "bag", "coat", "dress", "pullover",
+                                                             "sandal", "shirt", "sneaker", "trouser", "tshirt"}));
+}
+
+TEST_F(ImageFolder, ARootThatIsAFileSaysSo) {
+  TempDir tree;
+  std::ofstream(tree.path() / "list.txt") << "not a folder";
+  const std::string error = recipe_error(plugins, section(tree.path() / "list.txt", "workers: 0"));
+  EXPECT_NE(error.find("data.root: dataset root is not a folder: " + (tree.path() / "list.txt").string()),
+            std::string::npos)
+      << error;
+}
+
+// A link to a folder that contains it was walked until the path grew too long, and the
+// filesystem error came out raw; now it is a recipe error naming the link. A broken link
+// is still passed over.
+TEST_F(ImageFolder, ASymbolicLinkLoopIsARecipeErrorNamingTheLink) {
+  TempDir tree;
+  fs::create_directories(tree.path() / "cat");
+  fs::create_directories(tree.path() / "dog" / "inner");
+  fs::copy_file(good() / "bag" / "002.jpg", tree.path() / "cat" / "1.jpg");
+  fs::copy_file(good() / "bag" / "002.jpg", tree.path() / "dog" / "1.jpg");
+  fs::create_symlink("/nonexistent/file.jpg", tree.path() / "cat" / "broken.jpg");
+  EXPECT_EQ(make_dataset(plugins, section(tree.path(), "workers: 0, " + std::string(kSmallTrain)))->size(), 2);
+  fs::create_directory_symlink("..", tree.path() / "dog" / "inner" / "up");
+  const std::string error = recipe_error(plugins, section(tree.path(), "workers: 0"));
+  EXPECT_NE(error.find("data.root: symbolic link loop: " + (tree.path() / "dog" / "inner" / "up").string()),
+            std::string::npos)
+      << error;
+}
+
+// The index cache names a file; a folder there was an error only when the rename failed,
+// in the filesystem's words. An index that cannot be written is no reason to stop: the
+// next run walks the tree again.
+TEST_F(ImageFolder, AnIndexPathThatIsAFolderIsARecipeErrorAndAnUnwritableOneAWarning) {
+  TempDir tree;
+  fs::create_directories(tree.path() / "cache");
+  const std::string error =
+      recipe_error(plugins, section(good(), "index: " + (tree.path() / "cache").string() + ", workers: 0"));
+  EXPECT_NE(error.find("data.index: " + (tree.path() / "cache").string() + " is a folder"), std::string::npos)
+      << error;
+  const fs::path unwritable = tree.path() / "missing" / "index.txt";  // its folder does not exist
+  EXPECT_EQ(make_dataset(plugins, section(good(), "index: " + unwritable.string() + ", " + kSmallTrain))->size(), 60);
+  EXPECT_FALSE(fs::exists(unwritable));
+}
+
 TEST_F(ImageFolder, EmptyClassFolderIsARecipeError) {
   TempDir tree;
   fs::create_directories(tree.path() / "cat");

@@ -190,6 +190,8 @@ TEST(Transforms, RecipeMistakesAreErrorsAtTheItem) {
             std::string::npos);
   EXPECT_NE(error_of("transforms: [to_tensor, random_horizontal_flip]").find("must come before to_tensor"),
             std::string::npos);
+  EXPECT_NE(error_of("transforms: [to_tensor, to_tensor]").find("data.transforms[1].name: to_tensor is already in"),
+            std::string::npos);
   EXPECT_NE(error_of("transforms: [{name: resize, size: 8}]").find("never make a tensor"), std::string::npos);
   EXPECT_NE(error_of("transforms: [imagenet_train, to_tensor]").find("must be the only item"), std::string::npos);
   EXPECT_NE(

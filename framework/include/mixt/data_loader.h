@@ -22,6 +22,8 @@
 //
 //   auto options = mixt::read_loader_options(config, context, /*shuffle=*/context.split == "train");
 //   return std::make_unique<mixt::LoaderDataset>(source, options, num_classes, shape);
+//
+// or, when the classes have names, NamedLoaderDataset(source, options, class_names, shape).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -141,6 +143,21 @@ class LoaderDataset : public Dataset {
   DataLoader loader_;
   std::int64_t num_classes_;
   std::vector<std::int64_t> sample_shape_;
+};
+
+// A LoaderDataset whose classes have names (see NamedClasses in mixt/dataset.h): the
+// class count is the number of names.
+class NamedLoaderDataset : public LoaderDataset, public NamedClasses {
+ public:
+  NamedLoaderDataset(std::shared_ptr<const SampleSource> source, LoaderOptions options,
+                     std::vector<std::string> class_names, std::vector<std::int64_t> sample_shape)
+      : LoaderDataset(std::move(source), std::move(options), static_cast<std::int64_t>(class_names.size()),
+                      std::move(sample_shape)),
+        class_names_(std::move(class_names)) {}
+  std::vector<std::string> class_names() const override { return class_names_; }
+
+ private:
+  std::vector<std::string> class_names_;
 };
 
 }  // namespace mixt

@@ -34,6 +34,23 @@ class Dataset {
   virtual std::optional<Batch> next_batch() = 0;
 };
 
+// Optional, for a dataset whose classes have names (class folders, a label file): derive
+// from it as well as from Dataset. mixt then checks that data.val names data.train's classes
+// in the same order (the same count with other names would silently score the wrong
+// labels), prints the names in `mixt check`, and writes them to the run directory as
+// classes.txt, line i naming output i. A dataset that does not derive from it just skips
+// all that. (ABI 1.4: a separate class, so older plugins' Datasets keep their layout.)
+class NamedClasses {
+ public:
+  // Defined in libmixt: one type_info for the host's dynamic_cast from a plugin's Dataset.
+  virtual ~NamedClasses();
+  // One name per class, in label order (class_names()[i] is label i); num_classes() of them.
+  virtual std::vector<std::string> class_names() const = 0;
+};
+
+// The names of a dataset's classes, or {} when it does not say.
+std::vector<std::string> class_names_of(const Dataset& dataset);
+
 struct DatasetContext {
   std::string split;           // the key under `data:` ("train", "val")
   std::uint64_t seed = 0;      // trainer.seed

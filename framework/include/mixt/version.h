@@ -10,7 +10,8 @@
 // 1.2: mixt::BatchNorm1d/2d/3d and sync_batch_norm (mixt/batch_norm.h).
 // 1.3: DataLoader::start_epoch(epoch, first_batch) and DataLoader::position()
 //      (mixt/data_loader.h); mixt::BatchNorm*d clone as themselves (mixt/batch_norm.h).
-#define MIXT_ABI_MINOR 3
+// 1.4: mixt::NamedClasses and class_names_of (mixt/dataset.h).
+#define MIXT_ABI_MINOR 4
 
 #define MIXT_STRINGIFY_IMPL(x) #x
 #define MIXT_STRINGIFY(x) MIXT_STRINGIFY_IMPL(x)

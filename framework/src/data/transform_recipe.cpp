@@ -134,6 +134,7 @@ TransformPipeline read_transforms(const Config& section, std::string_view key, T
     if (!preset) {
       const bool takes = name == "normalize", makes = name == "to_tensor";
       if (takes && !tensor) item.fail("name", "normalize must come after to_tensor");
+      if (makes && tensor) item.fail("name", "to_tensor is already in the list: give it once");
       if (!takes && tensor) item.fail("name", name + " must come before to_tensor (it works on the decoded image)");
       tensor = tensor || makes;
     }

@@ -1,5 +1,7 @@
 #include "weights_commands.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include "checkpoint.h"
@@ -15,19 +17,28 @@ namespace mixt::cli {
 
 namespace fs = std::filesystem;
 
+namespace {
+// A model.pth that torch.load cannot read would fail far from here, in someone's script.
+void refuse_pickle_name(const std::string& option, const std::string& output, const std::string& command) {
+  std::string extension = fs::path(output).extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const char* pickle : {".pt", ".pth", ".bin", ".ckpt", ".pkl"}) {
+    if (extension == pickle) {
+      throw usage_error(option + " " + output + ": " + command + " writes safetensors, which torch.load cannot read",
+                        "name it " + fs::path(output).replace_extension(".safetensors").string() +
+                            " (in Python: safetensors.torch.load_file" +
+                            (command == "mixt export" ? ", then model.load_state_dict)" : ")"));
+    }
+  }
+}
+}  // namespace
+
 int export_weights(const std::string& checkpoint, const std::string& format, const std::string& output) {
   if (format != "safetensors") {
     throw usage_error("unknown export format '" + format + "'", "mixt export writes --format safetensors");
   }
-  // A model.pth that torch.load cannot read would fail far from here, in someone's script.
-  const std::string extension = fs::path(output).extension().string();
-  for (const char* pickle : {".pt", ".pth", ".bin", ".ckpt", ".pkl"}) {
-    if (extension == pickle) {
-      throw usage_error("-o " + output + ": mixt export writes safetensors, which torch.load cannot read",
-                        "name it " + fs::path(output).replace_extension(".safetensors").string() +
-                            " (in Python: safetensors.torch.load_file, then model.load_state_dict)");
-    }
-  }
+  refuse_pickle_name("-o", output, "mixt export");
   const fs::path file = resolve_checkpoint(checkpoint, "checkpoint");
   CheckpointContents contents = read_checkpoint(file);
   torch::serialize::InputArchive model;
@@ -47,6 +58,7 @@ int export_weights(const std::string& checkpoint, const std::string& format, con
 
 int predict(const std::string& recipe_file, const std::vector<std::string>& overrides, const std::string& input,
             const std::string& output) {
+  refuse_pickle_name("--output", output, "mixt predict");
   Registry registry;
   PluginLoader loader(registry);
   const Recipe recipe = load_recipe(recipe_file, overrides);

@@ -15,7 +15,12 @@
 namespace mixt {
 
 inline constexpr char kCheckpointMagic[8] = {'M', 'I', 'X', 'T', 'C', 'K', 'P', 'T'};
-inline constexpr std::uint32_t kCheckpointFormat = 1;
+// Format 2 ends with a trailer: the archive's size and CRC-32, then kCheckpointEnd. LibTorch
+// reads its zip archive without checking the CRCs inside it, so a flipped bit in a tensor
+// loaded silently; and a file cut short is told from a damaged one. Format 1 (no trailer)
+// is still read.
+inline constexpr std::uint32_t kCheckpointFormat = 2;
+inline constexpr char kCheckpointEnd[8] = {'M', 'I', 'X', 'T', 'E', 'N', 'D', '2'};
 
 void write_checkpoint(const std::filesystem::path& file, const nlohmann::json& header,
                       torch::serialize::OutputArchive& archive);
@@ -36,7 +41,8 @@ CheckpointContents read_checkpoint(const std::filesystem::path& file, at::Device
 // was written: own parameters, own buffers, then children — PyTorch's state_dict order.
 NamedTensors flatten_archive(torch::serialize::InputArchive& archive);
 
-// Whether a run directory has a checkpoint to resume from (`interrupted` or `last`).
+// Whether a run directory has a checkpoint to resume from (`interrupted`, `last` or an
+// `epoch-NNNN`).
 bool has_checkpoint(const std::filesystem::path& run);
 
 // `path` may be a checkpoint file, a run's checkpoints/ directory, or a run directory;

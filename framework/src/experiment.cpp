@@ -63,6 +63,11 @@ Experiment prepare_experiment(const fs::path& recipe_file, const std::vector<std
   if (!e.options.resume.empty()) {
     e.options.resume = resolve_checkpoint(e.options.resume, "trainer.resume", trainer.location("resume")).string();
   }
+  // Invalid on every machine, so `mixt check` says so too, not only a torchrun launch.
+  if (e.options.distributed.backend == "nccl" && e.options.device == "cpu") {
+    trainer.section("distributed").fail("backend", "nccl needs a CUDA device, but trainer.device is cpu",
+                                        "use backend: gloo (or auto) on CPUs");
+  }
   if (e.options.threads > 0) at::set_num_threads(static_cast<int>(e.options.threads));
   if (auto launch = distributed::LaunchEnvironment::from_process_environment()) {
     // Each rank trains on the GPU of its LOCAL_RANK (or on the CPU).
@@ -197,7 +202,8 @@ TrainResult run_experiment(Experiment& e, bool terminal, fs::path* run_dir) {
   trainer.write_to(run.get());
   if (run) progress.note("run directory: " + run->path().string());
   if (e.parallel) {
-    progress.note("data parallel: " + std::to_string(e.parallel->world_size()) + " ranks, " +
+    progress.note("data parallel: " + std::to_string(e.parallel->world_size()) +
+                  (e.parallel->world_size() == 1 ? " rank, " : " ranks, ") +
                   e.parallel->backend_name() + " backend, " + e.components.device.str());
   }
   return trainer.fit();

@@ -1,7 +1,8 @@
-// SIGINT/SIGTERM handling: the first signal asks the trainer to stop after the current
-// step (it then writes a checkpoint and exits 130) and says so on stderr at once, so a
-// long step or evaluation does not look like a hang; a second one exits at once. A signal
-// ignored when mixt starts (a background job of a shell script) stays ignored.
+// SIGINT/SIGTERM/SIGHUP handling: the first signal asks the trainer to stop after the
+// current step (it then writes a checkpoint and exits 130) and says so on stderr at once, so
+// a long step or evaluation does not look like a hang; a second one, 2 s or more after the
+// first, exits at once (one sooner is the same stop delivered twice by a launcher). A
+// signal ignored when mixt starts (a background job of a shell script) stays ignored.
 #pragma once
 
 namespace mixt {

@@ -32,10 +32,11 @@ std::string format_extra(const std::vector<std::pair<std::string, double>>& extr
 Progress::Progress(bool terminal, std::int64_t log_every, bool quiet)
     : terminal_(terminal && !quiet), quiet_(quiet), log_every_(log_every) {}
 
-void Progress::start_epoch(std::int64_t epoch, std::int64_t epochs, std::int64_t steps) {
+void Progress::start_epoch(std::int64_t epoch, std::int64_t epochs, std::int64_t steps, std::int64_t first_step) {
   epoch_ = epoch;
   epochs_ = epochs;
   steps_ = steps;
+  first_step_ = first_step;
   epoch_start_ = Clock::now();
   last_draw_ = Clock::time_point{};
   bar_drawn_ = false;
@@ -54,7 +55,7 @@ void Progress::show(std::int64_t step, double loss, double samples_per_second,
                     const std::vector<std::pair<std::string, double>>& extra) {
   if (quiet_) return;
   const double elapsed = std::chrono::duration<double>(Clock::now() - epoch_start_).count();
-  const double steps_per_second = elapsed > 0 ? static_cast<double>(step) / elapsed : 0.0;
+  const double steps_per_second = elapsed > 0 ? static_cast<double>(step - first_step_) / elapsed : 0.0;
   const double eta = steps_per_second > 0 ? static_cast<double>(steps_ - step) / steps_per_second : NAN;
   if (terminal_) {
     constexpr int kWidth = 24;

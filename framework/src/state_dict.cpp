@@ -4,6 +4,8 @@
 
 #include <map>
 #include <sstream>
+#include <string>
+#include <string_view>
 
 #include "mixt/error.h"
 #include "state_dict_check.h"
@@ -58,7 +60,13 @@ std::vector<std::pair<at::Tensor, const at::Tensor*>> match_state_dict(const tor
     known[name] = true;
     const auto found = given.find(name);
     if (found == given.end()) {
-      report.missing.push_back(name);
+      // As torch.nn.BatchNorm._load_from_state_dict: a state dict without it (safetensors
+      // carry no version metadata; PyTorch before 0.4.1 had none) keeps the module's count.
+      const std::string_view suffix = "num_batches_tracked";
+      const bool batch_count = name == suffix || (name.size() > suffix.size() &&
+                                                  name.compare(name.size() - suffix.size() - 1, std::string::npos,
+                                                               "." + std::string(suffix)) == 0);
+      if (!batch_count) report.missing.push_back(name);
     } else if (found->second->sizes() != target.sizes()) {
       report.mismatched.push_back(name + ": file " + shape_text(*found->second) + " vs model " + shape_text(target));
     } else {

@@ -165,6 +165,9 @@ void Trainer::stop_at_epoch_end(std::int64_t epoch, bool evaluation_skipped) {
                    " after epoch " + std::to_string(epoch + 1) + ": its checkpoint is " +
                    (run_->checkpoints() / name).string() + " (continue with trainer.resume=" +
                    run_->path().string() + ")");
+    run_->append_log(std::string("interrupted") + (evaluation_skipped ? " during the evaluation" : "") +
+                     " after epoch " + std::to_string(epoch + 1) + ": checkpoint " +
+                     (run_->checkpoints() / name).string());
   }
   throw Error(ErrorKind::interrupted, "interrupted");
 }
@@ -187,7 +190,7 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
   const std::int64_t bad_at_start = bad_samples(&data);  // before start_data: the workers start decoding
   start_data(data, epoch);
   std::int64_t step = batches_in_epoch_ / accumulate;
-  progress_.start_epoch(epoch, options_.epochs, steps);
+  progress_.start_epoch(epoch, options_.epochs, steps, step);
   model.train();
 
   const std::int64_t first_step = step;
@@ -297,6 +300,8 @@ void Trainer::train_epoch(std::int64_t epoch, TrainResult& result) {
         save_checkpoint(file, positions);
         progress_.note("\ninterrupted: checkpoint written to " + file.string() +
                        " (continue with trainer.resume=" + run_->path().string() + ")");
+        run_->append_log("interrupted after step " + std::to_string(step) + " of epoch " + std::to_string(epoch + 1) +
+                         " (global step " + std::to_string(global_step_) + "): checkpoint " + file.string());
       }
       if (parallel_) parallel_->barrier();
       throw Error(ErrorKind::interrupted, "interrupted");
@@ -404,15 +409,23 @@ void Trainer::check_loss_finite(std::int64_t epoch) const {
   if (!options_.stop_on_nonfinite_loss) return;
   const std::optional<std::int64_t> step = loss_watch_.first_step();
   if (!step) return;
-  std::string saved = "no checkpoint was written from them";
-  if (run_ && fs::exists(run_->checkpoints() / "last")) {
-    saved = "the newest checkpoint (" + (run_->checkpoints() / "last").string() + ") is from before it";
-  }
+  const std::string saved = newest_good_checkpoint("it");
   throw runtime_error("the training loss became inf or NaN at step " + std::to_string(*step) + " (epoch " +
                           std::to_string(epoch + 1) + "); the weights are no longer usable, so training stopped and " +
                           saved,
                       "lower optimizer.lr, clip gradients (trainer.clip_grad_norm), or use a loss-scaling precision "
                       "policy; trainer.stop_on_nonfinite_loss=false trains on regardless");
+}
+
+std::string Trainer::newest_good_checkpoint(const std::string& before_what) const {
+  if (run_ && fs::exists(run_->checkpoints() / "last")) {
+    return "the newest checkpoint (" + (run_->checkpoints() / "last").string() + ") is from before " + before_what;
+  }
+  if (!resumed_from_.empty()) {
+    return "no checkpoint was written from them; the one this run resumed from (" + resumed_from_.string() +
+           ") is from before " + before_what;
+  }
+  return "no checkpoint was written from them";
 }
 
 // The loss watch sees applied steps only. A step applied with gradients that were not
@@ -421,10 +434,7 @@ void Trainer::check_loss_finite(std::int64_t epoch) const {
 // weights themselves are checked once per epoch, before its checkpoint.
 void Trainer::check_weights_finite(std::int64_t epoch) const {
   if (!options_.stop_on_nonfinite_loss || parameters_finite(*c_.model)) return;
-  std::string saved = "no checkpoint was written from them";
-  if (run_ && fs::exists(run_->checkpoints() / "last")) {
-    saved = "the newest checkpoint (" + (run_->checkpoints() / "last").string() + ") is from before them";
-  }
+  const std::string saved = newest_good_checkpoint("them");
   throw runtime_error("the weights hold inf or NaN after epoch " + std::to_string(epoch + 1) +
                           " although every applied step's loss was finite; training stopped and " + saved,
                       "a step was applied with non-finite gradients: check the precision policy's options (a loss "
@@ -523,6 +533,7 @@ void Trainer::save_checkpoint(const fs::path& file, const std::vector<std::int64
   trainer_archive.write("global_step", c10::IValue(global_step_));
   trainer_archive.write("skipped_steps", c10::IValue(skipped_steps_));
   trainer_archive.write("cpu_rng_state", rng);
+  trainer_archive.write("data_order", c10::IValue(data_order()));
   archive.write("trainer", trainer_archive);
 
   nlohmann::json header = {{"mixt", version()},
@@ -538,6 +549,22 @@ void Trainer::save_checkpoint(const fs::path& file, const std::vector<std::int64
                                     {"plugin_version", r.plugin_version}});
   }
   write_checkpoint(file, header, archive);
+}
+
+// What the position of a mid-epoch checkpoint (batches_in_epoch_) counts in: the same
+// text means the same epoch order, batch for batch.
+std::string Trainer::data_order() const {
+  std::string dataset;
+  for (const auto& r : c_.records) {
+    if (r.kind == "dataset") {
+      dataset = "'" + r.name + "' of ";  // data.train's is recorded first
+      break;
+    }
+  }
+  return dataset + std::to_string(c_.train->size()) + " samples in " +
+         std::to_string(c_.train->batches_per_epoch()) + " batches per rank, " + std::to_string(world_size()) +
+         (world_size() == 1 ? " rank" : " ranks") + ", seed " + std::to_string(options_.seed) + ", accumulate " +
+         std::to_string(options_.accumulate);
 }
 
 void Trainer::finish_epoch_checkpoint(std::int64_t epoch) {
@@ -586,6 +613,7 @@ void Trainer::resume(const fs::path& path) {
                   "resume with the recipe that wrote it (its run directory has recipe.yaml)");
     }
   }
+  std::string saved_data_order;  // empty in checkpoints of mixt before it was saved
   try {
     torch::serialize::InputArchive model_archive, optimizer_archive, precision_archive, trainer_archive;
     contents.archive.read("model", model_archive);
@@ -626,6 +654,7 @@ void Trainer::resume(const fs::path& path) {
     if (trainer_archive.try_read("skipped_steps", value)) skipped_steps_ = value.toInt();
     resume_data_positions_.clear();
     if (trainer_archive.try_read("data_positions", value)) resume_data_positions_ = value.toIntVector();
+    if (trainer_archive.try_read("data_order", value)) saved_data_order = value.toStringRef();
     at::Tensor rng;
     trainer_archive.read("cpu_rng_state", rng);
     auto generator = at::detail::getDefaultCPUGenerator();
@@ -650,6 +679,20 @@ void Trainer::resume(const fs::path& path) {
                 SourceLocation{file.string()}, "trainer.resume",
                 "resume with the data and batch size the run was started with (its run directory has recipe.yaml)");
   }
+  // Mid-epoch, the position counts batches of the order the run had: with another batch
+  // size, seed, accumulation, world size or dataset the same count is other samples, and
+  // the rest of the epoch would skip some and train others twice, silently.
+  if (batches_in_epoch_ > 0 && !saved_data_order.empty() && saved_data_order != data_order()) {
+    throw Error(ErrorKind::recipe,
+                "checkpoint stopped in the middle of epoch " + std::to_string(epoch_ + 1) + " (after batch " +
+                    std::to_string(batches_in_epoch_) + ") with data.train " + saved_data_order +
+                    "; this run has " + data_order() + ": the rest of the epoch would not be the samples it left",
+                SourceLocation{file.string()}, "trainer.resume",
+                "resume mid-epoch with the data.train, trainer.seed, trainer.accumulate and number of ranks the run "
+                "was interrupted with (its run directory has recipe.yaml), or resume from the epoch's start: the "
+                "checkpoint before it (checkpoints/epoch-NNNN, or none: start again)");
+  }
+  resumed_from_ = file;
   progress_.note("resumed from " + file.string() + " at epoch " + std::to_string(epoch_ + 1) + ", step " +
                  std::to_string(global_step_));
   // trainer.epochs is the total, not how many more: a lower one would end the run at once.

@@ -75,6 +75,12 @@ class Trainer {
   std::vector<std::int64_t> data_positions() const;
   at::Tensor to_device(const at::Tensor& inputs) const;  // + channels_last when asked
   std::int64_t world_size() const;
+  // data.train's dataset, samples and batches per rank, ranks, seed and accumulation: what
+  // a mid-epoch position means. Saved with every checkpoint, compared on a mid-epoch resume.
+  std::string data_order() const;
+  // "the newest checkpoint (...) is from before it", or why there is none: for the
+  // messages of a run stopped for broken weights.
+  std::string newest_good_checkpoint(const std::string& before_what) const;
   std::vector<std::pair<std::string, double>> step_metrics() const;
   // Throws when an applied step's loss was inf or NaN (trainer.stop_on_nonfinite_loss):
   // called before anything is written from the weights, so no checkpoint holds them.
@@ -112,6 +118,7 @@ class Trainer {
   // From the checkpoint resumed: each rank's DataLoader::position() in epoch_ (empty when the
   // dataset is not a LoaderDataset or the checkpoint predates it); used once, by start_data.
   std::vector<std::int64_t> resume_data_positions_;
+  std::filesystem::path resumed_from_;  // the checkpoint resume() read, if any
   NonFiniteLossWatch loss_watch_;  // over the applied steps of this process's training
 };
 

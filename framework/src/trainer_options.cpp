@@ -56,7 +56,7 @@ std::vector<OptionDoc> trainer_option_docs() {
        "stop (exit 1) when an applied step's loss is inf or NaN"},
       {"distributed.backend", d.distributed.backend, "under torchrun: auto (NCCL on CUDA, Gloo on CPU), nccl or gloo"},
       {"distributed.timeout", number(d.distributed.timeout_seconds), "seconds a collective or the store may wait"},
-      {"distributed.bucket_mb", number(d.distributed.bucket_mb), "gradient all-reduce bucket size in MB"},
+      {"distributed.bucket_mb", number(d.distributed.bucket_mb), "gradient all-reduce bucket size in MiB"},
       {"distributed.overlap", flag(d.distributed.overlap), "all-reduce gradient buckets during backward (as DDP)"},
       {"distributed.sync_batchnorm", flag(d.distributed.sync_batchnorm),
        "global batch statistics in mixt::BatchNorm layers"},

@@ -555,7 +555,10 @@ TEST(CliRun, SigintWritesACheckpointAndExits130) {
   const pid_t child = start_mixt(dir, {"run", "long.yaml"}, "out.txt", "out.txt");
   // Wait until training is under way (the first epoch's checkpoint is written).
   ASSERT_TRUE(wait_for_text(dir.path() / "out.txt", "epoch 2/1000")) << testing::read_file(dir.path() / "out.txt");
+  // As torchrun stops its workers: SIGINT, then SIGTERM 3 ms later. The second is the same
+  // stop delivered twice, not "quit now": it used to cost the checkpoint.
   ::kill(child, SIGINT);
+  ::kill(child, SIGTERM);
   int status = 0;
   ::waitpid(child, &status, 0);
   ASSERT_TRUE(WIFEXITED(status));
@@ -563,9 +566,12 @@ TEST(CliRun, SigintWritesACheckpointAndExits130) {
   // Said at once, so a long step or evaluation does not look like a hang.
   const std::string said = testing::read_file(dir.path() / "out.txt");
   EXPECT_NE(said.find("mixt: stopping after the current step to write a checkpoint"), std::string::npos) << said;
+  EXPECT_EQ(said.find("interrupted twice"), std::string::npos) << said;
   const fs::path run = only_run_directory(dir.path() / "runs" / "tiny");
   EXPECT_TRUE(fs::exists(run / "checkpoints" / "interrupted"));
   EXPECT_TRUE(fs::exists(run / "checkpoints" / "last"));
+  // The run's own record says so too: log.txt ended with the last epoch before.
+  EXPECT_NE(testing::read_file(run / "log.txt").find("interrupted after step "), std::string::npos);
 
   // What the interrupt message says to run: the run directory resumes from `interrupted`,
   // the newer of the two, not from the last epoch's checkpoint (that would lose the
@@ -582,7 +588,8 @@ TEST(CliRun, SigintWritesACheckpointAndExits130) {
 }
 
 // A background job of a shell script starts with SIGINT ignored, so that a Ctrl-C meant for
-// the script does not stop it; mixt keeps it so (as CPython does). SIGTERM still stops it.
+// the script does not stop it; mixt keeps it so (as CPython does). SIGHUP (the terminal
+// closed) still stops it, with its checkpoint: its default action ended the run without one.
 TEST(CliRun, ASigintIgnoredAtStartStaysIgnored) {
   TempDir dir;
   dir.write("long.yaml", testing::replace_once(kTinyRecipe, "epochs: 2", "epochs: 1000"));
@@ -591,7 +598,7 @@ TEST(CliRun, ASigintIgnoredAtStartStaysIgnored) {
   ::kill(child, SIGINT);
   // Two more epochs: it did not stop.
   ASSERT_TRUE(wait_for_text(dir.path() / "out.txt", "epoch 4/1000: val")) << testing::read_file(dir.path() / "out.txt");
-  ::kill(child, SIGTERM);
+  ::kill(child, SIGHUP);
   int status = 0;
   ::waitpid(child, &status, 0);
   const std::string said = testing::read_file(dir.path() / "out.txt");
@@ -599,7 +606,8 @@ TEST(CliRun, ASigintIgnoredAtStartStaysIgnored) {
   EXPECT_EQ(WEXITSTATUS(status), 130) << said;
   const auto acknowledged = said.find("mixt: stopping after the current step");
   EXPECT_NE(acknowledged, std::string::npos) << said;
-  EXPECT_EQ(acknowledged, said.rfind("mixt: stopping after the current step")) << "once, for SIGTERM only\n" << said;
+  EXPECT_EQ(acknowledged, said.rfind("mixt: stopping after the current step")) << "once, for SIGHUP only\n" << said;
+  EXPECT_NE(said.find("(continue with trainer.resume="), std::string::npos) << said;  // a checkpoint either way
 }
 
 TEST(CliBench, OnePolicyPerChildProcessOneTable) {

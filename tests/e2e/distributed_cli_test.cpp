@@ -313,6 +313,22 @@ TEST(DataParallel, SyncBatchnormOnAModelWithoutBatchNormWarnsAndBadBackendsFail)
   const auto backend = testing::run_mixt({"check", "r.yaml", "trainer.distributed.backend=mpi"}, dir.path());
   EXPECT_EQ(backend.exit_code, 2) << backend.output;
   EXPECT_NE(backend.output.find("unknown backend 'mpi'"), std::string::npos) << backend.output;
+  // nccl with trainer.device: cpu is wrong on every machine: `mixt check` said ok, and a
+  // launch named the key twice without a location.
+  const auto nccl = testing::run_mixt(
+      {"check", "r.yaml", "trainer.distributed.backend=nccl", "trainer.device=cpu"}, dir.path());
+  EXPECT_EQ(nccl.exit_code, 2) << nccl.output;
+  EXPECT_NE(nccl.output.find("command line 'trainer.distributed.backend=nccl': trainer.distributed.backend: nccl "
+                             "needs a CUDA device, but trainer.device is cpu"),
+            std::string::npos)
+      << nccl.output;
+  // Seconds and MiB become int64 milliseconds and bytes: 1e300 overflowed into a negative
+  // timeout that failed at once.
+  for (const std::string bad : {"trainer.distributed.timeout=1e300", "trainer.distributed.bucket_mb=1e300"}) {
+    const auto huge = testing::run_mixt({"check", "r.yaml", bad}, dir.path());
+    EXPECT_EQ(huge.exit_code, 2) << huge.output;
+    EXPECT_NE(huge.output.find("must be a number of"), std::string::npos) << huge.output;
+  }
 }
 
 // Rank 1 alone (rank 0 never started): it gives up after the timeout with one clear

@@ -58,6 +58,10 @@ TEST(WeightsCli, ExportedCheckpointRoundTripsWithoutLoss) {
             std::string::npos)
       << pth.output;
   EXPECT_FALSE(fs::exists(dir.path() / "model.pth"));
+  // Any case (model.PTH), and predict's --output too.
+  const CommandResult upper = run_mixt({"export", run_dir.string(), "-o", "model.PTH"}, dir.path());
+  EXPECT_EQ(upper.exit_code, 2) << upper.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "model.PTH"));
 
   // The checkpoint's model, loaded the way `mixt run --resume` loads it.
   testing::BuiltPlugins plugins;
@@ -82,6 +86,10 @@ TEST(WeightsCli, ExportedCheckpointRoundTripsWithoutLoss) {
   const CommandResult predicted =
       run_mixt({"predict", "p.yaml", "--input", "batch.safetensors", "--output", "out.safetensors"}, dir.path());
   ASSERT_EQ(predicted.exit_code, 0) << predicted.output;
+  const CommandResult pt =
+      run_mixt({"predict", "p.yaml", "--input", "batch.safetensors", "--output", "out.pt"}, dir.path());
+  EXPECT_EQ(pt.exit_code, 2) << pt.output;
+  EXPECT_NE(pt.output.find("--output out.pt: mixt predict writes safetensors"), std::string::npos) << pt.output;
   model->eval();
   at::NoGradGuard no_grad;
   EXPECT_TRUE(

@@ -155,6 +155,24 @@ TEST(StateDict, StrictLoadListsEveryProblemAndLoadsNothing) {
   EXPECT_TRUE(at::equal(before, target.bn->weight));
 }
 
+// torch.nn.BatchNorm's _load_from_state_dict fills in a missing num_batches_tracked (a
+// state dict without version metadata: from safetensors, or older PyTorch) even under
+// strict=True; mixt refused such files. The buffer keeps its value, as in PyTorch.
+TEST(StateDict, AStrictLoadTakesAStateDictWithoutNumBatchesTrackedAsPyTorchDoes) {
+  Net source, target;
+  at::NoGradGuard no_grad;
+  source.bn->running_mean.fill_(0.5);
+  target.bn->num_batches_tracked.fill_(7);
+  NamedTensors tensors;
+  for (auto& item : state_dict(source)) {
+    if (item.first != "bn1.num_batches_tracked") tensors.push_back(item);
+  }
+  const LoadReport report = load_state_dict(target, tensors, /*strict=*/true, "w.safetensors");
+  EXPECT_TRUE(report.complete());
+  EXPECT_TRUE(at::equal(target.bn->running_mean, source.bn->running_mean));
+  EXPECT_EQ(target.bn->num_batches_tracked.item<std::int64_t>(), 7);
+}
+
 TEST(StateDict, NonStrictLoadsWhatMatches) {
   Net source, target;
   at::NoGradGuard no_grad;

@@ -226,6 +226,40 @@ TEST(Trainer, InterruptedMidEpochAndResumedEqualsUninterrupted) {
   EXPECT_TRUE(same(straight.weights(), resumed.weights()));
 }
 
+// A mid-epoch position counts batches of the order the run had. Resumed with another seed
+// (another order) or accumulation (another count of batches per step), the rest of the
+// epoch skipped samples it never trained on and repeated others, silently. An epoch's
+// checkpoint starts the next epoch afresh, so there the change is the user's to make.
+TEST(Trainer, ResumingMidEpochWithAnotherDataOrderIsARecipeError) {
+  testing::TempDir dir;
+  clear_interrupt_request();
+  Fixture first(/*interrupt_at=*/21);
+  RunDirectory run(dir.path(), "interrupted");
+  EXPECT_THROW(Trainer(first.components, options(2), &run, first.progress).fit(), Error);
+  clear_interrupt_request();
+  for (const auto& [change, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"seed", "seed 0, accumulate 1; this run has 256 samples in 16 batches per rank, 1 rank, seed 9, "
+                    "accumulate 1"},
+           {"accumulate", "seed 0, accumulate 2"}}) {
+    Fixture resumed;
+    TrainerOptions o = options(2);
+    if (change == "seed") o.seed = 9;
+    if (change == "accumulate") o.accumulate = 2;
+    Trainer trainer(resumed.components, o, nullptr, resumed.progress);
+    try {
+      trainer.resume(run.checkpoints() / "interrupted");
+      ADD_FAILURE() << change << ": resumed mid-epoch with another data order";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.exit_code(), 2);
+      EXPECT_NE(e.message().find("checkpoint stopped in the middle of epoch 2 (after batch 6)"), std::string::npos)
+          << e.message();
+      EXPECT_NE(e.message().find(expected), std::string::npos) << e.message();
+    }
+    Fixture at_epoch_end;
+    Trainer(at_epoch_end.components, o, nullptr, at_epoch_end.progress).resume(run.checkpoints() / "epoch-0001");
+  }
+}
+
 // Ctrl-C during an evaluation: the epoch's checkpoint is already written, so the run stops
 // there. It used to finish the evaluation and train one more step for a checkpoint
 // (`interrupted`, one step into the next epoch): minutes of waiting on ImageNet.
@@ -691,7 +725,7 @@ void as_if_saved_on_cuda(const fs::path& file) {
   std::uint64_t header_size = 0;
   std::memcpy(&header_size, bytes.data() + sizeof(kCheckpointMagic) + sizeof(std::uint32_t), sizeof(header_size));
   const std::size_t zip_start = sizeof(kCheckpointMagic) + sizeof(std::uint32_t) + sizeof(header_size) + header_size;
-  std::istringstream zip(bytes.substr(zip_start));
+  std::istringstream zip(bytes.substr(zip_start, bytes.size() - zip_start - 20));  // less format 2's trailer
   caffe2::serialize::PyTorchStreamReader reader(&zip);
   std::string rewritten;
   {
@@ -715,6 +749,10 @@ void as_if_saved_on_cuda(const fs::path& file) {
     }
     writer.writeEndOfFile();
   }
+  // Written as format 1 (no trailer), which mixt before format 2 wrote and still reads.
+  const std::uint32_t format_1 = 1;
+  bytes.replace(sizeof(kCheckpointMagic), sizeof(format_1), reinterpret_cast<const char*>(&format_1),
+                sizeof(format_1));
   std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes.substr(0, zip_start) << rewritten;
 }
 
@@ -737,6 +775,64 @@ TEST(Trainer, ACheckpointSavedOnAGpuResumesOnTheCpu) {
   Trainer(resumed.components, options(2), nullptr, resumed.progress).resume(dir.path() / "ckpt");
   EXPECT_TRUE(same(resumed.weights(), saved.weights()));
   for (const auto& p : resumed.components.model->parameters()) EXPECT_TRUE(p.device().is_cpu());
+}
+
+std::string resume_error(const fs::path& checkpoint) {
+  Fixture f;
+  try {
+    Trainer(f.components, options(2), nullptr, f.progress).resume(checkpoint);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 2) << e.what();
+    return e.message();
+  }
+  return "(resumed)";
+}
+
+// LibTorch reads the zip inside a checkpoint without checking its CRCs: a flipped bit in a
+// tensor loaded silently. The trailer of format 2 (size, CRC-32, end marker) catches it, and
+// tells a file cut short from one that is not a checkpoint; a header that is JSON but not
+// mixt's object was a raw json exception with exit 1.
+TEST(Trainer, ADamagedOrTruncatedCheckpointIsRefusedAsSuch) {
+  testing::TempDir dir;
+  Fixture saved;
+  Trainer trained(saved.components, options(1), nullptr, saved.progress);
+  trained.fit();
+  trained.save_checkpoint(dir.path() / "good");
+  const std::string bytes = testing::read_file(dir.path() / "good");
+  EXPECT_EQ(resume_error(dir.path() / "good"), "(resumed)");
+
+  std::string flipped = bytes;
+  flipped[bytes.size() / 2] = static_cast<char>(flipped[bytes.size() / 2] ^ 0x01);
+  std::ofstream(dir.path() / "flipped", std::ios::binary) << flipped;
+  EXPECT_EQ(resume_error(dir.path() / "flipped"), "damaged checkpoint (its bytes do not match the CRC-32 written with "
+                                                  "them)");
+  std::ofstream(dir.path() / "short", std::ios::binary) << bytes.substr(0, bytes.size() - 100);
+  EXPECT_EQ(resume_error(dir.path() / "short"), "damaged checkpoint (cut short: it does not end with its end marker)");
+  std::ofstream(dir.path() / "twelve", std::ios::binary) << bytes.substr(0, 12);
+  EXPECT_EQ(resume_error(dir.path() / "twelve"), "damaged checkpoint (cut short in its header)");
+
+  std::uint64_t header_size = 0;
+  std::memcpy(&header_size, bytes.data() + 12, sizeof(header_size));
+  std::string array_header = bytes.substr(0, 12);
+  const std::uint64_t two = 2;
+  array_header.append(reinterpret_cast<const char*>(&two), sizeof(two));
+  array_header += "[]" + bytes.substr(20 + header_size);
+  std::ofstream(dir.path() / "array", std::ios::binary) << array_header;
+  EXPECT_EQ(resume_error(dir.path() / "array"), "damaged checkpoint (its header is not the JSON object mixt writes)");
+}
+
+// A run directory copied without its `last` link (or with `last` pointing at a removed
+// file) still has its epoch checkpoints: "no checkpoint found" sent users looking.
+TEST(Trainer, ARunDirectoryWithoutItsLastLinkResumesFromItsNewestEpoch) {
+  testing::TempDir dir;
+  Fixture first;
+  RunDirectory run(dir.path(), "run");
+  Trainer(first.components, options(2), &run, first.progress).fit();
+  fs::remove(run.checkpoints() / "last");
+  EXPECT_EQ(resolve_checkpoint(run.path()), run.checkpoints() / "epoch-0002");
+  fs::create_symlink("epoch-0009", run.checkpoints() / "last");  // dangling
+  EXPECT_EQ(resolve_checkpoint(run.path()), run.checkpoints() / "epoch-0002");
+  EXPECT_TRUE(has_checkpoint(run.path()));
 }
 
 TEST(Trainer, CheckpointFromAnotherFileIsRejected) {

@@ -8,6 +8,7 @@
 #include "distributed/backends.h"
 #include "distributed/store.h"
 #include "mixt/error.h"
+#include "mixt/version.h"
 
 namespace mixt::distributed {
 
@@ -41,8 +42,8 @@ DataParallel::DataParallel(const LaunchEnvironment& environment, const Distribut
   std::string backend = options.backend;
   if (backend == "auto") backend = device.is_cuda() ? "nccl" : "gloo";
   if (backend == "nccl" && !device.is_cuda()) {
-    throw recipe_error("trainer.distributed.backend: nccl needs a CUDA device, but this run uses " + device.str(),
-                       {}, "trainer.distributed.backend", "use backend: gloo (or auto) on CPUs");
+    throw recipe_error("nccl needs a CUDA device, but this run uses " + device.str(), {},
+                       "trainer.distributed.backend", "use backend: gloo (or auto) on CPUs");
   }
   const Stores stores = make_store(environment, timeout);
   job_store_ = stores.job;
@@ -65,7 +66,7 @@ DataParallel::DataParallel(const LaunchEnvironment& environment, const Distribut
                                                              environment.world_size, timeout, device);
 }
 
-void DataParallel::check_same_recipe(const std::string& text) const {
+bool DataParallel::all_ranks_agree(const std::string& text) const {
   const std::uint64_t hash = fnv1a(text);
   const auto high = static_cast<std::int64_t>(hash >> 32), low = static_cast<std::int64_t>(hash & 0xffffffffu);
   // max over ranks of (h, -h) gives (max h, -min h): equal to ours everywhere iff all agree.
@@ -73,9 +74,22 @@ void DataParallel::check_same_recipe(const std::string& text) const {
   communicator_->all_reduce(t, ReduceOp::max);
   t = t.cpu();
   const auto* v = t.data_ptr<std::int64_t>();
-  if (v[0] != high || v[1] != low || v[2] != -high || v[3] != -low) {
+  return v[0] == high && v[1] == low && v[2] == -high && v[3] == -low;
+}
+
+void DataParallel::check_same_recipe(const std::string& text) const {
+  // Different builds of mixt (a node with an older install) would read the same recipe
+  // alike and then part ways in their collectives: "Connection reset by peer" mid-run.
+  const std::string build = std::string("mixt ") + version() + ", plugin ABI " + std::to_string(MIXT_ABI_MAJOR) +
+                            "." + std::to_string(MIXT_ABI_MINOR) + ", " + build_fingerprint();
+  if (!all_ranks_agree(build)) {
+    throw usage_error("the ranks run different builds of mixt (rank " + std::to_string(rank()) + " runs " + build +
+                          ")",
+                      "start every rank with the same mixt: the same install on every node");
+  }
+  if (!all_ranks_agree(text)) {
     char mine[32];
-    std::snprintf(mine, sizeof(mine), "%016llx", static_cast<unsigned long long>(hash));
+    std::snprintf(mine, sizeof(mine), "%016llx", static_cast<unsigned long long>(fnv1a(text)));
     throw recipe_error("the resolved recipe differs across ranks (hash on rank " + std::to_string(rank()) + ": " +
                            mine + ")",
                        {}, "", "start every rank with the same recipe file and the same overrides");

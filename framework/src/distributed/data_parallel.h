@@ -33,9 +33,11 @@ class DataParallel {
   bool is_main() const { return environment_.rank == 0; }
   const std::string& backend_name() const { return communicator_->backend_name(); }
 
-  // Every rank must run the same resolved recipe: compares a hash of `text` across ranks
-  // and throws a recipe error (exit 2) on every rank when they differ.
+  // Every rank must run the same mixt build and the same resolved recipe: compares a hash
+  // of each across ranks and throws (exit 2) on every rank when they differ.
   void check_same_recipe(const std::string& text) const;
+  // Whether every rank passed the same `text` (a hash compared with one all-reduce).
+  bool all_ranks_agree(const std::string& text) const;
 
   // Parameters and buffers from rank 0 to every other rank.
   void broadcast_model(torch::nn::Module& model) const;

@@ -14,6 +14,9 @@
 // Everything else in mixt sees the result as a c10d::Backend.
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
+#include <algorithm>
+#include <string>
+
 #include "distributed/backends.h"
 #include "mixt/error.h"
 
@@ -25,18 +28,28 @@ c10::intrusive_ptr<c10d::Backend> make_gloo_backend(const c10::intrusive_ptr<c10
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   try {
     if (!device.interface.empty()) {
-      options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(device.interface));
+      // A comma-separated list, one device per interface, as torch.distributed reads it.
+      std::size_t begin = 0;
+      while (begin <= device.interface.size()) {
+        const std::size_t end = std::min(device.interface.find(',', begin), device.interface.size());
+        options->devices.push_back(
+            c10d::ProcessGroupGloo::createDeviceForInterface(device.interface.substr(begin, end - begin)));
+        begin = end + 1;
+      }
     } else if (!device.hostname.empty()) {
       options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(device.hostname));
     } else {
       options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
     }
-  } catch (const c10::Error& error) {
+  } catch (const std::exception& error) {  // c10::Error, or Gloo's own EnforceNotMet (an unknown interface)
+    const auto* c10_error = dynamic_cast<const c10::Error*>(&error);
+    const std::string what = c10_error ? c10_error->what_without_backtrace() : error.what();
     throw runtime_error("Gloo cannot create its network device (" +
                             (device.interface.empty() ? "address '" + device.hostname + "'"
-                                                      : "interface '" + device.interface + "'") +
-                            "): " + error.what_without_backtrace(),
-                        "set GLOO_SOCKET_IFNAME to this machine's network interface (e.g. eth0)");
+                                                      : "GLOO_SOCKET_IFNAME='" + device.interface + "'") +
+                            "): " + what.substr(0, what.find('\n')),
+                        "set GLOO_SOCKET_IFNAME to this machine's network interface (e.g. eth0; `ip -brief "
+                        "address` lists them), or to several separated by commas");
   }
   options->threads = 2;
   return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, options);

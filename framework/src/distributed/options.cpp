@@ -1,6 +1,13 @@
 #include "distributed/options.h"
 
+#include <string>
+
 namespace mixt::distributed {
+
+namespace {
+constexpr int kMaxTimeoutSeconds = 7 * 24 * 3600;
+constexpr int kMaxBucketMb = 65536;
+}  // namespace
 
 DistributedOptions DistributedOptions::read(const Config& s) {
   DistributedOptions o;
@@ -12,8 +19,14 @@ DistributedOptions DistributedOptions::read(const Config& s) {
   if (o.backend != "auto" && o.backend != "nccl" && o.backend != "gloo") {
     s.fail("backend", "unknown backend '" + o.backend + "'", "use auto, nccl or gloo");
   }
-  if (!(o.timeout_seconds > 0)) s.fail("timeout", "must be a positive number of seconds");
-  if (!(o.bucket_mb > 0)) s.fail("bucket_mb", "must be a positive number of megabytes");
+  // Upper bounds: both become int64 (milliseconds, bytes); 1e300 overflowed into a
+  // negative timeout.
+  if (!(o.timeout_seconds > 0 && o.timeout_seconds <= kMaxTimeoutSeconds)) {
+    s.fail("timeout", "must be a number of seconds in (0, " + std::to_string(kMaxTimeoutSeconds) + "] (a week)");
+  }
+  if (!(o.bucket_mb > 0 && o.bucket_mb <= kMaxBucketMb)) {
+    s.fail("bucket_mb", "must be a number of MiB in (0, " + std::to_string(kMaxBucketMb) + "]");
+  }
   return o;
 }
 

@@ -613,6 +613,20 @@ void Trainer::resume(const fs::path& path) {
                   "resume with the recipe that wrote it (its run directory has recipe.yaml)");
     }
   }
+  // And the other way round: a component the checkpoint's run had and this recipe drops
+  // (a scheduler removed would leave the learning rate where the schedule had it).
+  for (const auto& s : saved) {
+    const std::string kind = s.value("kind", "");
+    if (kind == "dataset") continue;
+    const bool kept = std::any_of(c_.records.begin(), c_.records.end(), [&](const auto& r) { return r.kind == kind; });
+    if (!kept && !c_.records.empty()) {
+      throw Error(ErrorKind::recipe,
+                  "checkpoint was written by a run with " + kind + " '" + s.value("name", "") +
+                      "', this recipe has no " + kind,
+                  SourceLocation{file.string()}, "trainer.resume",
+                  "resume with the recipe that wrote it (its run directory has recipe.yaml)");
+    }
+  }
   std::string saved_data_order;  // empty in checkpoints of mixt before it was saved
   try {
     torch::serialize::InputArchive model_archive, optimizer_archive, precision_archive, trainer_archive;

@@ -662,6 +662,20 @@ TEST(Trainer, ResumingWithOtherComponentsNamesBoth) {
   Fixture same_components;  // and the same ones resume
   same_components.components.records = {sgd};
   Trainer(same_components.components, options(2), nullptr, same_components.progress).resume(dir.path() / "ckpt");
+
+  // The other way round: a scheduler dropped on resume left the learning rate where the
+  // schedule had it, constant, without a word.
+  Fixture scheduled;
+  scheduled.components.records = {sgd, cosine};
+  Trainer(scheduled.components, options(1), nullptr, scheduled.progress).save_checkpoint(dir.path() / "cosine");
+  Fixture unscheduled;
+  unscheduled.components.records = {sgd};
+  try {
+    Trainer(unscheduled.components, options(2), nullptr, unscheduled.progress).resume(dir.path() / "cosine");
+    ADD_FAILURE() << "resumed a scheduled run without its scheduler";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.message(), "checkpoint was written by a run with scheduler 'cosine', this recipe has no scheduler");
+  }
 }
 
 // metrics.jsonl on a full disk (/dev/full fails every write with ENOSPC): one warning, and

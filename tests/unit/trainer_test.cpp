@@ -773,12 +773,18 @@ void as_if_saved_on_cuda(const fs::path& file) {
 // A checkpoint from a GPU run is read on a machine without one (mixt export on a laptop),
 // by a CPU run, or by another rank's GPU: its tensors land on the reader's device, and the
 // model's parameters stay where the model is (Module::load would move them to the file's).
-TEST(Trainer, ACheckpointSavedOnAGpuResumesOnTheCpu) {
-  testing::TempDir dir;
+// One epoch of the fixture saved to `file`; returns the weights it saved.
+std::vector<at::Tensor> train_one_epoch_and_save(const fs::path& file) {
   Fixture saved;
   Trainer trained(saved.components, options(1), nullptr, saved.progress);
   trained.fit();
-  trained.save_checkpoint(dir.path() / "ckpt");
+  trained.save_checkpoint(file);
+  return saved.weights();
+}
+
+TEST(Trainer, ACheckpointSavedOnAGpuResumesOnTheCpu) {
+  testing::TempDir dir;
+  const std::vector<at::Tensor> saved = train_one_epoch_and_save(dir.path() / "ckpt");
   as_if_saved_on_cuda(dir.path() / "ckpt");
 
   CheckpointContents contents = read_checkpoint(dir.path() / "ckpt");  // as mixt export reads it
@@ -787,7 +793,7 @@ TEST(Trainer, ACheckpointSavedOnAGpuResumesOnTheCpu) {
   for (const auto& [name, tensor] : flatten_archive(model)) EXPECT_TRUE(tensor.device().is_cpu()) << name;
   Fixture resumed;
   Trainer(resumed.components, options(2), nullptr, resumed.progress).resume(dir.path() / "ckpt");
-  EXPECT_TRUE(same(resumed.weights(), saved.weights()));
+  EXPECT_TRUE(same(resumed.weights(), saved));
   for (const auto& p : resumed.components.model->parameters()) EXPECT_TRUE(p.device().is_cpu());
 }
 
@@ -808,10 +814,7 @@ std::string resume_error(const fs::path& checkpoint) {
 // mixt's object was a raw json exception with exit 1.
 TEST(Trainer, ADamagedOrTruncatedCheckpointIsRefusedAsSuch) {
   testing::TempDir dir;
-  Fixture saved;
-  Trainer trained(saved.components, options(1), nullptr, saved.progress);
-  trained.fit();
-  trained.save_checkpoint(dir.path() / "good");
+  train_one_epoch_and_save(dir.path() / "good");
   const std::string bytes = testing::read_file(dir.path() / "good");
   EXPECT_EQ(resume_error(dir.path() / "good"), "(resumed)");
 

@@ -10,19 +10,22 @@ namespace {
 
 class Synthetic : public mixt::Dataset {
  public:
-  Synthetic(at::Tensor inputs, at::Tensor targets, std::int64_t shard_size, std::int64_t num_classes, bool drop_last)
+  Synthetic(at::Tensor inputs, at::Tensor targets, std::int64_t shard_size, std::int64_t batch_size,
+            std::int64_t num_classes, bool drop_last)
       : inputs_(std::move(inputs)),
         targets_(std::move(targets)),
         shard_size_(shard_size),
+        batch_size_(batch_size),
         num_classes_(num_classes),
         drop_last_(drop_last) {}
 
   std::int64_t size() const override { return shard_size_; }
   std::int64_t num_classes() const override { return num_classes_; }
   std::vector<std::int64_t> sample_shape() const override { return inputs_.sizes().slice(1).vec(); }
+  // Counted with the recipe's batch size (the held batch is smaller when the shard is): a
+  // batch_size above the shard with drop_last gives no batch, as in every other dataset.
   std::int64_t batches_per_epoch() const override {
-    const std::int64_t b = inputs_.size(0);
-    return drop_last_ ? shard_size_ / b : (shard_size_ + b - 1) / b;
+    return drop_last_ ? shard_size_ / batch_size_ : (shard_size_ + batch_size_ - 1) / batch_size_;
   }
   void start_epoch(std::int64_t) override { delivered_ = 0; }
   std::optional<mixt::Batch> next_batch() override {
@@ -35,7 +38,7 @@ class Synthetic : public mixt::Dataset {
 
  private:
   at::Tensor inputs_, targets_;
-  std::int64_t shard_size_, num_classes_;
+  std::int64_t shard_size_, batch_size_, num_classes_;
   bool drop_last_;
   std::int64_t delivered_ = 0;
 };
@@ -53,8 +56,10 @@ std::unique_ptr<mixt::Dataset> make_synthetic(const mixt::Config& c, const mixt:
   }
   if (channels_last && shape.size() != 3) c.fail("channels_last", "needs a shape of [C, H, W]");
   if (num_classes < 1) c.fail("num_classes", "must be at least 1");
-  if (size < 1) c.fail("size", "must be at least 1");
-  if (batch_size < 1) c.fail("batch_size", "must be at least 1");
+  // Upper bounds: the batch count is computed in int64 (size 2^63-1 wrapped negative).
+  constexpr std::int64_t kMaxSize = 1'000'000'000'000;
+  if (size < 1 || size > kMaxSize) c.fail("size", "must be in [1, 10^12]");
+  if (batch_size < 1 || batch_size > kMaxSize) c.fail("batch_size", "must be in [1, 10^12]");
 
   const std::int64_t shard_size = (size + context.world_size - 1) / context.world_size;
   const std::int64_t rows = std::min(batch_size, shard_size);
@@ -67,7 +72,8 @@ std::unique_ptr<mixt::Dataset> make_synthetic(const mixt::Config& c, const mixt:
   at::Tensor targets = at::randint(num_classes, {rows}, generator, at::kLong);
   inputs = inputs.to(context.device);
   if (channels_last) inputs = inputs.contiguous(at::MemoryFormat::ChannelsLast);
-  return std::make_unique<Synthetic>(inputs, targets.to(context.device), shard_size, num_classes, drop_last);
+  return std::make_unique<Synthetic>(inputs, targets.to(context.device), shard_size, batch_size, num_classes,
+                                     drop_last);
 }
 
 void register_components(mixt::Registrar& registrar) {

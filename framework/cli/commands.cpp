@@ -62,6 +62,13 @@ int check(const std::string& recipe, const std::vector<std::string>& overrides) 
   PluginLoader loader(registry);
   // Building the components proves the model takes the data (a forward pass on a blank batch).
   Experiment e = prepare_experiment(recipe, overrides, loader, registry, warn);
+  // A trainer.resume that names no checkpoint, or one that does not fit the recipe's model,
+  // is a recipe error `run` would give: read it as `run` will (nothing is written).
+  if (!e.options.resume.empty()) {
+    Progress quiet(false, 1, /*quiet=*/true);
+    Trainer(e.components, e.options, nullptr, quiet, e.parallel.get())
+        .resume(e.options.resume, /*check_data_order=*/e.parallel != nullptr);
+  }
   std::printf("%s: ok\n", recipe.c_str());
   for (const auto& r : e.components.records) {
     std::printf("  %-9s %-16s plugin %s %s\n", r.kind.c_str(), r.name.c_str(), r.plugin.c_str(),
@@ -69,10 +76,10 @@ int check(const std::string& recipe, const std::vector<std::string>& overrides) 
   }
   // What the data sections found: the first thing to look at for an image folder.
   const auto describe_data = [](const char* split, const Dataset& data) {
-    std::printf("  data.%-5s %lld samples, %lld classes, each %s; %lld batches per epoch\n", split,
+    std::printf("  data.%-5s %lld samples, %lld classes, each %s; %lld batch%s per epoch\n", split,
                 static_cast<long long>(data.size()), static_cast<long long>(data.num_classes()),
                 c10::str(at::IntArrayRef(data.sample_shape())).c_str(),
-                static_cast<long long>(data.batches_per_epoch()));
+                static_cast<long long>(data.batches_per_epoch()), data.batches_per_epoch() == 1 ? "" : "es");
     // The label order, to spot a stray folder (.ipynb_checkpoints would be class 0).
     const std::vector<std::string> names = class_names_of(data);
     if (names.empty()) return;
@@ -159,13 +166,13 @@ int describe(const std::string& kind_text, const std::string& name) {
     print_options(trainer_option_docs());
     return 0;
   }
+  const ComponentKind kind = parse_kind(kind_text);  // `mixt describe bogus`: the kind is what is wrong
   if (name.empty()) {
     throw usage_error("mixt describe " + kind_text + " needs a name", "mixt list " + kind_text + " shows them");
   }
   Registry registry;
   PluginLoader loader(registry);
   load_all(registry, loader);
-  const ComponentKind kind = parse_kind(kind_text);
   const ComponentEntry* entry = registry.find(kind, name);
   if (!entry) {
     throw usage_error("unknown " + kind_text + " '" + name + "'",

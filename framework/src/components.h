@@ -31,6 +31,9 @@ struct Components {
   std::unique_ptr<Scheduler> scheduler;  // may be null: constant learning rate
   std::vector<ComponentRecord> records;  // what built what, for run dirs and checkpoints
   SourceLocation fp32_modules_where;     // precision.fp32_modules in the recipe, for errors after step 1
+  // data.train's keys that decide an epoch's order ("shuffle=false, ..."), as the recipe
+  // spells them: part of what a mid-epoch checkpoint's position means.
+  std::string train_order_keys;
 };
 
 // Builds the model a `model:` section names and, when the section has `weights: FILE`

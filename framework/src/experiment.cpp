@@ -38,6 +38,38 @@ void load_recipe_plugins(const Recipe& recipe, PluginLoader& loader, const Warn&
   load_plugins(loader, recipe_plugin_files(recipe), warn);
 }
 
+namespace {
+// One directory under output: "" or ".." would put run directories beside other runs' or
+// above the output directory. A directory name is at most 255 bytes on common filesystems:
+// `check` passed a longer one that `run` then failed to create (exit 1).
+void check_run_name(const Config& root, const std::string& name) {
+  if (name.size() > 200) {
+    root.fail("name", "the run name is " + std::to_string(name.size()) + " bytes long; at most 200",
+              "use a shorter name: it becomes a directory name");
+  }
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
+    root.fail("name", "'" + name + "' is not a run name: runs go to <output>/<name>/<timestamp>/",
+              "use one directory name, e.g. resnet50-amp; to group runs, set output: (e.g. output: runs/resnet50)");
+  }
+}
+
+// The loader keys of data.train that change which samples a batch number holds (workers,
+// prefetch and the index cache do not), read from the tree so that no key becomes "known".
+std::string train_order_keys(const RecipeNode& root) {
+  const RecipeEntry* data = root.find("data");
+  const RecipeEntry* train = data && data->value->is_map() ? data->value->find("train") : nullptr;
+  if (!train || !train->value->is_map()) return "";
+  std::vector<std::string> keys;
+  for (const std::string key : {"shuffle", "drop_last", "limit", "split"}) {
+    const RecipeEntry* entry = train->value->find(key);
+    if (entry && entry->value->type == RecipeNode::Type::scalar) keys.push_back(key + "=" + entry->value->scalar);
+  }
+  std::string joined;
+  for (const std::string& key : keys) joined += (joined.empty() ? "" : ", ") + key;
+  return joined;
+}
+}  // namespace
+
 Experiment prepare_experiment(const fs::path& recipe_file, const std::vector<std::string>& overrides,
                               PluginLoader& loader, Registry& registry, const Warn& warn) {
   Experiment e;
@@ -45,12 +77,7 @@ Experiment prepare_experiment(const fs::path& recipe_file, const std::vector<std
   load_recipe_plugins(e.recipe, loader, warn);
   const Config root = e.recipe.config();
   e.name = root.string("name", recipe_file.stem().string());
-  // One directory under output: "" or ".." would put run directories beside other runs' or
-  // above the output directory.
-  if (e.name.empty() || e.name == "." || e.name == ".." || e.name.find('/') != std::string::npos) {
-    root.fail("name", "'" + e.name + "' is not a run name: runs go to <output>/<name>/<timestamp>/",
-              "use one directory name, e.g. resnet50-amp; to group runs, set output: (e.g. output: runs/resnet50)");
-  }
+  check_run_name(root, e.name);
   e.output = root.string("output", "runs");
   std::error_code ec;
   if (fs::exists(e.output, ec) && !fs::is_directory(e.output, ec)) {
@@ -88,6 +115,7 @@ Experiment prepare_experiment(const fs::path& recipe_file, const std::vector<std
   e.components = build_components(root, registry, e.options, trainer,
                                   e.parallel ? &e.parallel->communicator() : nullptr);
   check_unknown_keys(*e.recipe.root);
+  e.components.train_order_keys = train_order_keys(*e.recipe.root);
   const Config model = root.section("model");
   const std::vector<OptionDoc>& model_options = registry.find(ComponentKind::model, model).info.options;
   const bool takes_num_classes = std::any_of(model_options.begin(), model_options.end(),
@@ -108,6 +136,16 @@ void write_resolved_recipe(const Experiment& e, const RunDirectory& run) {
   }
   // Absolute plugin paths: relative ones would be read against the run directory.
   const RecipeNodePtr resolved = e.recipe.root->deep_copy();
+  // A name taken from the file name would become "recipe" when this file is run.
+  const RecipeEntry* name = resolved->find("name");
+  if (!name || name->value->type != RecipeNode::Type::scalar) {
+    resolved->erase("name");
+    auto value = std::make_shared<RecipeNode>();
+    value->type = RecipeNode::Type::scalar;
+    value->scalar = e.name;
+    value->quoted = true;
+    resolved->entries.insert(resolved->entries.begin(), {"name", {}, value});
+  }
   if (RecipeEntry* plugins = resolved->find("plugins")) {
     const std::vector<fs::path> files = recipe_plugin_files(e.recipe);
     for (std::size_t i = 0; i < files.size(); ++i) {

@@ -124,7 +124,7 @@ bool strip_delete_marker(RecipeNode& node) {
   const auto& value = *marker->value;
   const bool yes = value.type == RecipeNode::Type::scalar && (value.scalar == "true" || value.scalar == "True");
   const bool no = value.type == RecipeNode::Type::scalar && (value.scalar == "false" || value.scalar == "False");
-  if (!yes && !no) throw recipe_error("_delete_ must be true or false", value.where, "_delete_");
+  if (!yes && !no) throw recipe_error("must be true or false", value.where, "_delete_");
   node.erase("_delete_");
   return yes;
 }
@@ -157,13 +157,21 @@ constexpr const char* kRecipeShape =
 
 RecipeNodePtr load_with_bases(const fs::path& file, std::vector<fs::path>& chain,
                               const SourceLocation& included_from) {
-  const fs::path canonical = fs::weakly_canonical(file);
+  std::error_code ec;
+  const fs::path canonical = fs::weakly_canonical(file, ec);
+  if (ec) {  // a symbolic link loop, a path too long: std::filesystem's words, with the place
+    throw recipe_error("cannot resolve " + display_path(file) + ": " + ec.message(), included_from,
+                       chain.empty() ? "" : "base", "name the recipe file itself");
+  }
   if (std::find(chain.begin(), chain.end(), canonical) != chain.end()) {
     std::string cycle;
     for (const auto& link : chain) cycle += display_path(link) + " -> ";
     cycle += display_path(canonical);
-    throw recipe_error("base: cycle: " + cycle, included_from, "base",
-                       "remove one of the base: links so the chain ends");
+    throw recipe_error("cycle: " + cycle, included_from, "base", "remove one of the base: links so the chain ends");
+  }
+  if (!chain.empty() && fs::is_directory(canonical, ec)) {  // base: "" or base: some/folder
+    throw recipe_error("base: names a directory, not a recipe file: " + display_path(file), included_from, "base",
+                       "name a .yaml file; base: paths are relative to the file that names them");
   }
   if (!fs::exists(canonical)) {
     if (chain.empty()) {
@@ -181,6 +189,11 @@ RecipeNodePtr load_with_bases(const fs::path& file, std::vector<fs::path>& chain
   }
   if (!node->is_map()) {
     throw recipe_error("a recipe must be a map of sections, got " + describe_node(*node), node->where);
+  }
+  if (const RecipeEntry* marker = node->find("_delete_")) {
+    throw recipe_error("_delete_ belongs in a section (model:, data: ...), not at the top of a recipe",
+                       marker->key_where, "_delete_",
+                       "to inherit nothing, drop base:; to replace one section, put _delete_: true inside it");
   }
   const RecipeEntry* base = node->find("base");
   if (!base) return node;
@@ -230,7 +243,15 @@ std::string syntax_hint(const std::string& text, const YAML::Mark& mark) {
 
 RecipeNodePtr parse_yaml(const std::string& text, const std::string& source) {
   try {
-    return convert(YAML::Load(text), source);
+    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    // A second document (after `---`) would be dropped without a word.
+    if (documents.size() > 1) {
+      throw recipe_error("this holds " + std::to_string(documents.size()) +
+                             " YAML documents (--- starts each); a recipe is one",
+                         location_of(documents[1].Mark(), source), {},
+                         "merge them, or put the second in a file of its own that names this one in base:");
+    }
+    return convert(documents.empty() ? YAML::Node() : documents.front(), source);
   } catch (const YAML::ParserException& e) {
     throw recipe_error("YAML syntax error: " + e.msg, location_of(e.mark, source), {}, syntax_hint(text, e.mark));
   } catch (const YAML::Exception& e) {
@@ -261,6 +282,11 @@ void apply_override(RecipeNode& root, const std::string& assignment) {
                       "write overrides as dotted keys, e.g. optimizer.lr=0.1 trainer.epochs=2");
   }
   const std::string dotted = assignment.substr(0, equals);
+  if (dotted == "_delete_" || (dotted.size() > 9 && dotted.compare(dotted.size() - 9, 9, "._delete_") == 0)) {
+    throw usage_error("override '" + assignment + "': _delete_ is for recipe files",
+                      "on the command line a whole map replaces the recipe's, e.g. "
+                      "optimizer={name: adamw, lr: 0.001}");
+  }
   // `key=` is nearly always an empty shell variable (trainer.epochs=$EPOCHS): as YAML it
   // would be null, which silently means "the default".
   if (assignment.find_first_not_of(" \t", equals + 1) == std::string::npos) {

@@ -564,7 +564,7 @@ std::string Trainer::data_order() const {
   return dataset + std::to_string(c_.train->size()) + " samples in " +
          std::to_string(c_.train->batches_per_epoch()) + " batches per rank, " + std::to_string(world_size()) +
          (world_size() == 1 ? " rank" : " ranks") + ", seed " + std::to_string(options_.seed) + ", accumulate " +
-         std::to_string(options_.accumulate);
+         std::to_string(options_.accumulate) + (c_.train_order_keys.empty() ? "" : ", " + c_.train_order_keys);
 }
 
 void Trainer::finish_epoch_checkpoint(std::int64_t epoch) {
@@ -591,7 +591,7 @@ void Trainer::finish_epoch_checkpoint(std::int64_t epoch) {
   fs::remove(directory / "interrupted", ec);
 }
 
-void Trainer::resume(const fs::path& path) {
+void Trainer::resume(const fs::path& path, bool check_data_order) {
   const fs::path file = resolve_checkpoint(path);
   CheckpointContents contents = read_checkpoint(file, c_.device);
   // The components must be the ones that wrote it: other names mean other tensors.
@@ -696,7 +696,7 @@ void Trainer::resume(const fs::path& path) {
   // Mid-epoch, the position counts batches of the order the run had: with another batch
   // size, seed, accumulation, world size or dataset the same count is other samples, and
   // the rest of the epoch would skip some and train others twice, silently.
-  if (batches_in_epoch_ > 0 && !saved_data_order.empty() && saved_data_order != data_order()) {
+  if (check_data_order && batches_in_epoch_ > 0 && !saved_data_order.empty() && saved_data_order != data_order()) {
     throw Error(ErrorKind::recipe,
                 "checkpoint stopped in the middle of epoch " + std::to_string(epoch_ + 1) + " (after batch " +
                     std::to_string(batches_in_epoch_) + ") with data.train " + saved_data_order +

@@ -49,8 +49,10 @@ class Trainer {
           distributed::DataParallel* parallel = nullptr);
 
   // Continues from a checkpoint written by a run of the same recipe. Writes nothing, so a
-  // checkpoint that does not fit fails before a run directory exists.
-  void resume(const std::filesystem::path& checkpoint);
+  // checkpoint that does not fit fails before a run directory exists. `check_data_order`:
+  // whether a mid-epoch checkpoint must have this run's data order (`mixt check` outside
+  // torchrun does not know the number of ranks the run will have).
+  void resume(const std::filesystem::path& checkpoint, bool check_data_order = true);
   // Where outputs go from now on (null: nowhere).
   void write_to(RunDirectory* run) { run_ = run; }
   TrainResult fit();

@@ -23,7 +23,8 @@ TrainerOptions TrainerOptions::read(const Config& s) {
   if (o.label_smoothing < 0 || o.label_smoothing >= 1) s.fail("label_smoothing", "must be in [0, 1)");
   o.distributed = distributed::DistributedOptions::read(s.section("distributed"));
   if (o.epochs < 1) s.fail("epochs", "must be at least 1");
-  if (o.threads < 0) s.fail("threads", "must be 0 (LibTorch's default) or more");
+  // A million threads made even `mixt check` hang (ATen starts them at once).
+  if (o.threads < 0 || o.threads > 1024) s.fail("threads", "must be in [0, 1024] (0: LibTorch's default)");
   if (o.log_every < 1) s.fail("log_every", "must be at least 1");
   if (o.accumulate < 1) s.fail("accumulate", "must be at least 1");
   if (o.clip_grad_norm < 0) s.fail("clip_grad_norm", "must be 0 (off) or positive");

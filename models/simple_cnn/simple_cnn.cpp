@@ -71,6 +71,9 @@ std::shared_ptr<mixt::Model> make_simple_cnn(const mixt::Config& c, const mixt::
   }
   if (num_classes < 1) c.fail("num_classes", "must be at least 1");
   if (channels.empty()) c.fail("channels", "needs at least one convolution");
+  for (const std::int64_t width : channels) {
+    if (width < 1 || width > 65536) c.fail("channels", "each must be in [1, 65536], got " + std::to_string(width));
+  }
   if (hidden < 1) c.fail("hidden", "must be at least 1");
   if (dropout < 0 || dropout >= 1) c.fail("dropout", "must be in [0, 1)");
   const std::int64_t shrink = std::int64_t{1} << channels.size();

@@ -219,7 +219,7 @@ TEST(CliBadInput, BaseCycle) {
   TempDir dir;
   dir.write("other.yaml", "base: r.yaml\n");
   const auto result = check_recipe(dir, "base: other.yaml\n" + kTinyRecipe);
-  expect_clean_failure(result, "other.yaml:1:7: base: base: cycle: r.yaml -> other.yaml -> r.yaml");
+  expect_clean_failure(result, "other.yaml:1:7: base: cycle: r.yaml -> other.yaml -> r.yaml");
 }
 
 TEST(CliBadInput, OverrideOfAKeyThatDoesNotExist) {
@@ -543,6 +543,41 @@ TEST(CliRun, PluginPathsAreRelativeToTheFileThatNamesThem) {
   const CommandResult override =
       run_mixt({"check", "experiments/short.yaml", "plugins=[shared/lib/libmixt_fixture_good.so]"}, dir.path());
   EXPECT_EQ(override.exit_code, 0) << override.output;
+}
+
+// The resolved recipe.yaml reproduces the run: a name taken from the file name is written
+// in (re-running the copy made runs/recipe/...).
+TEST(CliRun, TheResolvedRecipeKeepsANameTakenFromTheFileName) {
+  TempDir dir;
+  std::string recipe = testing::replace_once(kTinyRecipe, "name: tiny\n", "");
+  recipe = testing::replace_once(recipe, "epochs: 2", "epochs: 1, max_steps_per_epoch: 1");
+  dir.write("short.yaml", recipe);
+  const CommandResult run = run_mixt({"run", "short.yaml", "data.val=null"}, dir.path());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const fs::path resolved = only_run_directory(dir.path() / "runs" / "short") / "recipe.yaml";
+  EXPECT_NE(testing::read_file(resolved).find("name: \"short\""), std::string::npos) << testing::read_file(resolved);
+}
+
+// What `mixt check` passed and `mixt run` then refused, or what hung check itself.
+TEST(CliBadInput, CheckCatchesWhatRunWouldRefuse) {
+  TempDir dir;
+  dir.write("r.yaml", kTinyRecipe);
+  // trainer.resume naming a file that is no checkpoint: check read only the path.
+  CommandResult result = run_mixt({"check", "r.yaml", "trainer.resume=r.yaml"}, dir.path());
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("not a mixt checkpoint"), std::string::npos) << result.output;
+  // A run name no filesystem takes as a directory name.
+  result = run_mixt({"check", "r.yaml", "name=" + std::string(300, 'x')}, dir.path());
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("the run name is 300 bytes long; at most 200"), std::string::npos) << result.output;
+  // A million threads: ATen started them at once and check never returned.
+  result = run_mixt({"check", "r.yaml", "trainer.threads=1000000"}, dir.path());
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("trainer.threads: must be in [0, 1024]"), std::string::npos) << result.output;
+  // `mixt describe bogus`: the kind is what is wrong, not a missing name.
+  result = run_mixt({"describe", "optimiser"}, dir.path());
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("unknown component kind 'optimiser'"), std::string::npos) << result.output;
 }
 
 TEST(CliRun, SigintWritesACheckpointAndExits130) {

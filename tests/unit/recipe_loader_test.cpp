@@ -219,6 +219,50 @@ TEST(RecipeLoader, BaseCycleIsAnErrorNamingTheCycle) {
   }
 }
 
+Error load_error(const std::filesystem::path& file, const std::vector<std::string>& overrides = {}) {
+  try {
+    load_recipe(file, overrides);
+  } catch (const Error& e) {
+    return e;
+  }
+  return Error(ErrorKind::runtime, "(loaded)");
+}
+
+// Each of these was taken without a word, or answered with a raw std::filesystem message
+// and exit 1: a second YAML document was dropped, _delete_ at the top or on the command
+// line did nothing, a base: that names a folder gave no base: location, and a symbolic
+// link loop was a filesystem error.
+TEST(RecipeLoader, WhatUsedToBeIgnoredOrRawIsARecipeErrorAtItsPlace) {
+  TempDir dir;
+  Error e = load_error(dir.write("two.yaml", "name: first\n---\nname: second\n"));
+  EXPECT_EQ(e.message(), "this holds 2 YAML documents (--- starts each); a recipe is one");
+  EXPECT_EQ(e.where().line, 3);
+
+  dir.write("common.yaml", "trainer: {epochs: 1}\n");
+  e = load_error(dir.write("top.yaml", "base: common.yaml\n_delete_: true\n"));
+  EXPECT_NE(e.message().find("_delete_ belongs in a section"), std::string::npos) << e.what();
+  EXPECT_EQ(e.where().line, 2);
+
+  e = load_error(dir.path() / "common.yaml", {"trainer._delete_=true"});
+  EXPECT_EQ(e.kind(), ErrorKind::usage);
+  EXPECT_NE(e.message().find("_delete_ is for recipe files"), std::string::npos) << e.what();
+
+  std::filesystem::create_directory(dir.path() / "folder");
+  for (const std::string base : {"folder", "\"\""}) {
+    e = load_error(dir.write("dir.yaml", "name: x\nbase: " + base + "\n"));
+    EXPECT_NE(e.message().find("base: names a directory, not a recipe file"), std::string::npos) << e.what();
+    EXPECT_EQ(e.where().line, 2) << base;
+    EXPECT_EQ(e.exit_code(), 2);
+  }
+
+  std::filesystem::create_symlink("loop2.yaml", dir.path() / "loop1.yaml");
+  std::filesystem::create_symlink("loop1.yaml", dir.path() / "loop2.yaml");
+  e = load_error(dir.write("looped.yaml", "base: loop1.yaml\n"));
+  EXPECT_EQ(e.exit_code(), 2) << e.what();
+  EXPECT_NE(e.message().find("cannot resolve"), std::string::npos) << e.what();
+  EXPECT_EQ(e.where().line, 1);
+}
+
 TEST(RecipeLoader, ResolvedRecipeRoundTrips) {
   TempDir dir;
   dir.write("base.yaml", "optimizer: {name: sgd, lr: 0.1}\n");

@@ -59,18 +59,19 @@ TEST(SchedulerParity, ResumedScheduleContinuesWhereItStopped) {
   EXPECT_DOUBLE_EQ(opt2->learning_rate(), expected);
 }
 
-// The warm-up checks name the key the recipe gave, so the error points at the right line.
-TEST(SchedulerOptions, AWarmUpLongerThanTheRunNamesTheKeyGiven) {
+// The warm-up checks (longer than the run, negative) name the key the recipe gave, so the
+// error points at the right line.
+TEST(SchedulerOptions, WarmUpErrorsNameTheKeyGiven) {
   testing::BuiltPlugins plugins;
   at::Tensor param = at::zeros({1}).requires_grad_(true);
-  for (const std::string key : {"warmup_steps: 21", "warmup_epochs: 2.5"}) {
+  for (const std::string key : {"warmup_steps: 21", "warmup_epochs: 2.5", "warmup_epochs: -1"}) {
     const RecipeNodePtr root =
         parse_yaml("optimizer: {name: sgd, lr: 0.5}\nscheduler: {name: cosine, " + key + "}", "test.yaml");
     const Config recipe(root, "");
     auto opt = plugins.registry.make_optimizer(recipe.section("optimizer"), OptimizerContext{{{"p", param}}});
     try {
       plugins.registry.make_scheduler(recipe.section("scheduler"), SchedulerContext{opt.get(), 10, 2});
-      ADD_FAILURE() << key << " is longer than 20 steps and was accepted";
+      ADD_FAILURE() << key << " was accepted (20 steps in all)";
     } catch (const Error& e) {
       EXPECT_EQ(e.key_path(), "scheduler." + key.substr(0, key.find(':'))) << e.message();
       EXPECT_EQ(e.where().line, 2) << key;

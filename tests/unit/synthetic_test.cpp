@@ -35,6 +35,25 @@ TEST(Synthetic, ShardsAndChannelsLast) {
   EXPECT_TRUE(testing::collect_epoch(*data, 0).at(0).inputs.is_contiguous(at::MemoryFormat::ChannelsLast));
 }
 
+// A batch larger than the data: one short batch, or none with drop_last (as every other
+// dataset counts it; it gave one). A size of 2^63-1 wrapped the batch count negative, and
+// the run ended "done" with 0 steps.
+TEST(Synthetic, BatchesAreCountedWithTheRecipesBatchSize) {
+  testing::BuiltPlugins plugins;
+  EXPECT_EQ(testing::make_dataset(plugins, "{name: synthetic, shape: [2], size: 10, batch_size: 16}")
+                ->batches_per_epoch(),
+            1);
+  EXPECT_EQ(testing::make_dataset(plugins, "{name: synthetic, shape: [2], size: 10, batch_size: 16, drop_last: true}")
+                ->batches_per_epoch(),
+            0);
+  try {
+    testing::make_dataset(plugins, "{name: synthetic, shape: [2], size: 9223372036854775807}");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("data.size: must be in [1, 10^12]"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Synthetic, BadShapeIsARecipeError) {
   testing::BuiltPlugins plugins;
   try {

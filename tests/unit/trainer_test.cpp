@@ -240,11 +240,13 @@ TEST(Trainer, ResumingMidEpochWithAnotherDataOrderIsARecipeError) {
   for (const auto& [change, expected] : std::vector<std::pair<std::string, std::string>>{
            {"seed", "seed 0, accumulate 1; this run has 256 samples in 16 batches per rank, 1 rank, seed 9, "
                     "accumulate 1"},
-           {"accumulate", "seed 0, accumulate 2"}}) {
+           {"accumulate", "seed 0, accumulate 2"},
+           {"shuffle", "seed 0, accumulate 1, shuffle=false"}}) {
     Fixture resumed;
     TrainerOptions o = options(2);
     if (change == "seed") o.seed = 9;
     if (change == "accumulate") o.accumulate = 2;
+    if (change == "shuffle") resumed.components.train_order_keys = "shuffle=false";
     Trainer trainer(resumed.components, o, nullptr, resumed.progress);
     try {
       trainer.resume(run.checkpoints() / "interrupted");
@@ -256,6 +258,7 @@ TEST(Trainer, ResumingMidEpochWithAnotherDataOrderIsARecipeError) {
       EXPECT_NE(e.message().find(expected), std::string::npos) << e.message();
     }
     Fixture at_epoch_end;
+    at_epoch_end.components.train_order_keys = resumed.components.train_order_keys;
     Trainer(at_epoch_end.components, o, nullptr, at_epoch_end.progress).resume(run.checkpoints() / "epoch-0001");
   }
 }

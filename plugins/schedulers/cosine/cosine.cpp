@@ -44,7 +44,7 @@ std::unique_ptr<mixt::Scheduler> make_cosine(const mixt::Config& c, const mixt::
   }
   const double start_factor = c.number("start_factor", 0.0);
   const double min_lr = c.number("min_lr", 0.0);
-  if (warmup < 0) c.fail("warmup_steps", "must not be negative");
+  if (warmup < 0) c.fail(c.has("warmup_epochs") ? "warmup_epochs" : "warmup_steps", "must not be negative");
   if (warmup > total) {
     c.fail(c.has("warmup_epochs") ? "warmup_epochs" : "warmup_steps",
            "warm-up (" + std::to_string(warmup) + " steps) is longer than the whole run (" + std::to_string(total) +

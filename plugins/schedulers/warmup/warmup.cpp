@@ -32,7 +32,7 @@ std::unique_ptr<mixt::Scheduler> make_warmup(const mixt::Config& c, const mixt::
         std::llround(c.number("warmup_epochs") * static_cast<double>(context.steps_per_epoch)));
   }
   const double start_factor = c.number("start_factor", 1.0 / 3.0);
-  if (warmup < 0) c.fail("warmup_steps", "must not be negative");
+  if (warmup < 0) c.fail(c.has("warmup_epochs") ? "warmup_epochs" : "warmup_steps", "must not be negative");
   if (start_factor <= 0 || start_factor > 1) c.fail("start_factor", "must be in (0, 1]");
   return std::make_unique<WarmupSchedule>(context, warmup, start_factor);
 }

@@ -104,6 +104,9 @@ int predict(const std::string& recipe_file, const std::vector<std::string>& over
                          : " and, not opening the datasets, with the model's default class count: set "
                            "model.num_classes=N to the training data's (a run directory's recipe.yaml states it)"));
   }
+  // Only the model is built here, so only its section is checked: a misspelt
+  // model.weigths predicted with untrained weights and exit 0.
+  check_unknown_keys(*recipe.root, "model");
   model->to(device);
   model->eval();
   at::Tensor result;

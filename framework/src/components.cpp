@@ -138,6 +138,18 @@ void record(Components& c, const Registry& registry, ComponentKind kind, const C
 }
 }  // namespace
 
+void check_fp32_modules_routed(const Model& model, const SourceLocation& where) {
+  const std::vector<std::string> unrouted = unrouted_fp32_modules(model);
+  if (unrouted.empty()) return;
+  std::string names;
+  for (const auto& name : unrouted) names += (names.empty() ? "'" : ", '") + name + "'";
+  throw Error(ErrorKind::recipe,
+              "the model never ran " + names + " through mixt::call_submodule, so it cannot keep it in fp32", where,
+              "precision.fp32_modules",
+              "list a submodule the model routes (see mixt/fp32_modules.h; the zoo's models route none), or remove "
+              "the option");
+}
+
 std::vector<OptionDoc> framework_option_docs(ComponentKind kind) {
   switch (kind) {
     case ComponentKind::model:
@@ -230,6 +242,12 @@ Components build_components(const Config& recipe, const Registry& registry,
   c.precision->setup(*c.model, c.device);
   apply_fp32_modules(precision_section, *c.model);
   c.fp32_modules_where = precision_section.location("fp32_modules");
+  // One blank forward pass finds a listed submodule the model never routes, for `mixt
+  // check` too; before, only the first training step did, after the run directory existed.
+  if (!unrouted_fp32_modules(*c.model).empty() && !c.train->sample_shape().empty()) {
+    forward_blank_batch(c, c.train->sample_shape());
+    check_fp32_modules_routed(*c.model, c.fp32_modules_where);
+  }
 
   const Config optimizer_section = recipe.section("optimizer");
   OptimizerContext optimizer_context;

@@ -41,6 +41,12 @@ struct Components {
 // loads what matches and warns about the rest.
 std::shared_ptr<Model> build_model(const Config& section, const Registry& registry, const ModelContext& context);
 
+// A recipe listing fp32_modules for a model that never routes them through
+// mixt::call_submodule would silently train in reduced precision: a recipe error at
+// `where`. Called after a blank forward pass when the components are built (so `mixt
+// check` finds it) and after the first training step (a model may route only in training).
+void check_fp32_modules_routed(const Model& model, const SourceLocation& where);
+
 // The options mixt itself reads from a component's section, whatever the plugin: a
 // model's weights and strict, a precision policy's fp32_modules. `mixt describe` lists
 // them with the plugin's own.

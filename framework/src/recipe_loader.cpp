@@ -408,6 +408,11 @@ void emit(YAML::Emitter& out, const RecipeNode& node) {
 
 void check_unknown_keys(const RecipeNode& root) { check_keys(root, ""); }
 
+void check_unknown_keys(const RecipeNode& root, const std::string& section) {
+  const RecipeEntry* entry = root.find(section);
+  if (entry && entry->value->is_map() && entry->value->opened) check_keys(*entry->value, section);
+}
+
 std::string to_yaml(const RecipeNode& root) {
   YAML::Emitter out;
   emit(out, root);

@@ -33,6 +33,8 @@ bool from_command_line(const SourceLocation& where);
 // After every component has read its options: the first key nobody asked for is an error
 // naming its location and the closest known key.
 void check_unknown_keys(const RecipeNode& root);
+// The same for one top-level section only (`mixt predict` builds the model alone).
+void check_unknown_keys(const RecipeNode& root, const std::string& section);
 
 // The resolved recipe as YAML (written into each run directory).
 std::string to_yaml(const RecipeNode& root);

@@ -133,6 +133,9 @@ SafetensorsContents load_safetensors(const fs::path& file) {
     } catch (const nlohmann::json::exception&) {
       throw bad_file(file, "tensor '" + name + "' lacks dtype, shape or data_offsets");
     }
+    for (const std::int64_t dimension : shape) {
+      if (dimension < 0) throw bad_file(file, "tensor '" + name + "' has a negative dimension in its shape");
+    }
     at::Tensor tensor = at::empty(shape, at::TensorOptions().dtype(type));
     const std::uint64_t bytes = tensor.numel() * tensor.element_size();
     if (end < begin || end - begin != bytes || end > data_size) {

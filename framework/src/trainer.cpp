@@ -23,19 +23,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-// A recipe listing fp32_modules for a model that never routes them through
-// mixt::call_submodule would silently train in reduced precision: fail after the first step.
-void check_fp32_modules_routed(const Model& model, const SourceLocation& where) {
-  const std::vector<std::string> unrouted = unrouted_fp32_modules(model);
-  if (unrouted.empty()) return;
-  std::string names;
-  for (const auto& name : unrouted) names += (names.empty() ? "'" : ", '") + name + "'";
-  throw Error(ErrorKind::recipe,
-              "the model never ran " + names + " through mixt::call_submodule, so it cannot keep it in fp32", where,
-              "precision.fp32_modules",
-              "list a submodule the model routes (see mixt/fp32_modules.h), or remove the option");
-}
-
 // LibTorch's message alone ("Expected more than 1 value per channel when training") does
 // not say which batch, nor what to change in the recipe.
 [[noreturn]] void forward_failed(const c10::Error& e, std::int64_t epoch, std::int64_t step,

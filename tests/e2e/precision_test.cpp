@@ -124,6 +124,13 @@ TEST(PrecisionCli, Fp32ModulesAreCheckedAgainstTheModel) {
   ASSERT_NE(at, std::string::npos) << result.output;
   const std::string run_directory =
       result.output.substr(at + marker.size(), result.output.find('\n', at) - at - marker.size());
+  // `mixt check` finds it too, with one blank forward pass (it said ok, and the run then
+  // failed after its first step, with a run directory made).
+  result = run_mixt({"check", kRecipe, "precision={name: amp_bf16, fp32_modules: [classifier.0]}", tiny, narrow},
+                    dir.path());
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("the model never ran 'classifier.0' through mixt::call_submodule"), std::string::npos)
+      << result.output;
   // Checked after the first step of every process: resuming a run with a name the model
   // does not route trained to the end (the check looked at global step 0 only).
   for (const std::vector<std::string>& extra :

@@ -153,6 +153,17 @@ TEST(WeightsCli, MismatchingWeightsAreOneClearError) {
   result = run_mixt({"export", "nowhere", "--format", "onnx", "-o", "x"}, dir.path());
   EXPECT_EQ(result.exit_code, 2) << result.output;
   EXPECT_NE(result.output.find("unknown export format 'onnx'"), std::string::npos) << result.output;
+
+  // predict builds only the model, and read no unknown-key check: a misspelt key predicted
+  // with untrained weights (or 1000 classes) and exit 0.
+  dir.write("r.yaml", "model: { name: resnet18, num_classes: 10 }\n");
+  result = run_mixt({"predict", "r.yaml", "model.weigths=" + weights, "--input", "x.safetensors", "--output",
+                     "o.safetensors"},
+                    dir.path());
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("model.weigths: unknown key 'weigths' in 'model'"), std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("did you mean 'weights'"), std::string::npos) << result.output;
 }
 
 TEST(WeightsCli, ListShowsParamsAndGflops) {

@@ -99,6 +99,12 @@ TEST(Safetensors, DamagedFilesAreClearErrors) {
   std::string not_json = bytes;
   not_json[8] = '!';
   expect_error(not_json, "header not JSON");
+  // [16] -> [-6]: LibTorch's "negative dimension" came out raw, exit 1, no file named.
+  std::string negative = bytes;
+  const auto shape_at = negative.find("[16]");
+  ASSERT_NE(shape_at, std::string::npos);
+  negative.replace(shape_at, 4, "[-6]");
+  expect_error(negative, "a negative dimension");
   try {
     load_safetensors(dir.path() / "missing.safetensors");
     ADD_FAILURE() << "no error for a missing file";

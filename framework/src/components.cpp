@@ -186,7 +186,7 @@ Components build_components(const Config& recipe, const Registry& registry,
 
   const Config data = recipe.section("data");
   if (!data.has("train")) {
-    throw recipe_error("missing section: data.train", data.location(), "data",
+    throw recipe_error("missing section: data.train", data.location("train"), "data",
                        "add `data: {train: {name: <dataset>, ...}}`");
   }
   for (const std::string& split : data.keys()) {

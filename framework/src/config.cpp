@@ -184,9 +184,11 @@ Config Config::section(std::string_view key) const {
   if (!node) {
     // An absent section has no text of its own: errors about it name the file that should
     // hold it ("recipe.yaml: data: missing section: data.train").
+    // One set to null (`data=null` on the command line) names that override instead.
     auto absent = std::make_shared<RecipeNode>();
     absent->type = RecipeNode::Type::map;
-    absent->where = SourceLocation{node_->where.file};
+    const RecipeEntry* nulled = node_->find(key);
+    absent->where = nulled ? location(key) : SourceLocation{node_->where.file};
     return Config(absent, key_path(key));
   }
   if (!node->is_map()) fail(key, "expected a map, got " + describe_node(*node));

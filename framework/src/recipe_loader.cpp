@@ -293,7 +293,14 @@ void apply_override(RecipeNode& root, const std::string& assignment) {
     throw usage_error("override '" + assignment + "' has no value",
                       "to unset a key on purpose write " + dotted + "=null");
   }
-  RecipeNodePtr value = parse_yaml(assignment.substr(equals + 1), source);
+  const std::string text = assignment.substr(equals + 1);
+  // `"a"b`: YAML reads the string a and then something else (in a file, a syntax error).
+  const std::size_t first = text.find_first_not_of(" \t"), last = text.find_last_not_of(" \t");
+  if ((text[first] == '"' || text[first] == '\'') && (last == first || text[last] != text[first])) {
+    throw usage_error("override '" + assignment + "': the value starts with a quote but does not end with it",
+                      "quote the whole value, e.g. " + dotted + "='\"a b\"' in the shell");
+  }
+  RecipeNodePtr value = parse_yaml(text, source);
   // Every node of the override points at the command line, not at the YAML snippet.
   std::function<void(RecipeNode&)> relocate = [&](RecipeNode& node) {
     node.where = SourceLocation{source};

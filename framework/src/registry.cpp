@@ -132,8 +132,9 @@ std::vector<std::string> Registry::names(ComponentKind kind) const {
 const ComponentEntry& Registry::find(ComponentKind kind, const Config& section) const {
   const std::string kind_text = kind_name(kind);
   if (section.empty() && !section.has("name")) {
-    throw recipe_error(std::string("missing section: this recipe needs ") + (kind_text == "optimizer" ? "an " : "a ") + kind_text, section.location(),
-                       section.path(), "add `" + section.path() + ": {name: <" + kind_text + ">}`");
+    const std::string article = kind_text == "optimizer" ? "an " : "a ";
+    throw recipe_error("missing section: this recipe needs " + article + kind_text, section.location(), section.path(),
+                       "add `" + section.path() + ": {name: <" + kind_text + ">}`");
   }
   const std::string name = section.string("name");
   if (const ComponentEntry* entry = find(kind, name)) return *entry;

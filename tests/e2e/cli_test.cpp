@@ -574,6 +574,14 @@ TEST(CliBadInput, CheckCatchesWhatRunWouldRefuse) {
   result = run_mixt({"check", "r.yaml", "trainer.threads=1000000"}, dir.path());
   EXPECT_EQ(result.exit_code, 2) << result.output;
   EXPECT_NE(result.output.find("trainer.threads: must be in [0, 1024]"), std::string::npos) << result.output;
+  // A section unset on the command line is blamed on that override, not on the base file.
+  for (const std::string unset : {"data.train=null", "data=null"}) {
+    result = run_mixt({"check", "r.yaml", unset}, dir.path());
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_NE(result.output.find("mixt: error: command line '" + unset + "': data: missing section"),
+              std::string::npos)
+        << result.output;
+  }
   // `mixt describe bogus`: the kind is what is wrong, not a missing name.
   result = run_mixt({"describe", "optimiser"}, dir.path());
   EXPECT_EQ(result.exit_code, 2) << result.output;

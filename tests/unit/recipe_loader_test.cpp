@@ -255,6 +255,12 @@ TEST(RecipeLoader, WhatUsedToBeIgnoredOrRawIsARecipeErrorAtItsPlace) {
     EXPECT_EQ(e.exit_code(), 2);
   }
 
+  // `name="a"b`: YAML kept "a" and dropped the rest without a word.
+  e = load_error(dir.path() / "common.yaml", {"name=\"a\"b"});
+  EXPECT_EQ(e.kind(), ErrorKind::usage);
+  EXPECT_NE(e.message().find("starts with a quote but does not end with it"), std::string::npos) << e.what();
+  EXPECT_EQ(load_error(dir.path() / "common.yaml", {"name=\"a b\""}).message(), "(loaded)");
+
   std::filesystem::create_symlink("loop2.yaml", dir.path() / "loop1.yaml");
   std::filesystem::create_symlink("loop1.yaml", dir.path() / "loop2.yaml");
   e = load_error(dir.write("looped.yaml", "base: loop1.yaml\n"));

@@ -155,7 +155,7 @@ std::optional<fs::path> newest_in(const fs::path& directory) {
   for (auto it = fs::directory_iterator(directory, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name.rfind("epoch-", 0) != 0 || name.find_first_not_of("0123456789", 6) != std::string::npos ||
-        name.size() == 6 || !it->is_regular_file(ec)) {
+        name.size() == 6 || name.size() > 6 + 18 || !it->is_regular_file(ec)) {
       continue;  // epoch-0003.tmp: a write that never finished
     }
     const long long epoch = std::stoll(name.substr(6));

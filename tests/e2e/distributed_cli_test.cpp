@@ -261,6 +261,10 @@ TEST(DataParallel, MismatchedRecipesAreDetectedAtStart) {
               std::string::npos)
         << ranks[r].log;
   }
+  // Rank 1 also says where its recipe differs from rank 0's, not only a hash.
+  EXPECT_NE(ranks[1].log.find("of the resolved recipe is '  lr: 0.1' here, '  lr: 0.05' on rank 0"),
+            std::string::npos)
+      << ranks[1].log;
 }
 
 // sync_batchnorm on a model with batch norm: two ranks of batch 32 normalise with the

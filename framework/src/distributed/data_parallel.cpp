@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 
 #include "distributed/backends.h"
 #include "distributed/store.h"
@@ -47,6 +48,7 @@ DataParallel::DataParallel(const LaunchEnvironment& environment, const Distribut
   }
   const Stores stores = make_store(environment, timeout);
   job_store_ = stores.job;
+  store_ = stores.attempt;
   const auto& store = stores.attempt;
   c10::intrusive_ptr<c10d::Backend> process_group;
   try {
@@ -91,9 +93,38 @@ void DataParallel::check_same_recipe(const std::string& text) const {
     char mine[32];
     std::snprintf(mine, sizeof(mine), "%016llx", static_cast<unsigned long long>(fnv1a(text)));
     throw recipe_error("the resolved recipe differs across ranks (hash on rank " + std::to_string(rank()) + ": " +
-                           mine + ")",
+                           mine + ")" + difference_from_rank_0(text),
                        {}, "", "start every rank with the same recipe file and the same overrides");
   }
+}
+
+// Where this rank's resolved recipe first differs from rank 0's (rank 0 publishes its own
+// in the store; the barrier keeps a store that rank 0 hosts up until every rank has read
+// it). "" on rank 0, when they differ only in length, or when the store fails: the hash
+// message stands on its own.
+std::string DataParallel::difference_from_rank_0(const std::string& text) const {
+  constexpr const char* kKey = "mixt/resolved_recipe";
+  std::string difference;
+  try {
+    if (rank() == 0) {
+      store_->set(kKey, std::vector<std::uint8_t>(text.begin(), text.end()));
+    } else {
+      const std::vector<std::uint8_t> bytes = store_->get(kKey);
+      std::istringstream theirs(std::string(bytes.begin(), bytes.end())), ours(text);
+      std::string their_line, our_line;
+      for (int line = 1; std::getline(ours, our_line); ++line) {
+        if (!std::getline(theirs, their_line)) their_line = "(nothing)";
+        if (our_line != their_line) {
+          difference = "; line " + std::to_string(line) + " of the resolved recipe is '" + our_line +
+                       "' here, '" + their_line + "' on rank 0";
+          break;
+        }
+      }
+    }
+    barrier();
+  } catch (const std::exception&) {
+  }
+  return difference;
 }
 
 void DataParallel::broadcast_model(torch::nn::Module& model) const {

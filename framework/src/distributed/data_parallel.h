@@ -64,11 +64,15 @@ class DataParallel {
   void set_job_value(const std::string& key, const std::string& value) const;
 
  private:
+  // Where this rank's resolved recipe first differs from rank 0's ("" on rank 0).
+  std::string difference_from_rank_0(const std::string& text) const;
+
   LaunchEnvironment environment_;
   DistributedOptions options_;
   at::Device device_;
   std::unique_ptr<ProcessGroupCommunicator> communicator_;
   c10::intrusive_ptr<c10d::Store> job_store_;
+  c10::intrusive_ptr<c10d::Store> store_;  // this attempt's, which every rank reaches
   std::optional<GradientBuckets> buckets_;
 };
 

@@ -186,6 +186,36 @@ TEST(Trainer, LearnsASeparableProblem) {
   EXPECT_LT(result.train_seconds, result.elapsed_seconds);
 }
 
+// A dataset that says it has batches and delivers none (a plugin breaking the contract of
+// mixt/dataset.h): the epoch trained nothing, which used to end "done". The same for a
+// validation set that delivers no sample: its NaN score would read as a result.
+class DeliversNothing : public BlobDataset {
+ public:
+  DeliversNothing() : BlobDataset(5) {}
+  std::optional<Batch> next_batch() override { return std::nullopt; }
+};
+
+TEST(Trainer, DataThatDeliversNothingIsARuntimeError) {
+  Fixture train_empty;
+  train_empty.components.train = std::make_unique<DeliversNothing>();
+  try {
+    Trainer(train_empty.components, options(1), nullptr, train_empty.progress).fit();
+    ADD_FAILURE() << "an epoch without a batch ended done";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 1);
+    EXPECT_EQ(e.message(), "data.train delivered no batch in epoch 1 although it has 16 batches per epoch");
+  }
+  Fixture val_empty;
+  val_empty.components.val = std::make_unique<DeliversNothing>();
+  try {
+    Trainer(val_empty.components, options(1), nullptr, val_empty.progress).fit();
+    ADD_FAILURE() << "a validation without a sample ended done";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 1);
+    EXPECT_NE(e.message().find("data.val gave no usable sample after epoch 1"), std::string::npos) << e.message();
+  }
+}
+
 TEST(Trainer, SameSeedSameWeights) {
   Fixture a, b;
   Trainer(a.components, options(2), nullptr, a.progress).fit();

@@ -26,9 +26,8 @@
 #include "experiment.h"
 #include "interrupt.h"
 #include "mixt/version.h"
-#include "plugin_loader.h"
-#include "registry.h"
 #include "run_directory.h"
+#include "session.h"
 
 namespace mixt::cli {
 
@@ -79,6 +78,19 @@ class StepTimer {
   std::vector<std::chrono::steady_clock::time_point> clock_;
 };
 
+// mixt bench's view of the loop: a mark when training starts and after every step; the
+// last step's loss, read once at the end.
+struct StepTimerCallback final : Callback {
+  explicit StepTimerCallback(at::Device device) : timer(device) {}
+  void on_fit_start(const FitStart&) override { timer.mark(); }
+  void on_step_end(const StepEnd& step) override {
+    timer.mark();
+    last_loss = step.loss;
+  }
+  StepTimer timer;
+  at::Tensor last_loss;
+};
+
 std::string recipe_policy(const Recipe& recipe) {
   return recipe.config().section("precision").string("name", "");
 }
@@ -86,9 +98,9 @@ std::string recipe_policy(const Recipe& recipe) {
 // A misspelt --precision fails here, with the known names, before any policy has run
 // (each worker would find it too, but only after the policies before it).
 void check_policies_exist(const Recipe& recipe, const std::vector<std::string>& policies) {
-  Registry registry;
-  PluginLoader loader(registry);
-  load_recipe_plugins(recipe, loader, warn);
+  Session session;
+  session.load_plugins_of(recipe);
+  const Registry& registry = session.registry();
   const std::vector<std::string> known = registry.names(ComponentKind::precision);
   for (const auto& policy : policies) {
     if (registry.find(ComponentKind::precision, policy) == nullptr) {
@@ -209,9 +221,8 @@ int bench_worker(const BenchOptions& options) {
                                      "trainer.max_steps_per_epoch=" + std::to_string(options.warmup + options.steps)});
   if (options.batch) overrides.push_back("data.train.batch_size=" + std::to_string(*options.batch));
 
-  Registry registry;
-  PluginLoader loader(registry);
-  Experiment e = prepare_experiment(options.recipe, overrides, loader, registry, warn);
+  Session session;
+  Experiment e = session.prepare(options.recipe, overrides);
   const std::int64_t available = e.components.train->batches_per_epoch();
   if (available < options.warmup + options.steps) {
     throw usage_error("the training data has " + std::to_string(available) +
@@ -223,17 +234,13 @@ int bench_worker(const BenchOptions& options) {
 
   Progress quiet(false, 1, /*quiet=*/true);
   Trainer trainer(e.components, e.options, nullptr, quiet);
-  StepTimer timer(device);
-  at::Tensor last_loss;
-  timer.mark();
-  trainer.on_step([&](std::int64_t, const at::Tensor& loss) {
-    timer.mark();
-    last_loss = loss;
-  });
+  auto timer = std::make_shared<StepTimerCallback>(device);
+  trainer.add_callback(timer, "bench_timer");
   const TrainResult result = trainer.fit();
+  const at::Tensor& last_loss = timer->last_loss;
   const std::int64_t batch_size = result.optimizer_steps > 0 ? result.samples / result.optimizer_steps : 0;
 
-  std::vector<double> all = timer.step_ms();
+  std::vector<double> all = timer->timer.step_ms();
   const std::vector<double> timed(all.begin() + std::min<std::size_t>(all.size(), options.warmup), all.end());
   double total_ms = 0;
   for (double ms : timed) total_ms += ms;
@@ -299,7 +306,7 @@ int bench(const BenchOptions& options) {
   std::vector<std::string> policies = options.policies;
   if (policies.empty()) policies.push_back(recipe_policy(recipe));
   if (options.steps < 1 || options.warmup < 0) throw usage_error("--steps must be at least 1 and --warmup at least 0");
-  // 0 or less used to mean the recipe's batch size without a word; leaving --batch out does.
+  // Leaving --batch out means the recipe's batch size; 0 or less is a mistake, not that.
   if (options.batch && *options.batch < 1) {
     throw usage_error("--batch must be at least 1, got " + std::to_string(*options.batch),
                       "leave --batch out to use the recipe's data.train.batch_size");

@@ -9,7 +9,9 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "checkpointer.h"
 #include "experiment.h"
+#include "session.h"
 #include "interrupt.h"
 #include "closest_match.h"
 #include "mixt/version.h"
@@ -18,7 +20,6 @@ namespace mixt::cli {
 
 namespace fs = std::filesystem;
 
-void warn(const std::string& message) { std::fprintf(stderr, "mixt: warning: %s\n", message.c_str()); }
 
 int run(const std::string& recipe, const std::vector<std::string>& overrides) {
   // Rank 0 acknowledges a Ctrl-C; torchrun passes it to every rank.
@@ -28,9 +29,8 @@ int run(const std::string& recipe, const std::vector<std::string>& overrides) {
   // for an ImageNet folder without an index) stops before anything is written: training
   // one step for a checkpoint of nothing would only make the user wait.
   install_interrupt_handlers(main_rank ? kStopBeforeTraining : nullptr);
-  Registry registry;
-  PluginLoader loader(registry);
-  Experiment experiment = prepare_experiment(recipe, overrides, loader, registry, warn);
+  Session session;
+  Experiment experiment = session.prepare(recipe, overrides);
   bool stop = interrupt_requested();
   if (experiment.parallel) stop = experiment.parallel->sum({stop ? 1.0 : 0.0})[0] > 0;  // every rank alike
   if (stop) throw Error(ErrorKind::interrupted, "interrupted before training started; nothing was written");
@@ -58,16 +58,16 @@ int run(const std::string& recipe, const std::vector<std::string>& overrides) {
 }
 
 int check(const std::string& recipe, const std::vector<std::string>& overrides) {
-  Registry registry;
-  PluginLoader loader(registry);
+  Session session;
   // Building the components proves the model takes the data (a forward pass on a blank batch).
-  Experiment e = prepare_experiment(recipe, overrides, loader, registry, warn);
+  Experiment e = session.prepare(recipe, overrides);
   // A trainer.resume that names no checkpoint, or one that does not fit the recipe's model,
   // is a recipe error `run` would give: read it as `run` will (nothing is written).
   if (!e.options.resume.empty()) {
-    Progress quiet(false, 1, /*quiet=*/true);
-    Trainer(e.components, e.options, nullptr, quiet, e.parallel.get())
-        .resume(e.options.resume, /*check_data_order=*/e.parallel != nullptr);
+    const SingleProcess single_process;
+    TrainState state;
+    Checkpointer(e.components, e.options, state, e.parallel ? *e.parallel : static_cast<const Coordinator&>(single_process))
+        .verify(e.options.resume, /*check_data_order=*/e.parallel != nullptr);
   }
   std::printf("%s: ok\n", recipe.c_str());
   for (const auto& r : e.components.records) {
@@ -102,14 +102,10 @@ int check(const std::string& recipe, const std::vector<std::string>& overrides) 
   return 0;
 }
 
-namespace {
-void load_all(Registry& registry, PluginLoader& loader) { load_plugins(loader, {}, warn); }
-}  // namespace
-
 int list(const std::string& kind, const std::string& glob) {
-  Registry registry;
-  PluginLoader loader(registry);
-  load_all(registry, loader);
+  Session session;
+  session.load_default_plugins();
+  const Registry& registry = session.registry();
   std::optional<ComponentKind> filter;
   std::string pattern = glob.empty() ? "*" : glob;
   // `mixt list 'resnet*'`: one argument that is no kind is a name pattern over every kind;
@@ -170,9 +166,9 @@ int describe(const std::string& kind_text, const std::string& name) {
   if (name.empty()) {
     throw usage_error("mixt describe " + kind_text + " needs a name", "mixt list " + kind_text + " shows them");
   }
-  Registry registry;
-  PluginLoader loader(registry);
-  load_all(registry, loader);
+  Session session;
+  session.load_default_plugins();
+  const Registry& registry = session.registry();
   const ComponentEntry* entry = registry.find(kind, name);
   if (!entry) {
     throw usage_error("unknown " + kind_text + " '" + name + "'",

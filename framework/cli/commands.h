@@ -13,6 +13,4 @@ int list(const std::string& kind, const std::string& glob);
 int describe(const std::string& kind, const std::string& name);
 std::string version_text();
 
-void warn(const std::string& message);
-
 }  // namespace mixt::cli

@@ -11,6 +11,7 @@
 #include "mixt/safetensors.h"
 #include "mixt/state_dict.h"
 #include "mixt/version.h"
+#include "session.h"
 #include "trainer_options.h"
 
 namespace mixt::cli {
@@ -59,10 +60,10 @@ int export_weights(const std::string& checkpoint, const std::string& format, con
 int predict(const std::string& recipe_file, const std::vector<std::string>& overrides, const std::string& input,
             const std::string& output) {
   refuse_pickle_name("--output", output, "mixt predict");
-  Registry registry;
-  PluginLoader loader(registry);
+  Session session;
   const Recipe recipe = load_recipe(recipe_file, overrides);
-  load_recipe_plugins(recipe, loader, warn);
+  session.load_plugins_of(recipe);
+  Registry& registry = session.registry();
   const Config root = recipe.config();
   const Config trainer = root.section("trainer");
   const at::Device device = resolve_device(trainer.string("device", "auto"), trainer);

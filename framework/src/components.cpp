@@ -8,6 +8,7 @@
 #include "mixt/fp32_modules.h"
 #include "mixt/state_dict.h"
 #include "sync_batchnorm.h"
+#include "warnings.h"
 
 namespace mixt {
 
@@ -171,8 +172,8 @@ std::shared_ptr<Model> build_model(const Config& section, const Registry& regist
     const std::string file = section.string("weights");
     const LoadReport report = load_state_dict(*model, load_safetensors(file).tensors, strict, file);
     if (!report.complete()) {
-      std::fprintf(stderr, "mixt: warning: %s: loaded %zu tensors of %s; the rest keep their initial values:%s\n",
-                   section.location("weights").str().c_str(), report.loaded, file.c_str(), report.describe().c_str());
+      warn(section.location("weights").str() + ": loaded " + std::to_string(report.loaded) + " tensors of " + file +
+           "; the rest keep their initial values:" + report.describe());
     }
   }
   return model;
@@ -231,9 +232,7 @@ Components build_components(const Config& recipe, const Registry& registry,
   check_val_fits_model(c, data);
   at::globalContext().setBenchmarkCuDNN(options.cudnn_benchmark);
   if (options.distributed.sync_batchnorm) {
-    synchronise_batch_norm(*c.model, communicator, trainer_section.section("distributed"), [](const std::string& text) {
-      std::fprintf(stderr, "mixt: warning: %s\n", text.c_str());
-    });
+    synchronise_batch_norm(*c.model, communicator, trainer_section.section("distributed"), warn);
   }
 
   const Config precision_section = recipe.section("precision");
@@ -242,8 +241,8 @@ Components build_components(const Config& recipe, const Registry& registry,
   c.precision->setup(*c.model, c.device);
   apply_fp32_modules(precision_section, *c.model);
   c.fp32_modules_where = precision_section.location("fp32_modules");
-  // One blank forward pass finds a listed submodule the model never routes, for `mixt
-  // check` too; before, only the first training step did, after the run directory existed.
+  // One blank forward pass finds a listed submodule the model never routes, so `mixt check`
+  // says so before any run directory exists.
   if (!unrouted_fp32_modules(*c.model).empty() && !c.train->sample_shape().empty()) {
     forward_blank_batch(c, c.train->sample_shape());
     check_fp32_modules_routed(*c.model, c.fp32_modules_where);
@@ -264,6 +263,15 @@ Components build_components(const Config& recipe, const Registry& registry,
     SchedulerContext context{c.optimizer.get(), steps, options.epochs};
     c.scheduler = registry.make_scheduler(scheduler_section, context);
     record(c, registry, ComponentKind::scheduler, scheduler_section);
+  }
+
+  const CallbackContext callback_context{c.device, c.model, communicator ? communicator->rank() : 0,
+                                         communicator ? communicator->world_size() : 1};
+  for (const Config& section : recipe.sections("callbacks")) {
+    const ComponentEntry& entry = registry.find(ComponentKind::callback, section);
+    c.callbacks.push_back({registry.make_callback(section, callback_context), entry.name, entry.origin.name,
+                           entry.origin.file});
+    record(c, registry, ComponentKind::callback, section);
   }
   return c;
 }

@@ -1,6 +1,7 @@
 // Builds every component a recipe names, in dependency order: datasets (they tell the
 // model its input shape and classes), the model, the precision policy (which may cast or
-// lay out the model), the optimizer over the model's parameters, the scheduler.
+// lay out the model), the optimizer over the model's parameters, the scheduler, the
+// callbacks of `callbacks:`.
 #pragma once
 
 #include <memory>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "mixt/plugin.h"
+#include "named_callback.h"
 #include "registry.h"
 #include "trainer_options.h"
 
@@ -29,6 +31,7 @@ struct Components {
   std::unique_ptr<PrecisionPolicy> precision;
   std::unique_ptr<Optimizer> optimizer;
   std::unique_ptr<Scheduler> scheduler;  // may be null: constant learning rate
+  std::vector<NamedCallback> callbacks;  // the recipe's `callbacks:`, in its order
   std::vector<ComponentRecord> records;  // what built what, for run dirs and checkpoints
   SourceLocation fp32_modules_where;     // precision.fp32_modules in the recipe, for errors after step 1
   // data.train's keys that decide an epoch's order ("shuffle=false, ..."), as the recipe

@@ -115,6 +115,7 @@ Experiment prepare_experiment(const fs::path& recipe_file, const std::vector<std
   e.components = build_components(root, registry, e.options, trainer,
                                   e.parallel ? &e.parallel->communicator() : nullptr);
   check_unknown_keys(*e.recipe.root);
+  if (e.parallel) e.parallel->set_parameters(e.components.model->parameters(/*recurse=*/true));
   e.components.train_order_keys = train_order_keys(*e.recipe.root);
   const Config model = root.section("model");
   const std::vector<OptionDoc>& model_options = registry.find(ComponentKind::model, model).info.options;

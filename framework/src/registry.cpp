@@ -12,7 +12,7 @@ namespace {
 const std::vector<std::pair<ComponentKind, const char*>> kKindNames = {
     {ComponentKind::model, "model"},         {ComponentKind::optimizer, "optimizer"},
     {ComponentKind::scheduler, "scheduler"}, {ComponentKind::precision, "precision"},
-    {ComponentKind::dataset, "dataset"},
+    {ComponentKind::dataset, "dataset"},     {ComponentKind::callback, "callback"},
 };
 
 // Runs a factory; anything it throws that is not already a mixt error is reported with
@@ -115,6 +115,9 @@ void Registry::add_precision(const std::string& name, ComponentInfo info, Precis
 void Registry::add_dataset(const std::string& name, ComponentInfo info, DatasetFactory factory) {
   add(ComponentKind::dataset, name, std::move(info)).dataset = std::move(factory);
 }
+void Registry::add_callback(const std::string& name, ComponentInfo info, CallbackFactory factory) {
+  add(ComponentKind::callback, name, std::move(info)).callback = std::move(factory);
+}
 
 const ComponentEntry* Registry::find(ComponentKind kind, const std::string& name) const {
   auto it = entries_.find({kind, name});
@@ -175,6 +178,10 @@ std::unique_ptr<PrecisionPolicy> Registry::make_precision(const Config& section,
 std::unique_ptr<Dataset> Registry::make_dataset(const Config& section, const DatasetContext& context) const {
   const auto& entry = find(ComponentKind::dataset, section);
   return guarded(entry, [&] { return entry.dataset(section, context); });
+}
+std::unique_ptr<Callback> Registry::make_callback(const Config& section, const CallbackContext& context) const {
+  const auto& entry = find(ComponentKind::callback, section);
+  return guarded(entry, [&] { return entry.callback(section, context); });
 }
 
 bool glob_match(std::string_view pattern, std::string_view text) {

@@ -35,6 +35,7 @@ struct ComponentEntry {
   SchedulerFactory scheduler;
   PrecisionFactory precision;
   DatasetFactory dataset;
+  CallbackFactory callback;
 };
 
 class Registry : public Registrar {
@@ -52,6 +53,7 @@ class Registry : public Registrar {
   void add_scheduler(const std::string& name, ComponentInfo info, SchedulerFactory factory) override;
   void add_precision(const std::string& name, ComponentInfo info, PrecisionFactory factory) override;
   void add_dataset(const std::string& name, ComponentInfo info, DatasetFactory factory) override;
+  void add_callback(const std::string& name, ComponentInfo info, CallbackFactory factory) override;
 
   // The entry, or a recipe error at the section's `name:` listing the known names.
   const ComponentEntry& find(ComponentKind kind, const Config& section) const;
@@ -68,6 +70,7 @@ class Registry : public Registrar {
   std::unique_ptr<PrecisionPolicy> make_precision(const Config& section,
                                                   const PrecisionContext& context) const;
   std::unique_ptr<Dataset> make_dataset(const Config& section, const DatasetContext& context) const;
+  std::unique_ptr<Callback> make_callback(const Config& section, const CallbackContext& context) const;
 
  private:
   ComponentEntry& add(ComponentKind kind, const std::string& name, ComponentInfo info);

@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "mixt/error.h"
+#include "warnings.h"
 
 namespace mixt {
 
@@ -54,7 +55,10 @@ void RunDirectory::append_metrics(const nlohmann::json& line) {
   append_line(metrics_, line.dump(), "metrics.jsonl", metrics_warned_);
 }
 
-void RunDirectory::append_log(const std::string& line) { append_line(log_, line, "log.txt", log_warned_); }
+void RunDirectory::append_log(const std::string& line) {
+  std::lock_guard<std::recursive_mutex> lock(log_mutex_);
+  append_line(log_, line, "log.txt", log_warned_);
+}
 
 // A metrics or log line is worth a warning, not the run: the checkpoints matter more, and
 // their writer fails loudly when the disk is truly full. Said once per file; the stream's
@@ -67,8 +71,7 @@ void RunDirectory::append_line(std::ofstream& out, const std::string& line, cons
   const std::string why = stream_failure();
   out.clear();
   if (!warned) {
-    std::fprintf(stderr, "mixt: warning: cannot append to %s (%s): lines are missing from it\n",
-                 (path_ / file).string().c_str(), why.c_str());
+    warn("cannot append to " + (path_ / file).string() + " (" + why + "): lines are missing from it");
   }
   warned = true;
 }

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -24,6 +25,7 @@ class RunDirectory {
 
   void write_text(const std::string& file, const std::string& text) const;
   void append_metrics(const nlohmann::json& line);
+  // Safe from any thread (warnings of the loader's workers come here too).
   void append_log(const std::string& line);
 
  private:
@@ -32,6 +34,7 @@ class RunDirectory {
   std::filesystem::path path_;
   std::ofstream metrics_;
   std::ofstream log_;
+  std::recursive_mutex log_mutex_;  // recursive: a failing log.txt warns, and warnings come here
   bool metrics_warned_ = false, log_warned_ = false;
 };
 

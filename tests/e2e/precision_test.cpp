@@ -151,42 +151,14 @@ TEST(PrecisionCli, Fp32ModulesAreCheckedAgainstTheModel) {
   }
 }
 
-CommandResult run_shell(const std::string& script, const fs::path& directory, const std::string& environment) {
-  const std::string command =
-      "cd " + testing::shell_quote(directory.string()) + " && env " + environment + " bash -euo pipefail -c " +
-      testing::shell_quote(script) + " 2>&1";
-  CommandResult result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  char buffer[4096];
-  std::size_t got = 0;
-  while ((got = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, got);
-  const int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
-}
-
-// The shell block of docs/precision.md that follows the marker <!-- e2e: custom_precision -->.
-std::string documented_commands() {
-  const std::string doc = testing::read_file(std::string(MIXT_SOURCE_DIR) + "/docs/precision.md");
-  const auto marker = doc.find("<!-- e2e: custom_precision -->");
-  if (marker == std::string::npos) throw std::logic_error("docs/precision.md lost its e2e marker");
-  const auto begin = doc.find("```sh\n", marker) + 6;
-  return doc.substr(begin, doc.find("```", begin) - begin);
-}
-
 TEST(PrecisionCli, CustomPrecisionExampleBuildsAndRunsAsDocumented) {
-  // A checkout-shaped directory: the example folder copied, `build` pointing at this build.
   TempDir dir;
-  fs::create_directories(dir.path() / "examples");
-  fs::copy(fs::path(MIXT_SOURCE_DIR) / "examples/custom_precision", dir.path() / "examples/custom_precision",
-           fs::copy_options::recursive);
-  fs::remove_all(dir.path() / "examples/custom_precision/build");  // a stale local build, if any
-  fs::create_directory_symlink(MIXT_BINARY_DIR, dir.path() / "build");
+  testing::lay_out_example(dir, "custom_precision");
   // A shorter run than the document's, and nothing else changed.
-  const std::string script = testing::replace_once(documented_commands(), "run recipe.yaml",
+  const std::string script = testing::replace_once(testing::documented_commands("docs/precision.md", "custom_precision"), "run recipe.yaml",
                                                    "run recipe.yaml trainer.max_steps_per_epoch=30 "
                                                    "'model.channels=[8, 16]' data.val.limit=1000");
-  const CommandResult result = run_shell(script, dir.path(), "HOME=" + testing::shell_quote(dir.path().string()));
+  const CommandResult result = testing::run_shell(script, dir.path(), "HOME=" + testing::shell_quote(dir.path().string()));
   ASSERT_EQ(result.exit_code, 0) << script << "\n" << result.output;
   EXPECT_NE(result.output.find("loss_scale"), std::string::npos) << result.output;
   EXPECT_GE(test_accuracy(result.output), 40) << result.output;  // 30 steps: it learns, nothing more

@@ -66,15 +66,10 @@ inline std::string shell_quote(const std::string& text) {
   return quoted + "'";
 }
 
-// Runs `mixt ARGS...` in `directory`, with `environment` prepended ("A=1 B=2").
-inline CommandResult run_mixt(const std::vector<std::string>& args, const fs::path& directory = fs::current_path(),
-                              const std::string& environment = "") {
-  std::string command = "cd " + shell_quote(directory.string()) + " && " + environment + " " +
-                        shell_quote(MIXT_EXECUTABLE);
-  for (const auto& arg : args) command.append(" ").append(shell_quote(arg));
-  command += " 2>&1";
+// Runs a shell command line, stdout and stderr captured together.
+inline CommandResult run_command(const std::string& command) {
   CommandResult result;
-  FILE* pipe = ::popen(command.c_str(), "r");
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
   if (!pipe) return result;
   char buffer[4096];
   std::size_t got = 0;
@@ -82,6 +77,41 @@ inline CommandResult run_mixt(const std::vector<std::string>& args, const fs::pa
   const int status = ::pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
+}
+
+// Runs `mixt ARGS...` in `directory`, with `environment` prepended ("A=1 B=2").
+inline CommandResult run_mixt(const std::vector<std::string>& args, const fs::path& directory = fs::current_path(),
+                              const std::string& environment = "") {
+  std::string command = "cd " + shell_quote(directory.string()) + " && " + environment + " " +
+                        shell_quote(MIXT_EXECUTABLE);
+  for (const auto& arg : args) command.append(" ").append(shell_quote(arg));
+  return run_command(command);
+}
+
+// Runs a bash script (`set -euo pipefail`) in `directory` under `env ENVIRONMENT`.
+inline CommandResult run_shell(const std::string& script, const fs::path& directory, const std::string& environment) {
+  return run_command("cd " + shell_quote(directory.string()) + " && env " + environment + " bash -euo pipefail -c " +
+                     shell_quote(script));
+}
+
+// A checkout-shaped directory for following a document's commands: examples/NAME copied
+// (without a stale local build), and `build` pointing at this build.
+inline void lay_out_example(const TempDir& dir, const std::string& name) {
+  const fs::path example = dir.path() / "examples" / name;
+  fs::create_directories(example.parent_path());
+  fs::copy(fs::path(MIXT_SOURCE_DIR) / "examples" / name, example, fs::copy_options::recursive);
+  fs::remove_all(example / "build");
+  fs::create_directory_symlink(MIXT_BINARY_DIR, dir.path() / "build");
+}
+
+// The ```sh block of a document (relative to the source tree) after `<!-- e2e: MARKER -->`:
+// the commands a test runs as the document gives them.
+inline std::string documented_commands(const std::string& document, const std::string& marker) {
+  const std::string doc = read_file(fs::path(MIXT_SOURCE_DIR) / document);
+  const auto at = doc.find("<!-- e2e: " + marker + " -->");
+  if (at == std::string::npos) throw std::logic_error(document + " lost its e2e marker " + marker);
+  const auto begin = doc.find("```sh\n", at) + 6;
+  return doc.substr(begin, doc.find("```", begin) - begin);
 }
 
 }  // namespace mixt::testing

@@ -55,6 +55,9 @@ TEST(ComponentDocs, EveryOptionAShippedComponentReadsIsDescribed) {
       case ComponentKind::dataset:
         plugins.registry.make_dataset(section, DatasetContext{"train", 0, 0, 1, at::kCPU});
         break;
+      case ComponentKind::callback:
+        plugins.registry.make_callback(section, CallbackContext{});
+        break;
     }
     std::set<std::string> keys(root->find("c")->value->known_keys.begin(), root->find("c")->value->known_keys.end());
     keys.erase("name");
@@ -62,7 +65,7 @@ TEST(ComponentDocs, EveryOptionAShippedComponentReadsIsDescribed) {
   };
   int checked = 0;
   for (const ComponentKind kind : {ComponentKind::model, ComponentKind::optimizer, ComponentKind::scheduler,
-                                   ComponentKind::precision, ComponentKind::dataset}) {
+                                   ComponentKind::precision, ComponentKind::dataset, ComponentKind::callback}) {
     for (const std::string& name : plugins.registry.names(kind)) {
       std::string options = "name: " + name;
       if (roots.count(name)) options += ", root: " + roots.at(name);

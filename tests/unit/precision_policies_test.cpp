@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <set>
 
+#include "blob_training.h"
 #include "mixt/fp32_modules.h"
 #include "plugins.h"
 #include "recipe_loader.h"
@@ -18,55 +19,8 @@
 namespace mixt {
 namespace {
 
-// 4 classes of Gaussian blobs in 8 dimensions, 16 batches of 16. The batches listed in
-// `overflow` (by serving order) are multiplied by 1e6: beyond float16's range (65504), well
-// inside bfloat16's.
-class BlobDataset : public Dataset {
- public:
-  explicit BlobDataset(std::set<std::int64_t> overflow = {}) : overflow_(std::move(overflow)) {
-    auto generator = at::make_generator<at::CPUGeneratorImpl>(99);
-    const at::Tensor centers = at::randn({4, 8}, generator) * 3;
-    labels_ = at::arange(256, at::kLong) % 4;
-    inputs_ = centers.index_select(0, labels_) + at::randn({256, 8}, generator);
-  }
-  std::int64_t size() const override { return 256; }
-  std::int64_t num_classes() const override { return 4; }
-  std::vector<std::int64_t> sample_shape() const override { return {8}; }
-  std::int64_t batches_per_epoch() const override { return 16; }
-  void start_epoch(std::int64_t epoch) override {
-    auto generator = at::make_generator<at::CPUGeneratorImpl>(5 + epoch);
-    order_ = at::randperm(256, generator, at::kLong);
-    position_ = 0;
-  }
-  std::optional<Batch> next_batch() override {
-    if (position_ >= 256) return std::nullopt;
-    const at::Tensor picked = order_.slice(0, position_, position_ + 16);
-    position_ += 16;
-    at::Tensor inputs = inputs_.index_select(0, picked);
-    if (overflow_.count(served_++)) inputs = inputs * 1e6;
-    return Batch{inputs, labels_.index_select(0, picked)};
-  }
-
- private:
-  at::Tensor inputs_, labels_, order_;
-  std::set<std::int64_t> overflow_;
-  std::int64_t position_ = 0, served_ = 0;
-};
-
-class TinyMlp : public Model {
- public:
-  TinyMlp() {
-    hidden_ = register_module("hidden", torch::nn::Linear(8, 16));
-    out_ = register_module("out", torch::nn::Linear(16, 4));
-  }
-  at::Tensor forward(const at::Tensor& x) override {
-    const at::Tensor h = at::relu(hidden_->forward(x));
-    return call_submodule(*this, "out", h, [&](const at::Tensor& in) { return out_->forward(in); });
-  }
-
- private:
-  torch::nn::Linear hidden_{nullptr}, out_{nullptr};
-};
+using testing::BlobDataset;
+using testing::TinyMlp;
 
 // Remembers which optimizer steps (0-based, counted by zero_grad) were applied.
 class RecordingOptimizer : public Optimizer {
@@ -109,7 +63,9 @@ struct Training {
 
   Training(const std::string& policy, std::set<std::int64_t> overflow = {}) {
     at::manual_seed(0);
-    components.train = std::make_unique<BlobDataset>(std::move(overflow));
+    auto data = std::make_unique<BlobDataset>(5);
+    data->overflow_at(std::move(overflow));
+    components.train = std::move(data);
     components.model = std::make_shared<TinyMlp>();
     components.precision = make_policy(policy);
     components.precision->setup(*components.model, at::kCPU);

@@ -120,7 +120,7 @@ class DataLoader {
   std::unique_ptr<State> state_;
 };
 
-class LoaderDataset : public Dataset {
+class LoaderDataset : public Dataset, public ResumesMidEpoch, public CountsBadSamples {
  public:
   LoaderDataset(std::shared_ptr<const SampleSource> source, LoaderOptions options, std::int64_t num_classes,
                 std::vector<std::int64_t> sample_shape)
@@ -137,6 +137,11 @@ class LoaderDataset : public Dataset {
   std::int64_t batches_per_epoch() const override { return loader_.batches_per_epoch(); }
   void start_epoch(std::int64_t epoch) override { loader_.start_epoch(epoch); }
   std::optional<Batch> next_batch() override { return loader_.next_batch(); }
+  std::int64_t position() const override { return loader_.position(); }
+  void start_epoch_at(std::int64_t epoch, std::int64_t first_batch) override {
+    loader_.start_epoch(epoch, first_batch);
+  }
+  std::int64_t bad_samples() const override { return loader_.bad_samples(); }
   DataLoader& loader() { return loader_; }
 
  private:

@@ -51,6 +51,31 @@ class NamedClasses {
 // The names of a dataset's classes, or {} when it does not say.
 std::vector<std::string> class_names_of(const Dataset& dataset);
 
+// Optional, for a dataset that can start an epoch part-way without producing the batches
+// before it (decoding images costs seconds per batch): derive from it as well as from
+// Dataset. A mid-epoch resume then starts there; any other dataset has the batches it
+// already delivered replayed through next_batch(), which costs little for in-memory data.
+class ResumesMidEpoch {
+ public:
+  virtual ~ResumesMidEpoch();  // defined in libmixt (see NamedClasses)
+  // Batches of the current epoch delivered so far: saved with a mid-epoch checkpoint.
+  virtual std::int64_t position() const = 0;
+  // Starts epoch `epoch` at batch `first_batch`, a position() saved in that epoch.
+  virtual void start_epoch_at(std::int64_t epoch, std::int64_t first_batch) = 0;
+};
+
+// Optional, for a dataset that skips samples it cannot read (undecodable files) rather
+// than failing: mixt reports the count with every epoch and fails an epoch of nothing else.
+class CountsBadSamples {
+ public:
+  virtual ~CountsBadSamples();  // defined in libmixt (see NamedClasses)
+  // Samples skipped as bad since the dataset was made.
+  virtual std::int64_t bad_samples() const = 0;
+};
+
+// The dataset's bad-sample count, or 0 for a dataset that does not count them.
+std::int64_t bad_samples_of(const Dataset* dataset);
+
 struct DatasetContext {
   std::string split;           // the key under `data:` ("train", "val")
   std::uint64_t seed = 0;      // trainer.seed

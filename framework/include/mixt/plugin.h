@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "mixt/callback.h"
 #include "mixt/config.h"
 #include "mixt/dataset.h"
 #include "mixt/model.h"
@@ -30,7 +31,7 @@
 
 namespace mixt {
 
-enum class ComponentKind { model, optimizer, scheduler, precision, dataset };
+enum class ComponentKind { model, optimizer, scheduler, precision, dataset, callback };
 
 // One documented option: shown by `mixt describe KIND NAME`.
 struct OptionDoc {
@@ -53,6 +54,8 @@ using PrecisionFactory =
     std::function<std::unique_ptr<PrecisionPolicy>(const Config&, const PrecisionContext&)>;
 using DatasetFactory =
     std::function<std::unique_ptr<Dataset>(const Config&, const DatasetContext&)>;
+using CallbackFactory =
+    std::function<std::unique_ptr<Callback>(const Config&, const CallbackContext&)>;
 
 // Handed to a plugin's register_components. Names are lower_snake and unique per kind.
 class Registrar {
@@ -67,6 +70,8 @@ class Registrar {
                              PrecisionFactory factory) = 0;
   virtual void add_dataset(const std::string& name, ComponentInfo info,
                            DatasetFactory factory) = 0;
+  virtual void add_callback(const std::string& name, ComponentInfo info,
+                            CallbackFactory factory) = 0;
 };
 
 // The descriptor. Its first three fields never move, whatever the ABI version: the host

@@ -5,13 +5,11 @@
 
 // The plugin ABI. Bump the major on any change to an SDK class layout or virtual table;
 // bump the minor when something is only added (old plugins keep working).
-#define MIXT_ABI_MAJOR 1
-// 1.1: PrecisionContext::communicator (mixt/distributed.h).
-// 1.2: mixt::BatchNorm1d/2d/3d and sync_batch_norm (mixt/batch_norm.h).
-// 1.3: DataLoader::start_epoch(epoch, first_batch) and DataLoader::position()
-//      (mixt/data_loader.h); mixt::BatchNorm*d clone as themselves (mixt/batch_norm.h).
-// 1.4: mixt::NamedClasses and class_names_of (mixt/dataset.h).
-#define MIXT_ABI_MINOR 4
+#define MIXT_ABI_MAJOR 2
+// 2.0: the callback kind (mixt/callback.h, Registrar::add_callback); LoaderDataset
+//      derives from the capability interfaces ResumesMidEpoch and CountsBadSamples
+//      (mixt/dataset.h), which changes its layout.
+#define MIXT_ABI_MINOR 0
 
 #define MIXT_STRINGIFY_IMPL(x) #x
 #define MIXT_STRINGIFY(x) MIXT_STRINGIFY_IMPL(x)

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "mixt/error.h"
+#include "warnings.h"
 
 // OpenMP's per-thread team size (libgomp, loaded with LibTorch). Weak, so a LibTorch
 // built without OpenMP still links.
@@ -105,7 +106,7 @@ struct DataLoader::State {
     if (options.warn) {
       options.warn(message);
     } else {
-      std::fprintf(stderr, "mixt: warning: %s\n", message.c_str());
+      mixt::warn(message);
     }
   }
 

@@ -148,6 +148,12 @@ void DataParallel::average_gradients() {
   buckets_->average(*communicator_);
 }
 
+StepAgreement DataParallel::agree_on_step(const at::Tensor& loss, bool stop) const {
+  const std::vector<double> sums = sum({loss.item<double>(), stop ? 1.0 : 0.0});
+  const double mean = sums[0] / world_size();
+  return {at::scalar_tensor(mean, at::TensorOptions().dtype(at::kDouble)), sums[1] > 0, true};
+}
+
 std::vector<double> DataParallel::sum(const std::vector<double>& values) const {
   at::Tensor t = at::tensor(values, at::TensorOptions().dtype(at::kDouble)).to(device_);
   communicator_->all_reduce(t, ReduceOp::sum);

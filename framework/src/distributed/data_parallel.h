@@ -1,7 +1,7 @@
 // The data-parallel facade the experiment and the trainer use: it creates the process
 // group from torchrun's environment and the recipe's trainer.distributed section, and
-// offers the handful of synchronisation points a data-parallel step needs. The trainer
-// holds a null DataParallel* in a single-process run.
+// offers the handful of synchronisation points a data-parallel step needs, as the
+// trainer's Coordinator (a single-process run has SingleProcess instead).
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator.h"
 #include "distributed/environment.h"
 #include "distributed/gradient_buckets.h"
 #include "distributed/options.h"
@@ -20,7 +21,7 @@
 
 namespace mixt::distributed {
 
-class DataParallel {
+class DataParallel final : public Coordinator {
  public:
   // Connects to the store, creates the backend (`auto`: NCCL for a CUDA device, else
   // Gloo) and returns once every rank has joined.
@@ -28,8 +29,8 @@ class DataParallel {
 
   const LaunchEnvironment& environment() const { return environment_; }
   const ProcessGroupCommunicator& communicator() const { return *communicator_; }
-  int rank() const { return environment_.rank; }
-  int world_size() const { return environment_.world_size; }
+  int rank() const override { return environment_.rank; }
+  int world_size() const override { return environment_.world_size; }
   bool is_main() const { return environment_.rank == 0; }
   const std::string& backend_name() const { return communicator_->backend_name(); }
 
@@ -40,21 +41,26 @@ class DataParallel {
   bool all_ranks_agree(const std::string& text) const;
 
   // Parameters and buffers from rank 0 to every other rank.
-  void broadcast_model(torch::nn::Module& model) const;
+  void broadcast_model(torch::nn::Module& model) const override;
   // Prepares the gradient buckets for these parameters (once, before training).
   void set_parameters(const std::vector<at::Tensor>& parameters);
   // Before each backward: `last` for the optimizer step's last micro-batch, whose backward
   // starts bucket all-reduces from gradient hooks (trainer.distributed.overlap).
-  void prepare_backward(bool last);
+  void prepare_backward(bool last) override;
   // Averages the gradients over ranks (bucketed all-reduce); after the last backward.
-  void average_gradients();
+  void average_gradients() override;
+  // One small all-reduce per step: the mean loss over ranks (read from the device), and a
+  // stop request on any rank stops every rank after this same step.
+  StepAgreement agree_on_step(const at::Tensor& loss, bool stop) const override;
 
   // Sums small per-rank numbers (a loss, a sample count, an interrupt flag) over ranks.
-  std::vector<double> sum(const std::vector<double>& values) const;
-  void barrier() const { communicator_->barrier(); }
+  std::vector<double> sum(const std::vector<double>& values) const override;
+  void barrier() const override { communicator_->barrier(); }
   // Throws a runtime error when the parameters are not bit-identical on every rank (a rank
   // that skipped a step the others applied, a non-deterministic op).
-  void check_in_sync(torch::nn::Module& model, const std::string& when) const;
+  void check_in_sync(torch::nn::Module& model, const std::string& when) const override;
+  // An evaluation ends in a collective: every rank finishes it.
+  bool may_stop_alone() const override { return false; }
 
   // A value every attempt of a torchelastic job reads (the job's run directory), kept in
   // the elastic agent's store, which lives as long as the job. False when there is no such

@@ -1,0 +1,112 @@
+// mixt/callback.h — the callback interface: code that observes the training loop.
+//
+// A callback is called at fixed points of mixt's loop (see docs/architecture.md): once
+// when training starts, at every epoch's start, after every optimizer step, around every
+// evaluation, at every epoch's end, when the run is interrupted and when it ends. It observes: it never
+// changes the step's arithmetic, except that on_evaluation_start/end may swap other
+// weights into the model for the evaluation and back (an EMA of the weights).
+//
+// Values on the device stay there: StepEnd::loss is a device tensor, and reading it on
+// the host (loss.item()) synchronises with the device. A callback that reads nothing adds
+// no synchronisation; one that reads every N steps pays every N steps.
+//
+// Everything a callback throws stops the run as a runtime failure (exit 1) naming the
+// callback and its plugin; the checkpoints written so far stay, and the epoch's completed
+// steps are saved as checkpoints/interrupted, as for any failure mid-epoch.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <torch/serialize/archive.h>
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+
+#include "mixt/model.h"
+#include "mixt/precision.h"
+#include "mixt/train_state.h"
+
+namespace mixt {
+
+struct FitStart {
+  const TrainState& state;  // epoch/global_step past 0 when the run resumed a checkpoint
+  // The run directory (recipe.yaml, metrics.jsonl, checkpoints/); empty when the run
+  // writes none (mixt bench, tests, the data-parallel ranks other than 0).
+  std::filesystem::path run_directory;
+  int rank = 0;  // this process's rank in a data-parallel run, else 0
+  int world_size = 1;
+};
+
+struct EpochStart {
+  const TrainState& state;          // state.epoch: the epoch starting (0-based)
+  std::int64_t steps_in_epoch = 0;  // optimizer steps it will have
+  std::int64_t first_step = 0;      // steps of it already done (a mid-epoch resume), else 0
+};
+
+struct StepEnd {
+  const TrainState& state;          // global_step counts this step
+  std::int64_t epoch_step = 0;      // 1-based within the epoch
+  std::int64_t steps_in_epoch = 0;  // optimizer steps this epoch will have
+  bool applied = true;              // false: the precision policy skipped it (inf/NaN gradients)
+  // The step's training loss, the mean over its micro-batches (and over ranks in a
+  // data-parallel run, where it is already on the host): a detached scalar tensor, on the
+  // device otherwise.
+  at::Tensor loss;
+  double learning_rate = 0;  // the optimizer's, after the step (and the scheduler's step)
+  // The policy's own figures (loss_scale, ...) through precision.metrics(), which may read
+  // the device: call it on the steps you report.
+  const PrecisionPolicy& precision;
+  std::int64_t epoch_samples = 0;  // training samples of this epoch so far, over all ranks
+  double epoch_seconds = 0;        // since this process's part of the epoch began
+  bool logged = false;             // a trainer.log_every step: mixt reads the loss anyway
+};
+
+// A finished evaluation on data.val (sums over every rank in a data-parallel run).
+struct Evaluation {
+  double loss = NAN;  // mean cross-entropy per sample
+  double top1 = NAN;  // fraction of samples whose arg-max is the label
+  std::int64_t samples = 0;
+  bool interrupted = false;  // stopped early by Ctrl-C: loss and top1 are NaN
+};
+
+struct EpochEnd {
+  const TrainState& state;   // state.epoch: the epoch that ended (0-based)
+  const Evaluation* evaluation = nullptr;  // null without validation data
+  std::int64_t bad_samples = 0;  // skipped by the datasets this epoch, train and val, all ranks
+  double elapsed_seconds = 0;    // since training (this process's part of it) began
+};
+
+class Callback {
+ public:
+  virtual ~Callback() = default;
+
+  virtual void on_fit_start(const FitStart& /*fit*/) {}
+  virtual void on_epoch_start(const EpochStart& /*epoch*/) {}
+  virtual void on_step_end(const StepEnd& /*step*/) {}
+  // Around the evaluation after each epoch (the model is in eval mode in between).
+  virtual void on_evaluation_start(const TrainState& /*state*/) {}
+  virtual void on_evaluation_end(const TrainState& /*state*/, const Evaluation& /*evaluation*/) {}
+  // After the epoch's checkpoint and evaluation.
+  virtual void on_epoch_end(const EpochEnd& /*epoch*/) {}
+  // The run stops for a signal; `checkpoint` is the file just written (empty when none).
+  // The last chance to flush what the callback writes: the process exits with 130.
+  virtual void on_interrupt(const TrainState& /*state*/, const std::filesystem::path& /*checkpoint*/) {}
+  // Every epoch is done.
+  virtual void on_fit_end(const TrainState& /*state*/) {}
+
+  // The callback's own state in checkpoints, so `trainer.resume` continues it. A
+  // checkpoint from a run without this callback leaves it as constructed.
+  virtual void save(torch::serialize::OutputArchive& /*archive*/) const {}
+  virtual void load(torch::serialize::InputArchive& /*archive*/) {}
+};
+
+// What a callback factory may need besides its own options.
+struct CallbackContext {
+  at::Device device = at::kCPU;
+  std::shared_ptr<Model> model;  // the model being trained
+  int rank = 0;                  // this process's rank in a data-parallel run, else 0
+  int world_size = 1;
+};
+
+}  // namespace mixt

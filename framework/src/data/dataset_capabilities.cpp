@@ -1,0 +1,20 @@
+#include "mixt/dataset.h"
+
+namespace mixt {
+
+// Defined here, once: the host's dynamic_cast from a plugin's Dataset needs one type_info.
+NamedClasses::~NamedClasses() = default;
+ResumesMidEpoch::~ResumesMidEpoch() = default;
+CountsBadSamples::~CountsBadSamples() = default;
+
+std::vector<std::string> class_names_of(const Dataset& dataset) {
+  const auto* named = dynamic_cast<const NamedClasses*>(&dataset);
+  return named ? named->class_names() : std::vector<std::string>{};
+}
+
+std::int64_t bad_samples_of(const Dataset* dataset) {
+  const auto* counting = dynamic_cast<const CountsBadSamples*>(dataset);
+  return counting ? counting->bad_samples() : 0;
+}
+
+}  // namespace mixt

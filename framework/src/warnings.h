@@ -1,0 +1,22 @@
+// The one channel for warnings: each is written as "mixt: warning: MESSAGE" on stderr and,
+// while a run directory is open, in its log.txt. Safe to call from loader threads.
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace mixt {
+
+void warn(const std::string& message);
+
+// While alive, warnings also go to `log` (the trainer points it at log.txt). A warning
+// raised while writing one (log.txt itself failing) goes to stderr only.
+class WarningLog {
+ public:
+  explicit WarningLog(std::function<void(const std::string&)> log);
+  ~WarningLog();
+  WarningLog(const WarningLog&) = delete;
+  WarningLog& operator=(const WarningLog&) = delete;
+};
+
+}  // namespace mixt

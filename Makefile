@@ -11,7 +11,7 @@ export CCACHE_NOHASHDIR := true
 export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_file_ctime
 export CCACHE_MAXSIZE ?= 5G
 
-.PHONY: setup configure build test demo bench bench-data clean
+.PHONY: setup configure build build-demo test demo bench bench-data clean
 
 setup:
 	@scripts/setup
@@ -27,7 +27,11 @@ build: configure
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 900
 
-demo: build
+# The program and its plugins only: no tests, fixtures or benchmark tools.
+build-demo: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target mixt_cli mixt_plugins
+
+demo: build-demo
 	$(MIXT) run recipes/fashion_mnist.yaml
 
 bench: build

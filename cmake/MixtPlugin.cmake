@@ -24,6 +24,7 @@ function(mixt_add_plugin name)
     # (fixtures, which name their own OUTPUT_DIR, do not).
     if(NOT ARG_OUTPUT_DIR)
       install(TARGETS ${name} LIBRARY DESTINATION lib/mixt/plugins)
+      set_property(GLOBAL APPEND PROPERTY MIXT_SHIPPED_PLUGINS ${name})
     endif()
   endif()
 endfunction()

@@ -9,9 +9,9 @@
 #include <cstdio>
 #include <string>
 
-#include "plugin_loader.h"
-#include "recipe_loader.h"
-#include "registry.h"
+#include "plugins/plugin_loader.h"
+#include "plugins/registry.h"
+#include "recipe/recipe_loader.h"
 
 int main(int argc, char** argv) {
   if (argc < 2) {

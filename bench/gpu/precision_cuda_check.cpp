@@ -8,7 +8,7 @@
 #include <cstdio>
 
 #include "plugins.h"
-#include "recipe_loader.h"
+#include "recipe/recipe_loader.h"
 
 namespace {
 

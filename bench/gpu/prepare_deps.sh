@@ -42,7 +42,7 @@ mkdir -p "$DEPS/lib" && cp -L /usr/$ARCH/libz.so "$DEPS/lib/libz.so"  # where Fi
 TORCH_INCLUDES=$(python3 -c "from torch.utils.cpp_extension import include_paths; print(' '.join('-I' + p for p in include_paths()))")
 # shellcheck disable=SC2086
 g++ -std=c++20 -M -DBOOST_DLL_USE_STD_FS -I"$ROOT/framework/include" -I"$ROOT/framework/src" $TORCH_INCLUDES \
-    "$ROOT/framework/src/plugin_loader.cpp" | tr ' \\' '\n\n' | grep '^/usr/include/boost/' | sort -u |
+    "$ROOT/framework/src/plugins/plugin_loader.cpp" | tr ' \\' '\n\n' | grep '^/usr/include/boost/' | sort -u |
   while read -r header; do copy "${header#/usr/}"; done
 copy "$ARCH/cmake/Boost-1.74.0" "$ARCH/cmake/boost_headers-1.74.0" "$ARCH/cmake/BoostDetectToolset-1.74.0.cmake"
 

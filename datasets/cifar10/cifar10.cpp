@@ -3,9 +3,9 @@
 // (1024 red, 1024 green, 1024 blue, rows of 32). The split is held in memory as
 // N x 32 x 32 x 3 uint8 (150 MB for train) and each sample goes through mixt's transforms
 // in the DataLoader's workers.
-#include <mixt/data_loader.h>
+#include <mixt/helpers/data_loader.h>
 #include <mixt/plugin.h>
-#include <mixt/transforms.h>
+#include <mixt/helpers/transforms.h>
 
 #include <filesystem>
 #include <fstream>

@@ -1,6 +1,6 @@
 #include "image_decoder.h"
 
-#include <mixt/data_loader.h>
+#include <mixt/helpers/data_loader.h>
 
 #include <algorithm>
 #include <opencv2/core.hpp>

@@ -1,9 +1,9 @@
 // datasets/image_folder — the ImageNet / torchvision ImageFolder layout: root/<class>/<image>,
 // classes sorted, images decoded with OpenCV and augmented by mixt's transforms, loaded by
 // mixt's multi-threaded DataLoader.
-#include <mixt/data_loader.h>
+#include <mixt/helpers/data_loader.h>
 #include <mixt/plugin.h>
-#include <mixt/transforms.h>
+#include <mixt/helpers/transforms.h>
 
 #include <cstdio>
 #include <fstream>

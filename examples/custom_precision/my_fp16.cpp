@@ -2,7 +2,7 @@
 // mixt::GradScaler, with one twist of its own: the loss scale never grows above `max_scale`.
 // It is built by this folder's CMakeLists.txt against an installed mixt and loaded by
 // recipe.yaml through `plugins:`; docs/precision.md walks through it.
-#include <mixt/grad_scaler.h>
+#include <mixt/helpers/grad_scaler.h>
 #include <mixt/plugin.h>
 
 #include <algorithm>

@@ -21,13 +21,13 @@
 
 #include <torch/version.h>
 
-#include "closest_match.h"
+#include "build/experiment.h"
+#include "build/session.h"
 #include "commands.h"
-#include "experiment.h"
-#include "interrupt.h"
 #include "mixt/version.h"
-#include "run_directory.h"
-#include "session.h"
+#include "recipe/closest_match.h"
+#include "train/interrupt.h"
+#include "train/run_directory.h"
 
 namespace mixt::cli {
 

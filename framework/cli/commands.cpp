@@ -9,12 +9,12 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "checkpointer.h"
-#include "experiment.h"
-#include "session.h"
-#include "interrupt.h"
-#include "closest_match.h"
+#include "build/experiment.h"
+#include "build/session.h"
+#include "checkpoint/checkpointer.h"
 #include "mixt/version.h"
+#include "recipe/closest_match.h"
+#include "train/interrupt.h"
 
 namespace mixt::cli {
 
@@ -102,9 +102,20 @@ int check(const std::string& recipe, const std::vector<std::string>& overrides) 
   return 0;
 }
 
-int list(const std::string& kind, const std::string& glob) {
+namespace {
+// The default plugin locations, and a recipe's plugins: when one is given.
+void load_plugins_for(Session& session, const std::string& recipe) {
+  if (recipe.empty()) {
+    session.load_default_plugins();
+  } else {
+    session.load_plugins_of(load_recipe(recipe, {}));
+  }
+}
+}  // namespace
+
+int list(const std::string& kind, const std::string& glob, const std::string& recipe) {
   Session session;
-  session.load_default_plugins();
+  load_plugins_for(session, recipe);
   const Registry& registry = session.registry();
   std::optional<ComponentKind> filter;
   std::string pattern = glob.empty() ? "*" : glob;
@@ -155,7 +166,7 @@ void print_options(const std::vector<OptionDoc>& options) {
 }
 }  // namespace
 
-int describe(const std::string& kind_text, const std::string& name) {
+int describe(const std::string& kind_text, const std::string& name, const std::string& recipe) {
   // The trainer is no plugin, but its options are looked up the same way.
   if (kind_text == "trainer") {
     std::printf("trainer — the training loop (the recipe's trainer: section)\n\n");
@@ -167,14 +178,14 @@ int describe(const std::string& kind_text, const std::string& name) {
     throw usage_error("mixt describe " + kind_text + " needs a name", "mixt list " + kind_text + " shows them");
   }
   Session session;
-  session.load_default_plugins();
+  load_plugins_for(session, recipe);
   const Registry& registry = session.registry();
   const ComponentEntry* entry = registry.find(kind, name);
   if (!entry) {
     throw usage_error("unknown " + kind_text + " '" + name + "'",
                       suggestion_hint(name, registry.names(kind), "known " + kind_text + "s") +
                           "; mixt list and describe see a plugin of your own when its .so (or its directory) is "
-                          "on MIXT_PLUGIN_PATH");
+                          "on MIXT_PLUGIN_PATH, or with --recipe FILE naming it in plugins:");
   }
   std::printf("%s %s — %s\n", kind_text.c_str(), entry->name.c_str(), entry->info.summary.c_str());
   std::printf("plugin: %s %s (%s)\n\n", entry->origin.name.c_str(), entry->origin.version.c_str(),

@@ -9,12 +9,12 @@
 #include <sstream>
 
 #include "bench.h"
-#include "closest_match.h"
 #include "commands.h"
 #include "first_line.h"
-#include "weights_commands.h"
 #include "mixt/error.h"
-#include "out_of_memory.h"
+#include "recipe/closest_match.h"
+#include "train/out_of_memory.h"
+#include "weights_commands.h"
 
 namespace {
 
@@ -87,12 +87,15 @@ int main(int argc, char** argv) {
   check->add_option("overrides", overrides, "key=value overrides");
 
   auto* list = app.add_subcommand("list", "list registered components");
-  list->add_option("kind", kind, "model, optimizer, scheduler, precision or dataset (alone: or a name wildcard)");
+  list->add_option("kind", kind,
+                   "model, optimizer, scheduler, precision, dataset or callback (alone: or a name wildcard)");
   list->add_option("glob", glob, "wildcard on the name, e.g. 'resnet*'");
+  list->add_option("--recipe", recipe, "also load this recipe's plugins: list, as mixt run does");
 
   auto* describe = app.add_subcommand("describe", "show a component's (or the trainer's) options and defaults");
   describe->add_option("kind", kind, "component kind, or trainer")->required();
   describe->add_option("name", name, "component name (none for trainer)");
+  describe->add_option("--recipe", recipe, "also load this recipe's plugins: list, as mixt run does");
 
   mixt::cli::BenchOptions bench_options;
   std::string policies;
@@ -138,8 +141,8 @@ int main(int argc, char** argv) {
   try {
     if (*run) return mixt::cli::run(recipe, overrides);
     if (*check) return mixt::cli::check(recipe, overrides);
-    if (*list) return mixt::cli::list(kind, glob);
-    if (*describe) return mixt::cli::describe(kind, name);
+    if (*list) return mixt::cli::list(kind, glob, recipe);
+    if (*describe) return mixt::cli::describe(kind, name, recipe);
     if (*bench || *worker) {
       std::stringstream list(policies);
       for (std::string policy; std::getline(list, policy, ',');) {

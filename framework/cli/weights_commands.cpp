@@ -4,15 +4,15 @@
 #include <cctype>
 #include <cstdio>
 
-#include "checkpoint.h"
+#include "build/components.h"
+#include "build/experiment.h"
+#include "build/session.h"
+#include "checkpoint/checkpoint.h"
 #include "commands.h"
-#include "components.h"
-#include "experiment.h"
-#include "mixt/safetensors.h"
-#include "mixt/state_dict.h"
+#include "mixt/helpers/safetensors.h"
+#include "mixt/helpers/state_dict.h"
 #include "mixt/version.h"
-#include "session.h"
-#include "trainer_options.h"
+#include "train/trainer_options.h"
 
 namespace mixt::cli {
 

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "mixt/batch_norm.h"
+#include "mixt/helpers/batch_norm.h"
 
 namespace mixt::models {
 

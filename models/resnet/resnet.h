@@ -4,7 +4,7 @@
 #pragma once
 
 #include <mixt/model.h>
-#include <mixt/batch_norm.h>
+#include <mixt/helpers/batch_norm.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>

@@ -5,8 +5,8 @@
 // trainer.distributed.sync_batchnorm can synchronise).
 // Parameter names follow torch.nn.Sequential numbering (features.0.weight, ...) so the
 // same net written in Python has the same state_dict keys.
-#include <mixt/batch_norm.h>
-#include <mixt/fp32_modules.h>
+#include <mixt/helpers/batch_norm.h>
+#include <mixt/helpers/fp32_modules.h>
 #include <mixt/plugin.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>

@@ -3,7 +3,7 @@
 // names are "features.0.weight", "features.1.running_mean" (with BN), "classifier.6.bias".
 #include <mixt/plugin.h>
 #include <torch/nn/init.h>
-#include <mixt/batch_norm.h>
+#include <mixt/helpers/batch_norm.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/dropout.h>

@@ -66,11 +66,17 @@ TEST(CallbackExample, BuildsRunsAndResumesAsDocumented) {
       testing::run_shell("MIXT_PLUGIN_PATH=build \"$HOME/.local/mixt/bin/mixt\" list callback", example, home);
   ASSERT_EQ(listed.exit_code, 0) << listed.output;
   EXPECT_NE(listed.output.find("csv_log"), std::string::npos) << listed.output;
+  // --recipe loads the recipe's plugins: as run does (MIXT_PLUGIN_PATH is not needed then).
   const CommandResult described = testing::run_shell(
-      "MIXT_PLUGIN_PATH=build \"$HOME/.local/mixt/bin/mixt\" describe callback csv_log", example, home);
+      "\"$HOME/.local/mixt/bin/mixt\" describe callback csv_log --recipe recipe.yaml", example, home);
   ASSERT_EQ(described.exit_code, 0) << described.output;
   EXPECT_NE(described.output.find("every"), std::string::npos) << described.output;
   EXPECT_NE(described.output.find("steps.csv"), std::string::npos) << described.output;
+  const CommandResult without = testing::run_shell("\"$HOME/.local/mixt/bin/mixt\" list callback", example, home);
+  EXPECT_EQ(without.output.find("csv_log"), std::string::npos) << without.output;
+  const CommandResult with_recipe =
+      testing::run_shell("\"$HOME/.local/mixt/bin/mixt\" list callback --recipe recipe.yaml", example, home);
+  EXPECT_NE(with_recipe.output.find("csv_log"), std::string::npos) << with_recipe.output;
 }
 
 }  // namespace

@@ -23,17 +23,7 @@ namespace fs = std::filesystem;
 
 const std::string kFixtures = MIXT_FIXTURE_PLUGIN_DIR;
 
-// A small but real Fashion-MNIST recipe: 1024 training and 512 test images.
-const std::string kTinyRecipe = R"(name: tiny
-model:     { name: simple_cnn, channels: [8, 16], hidden: 32 }
-precision: { name: fp32 }
-optimizer: { name: sgd, lr: 0.05, momentum: 0.9 }
-data:
-  train: { name: fashion_mnist, split: train, batch_size: 64, limit: 1024 }
-  val:   { name: fashion_mnist, split: test, batch_size: 256, limit: 512 }
-trainer: { epochs: 2, seed: 0, threads: 1, log_every: 4 }
-output: runs
-)";
+using testing::kTinyRecipe;
 
 void expect_clean_failure(const CommandResult& result, const std::string& expected) {
   EXPECT_EQ(result.exit_code, 2) << result.output;
@@ -229,10 +219,15 @@ TEST(CliBadInput, OverrideOfAKeyThatDoesNotExist) {
   EXPECT_NE(result.output.find("did you mean 'epochs'?"), std::string::npos) << result.output;
 }
 
+// At its place in the recipe, as written, and where it was looked for when that differs.
 TEST(CliBadInput, PluginPathThatDoesNotExist) {
   TempDir dir;
   expect_clean_failure(check_recipe(dir, "plugins: [plugins/libnothing.so]\n" + kTinyRecipe),
-                       "plugins/libnothing.so: plugin file not found");
+                       "r.yaml:1:11: plugins[0]: plugin 'plugins/libnothing.so' does not exist");
+  dir.write("shared/base.yaml", "plugins: [libnothing.so]\n");
+  expect_clean_failure(check_recipe(dir, "base: shared/base.yaml\n" + kTinyRecipe),
+                       "shared/base.yaml:1:11: plugins[0]: plugin 'libnothing.so' does not exist (looked for "
+                       "shared/libnothing.so)");
 }
 
 TEST(CliBadInput, PluginThatIsNotASharedLibrary) {

@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "checkpoint.h"
+#include "build/experiment.h"
+#include "checkpoint/checkpoint.h"
 #include "child_process.h"
 #include "data_support.h"
-#include "experiment.h"
 #include "plugins.h"
 #include "test_support.h"
 

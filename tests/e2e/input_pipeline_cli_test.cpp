@@ -7,7 +7,7 @@
 
 #include "child_process.h"
 #include "data_support.h"
-#include "mixt/safetensors.h"
+#include "mixt/helpers/safetensors.h"
 
 namespace mixt {
 namespace {

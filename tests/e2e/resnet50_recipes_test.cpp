@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "recipe_loader.h"
+#include "recipe/recipe_loader.h"
 #include "test_support.h"
 
 namespace mixt {

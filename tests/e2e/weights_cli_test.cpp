@@ -3,11 +3,11 @@
 // `mixt list model` with torchvision's parameter counts.
 #include <gtest/gtest.h>
 
-#include "checkpoint.h"
-#include "mixt/safetensors.h"
-#include "mixt/state_dict.h"
+#include "checkpoint/checkpoint.h"
+#include "mixt/helpers/safetensors.h"
+#include "mixt/helpers/state_dict.h"
 #include "plugins.h"
-#include "recipe_loader.h"
+#include "recipe/recipe_loader.h"
 #include "test_support.h"
 
 namespace mixt {
@@ -20,15 +20,9 @@ namespace fs = std::filesystem;
 
 const fs::path kParity = MIXT_MODEL_PARITY_DIR;
 
-const std::string kTinyRecipe = R"(name: tiny
-model:     { name: simple_cnn, channels: [8, 16], hidden: 32 }
-precision: { name: fp32 }
-optimizer: { name: sgd, lr: 0.05, momentum: 0.9 }
-data:
-  train: { name: fashion_mnist, split: train, batch_size: 64, limit: 256 }
-trainer: { epochs: 1, seed: 0, threads: 1, log_every: 4 }
-output: runs
-)";
+using testing::kTinyRecipe;
+// kTinyRecipe, shortened: one epoch of 256 images, no validation.
+const std::vector<std::string> kShortRun = {"data.train.limit=256", "data.val=null", "trainer.epochs=1"};
 
 const at::Tensor& find(const NamedTensors& tensors, const std::string& name) {
   for (const auto& item : tensors) {
@@ -40,7 +34,9 @@ const at::Tensor& find(const NamedTensors& tensors, const std::string& name) {
 TEST(WeightsCli, ExportedCheckpointRoundTripsWithoutLoss) {
   TempDir dir;
   dir.write("r.yaml", kTinyRecipe);
-  const CommandResult run = run_mixt({"run", "r.yaml"}, dir.path());
+  std::vector<std::string> args = {"run", "r.yaml"};
+  args.insert(args.end(), kShortRun.begin(), kShortRun.end());
+  const CommandResult run = run_mixt(args, dir.path());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   fs::path run_dir;
   for (const auto& entry : fs::directory_iterator(dir.path() / "runs" / "tiny")) run_dir = entry.path();

@@ -8,11 +8,14 @@
   make_model_zoo_golden.py parity OUT_DIR    per family, random weights (fixed seed) as
                                              safetensors and the input/logits/BN statistics
                                              mixt must reproduce (generated at test time into
-                                             the build directory: too large for git)
+                                             the build directory: too large for git; once per
+                                             generator and torch/torchvision version, which
+                                             OUT_DIR/stamp records)
 
 Safetensors are written by hand (8-byte header length, JSON header, raw little-endian
 bytes) so that the reference needs only torch and torchvision.
 """
+import hashlib
 import json
 import struct
 import sys
@@ -91,8 +94,20 @@ def cases():
     ]
 
 
+def parity_stamp():
+    """What the parity files depend on: this generator and the reference versions."""
+    script = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+    return f"{script} torch {torch.__version__} torchvision {torchvision.__version__}\n"
+
+
 def parity(out_dir, only=None):
     out_dir = Path(out_dir)
+    stamp = out_dir / "stamp"
+    # ~800 MB and ~50 s to write: a test run reuses the files while nothing they depend on changed.
+    if not only and stamp.exists() and stamp.read_text() == parity_stamp():
+        print(f"{out_dir}: up to date")
+        return
+    stamp.unlink(missing_ok=True)
     out_dir.mkdir(parents=True, exist_ok=True)
     index = {}
     for case, make, section, shape in cases():
@@ -126,6 +141,8 @@ def parity(out_dir, only=None):
         save_safetensors(out_dir / f"{case}.io.safetensors", io)
         index[case] = section
     (out_dir / "cases.json").write_text(json.dumps(index, indent=1) + "\n")
+    if not only:
+        stamp.write_text(parity_stamp())
 
 
 if __name__ == "__main__":

@@ -10,15 +10,15 @@
 #include <memory>
 #include <vector>
 
-#include "components.h"
-#include "interrupt.h"
-#include "mixt/data_loader.h"
-#include "mixt/fp32_modules.h"
+#include "build/components.h"
+#include "mixt/helpers/data_loader.h"
+#include "mixt/helpers/fp32_modules.h"
 #include "plugins.h"
-#include "progress.h"
-#include "recipe_loader.h"
-#include "recipe_node.h"
-#include "trainer_options.h"
+#include "recipe/recipe_loader.h"
+#include "recipe/recipe_node.h"
+#include "train/interrupt.h"
+#include "train/progress.h"
+#include "train/trainer_options.h"
 
 namespace mixt::testing {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "plugins.h"
-#include "recipe_loader.h"
+#include "recipe/recipe_loader.h"
 #include "test_support.h"
 
 namespace mixt::testing {

@@ -2,8 +2,8 @@
 // components.
 #pragma once
 
-#include "plugin_loader.h"
-#include "registry.h"
+#include "plugins/plugin_loader.h"
+#include "plugins/registry.h"
 
 namespace mixt::testing {
 

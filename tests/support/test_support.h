@@ -47,6 +47,19 @@ inline std::string read_file(const fs::path& file) {
   return text.str();
 }
 
+// A small but real Fashion-MNIST recipe for the end-to-end tests: 1024 training and 512 test
+// images, two epochs; a test shortens it with overrides.
+inline const std::string kTinyRecipe = R"(name: tiny
+model:     { name: simple_cnn, channels: [8, 16], hidden: 32 }
+precision: { name: fp32 }
+optimizer: { name: sgd, lr: 0.05, momentum: 0.9 }
+data:
+  train: { name: fashion_mnist, split: train, batch_size: 64, limit: 1024 }
+  val:   { name: fashion_mnist, split: test, batch_size: 256, limit: 512 }
+trainer: { epochs: 2, seed: 0, threads: 1, log_every: 4 }
+output: runs
+)";
+
 struct CommandResult {
   int exit_code = -1;
   std::string output;  // stdout and stderr together

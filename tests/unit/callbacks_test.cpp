@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "blob_training.h"
-#include "run_directory.h"
 #include "test_support.h"
-#include "trainer.h"
+#include "train/run_directory.h"
+#include "train/trainer.h"
 
 namespace mixt {
 namespace {
@@ -210,6 +210,31 @@ TEST(Callbacks, OneThatThrowsIsNamedAndTheCheckpointsStay) {
   }
   EXPECT_TRUE(fs::exists(run.checkpoints() / "epoch-0001"));
   EXPECT_TRUE(fs::exists(run.checkpoints() / "interrupted"));
+}
+
+// The policy's side of the step: begin_step gets each step's global number and whether the
+// trainer logs it, before its first micro-batch.
+class RecordsSteps final : public PrecisionPolicy {
+ public:
+  void begin_step(std::int64_t step, bool logged) override {
+    steps.push_back(step);
+    if (logged) logged_steps.push_back(step);
+  }
+  std::vector<std::int64_t> steps, logged_steps;
+};
+
+TEST(PrecisionContract, BeginStepGetsTheGlobalStepAndWhetherItIsLogged) {
+  Fixture f;
+  auto policy = std::make_unique<RecordsSteps>();
+  RecordsSteps& recorded = *policy;
+  f.components.precision = std::move(policy);
+  TrainerOptions o = options(2);
+  o.log_every = 5;  // epoch steps 5, 10 and 15 of 16
+  Trainer(f.components, o, nullptr, f.progress).fit();
+  std::vector<std::int64_t> all(32);
+  for (std::int64_t i = 0; i < 32; ++i) all[static_cast<std::size_t>(i)] = i + 1;
+  EXPECT_EQ(recorded.steps, all);
+  EXPECT_EQ(recorded.logged_steps, (std::vector<std::int64_t>{5, 10, 15, 21, 26, 31}));
 }
 
 }  // namespace

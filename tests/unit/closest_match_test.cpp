@@ -1,4 +1,4 @@
-#include "closest_match.h"
+#include "recipe/closest_match.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "data_support.h"
-#include "recipe_node.h"
+#include "recipe/recipe_node.h"
 
 namespace mixt {
 namespace {

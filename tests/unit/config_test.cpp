@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "recipe_loader.h"
+#include "recipe/recipe_loader.h"
 
 namespace mixt {
 namespace {

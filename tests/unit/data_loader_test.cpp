@@ -5,7 +5,7 @@
 
 #include <algorithm>
 #include <ATen/Parallel.h>
-#include <mixt/data_loader.h>
+#include <mixt/helpers/data_loader.h>
 
 #include <atomic>
 #include <chrono>

@@ -12,9 +12,9 @@
 #include <cmath>
 #include <limits>
 
-#include "mixt/grad_scaler.h"
+#include "mixt/helpers/grad_scaler.h"
 #include "plugins.h"
-#include "recipe_loader.h"
+#include "recipe/recipe_loader.h"
 #include "test_support.h"
 
 namespace mixt {

@@ -1,6 +1,6 @@
 // mixt::GradScaler's behaviour beyond the golden run: defaults, lazy init, the errors
 // Python raises on misuse, disabled mode, and state_dict round trips through a checkpoint.
-#include "mixt/grad_scaler.h"
+#include "mixt/helpers/grad_scaler.h"
 
 #include <gtest/gtest.h>
 #include <torch/optim/sgd.h>
@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "mixt/error.h"
-#include "mixt/torch_optimizer.h"
+#include "mixt/helpers/torch_optimizer.h"
 
 namespace mixt {
 namespace {
@@ -73,6 +73,39 @@ class OtherRankOverflowed : public Communicator {
   void barrier() const override {}
   mutable int calls = 0;
 };
+
+// What a policy composing the scaler reads instead of keeping flags of its own: whether the
+// gradients are unscaled already, and whether the last step was skipped.
+TEST(GradScaler, SaysWhetherGradientsAreUnscaledAndWhetherTheLastStepFoundInf) {
+  Problem p;
+  GradScaler scaler({8.0, 2.0, 0.5, 2, true});
+  EXPECT_FALSE(scaler.unscaled(p.optimizer));
+  EXPECT_FALSE(scaler.found_inf().defined()) << "no update yet";
+  scaler.scale(p.loss()).backward();
+  EXPECT_FALSE(scaler.unscaled(p.optimizer));
+  scaler.unscale_(p.optimizer);
+  EXPECT_TRUE(scaler.unscaled(p.optimizer));
+  EXPECT_TRUE(at::equal(p.weight.grad(), at::ones({3}))) << "8 / 8";
+  EXPECT_TRUE(scaler.step(p.optimizer));
+  EXPECT_TRUE(scaler.unscaled(p.optimizer));
+  scaler.update();
+  EXPECT_FALSE(scaler.unscaled(p.optimizer)) << "update() starts the next step";
+  EXPECT_EQ(scaler.found_inf().item<float>(), 0.0f);
+
+  p.optimizer.zero_grad();
+  scaler.scale(p.loss(std::numeric_limits<float>::infinity())).backward();
+  EXPECT_FALSE(scaler.step(p.optimizer));
+  EXPECT_TRUE(scaler.unscaled(p.optimizer)) << "step() unscaled them";
+  scaler.update();
+  EXPECT_GT(scaler.found_inf().item<float>(), 0.0f);
+  scaler.update(16.0);
+  EXPECT_GT(scaler.found_inf().item<float>(), 0.0f) << "a new scale keeps the last step's flag";
+
+  GradScaler disabled({8.0, 2.0, 0.5, 2, false});
+  EXPECT_TRUE(disabled.step(p.optimizer));
+  EXPECT_FALSE(disabled.unscaled(p.optimizer));
+  EXPECT_FALSE(disabled.found_inf().defined());
+}
 
 TEST(GradScaler, FoundInfIsAgreedAcrossRanksBeforeTheStepDecision) {
   Problem p;

@@ -2,7 +2,7 @@
 // JPEG/PNG/BMP class folders by tests/fixtures/data/make_image_folder.py (60 images,
 // classes sorted by name), plus a corrupt and a truncated JPEG.
 #include <gtest/gtest.h>
-#include <mixt/data_loader.h>
+#include <mixt/helpers/data_loader.h>
 
 #include <fstream>
 

@@ -10,10 +10,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "mixt/safetensors.h"
-#include "mixt/state_dict.h"
+#include "mixt/helpers/safetensors.h"
+#include "mixt/helpers/state_dict.h"
 #include "plugins.h"
-#include "recipe_loader.h"
+#include "recipe/recipe_loader.h"
 
 namespace mixt {
 namespace {

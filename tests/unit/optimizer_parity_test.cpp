@@ -10,10 +10,10 @@
 
 #include <torch/optim/sgd.h>
 
-#include "mixt/torch_optimizer.h"
+#include "mixt/helpers/torch_optimizer.h"
 #include "operator_calls.h"
 #include "plugins.h"
-#include "recipe_loader.h"
+#include "recipe/recipe_loader.h"
 #include "test_support.h"
 
 namespace mixt {

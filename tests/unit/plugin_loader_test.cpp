@@ -1,6 +1,6 @@
 // The plugin loader against the fixture plugins in tests/fixtures/plugins/ (broken on
 // purpose) and the real in-tree plugins.
-#include "plugin_loader.h"
+#include "plugins/plugin_loader.h"
 
 #include <gtest/gtest.h>
 
@@ -88,6 +88,25 @@ TEST(PluginLoader, DuplicateComponentNamesBothFiles) {
   // What it registered before the duplicate went with it (ARegistrationThatFailsPartWay...).
   EXPECT_EQ(registry.find(ComponentKind::precision, "fixture_before_the_duplicate"), nullptr);
   EXPECT_NE(registry.find(ComponentKind::optimizer, "sgd"), nullptr);
+}
+
+// Found by a directory scan, a duplicate is a warning naming both files, and the copy found
+// first stays; named by a recipe (load), it is an error (DuplicateComponentNamesBothFiles).
+TEST(PluginLoader, ADuplicateFoundByADirectoryScanIsSkippedNamingBothFiles) {
+  testing::TempDir dir;
+  std::filesystem::copy_file(kFixtures + "/libmixt_fixture_good.so", dir.path() / "libmixt_a_good.so");
+  std::filesystem::copy_file(kFixtures + "/libmixt_fixture_good.so", dir.path() / "libmixt_b_copy.so");
+  Registry registry;
+  PluginLoader loader(registry);
+  std::vector<std::string> warnings;
+  loader.load_directory(dir.path(), [&](const std::string& w) { warnings.push_back(w); });
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("skipping " + (dir.path() / "libmixt_b_copy.so").string()), std::string::npos)
+      << warnings[0];
+  EXPECT_NE(warnings[0].find("is registered twice"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("libmixt_a_good.so"), std::string::npos) << warnings[0];
+  ASSERT_EQ(loader.loaded().size(), 1u);
+  EXPECT_NE(loader.loaded()[0].file.find("libmixt_a_good.so"), std::string::npos);
 }
 
 // A registration that fails after adding a component leaves nothing of it behind: the

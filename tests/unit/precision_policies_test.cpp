@@ -10,11 +10,11 @@
 #include <set>
 
 #include "blob_training.h"
-#include "mixt/fp32_modules.h"
+#include "mixt/helpers/fp32_modules.h"
 #include "plugins.h"
-#include "recipe_loader.h"
+#include "recipe/recipe_loader.h"
 #include "test_support.h"
-#include "trainer.h"
+#include "train/trainer.h"
 
 namespace mixt {
 namespace {

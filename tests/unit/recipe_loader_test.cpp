@@ -1,5 +1,5 @@
 // Recipes: base: inheritance, _delete_, overrides, and the errors of each.
-#include "recipe_loader.h"
+#include "recipe/recipe_loader.h"
 
 #include <gtest/gtest.h>
 

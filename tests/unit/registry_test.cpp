@@ -1,10 +1,10 @@
 // The registry: names per kind, duplicates, unknown names with suggestions, wildcards,
 // and factory failures reported with the component and its plugin.
-#include "registry.h"
+#include "plugins/registry.h"
 
 #include <gtest/gtest.h>
 
-#include "recipe_loader.h"
+#include "recipe/recipe_loader.h"
 
 namespace mixt {
 namespace {

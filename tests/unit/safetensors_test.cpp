@@ -15,11 +15,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "atomic_file.h"
-#include "checkpoint.h"
+#include "checkpoint/atomic_file.h"
+#include "checkpoint/checkpoint.h"
 #include "mixt/error.h"
-#include "mixt/safetensors.h"
-#include "mixt/state_dict.h"
+#include "mixt/helpers/safetensors.h"
+#include "mixt/helpers/state_dict.h"
 #include "test_support.h"
 
 namespace mixt {

@@ -1,4 +1,4 @@
-// mixt::BatchNorm with a communicator (mixt/batch_norm.h). Ranks are threads of this process
+// mixt::BatchNorm with a communicator (mixt/helpers/batch_norm.h). Ranks are threads of this process
 // sharing an in-memory all-reduce; the reference is one torch::nn::BatchNorm — ATen's own
 // batch_norm kernel, which mixt's sync path does not use — on the whole (concatenated) batch.
 // Each rank's loss is Σ y·g over its samples, so the sum of the ranks' losses is the
@@ -15,10 +15,10 @@
 #include <thread>
 #include <tuple>
 
-#include "mixt/batch_norm.h"
+#include "distributed/sync_batchnorm.h"
 #include "mixt/error.h"
-#include "recipe_loader.h"
-#include "sync_batchnorm.h"
+#include "mixt/helpers/batch_norm.h"
+#include "recipe/recipe_loader.h"
 
 namespace mixt {
 namespace {

@@ -1,7 +1,7 @@
 // The trainer on a tiny in-memory problem: it learns, it is deterministic given the seed,
 // and a run interrupted mid-epoch and resumed from its checkpoint ends bitwise identical
 // to an uninterrupted run.
-#include "trainer.h"
+#include "train/trainer.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
@@ -19,17 +19,17 @@
 #include <set>
 #include <sstream>
 
-#include "mixt/data_loader.h"
+#include "mixt/helpers/data_loader.h"
 
 #include "blob_training.h"
-#include "checkpoint.h"
-#include "interrupt.h"
-#include "out_of_memory.h"
+#include "checkpoint/checkpoint.h"
 #include "operator_calls.h"
 #include "plugins.h"
-#include "recipe_loader.h"
-#include "recipe_node.h"
+#include "recipe/recipe_loader.h"
+#include "recipe/recipe_node.h"
 #include "test_support.h"
+#include "train/interrupt.h"
+#include "train/out_of_memory.h"
 
 namespace mixt {
 namespace {

@@ -7,13 +7,13 @@
 // filter rounds differently: pixels may differ by one grey level (1/255/std ~ 0.0175 after
 // normalisation), and on average by far less.
 #include <gtest/gtest.h>
-#include <mixt/transforms.h>
+#include <mixt/helpers/transforms.h>
 
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "recipe_loader.h"
+#include "recipe/recipe_loader.h"
 
 namespace mixt {
 namespace {

@@ -1,7 +1,14 @@
 // mixt/precision.h — the precision-policy interface and its contract with the trainer.
 //
-// The trainer knows no policy by name. One optimizer step is, in this order:
+// The trainer knows no policy by name. Before training, in this order: the model is built
+// and moved to the device; the policy is built and setup(model, device) runs; the
+// optimizer is built over the model's parameters; one blank batch goes through the model
+// under the policy's autocast (mixt check and mixt run alike), so a policy's casts and
+// layouts are checked before anything is written.
 //
+// One optimizer step is, in this order:
+//
+//   precision.begin_step(step, logged);                   // the step about to run
 //   for each micro-batch:
 //     { auto scope = precision.autocast(device);          // RAII autocast region (or none)
 //       out = model(x); loss = criterion(out, y) / accumulate; }
@@ -20,6 +27,7 @@
 #include <torch/nn/module.h>
 #include <torch/serialize/archive.h>
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +44,10 @@ class PrecisionPolicy {
 
   // Once, before training: global math modes, model casts or layout.
   virtual void setup(torch::nn::Module& model, at::Device device) {}
+  // Before each optimizer step: its global number (1-based, counting on through a resume)
+  // and whether the trainer logs it (trainer.log_every), so a diagnostic can run every N
+  // steps, or on logged steps, without a counter of its own.
+  virtual void begin_step(std::int64_t step, bool logged) {}
   // The autocast region for the forward pass and loss. Default: none (full precision).
   virtual AutocastScope autocast(at::DeviceType device) const { return AutocastScope(); }
   // Backward through the loss (scaled, for a policy that scales).
@@ -50,7 +62,8 @@ class PrecisionPolicy {
   // After step(): e.g. grows or backs off the loss scale.
   virtual void update() {}
 
-  // Numbers worth logging each step, e.g. {"loss_scale", 65536}, {"skipped_steps", 3}.
+  // Numbers worth logging, e.g. {"loss_scale", 65536}: read on the steps the trainer shows
+  // or logs (a device read there costs a sync only then).
   virtual std::vector<std::pair<std::string, double>> metrics() const { return {}; }
 
   virtual void save(torch::serialize::OutputArchive& archive) const {}

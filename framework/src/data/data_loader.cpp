@@ -1,10 +1,10 @@
-// The multi-threaded loader of mixt/data_loader.h.
+// The multi-threaded loader of mixt/helpers/data_loader.h.
 //
 // Workers claim batch numbers in order, build the whole batch, and file it under its
 // number; next_batch() hands them out strictly in order. A generation counter lets
 // start_epoch() abandon an epoch while workers are still busy with it: what they finish
 // for an old generation is dropped.
-#include "mixt/data_loader.h"
+#include "mixt/helpers/data_loader.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 

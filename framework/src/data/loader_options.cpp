@@ -1,7 +1,7 @@
 // The loader's recipe options, shared by every dataset plugin built on DataLoader.
 #include <thread>
 
-#include "mixt/data_loader.h"
+#include "mixt/helpers/data_loader.h"
 
 namespace mixt {
 

@@ -1,11 +1,11 @@
-// Reading `transforms:` from a dataset's recipe section (see mixt/transforms.h).
-#include "mixt/transforms.h"
+// Reading `transforms:` from a dataset's recipe section (see mixt/helpers/transforms.h).
+#include "mixt/helpers/transforms.h"
 
 #include <algorithm>
 #include <array>
 #include <string_view>
 
-#include "closest_match.h"
+#include "recipe/closest_match.h"
 
 namespace mixt {
 

@@ -1,6 +1,6 @@
-// The image transforms of mixt/transforms.h, on H x W x C uint8 tensors (views where a
+// The image transforms of mixt/helpers/transforms.h, on H x W x C uint8 tensors (views where a
 // transform only selects pixels), following torchvision.transforms.v2 on tensors.
-#include "mixt/transforms.h"
+#include "mixt/helpers/transforms.h"
 
 #include <algorithm>
 #include <cmath>

@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "coordinator.h"
 #include "distributed/environment.h"
 #include "distributed/gradient_buckets.h"
 #include "distributed/options.h"
 #include "distributed/process_group.h"
+#include "train/coordinator.h"
 
 namespace mixt::distributed {
 

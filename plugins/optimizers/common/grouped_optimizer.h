@@ -12,7 +12,7 @@
 #include <mixt/config.h>
 #include <mixt/error.h>
 #include <mixt/optimizer.h>
-#include <mixt/torch_optimizer.h>
+#include <mixt/helpers/torch_optimizer.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 

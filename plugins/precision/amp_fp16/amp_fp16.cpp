@@ -2,7 +2,7 @@
 // loss under autocast(float16), and dynamic loss scaling by mixt::GradScaler (a port of
 // torch.amp.GradScaler) so that small gradients survive float16's narrow exponent range.
 // Options and defaults are GradScaler's own.
-#include <mixt/grad_scaler.h>
+#include <mixt/helpers/grad_scaler.h>
 #include <mixt/plugin.h>
 
 #include "../common/float16_on_cpu.h"

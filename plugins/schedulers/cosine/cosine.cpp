@@ -2,7 +2,7 @@
 // run, per optimizer step. The same curve as torch.optim.lr_scheduler.SequentialLR of
 // LinearLR(start_factor, 1.0, total_iters=W) and CosineAnnealingLR(T_max=T-W, eta_min)
 // with milestone W (NVIDIA's ResNet-50 v1.5 recipe: warm-up then cosine).
-#include <mixt/lr_schedule.h>
+#include <mixt/helpers/lr_schedule.h>
 #include <mixt/plugin.h>
 
 #include <cmath>

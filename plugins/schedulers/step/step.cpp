@@ -1,6 +1,6 @@
 // schedulers/step — torch.optim.lr_scheduler.StepLR counted in epochs: the learning rate
 // is multiplied by `gamma` every `step_epochs` epochs.
-#include <mixt/lr_schedule.h>
+#include <mixt/helpers/lr_schedule.h>
 #include <mixt/plugin.h>
 
 #include <cmath>

@@ -1,6 +1,6 @@
 // schedulers/warmup — linear warm-up to the optimizer's learning rate, then constant
 // (torch.optim.lr_scheduler.LinearLR(start_factor, 1.0, total_iters=W)).
-#include <mixt/lr_schedule.h>
+#include <mixt/helpers/lr_schedule.h>
 #include <mixt/plugin.h>
 
 #include <cmath>

@@ -1,0 +1,168 @@
+// mixt/helpers/data_loader.h — the multi-threaded loader that dataset plugins build on.
+//
+// A plugin describes its samples (a SampleSource: how many, and how to load and augment
+// sample i); the DataLoader turns them into batches:
+//
+//   - the epoch's order is torch.utils.data.DistributedSampler's: randperm(n) from a
+//     generator seeded with seed + epoch (or 0..n-1 without shuffle), padded by repeating
+//     its start to a multiple of world_size, and every world_size-th index from `rank`;
+//   - `workers` threads build whole batches, at most `prefetch` batches ahead of the
+//     consumer; batches come out in order;
+//   - sample i of epoch e is augmented with SampleRng::for_sample(seed, e, i): batches are
+//     identical whatever the number of workers;
+//   - on a CUDA device the batch is assembled in pinned host memory and copied with
+//     non_blocking, so the copy overlaps the host and the workers keep decoding the next
+//     batches while the current one trains;
+//   - a sample whose load throws BadSample is skipped (the batch is one shorter), counted,
+//     and named in a warning once; with on_bad_sample = fail the epoch stops with an error
+//     naming it. A batch of only bad samples is passed over with world_size 1 and is an
+//     error with more (that rank would end the epoch a step before the others).
+//
+// LoaderDataset wraps a loader as a mixt::Dataset, which is all most plugins need:
+//
+//   auto options = mixt::read_loader_options(config, context, /*shuffle=*/context.split == "train");
+//   return std::make_unique<mixt::LoaderDataset>(source, options, num_classes, shape);
+//
+// or, when the classes have names, NamedLoaderDataset(source, options, class_names, shape).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "mixt/config.h"
+#include "mixt/dataset.h"
+#include "mixt/helpers/sample_rng.h"
+#include "mixt/plugin.h"
+
+namespace mixt {
+
+struct Sample {
+  at::Tensor input;         // float C x H x W (every sample of a dataset the same shape)
+  std::int64_t target = 0;  // class index
+};
+
+// Thrown by SampleSource::load for a sample that cannot be used (undecodable, truncated).
+class BadSample : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class SampleSource {
+ public:
+  virtual ~SampleSource() = default;
+  // Samples in the whole dataset (every shard).
+  virtual std::int64_t size() const = 0;
+  // Loads and augments sample `index`, drawing every random choice from `rng`. Called from
+  // several worker threads at once: must be thread-safe.
+  virtual Sample load(std::int64_t index, SampleRng& rng) const = 0;
+  // How messages name the sample (its file, usually).
+  virtual std::string sample_name(std::int64_t index) const = 0;
+};
+
+enum class OnBadSample { skip, fail };
+
+struct LoaderOptions {
+  std::int64_t batch_size = 64;
+  bool shuffle = true;
+  bool drop_last = false;
+  std::int64_t workers = 2;   // 0: batches are built in the thread that asks for them
+  std::int64_t prefetch = 0;  // batches built or being built ahead of the consumer; 0: 2 per worker
+  OnBadSample on_bad_sample = OnBadSample::skip;
+  std::uint64_t seed = 0;
+  std::int64_t rank = 0;
+  std::int64_t world_size = 1;
+  at::Device device = at::kCPU;
+  // Where warnings go; default: stderr as "mixt: warning: ...".
+  std::function<void(const std::string&)> warn;
+};
+
+// Reads batch_size, shuffle, drop_last, workers, prefetch, on_bad_sample from a dataset's
+// section; seed, rank, world_size and device come from the context.
+LoaderOptions read_loader_options(const Config& section, const DatasetContext& context, bool shuffle_default,
+                                  std::int64_t batch_size_default = 64);
+// Their documentation, for ComponentInfo.
+std::vector<OptionDoc> loader_option_docs();
+
+class DataLoader {
+ public:
+  DataLoader(std::shared_ptr<const SampleSource> source, LoaderOptions options);
+  ~DataLoader();
+  DataLoader(const DataLoader&) = delete;
+  DataLoader& operator=(const DataLoader&) = delete;
+
+  std::int64_t size() const;  // samples in this shard per epoch
+  std::int64_t batches_per_epoch() const;
+  // Starts epoch `epoch`; abandons what is left of the previous one.
+  void start_epoch(std::int64_t epoch);
+  // Starts epoch `epoch` at batch number `first_batch` of its order: the batches before it
+  // are neither loaded nor delivered. A run resuming mid-epoch passes the position() it
+  // saved and goes on with exactly the batches it would have had, without decoding the
+  // ones it already trained on.
+  void start_epoch(std::int64_t epoch, std::int64_t first_batch);
+  // Batch numbers of the current epoch delivered or passed over so far, counting batches
+  // whose every sample was bad (next_batch() skips those) and those before first_batch.
+  std::int64_t position() const;
+  // The next batch (on options.device), or nothing at the end of the epoch. Rethrows what
+  // a worker threw (on_bad_sample: fail, a transform error).
+  std::optional<Batch> next_batch();
+  // Samples skipped as bad since the loader was made.
+  std::int64_t bad_samples() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+class LoaderDataset : public Dataset, public ResumesMidEpoch, public CountsBadSamples {
+ public:
+  LoaderDataset(std::shared_ptr<const SampleSource> source, LoaderOptions options, std::int64_t num_classes,
+                std::vector<std::int64_t> sample_shape)
+      : loader_(std::move(source), std::move(options)),
+        num_classes_(num_classes),
+        sample_shape_(std::move(sample_shape)) {}
+  // Defined in libmixt: its vtable and type_info live there, so dynamic_cast from the host
+  // works on a LoaderDataset made in a plugin (built with hidden visibility).
+  ~LoaderDataset() override;
+
+  std::int64_t size() const override { return loader_.size(); }
+  std::int64_t num_classes() const override { return num_classes_; }
+  std::vector<std::int64_t> sample_shape() const override { return sample_shape_; }
+  std::int64_t batches_per_epoch() const override { return loader_.batches_per_epoch(); }
+  void start_epoch(std::int64_t epoch) override { loader_.start_epoch(epoch); }
+  std::optional<Batch> next_batch() override { return loader_.next_batch(); }
+  std::int64_t position() const override { return loader_.position(); }
+  void start_epoch_at(std::int64_t epoch, std::int64_t first_batch) override {
+    loader_.start_epoch(epoch, first_batch);
+  }
+  std::int64_t bad_samples() const override { return loader_.bad_samples(); }
+  DataLoader& loader() { return loader_; }
+
+ private:
+  DataLoader loader_;
+  std::int64_t num_classes_;
+  std::vector<std::int64_t> sample_shape_;
+};
+
+// A LoaderDataset whose classes have names (see NamedClasses in mixt/dataset.h): the
+// class count is the number of names.
+class NamedLoaderDataset : public LoaderDataset, public NamedClasses {
+ public:
+  NamedLoaderDataset(std::shared_ptr<const SampleSource> source, LoaderOptions options,
+                     std::vector<std::string> class_names, std::vector<std::int64_t> sample_shape)
+      : LoaderDataset(std::move(source), std::move(options), static_cast<std::int64_t>(class_names.size()),
+                      std::move(sample_shape)),
+        class_names_(std::move(class_names)) {}
+  std::vector<std::string> class_names() const override { return class_names_; }
+
+ private:
+  std::vector<std::string> class_names_;
+};
+
+}  // namespace mixt

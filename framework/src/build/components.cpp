@@ -1,0 +1,279 @@
+#include "build/components.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "distributed/sync_batchnorm.h"
+#include "first_line.h"
+#include "mixt/helpers/fp32_modules.h"
+#include "mixt/helpers/state_dict.h"
+#include "recipe/closest_match.h"
+#include "warnings.h"
+
+namespace mixt {
+
+namespace {
+// precision.fp32_modules: read here, for every policy, and checked against the model.
+void apply_fp32_modules(const Config& precision_section, Model& model) {
+  const std::vector<std::string> names = precision_section.strings("fp32_modules", {});
+  std::vector<std::string> known;
+  for (const auto& item : model.named_modules(/*name_prefix=*/"", /*include_self=*/false)) known.push_back(item.key());
+  for (const std::string& name : names) {
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    precision_section.fail("fp32_modules", "the model has no submodule named '" + name + "'",
+                           suggestion_hint(name, known, "its submodules"));
+  }
+  set_fp32_modules(model, names);
+}
+
+// After the precision policy's setup() and under its autocast, as training runs the model:
+// a policy's casts and layouts are checked too.
+at::Tensor forward_blank_batch(const Components& c, std::vector<std::int64_t> sample_shape) {
+  sample_shape.insert(sample_shape.begin(), 2);  // two: batch norm in training mode needs more than one
+  at::NoGradGuard no_grad;
+  AutocastScope scope = c.precision->autocast(c.device.type());
+  c.model->eval();
+  at::Tensor out = c.model->forward(at::zeros(sample_shape, at::TensorOptions().device(c.device)));
+  c.model->train();
+  return out;
+}
+
+// An explicit model.num_classes that is not the training data's would fail only at the
+// first step ("Target 1 is out of bounds"), after the run directory exists, or train
+// outputs no label ever names. One forward pass on a blank batch finds it before anything
+// is written, for `mixt run` and `mixt check` alike.
+void check_model_fits_train_data(const Components& c, const Config& model_section) {
+  const std::int64_t classes = c.train->num_classes();
+  const std::vector<std::int64_t> sample_shape = c.train->sample_shape();
+  if (sample_shape.empty()) return;  // a dataset that cannot say (samples of varying shape): nothing to try
+  at::Tensor out;
+  try {
+    out = forward_blank_batch(c, sample_shape);
+  } catch (const c10::Error& e) {
+    model_section.fail("name",
+                       "the model cannot take the training samples " + c10::str(at::IntArrayRef(sample_shape)) +
+                           ": " + first_line(e.what_without_backtrace()),
+                       "match the model's options to data.train's samples (its transforms: crop size, channels)");
+  }
+  // A wrong first dimension (a plugin model that reshapes carelessly) would fail only at
+  // the first step, in the loss, as a "batch_size" mismatch that names no model.
+  const std::int64_t batch = 2;  // forward_blank_batch's
+  if (out.dim() != 2 || out.size(0) != batch || out.size(1) != classes) {
+    const bool explicit_classes = model_section.has("num_classes");
+    model_section.fail(explicit_classes ? "num_classes" : "name",
+                       "the model's output for a batch of " + std::to_string(batch) + " samples has shape " +
+                           c10::str(out.sizes()) + ", expected [" + std::to_string(batch) + ", " +
+                           std::to_string(classes) + "]: one row per sample, one logit per class of the " +
+                           "training data (" + std::to_string(classes) + ")",
+                       explicit_classes ? "drop model.num_classes (the zoo's models then take the data's class count) "
+                                          "or set it to " + std::to_string(classes)
+                                        : "a model's forward returns [batch, ModelContext::num_classes] logits "
+                                          "(mixt/model.h)");
+  }
+}
+
+// Why data.val's class names are not data.train's ("" when they are, or a side has none):
+// the first label they disagree on, and the names only one side has (a few of each).
+std::string class_mismatch(const std::vector<std::string>& train, const std::vector<std::string>& val) {
+  if (train.empty() || val.empty() || train == val) return "";
+  std::size_t label = 0;
+  while (label < train.size() && label < val.size() && train[label] == val[label]) ++label;
+  std::string message = "data.val's classes are not data.train's: ";
+  if (label < train.size() && label < val.size()) {
+    message += "label " + std::to_string(label) + " is '" + val[label] + "' in data.val but '" + train[label] +
+               "' in data.train";
+  } else {
+    message += "data.val has " + std::to_string(val.size()) + " classes, data.train " + std::to_string(train.size());
+  }
+  const auto only_in = [](const std::vector<std::string>& side, const std::vector<std::string>& other) {
+    std::vector<std::string> missing;
+    for (const auto& name : side) {
+      if (std::find(other.begin(), other.end(), name) == other.end()) missing.push_back(name);
+    }
+    std::string listed;
+    for (std::size_t i = 0; i < missing.size() && i < 5; ++i) listed += (i ? ", " : "") + missing[i];
+    if (missing.size() > 5) listed += ", ... (" + std::to_string(missing.size()) + " in all)";
+    return listed;
+  };
+  const std::string val_only = only_in(val, train), train_only = only_in(train, val);
+  if (!val_only.empty()) message += "; only in data.val: " + val_only;
+  if (!train_only.empty()) message += "; only in data.train: " + train_only;
+  return message;
+}
+
+// The model is built for the training samples; a validation set it cannot take would fail
+// only after the first epoch's training. Labels beyond the model's outputs, or samples of
+// another shape that the model does not accept (one forward pass on a blank batch: a CNN
+// with global pooling takes larger eval crops, a fixed-size head does not), are recipe
+// errors at data.val.
+void check_val_fits_model(const Components& c, const Config& data) {
+  if (!c.val) return;
+  const Config val = data.section("val");
+  // Labels are indices: a validation set with other (or fewer) class names would score
+  // every prediction against the wrong class, with no error anywhere.
+  const std::string mismatch = class_mismatch(class_names_of(*c.train), class_names_of(*c.val));
+  if (!mismatch.empty()) {
+    val.fail("name", mismatch,
+             "give data.val the classes of data.train, named alike (class folders: the same folder names), so "
+             "that label i means the same class in both");
+  }
+  if (c.val->num_classes() > c.train->num_classes()) {
+    val.fail("name",
+             "the validation data has " + std::to_string(c.val->num_classes()) + " classes, the training data " +
+                 std::to_string(c.train->num_classes()) + " (the model's outputs)",
+             "use the same classes for data.train and data.val");
+  }
+  const std::vector<std::int64_t> shape = c.val->sample_shape();
+  if (shape.empty() || shape == c.train->sample_shape()) return;  // empty: the dataset cannot say
+  try {
+    forward_blank_batch(c, shape);
+  } catch (const c10::Error& e) {
+    val.fail("name",
+             "the model, built for the training samples " + c10::str(at::IntArrayRef(c.train->sample_shape())) +
+                 ", cannot take the validation samples " + c10::str(at::IntArrayRef(shape)) + ": " +
+                 first_line(e.what_without_backtrace()),
+             "give data.val the training data's sample shape (its transforms: crop size, channels)");
+  }
+}
+
+void record(Components& c, const Registry& registry, ComponentKind kind, const Config& section) {
+  const ComponentEntry& entry = registry.find(kind, section);
+  c.records.push_back({kind_name(kind), entry.name, entry.origin.name, entry.origin.version, entry.origin.file});
+}
+}  // namespace
+
+void check_fp32_modules_routed(const Model& model, const SourceLocation& where) {
+  const std::vector<std::string> unrouted = unrouted_fp32_modules(model);
+  if (unrouted.empty()) return;
+  std::string names;
+  for (const auto& name : unrouted) names += (names.empty() ? "'" : ", '") + name + "'";
+  throw Error(ErrorKind::recipe,
+              "the model never ran " + names + " through mixt::call_submodule, so it cannot keep it in fp32", where,
+              "precision.fp32_modules",
+              "list a submodule the model routes (see mixt/helpers/fp32_modules.h; the zoo's models route none), or remove "
+              "the option");
+}
+
+std::vector<OptionDoc> framework_option_docs(ComponentKind kind) {
+  switch (kind) {
+    case ComponentKind::model:
+      return {{"weights", "none", "safetensors file to load (torchvision names); read by mixt for every model"},
+              {"strict", "true", "with weights: every name and shape must match (false: load what matches)"}};
+    case ComponentKind::precision:
+      return {{"fp32_modules", "[]", "submodules kept in float32 under autocast; read by mixt for every policy"}};
+    default:
+      return {};
+  }
+}
+
+std::shared_ptr<Model> build_model(const Config& section, const Registry& registry, const ModelContext& context) {
+  std::shared_ptr<Model> model = registry.make_model(section, context);
+  // `weights:` and `strict:` belong to every model, so the framework reads them here
+  // rather than each plugin.
+  const bool strict = section.boolean("strict", true);
+  if (section.has("weights")) {
+    const std::string file = section.string("weights");
+    const LoadReport report = load_state_dict(*model, load_safetensors(file).tensors, strict, file);
+    if (!report.complete()) {
+      warn(section.location("weights").str() + ": loaded " + std::to_string(report.loaded) + " tensors of " + file +
+           "; the rest keep their initial values:" + report.describe());
+    }
+  }
+  return model;
+}
+
+Components build_components(const Config& recipe, const Registry& registry,
+                            const TrainerOptions& options, const Config& trainer_section,
+                            const Communicator* communicator) {
+  Components c;
+  c.device = resolve_device(options.device, trainer_section);
+
+  const Config data = recipe.section("data");
+  if (!data.has("train")) {
+    throw recipe_error("missing section: data.train", data.location("train"), "data",
+                       "add `data: {train: {name: <dataset>, ...}}`");
+  }
+  for (const std::string& split : data.keys()) {
+    if (split != "train" && split != "val") {
+      data.fail(split, "unknown data split '" + split + "'", "data: takes train and val");
+    }
+    // `data.val: null` (e.g. the override data.val=null) turns evaluation off.
+    if (!data.has(split)) continue;
+    const Config section = data.section(split);
+    DatasetContext context{split, options.seed, communicator ? communicator->rank() : 0,
+                           communicator ? communicator->world_size() : 1, c.device};
+    auto dataset = registry.make_dataset(section, context);
+    record(c, registry, ComponentKind::dataset, section);
+    // A run of zero steps (or an evaluation of zero samples, a NaN loss) would end "done".
+    if (dataset->batches_per_epoch() == 0) {
+      section.fail(section.has("batch_size") ? "batch_size" : "name",
+                   "data." + split + " gives no batch per epoch (" + std::to_string(dataset->size()) +
+                       " samples" + (context.world_size > 1 ? " on this rank" : "") + ")",
+                   dataset->size() == 0 ? "check the section's data location and limit"
+                                        : "lower data." + split + ".batch_size to " + std::to_string(dataset->size()) +
+                                              " or less, or set drop_last: false");
+    }
+    (split == "train" ? c.train : c.val) = std::move(dataset);
+  }
+
+  const Config model_section = recipe.section("model");
+  ModelContext model_context{c.device, c.train->sample_shape(), c.train->num_classes()};
+  c.model = build_model(model_section, registry, model_context);
+  record(c, registry, ComponentKind::model, model_section);
+  c.model->to(c.device);
+  if (options.channels_last) {
+    // torch::nn::Module::to() takes no memory format in C++: convert each 4-D tensor.
+    at::NoGradGuard no_grad;
+    for (auto& tensor : c.model->parameters()) {
+      if (tensor.dim() == 4) tensor.set_data(tensor.data().contiguous(at::MemoryFormat::ChannelsLast));
+    }
+    for (auto& tensor : c.model->buffers()) {
+      if (tensor.dim() == 4) tensor.set_data(tensor.data().contiguous(at::MemoryFormat::ChannelsLast));
+    }
+  }
+  at::globalContext().setBenchmarkCuDNN(options.cudnn_benchmark);
+  if (options.distributed.sync_batchnorm) {
+    synchronise_batch_norm(*c.model, communicator, trainer_section.section("distributed"), warn);
+  }
+
+  const Config precision_section = recipe.section("precision");
+  c.precision = registry.make_precision(precision_section, PrecisionContext{c.device, communicator});
+  record(c, registry, ComponentKind::precision, precision_section);
+  c.precision->setup(*c.model, c.device);
+  apply_fp32_modules(precision_section, *c.model);
+  c.fp32_modules_where = precision_section.location("fp32_modules");
+  check_model_fits_train_data(c, model_section);
+  check_val_fits_model(c, data);
+  // That blank forward pass also found a listed submodule the model never routes, so `mixt
+  // check` says so before any run directory exists.
+  if (!c.train->sample_shape().empty()) check_fp32_modules_routed(*c.model, c.fp32_modules_where);
+
+  const Config optimizer_section = recipe.section("optimizer");
+  OptimizerContext optimizer_context;
+  for (const auto& item : c.model->named_parameters(/*recurse=*/true)) {
+    if (item.value().requires_grad()) optimizer_context.named_parameters.emplace_back(item.key(), item.value());
+  }
+  c.optimizer = registry.make_optimizer(optimizer_section, optimizer_context);
+  record(c, registry, ComponentKind::optimizer, optimizer_section);
+
+  if (recipe.has("scheduler")) {
+    const Config scheduler_section = recipe.section("scheduler");
+    std::int64_t steps = (c.train->batches_per_epoch() + options.accumulate - 1) / options.accumulate;
+    if (options.max_steps_per_epoch > 0) steps = std::min(steps, options.max_steps_per_epoch);
+    SchedulerContext context{c.optimizer.get(), steps, options.epochs};
+    c.scheduler = registry.make_scheduler(scheduler_section, context);
+    record(c, registry, ComponentKind::scheduler, scheduler_section);
+  }
+
+  const CallbackContext callback_context{c.device, c.model, communicator ? communicator->rank() : 0,
+                                         communicator ? communicator->world_size() : 1};
+  for (const Config& section : recipe.sections("callbacks")) {
+    const ComponentEntry& entry = registry.find(ComponentKind::callback, section);
+    c.callbacks.push_back({registry.make_callback(section, callback_context), entry.name, entry.origin.name,
+                           entry.origin.file});
+    record(c, registry, ComponentKind::callback, section);
+  }
+  return c;
+}
+
+}  // namespace mixt

@@ -1,0 +1,64 @@
+// Builds every component a recipe names, in dependency order: datasets (they tell the
+// model its input shape and classes), the model, the precision policy (which may cast or
+// lay out the model), the optimizer over the model's parameters, the scheduler, the
+// callbacks of `callbacks:`.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mixt/plugin.h"
+#include "plugins/registry.h"
+#include "train/named_callback.h"
+#include "train/trainer_options.h"
+
+namespace mixt {
+
+struct ComponentRecord {
+  std::string kind;
+  std::string name;
+  std::string plugin;
+  std::string plugin_version;
+  std::string file;
+};
+
+struct Components {
+  at::Device device = at::kCPU;
+  std::unique_ptr<Dataset> train;
+  std::unique_ptr<Dataset> val;  // may be null: no evaluation
+  std::shared_ptr<Model> model;
+  std::unique_ptr<PrecisionPolicy> precision;
+  std::unique_ptr<Optimizer> optimizer;
+  std::unique_ptr<Scheduler> scheduler;  // may be null: constant learning rate
+  std::vector<NamedCallback> callbacks;  // the recipe's `callbacks:`, in its order
+  std::vector<ComponentRecord> records;  // what built what, for run dirs and checkpoints
+  SourceLocation fp32_modules_where;     // precision.fp32_modules in the recipe, for errors after step 1
+  // data.train's keys that decide an epoch's order ("shuffle=false, ..."), as the recipe
+  // spells them: part of what a mid-epoch checkpoint's position means.
+  std::string train_order_keys;
+};
+
+// Builds the model a `model:` section names and, when the section has `weights: FILE`
+// (safetensors, torchvision names), loads them: strictly unless `strict: false`, which
+// loads what matches and warns about the rest.
+std::shared_ptr<Model> build_model(const Config& section, const Registry& registry, const ModelContext& context);
+
+// A recipe listing fp32_modules for a model that never routes them through
+// mixt::call_submodule would silently train in reduced precision: a recipe error at
+// `where`. Called after a blank forward pass when the components are built (so `mixt
+// check` finds it) and after the first training step (a model may route only in training).
+void check_fp32_modules_routed(const Model& model, const SourceLocation& where);
+
+// The options mixt itself reads from a component's section, whatever the plugin: a
+// model's weights and strict, a precision policy's fp32_modules. `mixt describe` lists
+// them with the plugin's own.
+std::vector<OptionDoc> framework_option_docs(ComponentKind kind);
+
+// `communicator` is null for a single process; otherwise datasets are built for its rank's
+// shard and the precision policy gets it (PrecisionContext::communicator).
+Components build_components(const Config& recipe, const Registry& registry,
+                            const TrainerOptions& options, const Config& trainer_section,
+                            const Communicator* communicator = nullptr);
+
+}  // namespace mixt

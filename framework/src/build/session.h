@@ -1,0 +1,40 @@
+// What every mixt command starts from: the registry, the plugin loader that fills it, and
+// for a command that runs a recipe the Experiment prepared from it (resolved recipe,
+// components, coordinator). Warnings go through the one channel of warnings.h.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "build/experiment.h"
+#include "plugins/plugin_loader.h"
+#include "plugins/registry.h"
+#include "warnings.h"
+
+namespace mixt {
+
+class Session {
+ public:
+  Session() : loader_(registry_) {}
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  Registry& registry() { return registry_; }
+  PluginLoader& loader() { return loader_; }
+
+  // The default plugin locations: the build's or install's plugin directory, MIXT_PLUGIN_PATH.
+  void load_default_plugins() { load_plugins(loader_, {}, warn); }
+  // Those and a recipe's `plugins:`, as `mixt run` loads them.
+  void load_plugins_of(const Recipe& recipe) { load_recipe_plugins(recipe, loader_, warn); }
+  // Loads the recipe's plugins and builds its components.
+  Experiment prepare(const std::filesystem::path& recipe, const std::vector<std::string>& overrides) {
+    return prepare_experiment(recipe, overrides, loader_, registry_, warn);
+  }
+
+ private:
+  Registry registry_;
+  PluginLoader loader_;
+};
+
+}  // namespace mixt

@@ -1,0 +1,207 @@
+#include "checkpoint/checkpoint.h"
+
+#include <zlib.h>
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <sstream>
+
+#include "checkpoint/atomic_file.h"
+#include "first_line.h"
+#include "mixt/error.h"
+
+namespace mixt {
+
+namespace fs = std::filesystem;
+
+void write_checkpoint(const fs::path& file, const nlohmann::json& header,
+                      torch::serialize::OutputArchive& archive) {
+  write_file_atomically(file, [&](std::ostream& out) {
+    const std::string header_text = header.dump();
+    const std::uint32_t format = kCheckpointFormat;
+    const std::uint64_t header_size = header_text.size();
+    out.write(kCheckpointMagic, sizeof(kCheckpointMagic));
+    out.write(reinterpret_cast<const char*>(&format), sizeof(format));
+    out.write(reinterpret_cast<const char*>(&header_size), sizeof(header_size));
+    out.write(header_text.data(), static_cast<std::streamsize>(header_text.size()));
+    // Through a writer that never reports failure: LibTorch's zip writer throws from its
+    // destructor when the stream fails (a full disk), which is std::terminate mid-unwind.
+    // The stream's state says afterwards whether everything was written.
+    std::uint64_t archive_size = 0;
+    std::uint32_t crc = static_cast<std::uint32_t>(crc32_z(0, nullptr, 0));
+    archive.save_to([&](const void* data, std::size_t size) {
+      out.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+      crc = static_cast<std::uint32_t>(crc32_z(crc, static_cast<const Bytef*>(data), size));
+      archive_size += size;
+      return size;
+    });
+    out.write(reinterpret_cast<const char*>(&archive_size), sizeof(archive_size));
+    out.write(reinterpret_cast<const char*>(&crc), sizeof(crc));
+    out.write(kCheckpointEnd, sizeof(kCheckpointEnd));
+  });
+}
+
+namespace {
+constexpr std::size_t kTrailerSize = sizeof(std::uint64_t) + sizeof(std::uint32_t) + sizeof(kCheckpointEnd);
+
+Error damaged(const fs::path& file, const std::string& what) {
+  return Error(ErrorKind::recipe, "damaged checkpoint (" + what + ")", SourceLocation{file.string()}, {},
+               "resume from another checkpoint of the run (checkpoints/epoch-NNNN)");
+}
+
+// Format 2: strips the trailer from `rest` after checking the archive against it.
+void check_trailer(const fs::path& file, std::string& rest) {
+  if (rest.size() < kTrailerSize ||
+      std::memcmp(rest.data() + rest.size() - sizeof(kCheckpointEnd), kCheckpointEnd, sizeof(kCheckpointEnd)) != 0) {
+    throw damaged(file, "cut short: it does not end with its end marker");
+  }
+  std::uint64_t archive_size = 0;
+  std::uint32_t crc = 0;
+  std::memcpy(&archive_size, rest.data() + rest.size() - kTrailerSize, sizeof(archive_size));
+  std::memcpy(&crc, rest.data() + rest.size() - kTrailerSize + sizeof(archive_size), sizeof(crc));
+  if (archive_size != rest.size() - kTrailerSize) {
+    throw damaged(file, "its contents are " + std::to_string(rest.size() - kTrailerSize) + " bytes, " +
+                            std::to_string(archive_size) + " were written");
+  }
+  rest.resize(archive_size);
+  const auto computed = static_cast<std::uint32_t>(
+      crc32_z(crc32_z(0, nullptr, 0), reinterpret_cast<const Bytef*>(rest.data()), rest.size()));
+  if (computed != crc) throw damaged(file, "its bytes do not match the CRC-32 written with them");
+}
+}  // namespace
+
+CheckpointContents read_checkpoint(const fs::path& file, at::Device device) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw runtime_error("cannot read checkpoint " + file.string());
+  char magic[sizeof(kCheckpointMagic)] = {};
+  std::uint32_t format = 0;
+  std::uint64_t header_size = 0;
+  in.read(magic, sizeof(magic));
+  if (!in || std::memcmp(magic, kCheckpointMagic, sizeof(magic)) != 0) {
+    throw Error(ErrorKind::recipe, "not a mixt checkpoint (bad magic number)", SourceLocation{file.string()});
+  }
+  in.read(reinterpret_cast<char*>(&format), sizeof(format));
+  in.read(reinterpret_cast<char*>(&header_size), sizeof(header_size));
+  if (!in) throw damaged(file, "cut short in its header");
+  if (format < 1 || format > kCheckpointFormat) {
+    throw Error(ErrorKind::recipe,
+                "checkpoint format " + std::to_string(format) + ", this mixt reads formats 1 to " +
+                    std::to_string(kCheckpointFormat),
+                SourceLocation{file.string()}, {}, "a newer mixt wrote it: resume it with that one");
+  }
+  if (header_size > (1u << 26)) throw damaged(file, "header too large");
+  std::string header_text(header_size, '\0');
+  in.read(header_text.data(), static_cast<std::streamsize>(header_size));
+  if (!in) throw damaged(file, "cut short in its header");
+  std::string rest{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (format >= 2) check_trailer(file, rest);
+  CheckpointContents contents;
+  try {
+    contents.header = nlohmann::json::parse(header_text);
+  } catch (const std::exception& e) {
+    throw damaged(file, std::string("its header is not JSON: ") + first_line(e.what()));
+  }
+  // What resume() reads from it: an object, with a list of components.
+  const auto components = contents.header.find("components");
+  if (!contents.header.is_object() || (components != contents.header.end() && !components->is_array())) {
+    throw damaged(file, "its header is not the JSON object mixt writes");
+  }
+  for (const auto& component : contents.header.value("components", nlohmann::json::array())) {
+    if (!component.is_object()) throw damaged(file, "its header is not the JSON object mixt writes");
+  }
+  try {
+    std::istringstream archive_bytes(std::move(rest));
+    contents.archive.load_from(archive_bytes, device);
+  } catch (const std::exception& e) {
+    // LibTorch's message, first line only (no C++ backtrace): what exactly is damaged.
+    throw damaged(file, "cannot parse its contents: " + first_line(e.what()));
+  }
+  return contents;
+}
+
+namespace {
+void flatten(torch::serialize::InputArchive& archive, const std::string& prefix, NamedTensors& out) {
+  for (const std::string& key : archive.keys()) {
+    at::Tensor tensor;
+    torch::serialize::InputArchive child;
+    if (archive.try_read(key, tensor)) {
+      out.emplace_back(prefix + key, tensor);
+    } else if (archive.try_read(key, child)) {
+      flatten(child, prefix + key + ".", out);
+    }
+  }
+}
+}  // namespace
+
+NamedTensors flatten_archive(torch::serialize::InputArchive& archive) {
+  NamedTensors out;
+  flatten(archive, "", out);
+  return out;
+}
+
+namespace {
+// The newest checkpoint in a checkpoints/ directory: `interrupted` when there is one (each
+// epoch's checkpoint removes it), else what `last` points at, else the epoch-NNNN of the
+// highest epoch (a copy that dropped the link, or a link to a removed file).
+std::optional<fs::path> newest_in(const fs::path& directory) {
+  std::error_code ec;
+  for (const char* name : {"interrupted", "last"}) {
+    if (fs::is_regular_file(directory / name, ec)) return fs::canonical(directory / name, ec);
+  }
+  std::optional<fs::path> newest;
+  long long newest_epoch = -1;
+  for (auto it = fs::directory_iterator(directory, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("epoch-", 0) != 0 || name.find_first_not_of("0123456789", 6) != std::string::npos ||
+        name.size() == 6 || name.size() > 6 + 18 || !it->is_regular_file(ec)) {
+      continue;  // epoch-0003.tmp: a write that never finished
+    }
+    const long long epoch = std::stoll(name.substr(6));
+    if (epoch > newest_epoch) {
+      newest_epoch = epoch;
+      newest = it->path();
+    }
+  }
+  return newest;
+}
+}  // namespace
+
+bool has_checkpoint(const fs::path& run) { return newest_in(run / "checkpoints").has_value(); }
+
+namespace {
+// The newest run directory (their names are timestamps) at most two levels below `path`
+// with a checkpoint: what someone who named an output or experiment directory meant.
+std::optional<fs::path> newest_run_below(const fs::path& path) {
+  std::optional<fs::path> newest;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (it.depth() >= 1) it.disable_recursion_pending();
+    if (it->is_symlink(ec) || !it->is_directory(ec) || !has_checkpoint(it->path())) continue;
+    if (!newest || it->path().filename() > newest->filename()) newest = it->path();
+  }
+  return newest;
+}
+}  // namespace
+
+fs::path resolve_checkpoint(const fs::path& path, const std::string& key_path, const SourceLocation& where) {
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) return path;
+  for (const fs::path& directory : {path, path / "checkpoints"}) {
+    if (const std::optional<fs::path> newest = newest_in(directory)) return *newest;
+  }
+  std::string hint = "name a checkpoint file, a run directory or its checkpoints/ directory";
+  if (const std::optional<fs::path> run = newest_run_below(path)) {
+    hint = "did you mean " + run->string() + "? (the newest run below it with a checkpoint)";
+  }
+  if (!where.known()) {
+    throw Error(ErrorKind::recipe, "no checkpoint found", SourceLocation{path.string()}, key_path, hint);
+  }
+  const std::string what = fs::exists(path, ec) ? "no checkpoint found in '" + path.string() + "'"
+                                                 : "'" + path.string() + "' does not exist";
+  throw Error(ErrorKind::recipe, what, where, key_path, hint);
+}
+
+}  // namespace mixt

@@ -1,0 +1,262 @@
+#include "checkpoint/checkpointer.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <mutex>
+
+#include "checkpoint/checkpoint.h"
+#include "helpers/state_dict_check.h"
+#include "mixt/version.h"
+
+namespace mixt {
+
+namespace fs = std::filesystem;
+
+namespace {
+constexpr const char* kResumeHint = "resume with the recipe that wrote it (its run directory has recipe.yaml)";
+
+// A callback's archive key: its position and name, so two of one kind keep their own.
+std::string callback_key(std::size_t index, const std::string& name) { return std::to_string(index) + "_" + name; }
+
+// Components that decide the tensors of a checkpoint. Datasets do not (another data root
+// is a fine-tune), nor do callbacks (they observe).
+bool shapes_checkpoint(const std::string& kind) { return kind != "dataset" && kind != "callback"; }
+
+// The components must be the ones that wrote it: other names mean other tensors. Both
+// ways: a component the checkpoint's run had and this recipe drops (a scheduler removed
+// would leave the learning rate where the schedule had it) is as wrong as a new one.
+void check_same_components(const nlohmann::json& saved, const std::vector<ComponentRecord>& records,
+                           const fs::path& file) {
+  for (const auto& r : records) {
+    if (!shapes_checkpoint(r.kind)) continue;
+    bool found = false;
+    std::string written_with;  // the checkpoint's component of this kind, to name it
+    for (const auto& s : saved) {
+      if (s.value("kind", "") != r.kind) continue;
+      if (s.value("name", "") == r.name) found = true;
+      written_with = s.value("name", "");
+    }
+    if (!found) {
+      throw Error(ErrorKind::recipe,
+                  "checkpoint was written by a run with " +
+                      (written_with.empty() ? "no " + r.kind : r.kind + " '" + written_with + "'") +
+                      ", this recipe has " + r.kind + " '" + r.name + "'",
+                  SourceLocation{file.string()}, "trainer.resume", kResumeHint);
+    }
+  }
+  for (const auto& s : saved) {
+    const std::string kind = s.value("kind", "");
+    if (!shapes_checkpoint(kind)) continue;
+    const bool kept = std::any_of(records.begin(), records.end(), [&](const auto& r) { return r.kind == kind; });
+    if (!kept && !records.empty()) {
+      throw Error(ErrorKind::recipe,
+                  "checkpoint was written by a run with " + kind + " '" + s.value("name", "") +
+                      "', this recipe has no " + kind,
+                  SourceLocation{file.string()}, "trainer.resume", kResumeHint);
+    }
+  }
+}
+}  // namespace
+
+std::string epoch_checkpoint_name(std::int64_t epochs_done) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "epoch-%04lld", static_cast<long long>(epochs_done));
+  return name;
+}
+
+Checkpointer::Checkpointer(Components& components, const TrainerOptions& options, TrainState& state,
+                           const Coordinator& coordinator)
+    : c_(components), options_(options), state_(state), coordinator_(coordinator) {}
+
+void Checkpointer::save(const fs::path& file, const std::vector<std::int64_t>& data_positions) const {
+  torch::serialize::OutputArchive archive;
+  torch::serialize::OutputArchive model_archive, optimizer_archive, precision_archive, trainer_archive;
+  c_.model->save(model_archive);
+  c_.optimizer->save(optimizer_archive);
+  c_.precision->save(precision_archive);
+  archive.write("model", model_archive);
+  archive.write("optimizer", optimizer_archive);
+  archive.write("precision", precision_archive);
+  if (c_.scheduler) {
+    torch::serialize::OutputArchive scheduler_archive;
+    c_.scheduler->save(scheduler_archive);
+    archive.write("scheduler", scheduler_archive);
+  }
+  if (!c_.callbacks.empty()) {
+    torch::serialize::OutputArchive callbacks_archive;
+    for (std::size_t i = 0; i < c_.callbacks.size(); ++i) {
+      torch::serialize::OutputArchive one;
+      c_.callbacks[i].guarded("save", [&] { c_.callbacks[i].callback->save(one); });
+      callbacks_archive.write(callback_key(i, c_.callbacks[i].name), one);
+    }
+    archive.write("callbacks", callbacks_archive);
+  }
+  at::Tensor rng;
+  {
+    auto generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    rng = generator.get_state();
+  }
+  trainer_archive.write("epoch", c10::IValue(state_.epoch));
+  trainer_archive.write("batches_in_epoch", c10::IValue(state_.batches_in_epoch));
+  if (!data_positions.empty()) trainer_archive.write("data_positions", c10::IValue(data_positions));
+  trainer_archive.write("global_step", c10::IValue(state_.global_step));
+  trainer_archive.write("skipped_steps", c10::IValue(state_.skipped_steps));
+  trainer_archive.write("cpu_rng_state", rng);
+  trainer_archive.write("data_order", c10::IValue(data_order()));
+  archive.write("trainer", trainer_archive);
+
+  nlohmann::json header = {{"mixt", version()},
+                           {"torch", TORCH_VERSION},
+                           {"epoch", state_.epoch},
+                           {"batches_in_epoch", state_.batches_in_epoch},
+                           {"global_step", state_.global_step},
+                           {"skipped_steps", state_.skipped_steps},
+                           {"components", nlohmann::json::array()}};
+  if (!data_positions.empty()) header["data_positions"] = data_positions;
+  for (const auto& r : c_.records) {
+    header["components"].push_back({{"kind", r.kind}, {"name", r.name}, {"plugin", r.plugin},
+                                    {"plugin_version", r.plugin_version}});
+  }
+  write_checkpoint(file, header, archive);
+}
+
+std::string Checkpointer::data_order() const {
+  std::string dataset;
+  for (const auto& r : c_.records) {
+    if (r.kind == "dataset") {
+      dataset = "'" + r.name + "' of ";  // data.train's is recorded first
+      break;
+    }
+  }
+  const int ranks = coordinator_.world_size();
+  return dataset + std::to_string(c_.train->size()) + " samples in " +
+         std::to_string(c_.train->batches_per_epoch()) + " batches per rank, " + std::to_string(ranks) +
+         (ranks == 1 ? " rank" : " ranks") + ", seed " + std::to_string(options_.seed) + ", accumulate " +
+         std::to_string(options_.accumulate) + (c_.train_order_keys.empty() ? "" : ", " + c_.train_order_keys);
+}
+
+fs::path Checkpointer::save_epoch_end(const RunDirectory& run) const {
+  const std::int64_t done = state_.epoch + 1;
+  const std::string name = epoch_checkpoint_name(done);
+  const fs::path directory = run.checkpoints();
+  // The checkpoint must say "start at the next epoch"; the loop advances state_.epoch after.
+  ++state_.epoch;
+  try {
+    save(directory / name);
+  } catch (...) {
+    --state_.epoch;
+    throw;
+  }
+  --state_.epoch;
+  // `last` is a symlink replaced atomically (a new link renamed over the old one).
+  const fs::path link = directory / "last";
+  const fs::path temporary = directory / "last.tmp";
+  std::error_code ec;
+  fs::remove(temporary, ec);
+  fs::create_symlink(name, temporary);
+  fs::rename(temporary, link);
+  if (done > options_.keep_checkpoints) fs::remove(directory / epoch_checkpoint_name(done - options_.keep_checkpoints), ec);
+  fs::remove(directory / "interrupted", ec);
+  return directory / name;
+}
+
+Checkpointer::Resumed Checkpointer::resume(const fs::path& path, bool check_data_order) {
+  const fs::path file = resolve_checkpoint(path);
+  CheckpointContents contents = read_checkpoint(file, c_.device);
+  check_same_components(contents.header.value("components", nlohmann::json::array()), c_.records, file);
+  Resumed resumed{file, {}};
+  TrainState state = state_;
+  std::string saved_data_order;  // empty in checkpoints of mixt before it was saved
+  try {
+    torch::serialize::InputArchive model_archive, optimizer_archive, precision_archive, trainer_archive;
+    contents.archive.read("model", model_archive);
+    // Module::load would give a parameter the saved tensor whatever its shape (set_): a
+    // model changed since (other channels, other classes) would silently become the saved one.
+    const LoadReport fit = compare_state_dict(*c_.model, flatten_archive(model_archive));
+    if (!fit.complete()) {
+      throw Error(ErrorKind::recipe, "checkpoint does not fit this recipe's model" + fit.describe(),
+                  SourceLocation{file.string()}, "trainer.resume",
+                  "resume with the recipe that wrote it (its run directory has recipe.yaml); to start another model "
+                  "from these weights, mixt export them and name the file in model.weights (strict: false loads "
+                  "what matches)");
+    }
+    c_.model->load(model_archive);
+    contents.archive.read("optimizer", optimizer_archive);
+    c_.optimizer->load(optimizer_archive);
+    contents.archive.read("precision", precision_archive);
+    try {
+      c_.precision->load(precision_archive);
+    } catch (const Error& e) {  // e.g. a disabled GradScaler's (empty) state, resumed enabled
+      throw Error(ErrorKind::recipe, "the checkpoint's precision state does not fit this recipe: " + e.message(),
+                  SourceLocation{file.string()}, "trainer.resume",
+                  "resume with the precision options of the recipe that wrote it (its run directory has "
+                  "recipe.yaml)");
+    }
+    if (c_.scheduler) {
+      torch::serialize::InputArchive scheduler_archive;
+      if (contents.archive.try_read("scheduler", scheduler_archive)) c_.scheduler->load(scheduler_archive);
+    }
+    // A callback the checkpoint's run did not have starts as constructed.
+    torch::serialize::InputArchive callbacks_archive;
+    if (!c_.callbacks.empty() && contents.archive.try_read("callbacks", callbacks_archive)) {
+      for (std::size_t i = 0; i < c_.callbacks.size(); ++i) {
+        torch::serialize::InputArchive one;
+        if (!callbacks_archive.try_read(callback_key(i, c_.callbacks[i].name), one)) continue;
+        c_.callbacks[i].guarded("load", [&] { c_.callbacks[i].callback->load(one); });
+      }
+    }
+    contents.archive.read("trainer", trainer_archive);
+    c10::IValue value;
+    trainer_archive.read("epoch", value);
+    state.epoch = value.toInt();
+    trainer_archive.read("batches_in_epoch", value);
+    state.batches_in_epoch = value.toInt();
+    trainer_archive.read("global_step", value);
+    state.global_step = value.toInt();
+    if (trainer_archive.try_read("skipped_steps", value)) state.skipped_steps = value.toInt();
+    if (trainer_archive.try_read("data_positions", value)) resumed.data_positions = value.toIntVector();
+    if (trainer_archive.try_read("data_order", value)) saved_data_order = value.toStringRef();
+    at::Tensor rng;
+    trainer_archive.read("cpu_rng_state", rng);
+    auto generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(rng);
+  } catch (const Error&) {
+    throw;
+  } catch (const c10::Error& e) {
+    throw Error(ErrorKind::recipe, std::string("checkpoint does not fit this recipe: ") + e.what_without_backtrace(),
+                SourceLocation{file.string()}, "trainer.resume");
+  }
+  state_ = state;
+  // A checkpoint from further into an epoch than this data has batches (other data, another
+  // batch size) would silently train on nothing, or fail deep in the loader.
+  std::int64_t furthest = state_.batches_in_epoch;
+  for (const std::int64_t position : resumed.data_positions) furthest = std::max(furthest, position);
+  const std::int64_t batches = c_.train->batches_per_epoch();
+  if (furthest > batches) {
+    throw Error(ErrorKind::recipe,
+                "checkpoint stopped after batch " + std::to_string(furthest) + " of epoch " +
+                    std::to_string(state_.epoch + 1) + ", but the training data has " + std::to_string(batches) +
+                    " batches per epoch",
+                SourceLocation{file.string()}, "trainer.resume",
+                "resume with the data and batch size the run was started with (its run directory has recipe.yaml)");
+  }
+  // Mid-epoch, the position counts batches of the order the run had: with another batch
+  // size, seed, accumulation, world size or dataset the same count is other samples, and
+  // the rest of the epoch would skip some and train others twice, silently.
+  if (check_data_order && state_.batches_in_epoch > 0 && !saved_data_order.empty() &&
+      saved_data_order != data_order()) {
+    throw Error(ErrorKind::recipe,
+                "checkpoint stopped in the middle of epoch " + std::to_string(state_.epoch + 1) + " (after batch " +
+                    std::to_string(state_.batches_in_epoch) + ") with data.train " + saved_data_order +
+                    "; this run has " + data_order() + ": the rest of the epoch would not be the samples it left",
+                SourceLocation{file.string()}, "trainer.resume",
+                "resume mid-epoch with the data.train, trainer.seed, trainer.accumulate and number of ranks the run "
+                "was interrupted with (its run directory has recipe.yaml), or resume from the epoch's start: the "
+                "checkpoint before it (checkpoints/epoch-NNNN, or none: start again)");
+  }
+  return resumed;
+}
+
+}  // namespace mixt

@@ -1,0 +1,58 @@
+// Checkpoints of a run: what they hold (the components' states, the TrainState, the CPU
+// RNG, the data order a mid-epoch position counts in, the callbacks' states), the epoch
+// files with their `last` link and rotation, and reading one back into a run.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "build/components.h"
+#include "mixt/train_state.h"
+#include "train/coordinator.h"
+#include "train/run_directory.h"
+#include "train/trainer_options.h"
+
+namespace mixt {
+
+class Checkpointer {
+ public:
+  Checkpointer(Components& components, const TrainerOptions& options, TrainState& state,
+               const Coordinator& coordinator);
+
+  // `data_positions`: every rank's ResumesMidEpoch::position() when saving mid-epoch;
+  // empty at an epoch's end or for datasets that cannot start part-way.
+  void save(const std::filesystem::path& file, const std::vector<std::int64_t>& data_positions = {}) const;
+  // After epoch state.epoch: checkpoints/epoch-NNNN (saying "start at the next epoch"),
+  // `last` pointing at it, the newest trainer.keep_checkpoints kept, `interrupted` removed.
+  std::filesystem::path save_epoch_end(const RunDirectory& run) const;
+
+  struct Resumed {
+    std::filesystem::path file;                // the checkpoint read
+    std::vector<std::int64_t> data_positions;  // each rank's, when saved mid-epoch
+  };
+  // Restores the components and the TrainState from a checkpoint written by a run of the
+  // same recipe; a recipe error when it does not fit. Writes nothing. `check_data_order`:
+  // whether a mid-epoch checkpoint must have this run's data order (`mixt check` outside
+  // torchrun does not know the number of ranks the run will have).
+  Resumed resume(const std::filesystem::path& checkpoint, bool check_data_order = true);
+  // What `mixt check` asks of trainer.resume: that resuming it would work (the components
+  // then hold its state).
+  void verify(const std::filesystem::path& checkpoint, bool check_data_order) { resume(checkpoint, check_data_order); }
+
+  // data.train's dataset, samples and batches per rank, ranks, seed and accumulation: what
+  // a mid-epoch position means. The same text means the same epoch order, batch for batch.
+  std::string data_order() const;
+
+ private:
+  Components& c_;
+  const TrainerOptions& options_;
+  TrainState& state_;
+  const Coordinator& coordinator_;
+};
+
+// "epoch-0003" for the checkpoint written after epoch 3.
+std::string epoch_checkpoint_name(std::int64_t epochs_done);
+
+}  // namespace mixt

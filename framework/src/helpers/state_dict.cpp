@@ -1,0 +1,103 @@
+#include "mixt/helpers/state_dict.h"
+
+#include <c10/util/StringUtil.h>
+
+#include <map>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+#include "helpers/state_dict_check.h"
+#include "mixt/error.h"
+
+namespace mixt {
+
+NamedTensors state_dict(const torch::nn::Module& module) {
+  NamedTensors out;
+  // Pre-order walk: a module's own parameters, then its own buffers, then its children —
+  // the order of torch.nn.Module.state_dict().
+  module.apply([&](const std::string& prefix, const torch::nn::Module& m) {
+    const std::string dotted = prefix.empty() ? "" : prefix + ".";
+    for (const auto& p : m.named_parameters(/*recurse=*/false)) out.emplace_back(dotted + p.key(), p.value());
+    for (const auto& b : m.named_buffers(/*recurse=*/false)) out.emplace_back(dotted + b.key(), b.value());
+  });
+  return out;
+}
+
+namespace {
+std::string shape_text(const at::Tensor& t) { return c10::str(t.sizes()); }
+
+std::string join_some(const std::vector<std::string>& items) {
+  constexpr std::size_t kShown = 12;
+  std::string text;
+  for (std::size_t i = 0; i < items.size() && i < kShown; ++i) text += (i ? ", " : "") + items[i];
+  if (items.size() > kShown) text += ", ... (" + std::to_string(items.size() - kShown) + " more)";
+  return text;
+}
+}  // namespace
+
+std::string LoadReport::describe() const {
+  std::ostringstream text;
+  if (!missing.empty()) text << "\n  missing in the file (" << missing.size() << "): " << join_some(missing);
+  if (!unexpected.empty()) {
+    text << "\n  unexpected in the file (" << unexpected.size() << "): " << join_some(unexpected);
+  }
+  if (!mismatched.empty()) text << "\n  shape mismatch (" << mismatched.size() << "): " << join_some(mismatched);
+  return text.str();
+}
+
+namespace {
+// The module's tensors that `tensors` has under the same name and shape (target, value),
+// and a report of the rest.
+std::vector<std::pair<at::Tensor, const at::Tensor*>> match_state_dict(const torch::nn::Module& module,
+                                                                      const NamedTensors& tensors,
+                                                                      LoadReport& report) {
+  std::map<std::string, const at::Tensor*> given;
+  for (const auto& [name, tensor] : tensors) given[name] = &tensor;
+  std::vector<std::pair<at::Tensor, const at::Tensor*>> matches;
+  std::map<std::string, bool> known;
+  for (auto& [name, target] : state_dict(module)) {
+    known[name] = true;
+    const auto found = given.find(name);
+    if (found == given.end()) {
+      // As torch.nn.BatchNorm._load_from_state_dict: a state dict without it (safetensors
+      // carry no version metadata; PyTorch before 0.4.1 had none) keeps the module's count.
+      const std::string_view suffix = "num_batches_tracked";
+      const bool batch_count = name == suffix || (name.size() > suffix.size() &&
+                                                  name.compare(name.size() - suffix.size() - 1, std::string::npos,
+                                                               "." + std::string(suffix)) == 0);
+      if (!batch_count) report.missing.push_back(name);
+    } else if (found->second->sizes() != target.sizes()) {
+      report.mismatched.push_back(name + ": file " + shape_text(*found->second) + " vs model " + shape_text(target));
+    } else {
+      matches.emplace_back(target, found->second);
+    }
+  }
+  for (const auto& [name, tensor] : tensors) {
+    if (!known.count(name)) report.unexpected.push_back(name);
+  }
+  return matches;
+}
+}  // namespace
+
+LoadReport compare_state_dict(const torch::nn::Module& module, const NamedTensors& tensors) {
+  LoadReport report;
+  match_state_dict(module, tensors, report);
+  return report;
+}
+
+LoadReport load_state_dict(torch::nn::Module& module, const NamedTensors& tensors, bool strict,
+                           const std::string& source) {
+  LoadReport report;
+  const auto copies = match_state_dict(module, tensors, report);
+  if (strict && !report.complete()) {
+    throw Error(ErrorKind::recipe, "weights do not match the model" + report.describe(), SourceLocation{source}, {},
+                "use weights made for this model and num_classes, or set `strict: false` to load what matches");
+  }
+  at::NoGradGuard no_grad;
+  for (const auto& [target, value] : copies) target.copy_(*value);
+  report.loaded = copies.size();
+  return report;
+}
+
+}  // namespace mixt

@@ -1,0 +1,29 @@
+#include "train/named_callback.h"
+
+#include <c10/util/Exception.h>
+
+#include "first_line.h"
+#include "mixt/error.h"
+
+namespace mixt {
+
+void NamedCallback::guarded(const char* method, const std::function<void()>& call) const {
+  const auto failed = [&](const std::string& what, const std::string& hint = {}) {
+    return Error(ErrorKind::runtime,
+                 "callback '" + name + "' (plugin '" + plugin + "') failed in " + method + ": " + what,
+                 SourceLocation{file}, {}, hint);
+  };
+  try {
+    call();
+  } catch (const Error& e) {
+    throw failed(e.message(), e.hint());
+  } catch (const c10::Error& e) {
+    throw failed(first_line(e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    throw failed(e.what());
+  } catch (...) {
+    throw failed("unknown exception");
+  }
+}
+
+}  // namespace mixt

@@ -1,0 +1,317 @@
+#include "train/trainer.h"
+
+#include <ATen/autocast_mode.h>
+#include <torch/nn/utils/clip_grad.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "mixt/helpers/fp32_modules.h"
+#include "train/interrupt.h"
+#include "train/out_of_memory.h"
+#include "warnings.h"
+
+namespace mixt {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+// LibTorch's message alone ("Expected more than 1 value per channel when training") does
+// not say which batch, nor what to change in the recipe.
+[[noreturn]] void forward_failed(const c10::Error& e, std::int64_t epoch, std::int64_t step,
+                                 const at::Tensor& inputs) {
+  const std::string what = e.what_without_backtrace();
+  std::string hint;
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) hint = kOutOfMemoryHint;
+  if (inputs.size(0) == 1 && what.find("more than 1 value per channel when training") != std::string::npos) {
+    hint = "batch norm needs two or more samples per training batch: a batch of one is the epoch's last when the "
+           "dataset size leaves one over (or the rest of its samples were skipped as bad); set "
+           "data.train.drop_last: true";
+  }
+  throw Error(ErrorKind::runtime,
+              "epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
+                  ": training forward pass on a batch of shape " + c10::str(inputs.sizes()) + " failed: " + what,
+              {}, {}, hint);
+}
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The step's mean loss per micro-batch from the sum of its (loss / accumulate) terms:
+// the sum itself unless the step had fewer micro-batches (the epoch's ragged end).
+at::Tensor mean_loss(const at::Tensor& loss_sum, std::int64_t micro_batches, std::int64_t accumulate) {
+  if (micro_batches == accumulate) return loss_sum;
+  return loss_sum.to(at::kDouble).mul(static_cast<double>(accumulate)).div(static_cast<double>(micro_batches));
+}
+}  // namespace
+
+Trainer::Trainer(Components& components, TrainerOptions options, RunDirectory* run, Progress& progress,
+                 Coordinator* coordinator)
+    : c_(components),
+      options_(std::move(options)),
+      run_(run),
+      progress_(progress),
+      coordinator_(coordinator ? *coordinator : single_process_),
+      checkpointer_(c_, options_, state_, coordinator_),
+      run_log_(std::make_shared<RunLog>(progress)) {
+  state_.epochs = options_.epochs;
+  run_log_->write_to(run_);
+  callbacks_.push_back({run_log_, "progress", "mixt", ""});
+  callbacks_.insert(callbacks_.end(), c_.callbacks.begin(), c_.callbacks.end());
+}
+
+void Trainer::write_to(RunDirectory* run) {
+  run_ = run;
+  run_log_->write_to(run);
+}
+
+void Trainer::add_callback(std::shared_ptr<Callback> callback, std::string name) {
+  callbacks_.push_back({std::move(callback), std::move(name), "mixt", ""});
+}
+
+TrainResult Trainer::fit() {
+  TrainResult result;
+  const auto start = Clock::now();
+  std::optional<WarningLog> warnings_in_log;  // every warning of the run in log.txt too
+  if (run_) warnings_in_log.emplace([run = run_](const std::string& line) { run->append_log(line); });
+  coordinator_.broadcast_model(*c_.model);  // every rank starts from rank 0's weights
+  const FitStart fit{state_, run_ ? run_->path() : fs::path(), coordinator_.rank(), coordinator_.world_size()};
+  notify("on_fit_start", [&](Callback& c) { c.on_fit_start(fit); });
+  for (; state_.epoch < options_.epochs; ++state_.epoch) {
+    const std::int64_t steps_before = result.optimizer_steps, skipped_before = result.skipped_steps;
+    const std::int64_t bad_before = bad_samples_of(c_.train.get()) + bad_samples_of(c_.val.get());
+    try {
+      train_epoch(result);
+    } catch (const Error& failure) {
+      throw with_progress_saved(failure);
+    }
+    check_loss_finite();
+    check_weights_finite();
+    warn_if_every_step_was_skipped(result.optimizer_steps - steps_before, result.skipped_steps - skipped_before);
+    // The epoch's checkpoint comes before its evaluation, so an evaluation that fails (a bad
+    // validation file under on_bad_sample: fail) does not cost the epoch's training.
+    state_.batches_in_epoch = 0;
+    coordinator_.check_in_sync(*c_.model, "after epoch " + std::to_string(state_.epoch + 1));
+    if (run_) checkpointer_.save_epoch_end(*run_);
+    coordinator_.barrier();  // rank 0's checkpoint is written before any rank goes on
+    std::optional<Evaluation> eval;
+    if (c_.val) {
+      notify("on_evaluation_start", [&](Callback& c) { c.on_evaluation_start(state_); });
+      eval = evaluate(*c_.val);
+      notify("on_evaluation_end", [&](Callback& c) { c.on_evaluation_end(state_, *eval); });
+      if (eval->interrupted) stop_at_epoch_end(/*evaluation_skipped=*/true);
+      // A NaN score would read as a result; the epoch's checkpoint is written already.
+      if (eval->samples == 0) {
+        throw runtime_error("data.val gave no usable sample after epoch " + std::to_string(state_.epoch + 1) +
+                                ": every one was skipped as bad (the warnings above name the first); the epoch's "
+                                "checkpoint is written",
+                            "fix or remove the files, then continue with trainer.resume; data.val=null trains "
+                            "without validation");
+      }
+      result.final_eval = eval;
+    }
+    const double bad = static_cast<double>(bad_samples_of(c_.train.get()) + bad_samples_of(c_.val.get()) - bad_before);
+    const EpochEnd end{state_, eval ? &*eval : nullptr, static_cast<std::int64_t>(coordinator_.sum({bad})[0]),
+                       seconds_since(start)};
+    result.bad_samples += end.bad_samples;
+    notify("on_epoch_end", [&](Callback& c) { c.on_epoch_end(end); });
+    if (state_.epoch + 1 < options_.epochs && stop_requested_at_epoch_end()) stop_at_epoch_end(false);
+  }
+  notify("on_fit_end", [&](Callback& c) { c.on_fit_end(state_); });
+  result.elapsed_seconds = seconds_since(start);
+  return result;
+}
+
+// One epoch. The optimizer step below is the precision contract of mixt/precision.h,
+// top to bottom: autocast forward, policy backward, gradients averaged over ranks,
+// optional unscale + clip, policy step, policy update, scheduler only when the step was
+// applied, then the callbacks.
+void Trainer::train_epoch(TrainResult& result) {
+  Dataset& data = *c_.train;
+  PrecisionPolicy& precision = *c_.precision;
+  Optimizer& optimizer = *c_.optimizer;
+  const std::int64_t accumulate = options_.accumulate, steps = steps_per_epoch();
+
+  batches_in_weights_ = state_.batches_in_epoch;  // what a failure before the first step keeps
+  const std::int64_t bad_at_start = bad_samples_of(&data);  // before start_data: the workers start decoding
+  start_data(data);
+  const std::int64_t first_step = state_.batches_in_epoch / accumulate;
+  const EpochStart epoch_start{state_, steps, first_step};
+  notify("on_epoch_start", [&](Callback& c) { c.on_epoch_start(epoch_start); });
+  c_.model->train();
+
+  const auto started = Clock::now();
+  std::int64_t step = first_step, epoch_samples = 0;
+  bool data_left = true;
+  while (step < steps && data_left) {
+    precision.begin_step(state_.global_step + 1, (step + 1) % options_.log_every == 0);
+    optimizer.zero_grad();
+    at::Tensor loss_sum;
+    std::int64_t micro_batches = 0;
+    for (; micro_batches < accumulate; ++micro_batches) {
+      std::optional<Batch> batch = data.next_batch();
+      if (!batch) {
+        data_left = false;
+        break;
+      }
+      const at::Tensor inputs = to_device(batch->inputs);
+      const at::Tensor loss = forward_loss(inputs, batch->targets.to(c_.device, /*non_blocking=*/true), step);
+      coordinator_.prepare_backward(micro_batches + 1 == accumulate);
+      precision.backward(loss);
+      loss_sum = loss_sum.defined() ? loss_sum + loss.detach() : loss.detach();
+      epoch_samples += inputs.size(0);
+      ++state_.batches_in_epoch;
+    }
+    if (micro_batches == 0) break;
+    coordinator_.average_gradients();  // before the policy sees them: every rank steps on the same numbers
+    if (options_.clip_grad_norm > 0) {
+      precision.unscale(optimizer);
+      torch::nn::utils::clip_grad_norm_(optimizer.parameters(), options_.clip_grad_norm);
+    }
+    const bool applied = precision.step(optimizer);
+    precision.update();
+    if (applied && c_.scheduler) c_.scheduler->step();
+
+    ++step;
+    ++state_.global_step;
+    if (!applied) {
+      ++state_.skipped_steps;
+      ++result.skipped_steps;
+    }
+    // After this process's first step, a resumed run's too (global_step is not 1 then).
+    if (++result.optimizer_steps == 1) check_fp32_modules_routed(*c_.model, c_.fp32_modules_where);
+    batches_in_weights_ = state_.batches_in_epoch;  // from here a failure keeps this step
+    const StepAgreement agreed =
+        coordinator_.agree_on_step(mean_loss(loss_sum, micro_batches, accumulate), interrupt_requested());
+    // A skipped step's inf/NaN loss is the policy's business (a loss scaler backs off); an
+    // applied one has put inf/NaN into the weights.
+    if (applied && options_.stop_on_nonfinite_loss) loss_watch_.observe(agreed.loss, state_.global_step);
+    const StepEnd end{state_,         step,          steps,
+                      applied,        agreed.loss,   optimizer.learning_rate(),
+                      precision,      epoch_samples * coordinator_.world_size(),
+                      seconds_since(started),        step % options_.log_every == 0};
+    notify("on_step_end", [&](Callback& c) { c.on_step_end(end); });
+    if (agreed.on_host || end.logged) check_loss_finite();  // the loss was read: one more scalar costs nothing
+    if (agreed.stop) stop_mid_epoch(step);
+  }
+  // Every batch passed over (each sample bad): nothing was trained, and a run of such
+  // epochs would end "done" with exit 0.
+  if (step == first_step && first_step < steps) {
+    const std::int64_t bad = bad_samples_of(&data) - bad_at_start;
+    if (bad > 0) {
+      throw runtime_error("data.train gave no usable sample in epoch " + std::to_string(state_.epoch + 1) +
+                              ": all " + std::to_string(bad) +
+                              " were skipped as bad (the warnings above name the first)",
+                          "fix or remove the files named in the warnings");
+    }
+    throw runtime_error("data.train delivered no batch in epoch " + std::to_string(state_.epoch + 1) +
+                            " although it has " + std::to_string(data.batches_per_epoch()) + " batches per epoch",
+                        "a dataset's next_batch() must deliver batches_per_epoch() batches (mixt/dataset.h)");
+  }
+  result.samples += epoch_samples * coordinator_.world_size();
+  result.train_seconds += seconds_since(started);
+}
+
+at::Tensor Trainer::forward_loss(const at::Tensor& inputs, const at::Tensor& targets, std::int64_t step) {
+  try {
+    AutocastScope scope = c_.precision->autocast(c_.device.type());
+    const at::Tensor logits = c_.model->forward(inputs);
+    at::Tensor loss =
+        at::cross_entropy_loss(logits, targets, {}, at::Reduction::Mean, -100, options_.label_smoothing);
+    // Only when accumulating: dividing by 1 is exact but costs a kernel and a backward node.
+    if (options_.accumulate > 1) loss = loss / static_cast<double>(options_.accumulate);
+    return loss;
+  } catch (const c10::Error& e) {
+    forward_failed(e, state_.epoch, step, inputs);
+  }
+}
+
+void Trainer::resume(const fs::path& checkpoint, bool check_data_order) {
+  Checkpointer::Resumed resumed = checkpointer_.resume(checkpoint, check_data_order);
+  resume_data_positions_ = std::move(resumed.data_positions);
+  resumed_from_ = resumed.file;
+  progress_.note("resumed from " + resumed.file.string() + " at epoch " + std::to_string(state_.epoch + 1) +
+                 ", step " + std::to_string(state_.global_step));
+  // trainer.epochs is the total, not how many more: a lower one would end the run at once.
+  if (finished()) {
+    warn("the checkpoint has finished " + std::to_string(state_.epoch) +
+         " epochs and trainer.epochs (the total, not how many more) is " + std::to_string(options_.epochs) +
+         ": nothing left to train; to go on, raise trainer.epochs above " + std::to_string(state_.epoch));
+  }
+}
+
+// Resuming mid-epoch: the order of an epoch depends only on seed and epoch, so going past
+// the batches already trained on puts the run exactly where the interrupted one stopped.
+// A dataset that can start part-way (image folders: seconds of JPEG decoding per batch)
+// starts at the saved position; any other replays them through next_batch(). Each rank
+// restarts at its own saved position.
+void Trainer::start_data(Dataset& data) {
+  auto* resumable = dynamic_cast<ResumesMidEpoch*>(&data);
+  const bool saved = resume_data_positions_.size() == static_cast<std::size_t>(coordinator_.world_size());
+  if (state_.batches_in_epoch > 0 && resumable && saved) {
+    resumable->start_epoch_at(state_.epoch, resume_data_positions_[static_cast<std::size_t>(coordinator_.rank())]);
+  } else {
+    data.start_epoch(state_.epoch);
+    for (std::int64_t skip = 0; skip < state_.batches_in_epoch; ++skip) data.next_batch();
+  }
+  resume_data_positions_.clear();
+}
+
+std::vector<std::int64_t> Trainer::data_positions() const {
+  const auto* resumable = dynamic_cast<const ResumesMidEpoch*>(c_.train.get());
+  return resumable ? coordinator_.gather(resumable->position()) : std::vector<std::int64_t>{};
+}
+
+std::int64_t Trainer::steps_per_epoch() const {
+  const std::int64_t steps = (c_.train->batches_per_epoch() + options_.accumulate - 1) / options_.accumulate;
+  return options_.max_steps_per_epoch > 0 ? std::min(steps, options_.max_steps_per_epoch) : steps;
+}
+
+at::Tensor Trainer::to_device(const at::Tensor& inputs) const {
+  at::Tensor moved = inputs.to(c_.device, /*non_blocking=*/true);
+  if (options_.channels_last && moved.dim() == 4) moved = moved.contiguous(at::MemoryFormat::ChannelsLast);
+  return moved;
+}
+
+Evaluation Trainer::evaluate(Dataset& dataset) {
+  Model& model = *c_.model;
+  model.eval();
+  at::NoGradGuard no_grad;
+  dataset.start_epoch(0);
+  at::Tensor loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(c_.device));
+  at::Tensor correct = at::zeros({}, at::TensorOptions().dtype(at::kLong).device(c_.device));
+  std::int64_t samples = 0;
+  while (std::optional<Batch> batch = dataset.next_batch()) {
+    // Ctrl-C: the epoch's checkpoint is written before its evaluation, so stop now, unless
+    // the evaluation ends in a collective (data parallel: the stop is agreed at the epoch's end).
+    if (coordinator_.may_stop_alone() && interrupt_requested()) {
+      model.train();
+      Evaluation stopped;
+      stopped.interrupted = true;
+      return stopped;
+    }
+    const at::Tensor inputs = to_device(batch->inputs);
+    const at::Tensor targets = batch->targets.to(c_.device, true);
+    AutocastScope scope = c_.precision->autocast(c_.device.type());
+    const at::Tensor logits = model.forward(inputs);
+    loss_sum += at::cross_entropy_loss(logits.to(at::kFloat), targets, {}, at::Reduction::Sum).to(at::kDouble);
+    correct += logits.argmax(1).eq(targets).sum();
+    samples += inputs.size(0);
+  }
+  model.train();
+  // Each rank evaluated its shard.
+  const std::vector<double> sums = coordinator_.sum({loss_sum.item<double>(),
+                                                     static_cast<double>(correct.item<std::int64_t>()),
+                                                     static_cast<double>(samples)});
+  Evaluation eval;
+  eval.samples = static_cast<std::int64_t>(sums[2]);
+  if (sums[2] > 0) {
+    eval.loss = sums[0] / sums[2];
+    eval.top1 = sums[1] / sums[2];
+  }
+  return eval;
+}
+
+}  // namespace mixt

@@ -1,0 +1,117 @@
+// The trainer: epochs of optimizer steps over the training set, an evaluation after each
+// epoch, callbacks at fixed points. The step follows the precision contract of
+// mixt/precision.h and knows no policy by name; checkpoints are the Checkpointer's, the
+// other processes of a data-parallel run the Coordinator's.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "build/components.h"
+#include "checkpoint/checkpointer.h"
+#include "mixt/callback.h"
+#include "mixt/train_state.h"
+#include "train/coordinator.h"
+#include "train/named_callback.h"
+#include "train/nonfinite_loss_watch.h"
+#include "train/progress.h"
+#include "train/run_directory.h"
+#include "train/run_log.h"
+#include "train/trainer_options.h"
+
+namespace mixt {
+
+struct TrainResult {
+  std::optional<Evaluation> final_eval;
+  double train_seconds = 0;    // in the training loops only (what samples/s is measured over)
+  double elapsed_seconds = 0;  // the whole fit: training, evaluation, checkpoints
+  std::int64_t optimizer_steps = 0;  // attempted, including skipped ones
+  std::int64_t skipped_steps = 0;    // skipped by the precision policy (inf/NaN gradients)
+  std::int64_t samples = 0;
+  std::int64_t bad_samples = 0;      // skipped by the data loaders (undecodable files), train and val
+};
+
+class Trainer {
+ public:
+  // `run` may be null (no outputs are written, e.g. in tests, `mixt check`, or on the
+  // ranks other than 0). `coordinator` is null for a single process; a data-parallel run
+  // passes its distributed::DataParallel.
+  Trainer(Components& components, TrainerOptions options, RunDirectory* run, Progress& progress,
+          Coordinator* coordinator = nullptr);
+
+  // Continues from a checkpoint written by a run of the same recipe (Checkpointer::resume).
+  void resume(const std::filesystem::path& checkpoint, bool check_data_order = true);
+  // Where outputs go from now on (null: nowhere).
+  void write_to(RunDirectory* run);
+  // A callback of the caller's (after the built-in progress log and the recipe's).
+  void add_callback(std::shared_ptr<Callback> callback, std::string name);
+  TrainResult fit();
+  // Every epoch of trainer.epochs is done (after resuming a finished run).
+  bool finished() const { return state_.epoch >= options_.epochs; }
+  const TrainState& state() const { return state_; }
+  Evaluation evaluate(Dataset& dataset);
+  void save_checkpoint(const std::filesystem::path& file, const std::vector<std::int64_t>& data_positions = {}) {
+    checkpointer_.save(file, data_positions);
+  }
+
+ private:
+  void train_epoch(TrainResult& result);
+  at::Tensor forward_loss(const at::Tensor& inputs, const at::Tensor& targets, std::int64_t step);
+  // Starts the epoch of the training data where the run stands (mid-epoch after a resume).
+  void start_data(Dataset& data);
+  // Every rank's data position, rank r's at [r]; a collective in data-parallel runs.
+  std::vector<std::int64_t> data_positions() const;
+  at::Tensor to_device(const at::Tensor& inputs) const;  // + channels_last when asked
+  std::int64_t steps_per_epoch() const;
+  template <typename Call>
+  void notify(const char* method, const Call& call) {
+    for (const NamedCallback& c : callbacks_) c.guarded(method, [&] { call(*c.callback); });
+  }
+  // trainer_stops.cpp. A stop asked for mid-epoch (agreed by every rank): the `interrupted` checkpoint, exit 130.
+  [[noreturn]] void stop_mid_epoch(std::int64_t step);
+  // At an epoch's end, after its checkpoint: whether any rank was asked to stop.
+  bool stop_requested_at_epoch_end() const;
+  [[noreturn]] void stop_at_epoch_end(bool evaluation_skipped);
+  // `failure` (a runtime error mid-epoch), after saving the epoch's completed steps as
+  // checkpoints/interrupted when the weights are still good; its hint then says so.
+  Error with_progress_saved(const Error& failure);
+
+  // trainer_checks.cpp: what stops a run whose weights went bad before a checkpoint
+  // holds them, and what is worth a warning.
+  bool weights_finite() const;
+  // Throws when an applied step's loss was inf or NaN (trainer.stop_on_nonfinite_loss).
+  void check_loss_finite() const;
+  // Throws when the weights themselves hold inf or NaN (a step applied with non-finite
+  // gradients leaves every loss finite): once per epoch and before an interrupt's checkpoint.
+  void check_weights_finite() const;
+  // A warning (terminal and log.txt) when the policy skipped all of an epoch's steps.
+  void warn_if_every_step_was_skipped(std::int64_t steps, std::int64_t skipped);
+  // "the newest checkpoint (...) is from before it", or why there is none.
+  std::string newest_good_checkpoint(const std::string& before_what) const;
+
+  Components& c_;
+  TrainerOptions options_;
+  RunDirectory* run_;
+  Progress& progress_;
+  SingleProcess single_process_;
+  Coordinator& coordinator_;
+  TrainState state_;
+  Checkpointer checkpointer_;
+  std::shared_ptr<RunLog> run_log_;
+  std::vector<NamedCallback> callbacks_;  // the run log, the recipe's, the caller's
+
+  // Micro-batches of state_.epoch whose optimizer step is in the weights: what a failure
+  // saves. Behind state_.batches_in_epoch while a step is under way.
+  std::int64_t batches_in_weights_ = 0;
+  // From the checkpoint resumed: each rank's data position in state_.epoch (empty when the
+  // dataset cannot start part-way); used once, by start_data.
+  std::vector<std::int64_t> resume_data_positions_;
+  std::filesystem::path resumed_from_;  // the checkpoint resume() read, if any
+  NonFiniteLossWatch loss_watch_;        // over the applied steps of this process's training
+};
+
+}  // namespace mixt

@@ -1,0 +1,138 @@
+// Recipes as hostile or accidental input: what a small file can make mixt do is bounded in
+// memory and time, and each bound is a recipe error that names the file and the limit.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <string>
+
+#include "mixt/config.h"
+#include "recipe/recipe_loader.h"
+#include "test_support.h"
+
+namespace mixt {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.where().str() + ": " + e.message();
+  }
+  return "(no error)";
+}
+
+// Nine levels of nine aliases each: 9^9 (387 million) values from under a kilobyte.
+TEST(HostileRecipe, AnAliasBombIsARecipeErrorNotAnAllocationFailure) {
+  TempDir dir;
+  std::string text = "l0: &l0 [x, x, x, x, x, x, x, x, x]\n";
+  for (int level = 1; level <= 8; ++level) {
+    const std::string previous = "*l" + std::to_string(level - 1);
+    text += "l" + std::to_string(level) + ": &l" + std::to_string(level) + " [";
+    for (int i = 0; i < 9; ++i) text += (i ? ", " : "") + previous;
+    text += "]\n";
+  }
+  const fs::path file = dir.write("bomb.yaml", text);
+  EXPECT_LT(fs::file_size(file), 1000u);
+  const std::string error = error_of([&] { load_recipe(file); });
+  EXPECT_NE(error.find("bomb.yaml: the recipe expands to more than 100000 values"), std::string::npos) << error;
+}
+
+// Each level merges the one before it twice: 2^29 copies of the first map.
+TEST(HostileRecipe, AMergeKeyBombStopsAtTheBoundQuickly) {
+  TempDir dir;
+  std::string text = "m0: &m0 {a: 1}\n";
+  for (int level = 1; level <= 29; ++level) {
+    const std::string previous = "*m" + std::to_string(level - 1);
+    text += "m" + std::to_string(level) + ": &m" + std::to_string(level) + " {<<: [" + previous + "], k" +
+            std::to_string(level) + ": {<<: " + previous + "}}\n";
+  }
+  const fs::path file = dir.write("merge.yaml", text);
+  const auto start = std::chrono::steady_clock::now();
+  const std::string error = error_of([&] { load_recipe(file); });
+  EXPECT_NE(error.find("expands to more than 100000 values"), std::string::npos) << error;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+// d1 names d0 twice, d2 names d1 twice, ...: 2^40 loads without each file merged once.
+TEST(HostileRecipe, ADiamondOfBasesIsReadInTimeLinearInItsFiles) {
+  TempDir dir;
+  dir.write("d0.yaml", "trainer: {epochs: 1}\n");
+  for (int n = 1; n <= 30; ++n) {
+    const std::string previous = "d" + std::to_string(n - 1) + ".yaml";
+    dir.write("d" + std::to_string(n) + ".yaml", "base: [" + previous + ", " + previous + "]\nk" +
+                                                     std::to_string(n) + ": " + std::to_string(n) + "\n");
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const Recipe recipe = load_recipe(dir.path() / "d30.yaml");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_EQ(recipe.config().section("trainer").string("epochs"), "1");
+  EXPECT_EQ(recipe.config().string("k30"), "30");
+}
+
+TEST(HostileRecipe, ABaseChainDeeperThanTheBoundIsARecipeError) {
+  TempDir dir;
+  dir.write("c0.yaml", "trainer: {epochs: 1}\n");
+  for (int n = 1; n <= 40; ++n) {
+    dir.write("c" + std::to_string(n) + ".yaml", "base: c" + std::to_string(n - 1) + ".yaml\n");
+  }
+  const std::string error = error_of([&] { load_recipe(dir.path() / "c40.yaml"); });
+  EXPECT_NE(error.find("base: chains more than 32 files deep"), std::string::npos) << error;
+  EXPECT_NO_THROW(load_recipe(dir.path() / "c30.yaml"));
+}
+
+TEST(HostileRecipe, DevicesAndFifosAreNotRecipes) {
+  EXPECT_NE(error_of([] { load_recipe("/dev/zero"); }).find("/dev/zero: not a regular file"), std::string::npos);
+  TempDir dir;
+  const fs::path fifo = dir.path() / "r.yaml";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // Opening a FIFO without a writer would block: the check comes before the open.
+  EXPECT_NE(error_of([&] { load_recipe(fifo); }).find("not a regular file"), std::string::npos);
+}
+
+TEST(HostileRecipe, AFileLargerThanARecipeCanBeIsRefused) {
+  TempDir dir;
+  const fs::path file = dir.write("big.yaml", "a: \"" + std::string(2 << 20, 'x') + "\"\n");
+  EXPECT_NE(error_of([&] { load_recipe(file); }).find("big.yaml: the file is larger than 1 MiB"), std::string::npos);
+}
+
+TEST(HostileRecipe, EchoedValuesAreCut) {
+  TempDir dir;
+  const std::string huge(100000, '7');
+  const fs::path file = dir.write("r.yaml", "optimizer: {lr: \"" + huge + "x\"}\n");
+  const Recipe recipe = load_recipe(file);
+  const std::string error = error_of([&] { recipe.config().section("optimizer").number("lr"); });
+  EXPECT_NE(error.find("expected a number, got \"" + std::string(80, '7') + "...\" (100001 characters)"),
+            std::string::npos)
+      << error.substr(0, 300);
+  EXPECT_LT(error.size(), 300u);
+}
+
+TEST(HostileRecipe, ANonZeroNumberThatRoundsToZeroIsARecipeError) {
+  TempDir dir;
+  const Recipe recipe = load_recipe(dir.write("r.yaml", "optimizer: {lr: 1e-400, eps: 1e-310, zero: 0.0e-400, "
+                                                        "betas: [0.9, 1e-999]}\n"));
+  const Config optimizer = recipe.config().section("optimizer");
+  EXPECT_NE(error_of([&] { optimizer.number("lr"); }).find("r.yaml:1:17: \"1e-400\" is too close to zero"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { optimizer.number("eps", 1e-8); }).find("is too close to zero"), std::string::npos);
+  EXPECT_EQ(optimizer.number("zero"), 0.0);  // zero written as zero is zero
+  EXPECT_NE(error_of([&] { optimizer.numbers("betas", {}); }).find("\"1e-999\" is too close to zero"),
+            std::string::npos);
+}
+
+TEST(HostileRecipe, ListOptionsAreBounded) {
+  TempDir dir;
+  std::string channels = "[1";
+  for (int i = 0; i < 20000; ++i) channels += ", 1";
+  const Recipe recipe = load_recipe(dir.write("r.yaml", "model: {channels: " + channels + "]}\n"));
+  EXPECT_NE(error_of([&] { recipe.config().section("model").integers("channels", {}); })
+                .find("the list has 20001 items; an option takes at most 10000"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace mixt

@@ -4,13 +4,14 @@
 
 #include "plugins/plugin_loader.h"
 #include "plugins/registry.h"
+#include "test_support.h"
 
 namespace mixt::testing {
 
 struct BuiltPlugins {
   Registry registry;
   PluginLoader loader{registry};
-  BuiltPlugins() { loader.load_directory(MIXT_PLUGIN_DIR, [](const std::string&) {}); }
+  BuiltPlugins() { loader.load_directory(plugin_dir(), [](const std::string&) {}); }
 };
 
 }  // namespace mixt::testing

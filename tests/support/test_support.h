@@ -18,6 +18,18 @@ namespace mixt::testing {
 
 namespace fs = std::filesystem;
 
+// The source tree and this build's plugin directory, as the build knows them, unless
+// MIXT_TEST_SOURCE_DIR / MIXT_TEST_PLUGIN_DIR say otherwise: the GPU pack runs test
+// binaries far from the build (bench/gpu/pack.sh).
+inline fs::path source_dir() {
+  const char* dir = std::getenv("MIXT_TEST_SOURCE_DIR");
+  return dir ? fs::path(dir) : fs::path(MIXT_SOURCE_DIR);
+}
+inline fs::path plugin_dir() {
+  const char* dir = std::getenv("MIXT_TEST_PLUGIN_DIR");
+  return dir ? fs::path(dir) : fs::path(MIXT_PLUGIN_DIR);
+}
+
 class TempDir {
  public:
   TempDir() {

@@ -56,7 +56,7 @@ TEST(AutocastParity, OutputDtypesMatchTorchAutocast) {
   const char* golden_env = std::getenv("MIXT_AUTOCAST_GOLDEN");
   const at::Device device(device_env ? device_env : "cpu");
   const std::string golden_file =
-      golden_env ? golden_env : std::string(MIXT_SOURCE_DIR) + "/tests/golden/autocast_dtypes.json";
+      golden_env ? golden_env : (testing::source_dir() / "tests/golden/autocast_dtypes.json").string();
   const auto golden = nlohmann::json::parse(testing::read_file(golden_file));
   ASSERT_EQ(golden.at("device").get<std::string>(), device.str());
   for (at::ScalarType low : {at::kHalf, at::kBFloat16}) {

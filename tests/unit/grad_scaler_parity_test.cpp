@@ -54,7 +54,7 @@ std::unique_ptr<Optimizer> make_optimizer(const testing::BuiltPlugins& plugins, 
 // golden's options, `fused` included) and checks every step.
 void expect_parity_with(const std::string& golden_file) {
   const auto golden =
-      nlohmann::json::parse(testing::read_file(std::string(MIXT_SOURCE_DIR) + "/tests/golden/" + golden_file));
+      nlohmann::json::parse(testing::read_file(testing::source_dir() / "tests/golden" / golden_file));
   std::vector<std::vector<std::int64_t>> shapes;
   for (const auto& s : golden.at("shapes")) shapes.push_back(s.get<std::vector<std::int64_t>>());
   std::vector<at::Tensor> params;
@@ -130,7 +130,7 @@ TEST(GradScalerParity, SameScaleSkipsAndParametersAsTorchGradScaler) { expect_pa
 // buffer, no step count, so the first applied step starts them from its own gradient.
 TEST(GradScalerParity, FusedOptimizersSkippingTheirFirstStepMatchTorchsFusedKernels) {
   const auto golden = nlohmann::json::parse(
-      testing::read_file(std::string(MIXT_SOURCE_DIR) + "/tests/golden/grad_scaler_fused.json"));
+      testing::read_file(testing::source_dir() / "tests/golden/grad_scaler_fused.json"));
   for (const char* optimizer : {"sgd", "nesterov", "adamw"}) {
     ASSERT_TRUE(golden.at(optimizer).value("fused", false)) << optimizer << ": the golden must use the fused kernels";
   }

@@ -14,6 +14,7 @@
 #include "mixt/helpers/state_dict.h"
 #include "plugins.h"
 #include "recipe/recipe_loader.h"
+#include "test_support.h"
 
 namespace mixt {
 namespace {
@@ -179,6 +180,26 @@ INSTANTIATE_TEST_SUITE_P(Families, Parity,
                                            "mobilenet_v3_large", "mobilenet_v3_small", "vgg11_bn", "efficientnet_b0",
                                            "convnext_tiny", "vit_small"),
                          [](const auto& info) { return info.param; });
+
+// The parity files (~800 MB) are written once per generator and reference versions: the
+// fixture leaves a stamp of both, and a second run finds it and writes nothing.
+TEST(ModelZooGolden, IsGeneratedOnceForItsGeneratorAndTorchVersions) {
+  const std::string script = std::string(MIXT_SOURCE_DIR) + "/tests/golden/make_model_zoo_golden.py";
+  const testing::CommandResult hash = testing::run_command("sha256sum " + testing::shell_quote(script));
+  const testing::CommandResult versions = testing::run_command(
+      "python3 -c 'import torch, torchvision; print(\"torch\", torch.__version__, \"torchvision\", "
+      "torchvision.__version__)'");
+  ASSERT_EQ(hash.exit_code, 0) << hash.output;
+  ASSERT_EQ(versions.exit_code, 0) << versions.output;
+  EXPECT_EQ(testing::read_file(kParity / "stamp"), hash.output.substr(0, 64) + " " + versions.output);
+
+  const auto written = fs::last_write_time(kParity / "resnet18.weights.safetensors");
+  const testing::CommandResult again = testing::run_command("python3 " + testing::shell_quote(script) + " parity " +
+                                                            testing::shell_quote(kParity.string()));
+  EXPECT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("up to date"), std::string::npos) << again.output;
+  EXPECT_EQ(fs::last_write_time(kParity / "resnet18.weights.safetensors"), written);
+}
 
 }  // namespace
 }  // namespace mixt

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The GPU pack, checked on this CPU machine as the GPU machine will see it: packed, moved to
+# a scratch directory, and run (run.sh --cpu: every part, CPU-sized) with the Debian
+# packages' libraries, the dataset package and the build's own lib/ hidden in a private
+# mount namespace, so that anything the pack lacks fails here. Needs root (unshare -m);
+# exit 77 otherwise. The test suite runs it as GpuPack.RunsOnTheCpuWithoutTheBuild.
+#     bench/gpu/pack_check.sh [BUILD]
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=$(cd "${1:-$ROOT/build}" && pwd)
+[ "$(id -u)" = 0 ] || { echo "pack_check: needs root (a private mount namespace hides /usr packages)"; exit 77; }
+SCRATCH=$(mktemp -d)
+trap 'rm -rf "$SCRATCH"' EXIT
+BUILD=$BUILD bash "$ROOT/bench/gpu/pack.sh" "$SCRATCH/made"
+mv "$SCRATCH/made" "$SCRATCH/elsewhere"  # nothing may point back at where it was made
+
+unshare -m bash -euo pipefail -c '
+  PACK=$0 BUILD=$1
+  A=/usr/lib/x86_64-linux-gnu
+  for f in $A/libyaml-cpp.so*; do [ -e "$f" ] && mount --bind /dev/null "$f"; done
+  for d in /usr/share/datasets "$BUILD/lib"; do [ -d "$d" ] && mount -t tmpfs none "$d"; done
+  OUT=$PACK/out bash "$PACK/run.sh" --cpu
+  echo "== pack_check"
+  if grep -E ": exit [1-9]" "$PACK/out/parts.log"; then echo "pack_check: a part failed (above)"; exit 1; fi
+  for f in environment.txt autocast.log grad_scaler.log fashion_mnist_fp32.log resnet50.md torchrun.log loader.log; do
+    [ -s "$PACK/out/$f" ] || { echo "pack_check: $f is missing or empty"; exit 1; }
+  done
+  grep -q "^| fp32" "$PACK/out/resnet50.md" || { echo "pack_check: no fp32 row in resnet50.md"; exit 1; }
+  echo "pack_check: the pack runs every part with the build and the Debian libraries out of reach"
+' "$SCRATCH/elsewhere" "$BUILD"

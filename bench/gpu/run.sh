@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The H200 run, from the pack bench/gpu/pack.sh makes (this file is its run.sh): every GPU
+# figure in one command of at most 9 minutes, nothing compiled. Each part has its own time
+# limit and writes its figures under $OUT as it finishes, so a part that times out costs
+# only itself. On the GPU machine, from the repository root:
+#     bash bench/gpu/pack/run.sh            # device run: carry ["bench/gpu/pack"], timeout_s ~560
+#     bash bench/gpu/pack/run.sh --cpu      # the same plumbing on a CPU, in minutes (pack_check.sh)
+# Parts: nvidia-smi; autocast dtypes on CUDA vs torch.autocast op by op; tf32 vs fp32
+# cuBLAS/cuDNN math; GradScaler parity; Fashion-MNIST per policy; ResNet-50 batch 256
+# channels_last, mixt vs PyTorch eager, a row per policy (images/s, p50/p95, allocator
+# peak); NCCL at world size 1 under torchrun, on the pinned-memory loader path.
+set -uo pipefail
+PACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+CPU=0
+[ "${1:-}" = "--cpu" ] && CPU=1
+OUT=${OUT:-$PACK/out}
+mkdir -p "$OUT"
+TORCH_LIB=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
+export LD_LIBRARY_PATH="$PACK/lib:$TORCH_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export MIXT_TEST_SOURCE_DIR=$PACK MIXT_TEST_PLUGIN_DIR=$PACK/lib/mixt/plugins
+cd "$PACK"
+START=$SECONDS
+part() { printf '\n#### [%3ds] %s\n' "$((SECONDS - START))" "$*" | tee -a "$OUT/parts.log"; }
+ended() { echo "$1: exit $2" | tee -a "$OUT/parts.log"; }
+DATA=(data.train.root="$PACK/data/fashion-mnist" data.val.root="$PACK/data/fashion-mnist")
+if ((CPU)); then
+  DEVICE=cpu; STEPS=5; BATCH=2; BENCH_STEPS=1; BENCH_WARMUP=0; POLICIES=(fp32 amp_bf16); BACKEND=gloo
+  DATA+=(data.val.limit=500)
+else
+  DEVICE=cuda; STEPS=300; BATCH=256; BENCH_STEPS=30; BENCH_WARMUP=10; POLICIES=(fp32 tf32 amp_fp16 amp_bf16 custom_scaler)
+  BACKEND=nccl
+fi
+
+part "environment"
+{
+  date -u
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())'
+  ((CPU)) || timeout 20 nvidia-smi
+  bin/mixt --version
+} 2>&1 | tee "$OUT/environment.txt"
+
+part "autocast dtypes on $DEVICE vs torch.autocast"
+timeout 90 python3 tests/golden/make_autocast_golden.py --device "$DEVICE" > "$OUT/autocast_$DEVICE.json" &&
+  MIXT_AUTOCAST_DEVICE=$DEVICE MIXT_AUTOCAST_GOLDEN="$OUT/autocast_$DEVICE.json" timeout 60 bin/test_autocast_parity \
+    > "$OUT/autocast.log" 2>&1
+ended autocast $?; tail -1 "$OUT/autocast.log"
+
+if ((!CPU)); then
+  part "tf32 changes cuBLAS/cuDNN math; fp32 is bit-plain float32"
+  timeout 60 bin/precision_cuda_check 2>&1 | tee "$OUT/tf32.md"
+  ended tf32 "${PIPESTATUS[0]}"
+fi
+
+part "GradScaler parity and the policies' tests"
+{ timeout 60 bin/test_grad_scaler_parity && timeout 120 bin/test_precision_policies; } > "$OUT/grad_scaler.log" 2>&1
+ended grad_scaler $?; grep -E "PASSED|FAILED" "$OUT/grad_scaler.log"
+
+part "Fashion-MNIST, $STEPS steps per policy on $DEVICE"
+for policy in "${POLICIES[@]}"; do
+  timeout 60 bin/mixt run recipes/fashion_mnist.yaml precision.name="$policy" trainer.device="$DEVICE" \
+    trainer.epochs=1 trainer.max_steps_per_epoch="$STEPS" trainer.log_every=50 output="$OUT/runs" "${DATA[@]}" \
+    > "$OUT/fashion_mnist_$policy.log" 2>&1
+  ended "fashion_mnist $policy" $?; grep -E "^done:|^test accuracy" "$OUT/fashion_mnist_$policy.log"
+done
+
+part "ResNet-50, batch $BATCH, channels_last, synthetic: mixt vs PyTorch eager"
+MIXT=bin/mixt timeout $((CPU ? 240 : 300)) bash bench/resnet50_compare.sh --device "$DEVICE" --batch "$BATCH" \
+  --steps "$BENCH_STEPS" --warmup "$BENCH_WARMUP" --precision "$(IFS=,; echo "${POLICIES[*]}" | sed 's/,custom_scaler//')" \
+  --out "$OUT/resnet50" > "$OUT/resnet50.md" 2>&1
+ended resnet50 $?; cat "$OUT/resnet50.md"
+
+part "$BACKEND at world size 1 under torchrun"
+timeout 90 torchrun --no-python --nproc-per-node=1 bin/mixt run recipes/fashion_mnist.yaml trainer.device="$DEVICE" \
+  trainer.distributed.backend="$BACKEND" trainer.epochs=1 trainer.max_steps_per_epoch=$((STEPS < 100 ? STEPS : 100)) \
+  output="$OUT/runs" "${DATA[@]}" > "$OUT/torchrun.log" 2>&1
+ended torchrun $?; grep -E "^done:|^test accuracy|data parallel" "$OUT/torchrun.log"
+
+part "the loader's path on $DEVICE (4 worker threads, pinned host memory on CUDA): a generated CIFAR-10 tree"
+CIFAR=$(mktemp -d)
+timeout 60 python3 tests/fixtures/data/make_cifar10.py "$CIFAR" --records 512 &&
+  timeout 90 bin/mixt run recipes/fashion_mnist.yaml trainer.device="$DEVICE" trainer.epochs=1 \
+    "data={train: {name: cifar10, root: $CIFAR, batch_size: 64, workers: 4}, val: {name: cifar10, root: $CIFAR, split: test, batch_size: 256, workers: 4}}" \
+    "model={name: simple_cnn, channels: [16, 32], hidden: 64}" output="$OUT/runs" > "$OUT/loader.log" 2>&1
+ended loader $?; grep -E "^done:|^test accuracy" "$OUT/loader.log"
+part "done"

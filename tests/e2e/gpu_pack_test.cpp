@@ -1,0 +1,23 @@
+// The GPU run's pack (bench/gpu/pack.sh) is self-contained: bench/gpu/pack_check.sh packs
+// it, moves it, hides the build's lib/, yaml-cpp and the dataset package in a private mount
+// namespace, and runs every part of run.sh CPU-sized. Root only (unshare -m).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "test_support.h"
+
+namespace mixt {
+namespace {
+
+TEST(GpuPack, RunsOnTheCpuWithoutTheBuild) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root for a private mount namespace";
+  const testing::CommandResult result =
+      testing::run_command("bash " + testing::shell_quote(MIXT_SOURCE_DIR "/bench/gpu/pack_check.sh") + " " +
+                           testing::shell_quote(MIXT_BINARY_DIR));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("pack_check: the pack runs every part"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("| fp32 |"), std::string::npos) << result.output;  // the ResNet-50 row
+}
+
+}  // namespace
+}  // namespace mixt

@@ -20,7 +20,6 @@ namespace mixt::cli {
 
 namespace fs = std::filesystem;
 
-
 int run(const std::string& recipe, const std::vector<std::string>& overrides) {
   // Rank 0 acknowledges a Ctrl-C; torchrun passes it to every rank.
   const char* rank = std::getenv("RANK");

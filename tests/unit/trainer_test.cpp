@@ -11,8 +11,11 @@
 
 #include <caffe2/serialize/inline_container.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -582,6 +585,49 @@ TEST(Trainer, ResumingWithOtherComponentsNamesBoth) {
   } catch (const Error& e) {
     EXPECT_EQ(e.message(), "checkpoint was written by a run with scheduler 'cosine', this recipe has no scheduler");
   }
+}
+
+// A disk that fills up for a while (a tmpfs of 64 KiB, filled): the line that did not fit
+// is cut back, so once there is room again the next line starts on a line of its own and
+// every line of metrics.jsonl parses. Root only (it mounts the tmpfs).
+TEST(RunDirectory, ALineThatDidNotFitIsCutBackSoTheNextLineIsWhole) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a small tmpfs needs root";
+  testing::TempDir dir;
+  const fs::path disk = dir.path() / "disk";
+  fs::create_directories(disk);
+  ASSERT_EQ(std::system(("mount -t tmpfs -o size=64k none " + testing::shell_quote(disk.string())).c_str()), 0);
+  struct Unmount {
+    fs::path at;
+    ~Unmount() { (void)!std::system(("umount " + testing::shell_quote(at.string())).c_str()); }
+  } unmount{disk};
+  fs::path metrics;
+  {
+    RunDirectory run(disk, "full");
+    metrics = run.path() / "metrics.jsonl";
+    run.append_metrics({{"step", 1}});
+    {  // every free page taken
+      std::ofstream filler(disk / "filler", std::ios::binary);
+      const std::string block(4096, 'x');
+      while (filler.write(block.data(), static_cast<std::streamsize>(block.size()))) filler.flush();
+    }
+    ::testing::internal::CaptureStderr();
+    run.append_metrics({{"step", 2}, {"note", std::string(6000, 'n')}});  // fits the page's rest only in part
+    const std::string said = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(said.find("cannot append to " + metrics.string()), std::string::npos) << said;
+    fs::remove(disk / "filler");
+    run.append_metrics({{"step", 3}});
+  }
+  std::ifstream in(metrics);
+  std::vector<std::int64_t> steps;
+  for (std::string line; std::getline(in, line);) {
+    try {
+      steps.push_back(nlohmann::json::parse(line).at("step").get<std::int64_t>());
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "a line that is not JSON: " << line.substr(0, 80) << "... ("
+                    << std::string(e.what()).substr(0, 100) << ")";
+    }
+  }
+  EXPECT_EQ(steps, (std::vector<std::int64_t>{1, 3}));
 }
 
 // metrics.jsonl on a full disk (/dev/full fails every write with ENOSPC): one warning, and

@@ -39,14 +39,14 @@ RunDirectory::RunDirectory(const fs::path& output, const std::string& name) {
     }
     path_ = parent / (std::string(stamp) + "-" + std::to_string(suffix));
   }
-  metrics_.open(path_ / "metrics.jsonl");
-  log_.open(path_ / "log.txt");
+  metrics_.open(path_ / "metrics.jsonl", /*fresh=*/true);
+  log_.open(path_ / "log.txt", /*fresh=*/true);
 }
 
 RunDirectory::RunDirectory(const fs::path& existing, Reopen) : path_(existing) {
   if (!fs::is_directory(path_)) throw runtime_error("run directory to continue does not exist: " + path_.string());
-  metrics_.open(path_ / "metrics.jsonl", std::ios::app);
-  log_.open(path_ / "log.txt", std::ios::app);
+  metrics_.open(path_ / "metrics.jsonl", /*fresh=*/false);
+  log_.open(path_ / "log.txt", /*fresh=*/false);
 }
 
 void RunDirectory::write_text(const std::string& file, const std::string& text) const {
@@ -67,15 +67,12 @@ void RunDirectory::append_log(const std::string& line) {
 }
 
 // A metrics or log line is worth a warning, not the run: the checkpoints matter more, and
-// their writer fails loudly when the disk is truly full. Said once per file; the stream's
-// error is cleared so that later lines are written again once there is room.
-void RunDirectory::append_line(std::ofstream& out, const std::string& line, const char* file, bool& warned) {
+// their writer fails loudly when the disk is truly full. Said once per file; a line goes
+// in whole or not at all, so that later lines are whole again once there is room.
+void RunDirectory::append_line(AppendFile& out, const std::string& line, const char* file, bool& warned) {
   errno = 0;
-  out << line << '\n';
-  out.flush();
-  if (out) return;
+  if (out.append(line)) return;
   const std::string why = stream_failure();
-  out.clear();
   if (!warned) {
     warn("cannot append to " + (path_ / file).string() + " (" + why + "): lines are missing from it");
   }

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "train/append_file.h"
+
 namespace mixt {
 
 class RunDirectory {
@@ -29,11 +31,11 @@ class RunDirectory {
   void append_log(const std::string& line);
 
  private:
-  void append_line(std::ofstream& out, const std::string& line, const char* file, bool& warned);
+  void append_line(AppendFile& out, const std::string& line, const char* file, bool& warned);
 
   std::filesystem::path path_;
-  std::ofstream metrics_;
-  std::ofstream log_;
+  AppendFile metrics_;
+  AppendFile log_;
   std::recursive_mutex log_mutex_;  // recursive: a failing log.txt warns, and warnings come here
   bool metrics_warned_ = false, log_warned_ = false;
 };

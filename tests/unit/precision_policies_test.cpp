@@ -10,6 +10,7 @@
 #include <set>
 
 #include "blob_training.h"
+#include "build/components.h"
 #include "mixt/helpers/fp32_modules.h"
 #include "plugins.h"
 #include "recipe/recipe_loader.h"
@@ -312,6 +313,40 @@ TEST(Fp32Modules, ListedSubmodulesRunInFullPrecision) {
   model.forward(x);
   EXPECT_EQ(unrouted_fp32_modules(model), std::vector<std::string>{"hidden"});
   set_fp32_modules(model, {});
+}
+
+// mixt check's blank forward pass runs after the policy's setup() and under its autocast,
+// as training does: a policy whose setup casts the model to float64 (and feeds it float32
+// batches) is a recipe error when the components are built, not a failure at step 1.
+class CastsToDouble final : public PrecisionPolicy {
+ public:
+  void setup(torch::nn::Module& model, at::Device) override { model.to(at::kDouble); }
+};
+
+TEST(PrecisionContract, TheBlankForwardPassRunsAfterSetup) {
+  testing::BuiltPlugins local;  // its own registry: the fixture policy is added to it alone
+  local.registry.add_precision("fixture_casts_to_double", {"casts the model to float64", {}},
+                               [](const Config&, const PrecisionContext&) -> std::unique_ptr<PrecisionPolicy> {
+                                 return std::make_unique<CastsToDouble>();
+                               });
+  const auto build = [&](const std::string& policy) {
+    const RecipeNodePtr root = parse_yaml(
+        "model: {name: simple_cnn, channels: [4, 8], hidden: 16}\nprecision: {name: " + policy +
+            "}\noptimizer: {name: sgd, lr: 0.1}\ndata: {train: {name: fashion_mnist, limit: 64}}\n",
+        "r.yaml");
+    const Config recipe(root, "");
+    TrainerOptions options;
+    options.device = "cpu";
+    return build_components(recipe, local.registry, options, recipe.section("trainer"));
+  };
+  EXPECT_NO_THROW(build("fp32"));
+  try {
+    build("fixture_casts_to_double");
+    ADD_FAILURE() << "built a model the policy had cast away from its input";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::recipe);
+    EXPECT_NE(e.message().find("the model cannot take the training samples"), std::string::npos) << e.message();
+  }
 }
 
 }  // namespace

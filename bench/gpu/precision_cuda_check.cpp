@@ -1,4 +1,5 @@
-// CUDA-only checks for the GPU run (bench/gpu/run.sh; not part of ctest: CI has no GPU). Does the tf32 policy really switch cuBLAS and cuDNN to TF32 math, and does
+// CUDA-only checks for the GPU run (bench/gpu/run.sh; not part of ctest: CI has no GPU).
+// Does the tf32 policy really switch cuBLAS and cuDNN to TF32 math, and does
 // fp32 really switch it off? A 2048x2048 matmul and a 3x3 convolution are compared with a
 // float64 reference: fp32 math stays near float32 rounding (~1e-6 relative), TF32 rounds the
 // inputs to a 10-bit mantissa and lands near 1e-3. Exit 0 when both hold, 1 otherwise.

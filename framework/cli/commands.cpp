@@ -64,8 +64,9 @@ int check(const std::string& recipe, const std::vector<std::string>& overrides) 
   // is a recipe error `run` would give: read it as `run` will (nothing is written).
   if (!e.options.resume.empty()) {
     const SingleProcess single_process;
+    const Coordinator& coordinator = e.parallel ? *e.parallel : static_cast<const Coordinator&>(single_process);
     TrainState state;
-    Checkpointer(e.components, e.options, state, e.parallel ? *e.parallel : static_cast<const Coordinator&>(single_process))
+    Checkpointer(e.components, e.options, state, coordinator)
         .verify(e.options.resume, /*check_data_order=*/e.parallel != nullptr);
   }
   std::printf("%s: ok\n", recipe.c_str());

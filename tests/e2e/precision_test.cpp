@@ -155,10 +155,12 @@ TEST(PrecisionCli, CustomPrecisionExampleBuildsAndRunsAsDocumented) {
   TempDir dir;
   testing::lay_out_example(dir, "custom_precision");
   // A shorter run than the document's, and nothing else changed.
-  const std::string script = testing::replace_once(testing::documented_commands("docs/precision.md", "custom_precision"), "run recipe.yaml",
+  const std::string documented = testing::documented_commands("docs/precision.md", "custom_precision");
+  const std::string script = testing::replace_once(documented, "run recipe.yaml",
                                                    "run recipe.yaml trainer.max_steps_per_epoch=30 "
                                                    "'model.channels=[8, 16]' data.val.limit=1000");
-  const CommandResult result = testing::run_shell(script, dir.path(), "HOME=" + testing::shell_quote(dir.path().string()));
+  const CommandResult result =
+      testing::run_shell(script, dir.path(), "HOME=" + testing::shell_quote(dir.path().string()));
   ASSERT_EQ(result.exit_code, 0) << script << "\n" << result.output;
   EXPECT_NE(result.output.find("loss_scale"), std::string::npos) << result.output;
   EXPECT_GE(test_accuracy(result.output), 40) << result.output;  // 30 steps: it learns, nothing more

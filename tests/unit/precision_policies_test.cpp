@@ -332,7 +332,8 @@ TEST(PrecisionContract, TheBlankForwardPassRunsAfterSetup) {
   const auto build = [&](const std::string& policy) {
     const RecipeNodePtr root = parse_yaml(
         "model: {name: simple_cnn, channels: [4, 8], hidden: 16}\nprecision: {name: " + policy +
-            "}\noptimizer: {name: sgd, lr: 0.1}\ndata: {train: {name: fashion_mnist, limit: 64}}\n",
+            "}\noptimizer: {name: sgd, lr: 0.1}\n"
+            "data: {train: {name: synthetic, shape: [1, 28, 28], num_classes: 10, size: 64, batch_size: 32}}\n",
         "r.yaml");
     const Config recipe(root, "");
     TrainerOptions options;

@@ -156,7 +156,9 @@ fs::path Checkpointer::save_epoch_end(const RunDirectory& run) const {
   fs::remove(temporary, ec);
   fs::create_symlink(name, temporary);
   fs::rename(temporary, link);
-  if (done > options_.keep_checkpoints) fs::remove(directory / epoch_checkpoint_name(done - options_.keep_checkpoints), ec);
+  if (done > options_.keep_checkpoints) {
+    fs::remove(directory / epoch_checkpoint_name(done - options_.keep_checkpoints), ec);
+  }
   fs::remove(directory / "interrupted", ec);
   return directory / name;
 }

@@ -42,7 +42,8 @@ std::size_t synchronise_batch_norm(torch::nn::Module& model, const Communicator*
         "sync_batchnorm",
         "the model's batch-norm layers " + listed(plain) +
             " are torch::nn batch norm, which cannot synchronise across ranks",
-        "build them as mixt::BatchNorm1d/2d/3d (mixt/helpers/batch_norm.h, a drop-in subclass), or remove sync_batchnorm");
+        "build them as mixt::BatchNorm1d/2d/3d (mixt/helpers/batch_norm.h, a drop-in subclass), or remove "
+        "sync_batchnorm");
   }
   if (layers.empty()) {
     warn(distributed_section.location("sync_batchnorm").str() +

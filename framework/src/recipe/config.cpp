@@ -115,7 +115,8 @@ T read(const Config& config, const RecipeNode* node, std::string_view key, const
   try {
     if (auto value = parse(*node)) return *value;
   } catch (const TooCloseToZero&) {
-    config.fail(key, quote_value(node->scalar) + " " + kTooCloseToZero, "write 0, or a number of magnitude 2.3e-308 or more");
+    config.fail(key, quote_value(node->scalar) + " " + kTooCloseToZero,
+                "write 0, or a number of magnitude 2.3e-308 or more");
   }
   config.fail(key, std::string("expected ") + expected + ", got " + describe_node(*node));
 }

@@ -50,7 +50,9 @@ int run(const std::string& recipe, const std::vector<std::string>& overrides) {
                 static_cast<long long>(result.bad_samples));
   }
   if (result.final_eval) {
-    std::printf("test accuracy: %.2f%% (val loss %.4f)\n", 100.0 * result.final_eval->top1, result.final_eval->loss);
+    const Evaluation& eval = *result.final_eval;
+    std::printf("test accuracy: %.2f%% (top-%d %.2f%%, val loss %.4f)\n", 100.0 * eval.top1, eval.top_k,
+                100.0 * eval.top5, eval.loss);
   }
   if (!run_dir.empty()) std::printf("run directory: %s\n", run_dir.string().c_str());
   return 0;

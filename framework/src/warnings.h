@@ -5,9 +5,9 @@
 #include <functional>
 #include <string>
 
-namespace mixt {
+#include "mixt/error.h"  // warn(), the channel's public half
 
-void warn(const std::string& message);
+namespace mixt {
 
 // While alive, warnings also go to `log` (the trainer points it at log.txt). A warning
 // raised while writing one (log.txt itself failing) goes to stderr only.

@@ -33,7 +33,7 @@ class Recorder final : public Callback {
                     std::to_string(s.state.global_step));
     losses.push_back(s.loss.item<double>());
   }
-  void on_evaluation_start(const TrainState& state) override {
+  void on_evaluation_start(const TrainState& state, const std::string& /*weights*/) override {
     calls.push_back("evaluation_start " + std::to_string(state.epoch));
   }
   void on_evaluation_end(const TrainState& state, const Evaluation& eval) override {

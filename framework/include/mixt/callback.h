@@ -22,6 +22,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "mixt/model.h"
 #include "mixt/precision.h"
@@ -64,15 +66,21 @@ struct StepEnd {
 
 // A finished evaluation on data.val (sums over every rank in a data-parallel run).
 struct Evaluation {
+  // Whose weights: empty for the model's own, else the name a callback gave in
+  // Callback::evaluated_weights() ("ema"), which suffixes the reported figures (val_top1_ema).
+  std::string weights;
   double loss = NAN;  // mean cross-entropy per sample
   double top1 = NAN;  // fraction of samples whose arg-max is the label
+  double top5 = NAN;  // fraction whose label is among the top_k highest logits
+  int top_k = 5;      // 5, or the class count for fewer than 5 classes (reported as top-k so)
   std::int64_t samples = 0;
-  bool interrupted = false;  // stopped early by Ctrl-C: loss and top1 are NaN
+  bool interrupted = false;  // stopped early by Ctrl-C: loss, top1 and top5 are NaN
 };
 
 struct EpochEnd {
   const TrainState& state;   // state.epoch: the epoch that ended (0-based)
-  const Evaluation* evaluation = nullptr;  // null without validation data
+  const Evaluation* evaluation = nullptr;  // the model's own; null without validation data
+  std::vector<Evaluation> other_weights;   // the callbacks' weights (Callback::evaluated_weights)
   std::int64_t bad_samples = 0;  // skipped by the datasets this epoch, train and val, all ranks
   double elapsed_seconds = 0;    // since training (this process's part of it) began
 };
@@ -84,8 +92,13 @@ class Callback {
   virtual void on_fit_start(const FitStart& /*fit*/) {}
   virtual void on_epoch_start(const EpochStart& /*epoch*/) {}
   virtual void on_step_end(const StepEnd& /*step*/) {}
-  // Around the evaluation after each epoch (the model is in eval mode in between).
-  virtual void on_evaluation_start(const TrainState& /*state*/) {}
+  // Other weights this callback evaluates besides the model's own, e.g. "ema": after the
+  // model's own evaluation the trainer runs one more for them, and the callback swaps them
+  // into the model at its on_evaluation_start and back at its on_evaluation_end. Empty: none.
+  virtual std::string evaluated_weights() const { return {}; }
+  // Around each evaluation after an epoch (the model is in eval mode in between). `weights`
+  // is empty for the model's own, else a callback's evaluated_weights().
+  virtual void on_evaluation_start(const TrainState& /*state*/, const std::string& /*weights*/) {}
   virtual void on_evaluation_end(const TrainState& /*state*/, const Evaluation& /*evaluation*/) {}
   // After the epoch's checkpoint and evaluation.
   virtual void on_epoch_end(const EpochEnd& /*epoch*/) {}

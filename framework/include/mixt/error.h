@@ -57,4 +57,8 @@ Error plugin_error(std::string message, std::string plugin_file, std::string hin
 Error usage_error(std::string message, std::string hint = {});
 Error runtime_error(std::string message, std::string hint = {});
 
+// A warning through mixt's one channel: "mixt: warning: MESSAGE" on stderr, and in the
+// run's log.txt while a run is open. Safe to call from any thread.
+void warn(const std::string& message);
+
 }  // namespace mixt

@@ -43,6 +43,9 @@ struct OptionDoc {
 struct ComponentInfo {
   std::string summary;             // one line, shown by `mixt list`
   std::vector<OptionDoc> options;  // shown by `mixt describe`
+  // Callbacks only: built with its defaults when the recipe does not list it; a recipe
+  // turns it off with `callbacks: [{name: NAME, enabled: false}]`.
+  bool enabled_by_default = false;
 };
 
 using ModelFactory = std::function<std::shared_ptr<Model>(const Config&, const ModelContext&)>;

@@ -5,10 +5,13 @@
 
 // The plugin ABI. Bump the major on any change to an SDK class layout or virtual table;
 // bump the minor when something is only added (old plugins keep working).
-#define MIXT_ABI_MAJOR 2
+#define MIXT_ABI_MAJOR 3
 // 2.0: the callback kind (mixt/callback.h, Registrar::add_callback); LoaderDataset
 //      derives from the capability interfaces ResumesMidEpoch and CountsBadSamples
 //      (mixt/dataset.h), which changes its layout.
+// 3.0: Evaluation has weights, top5 and top_k; Callback::evaluated_weights() and the
+//      weights argument of on_evaluation_start; ComponentInfo::enabled_by_default;
+//      mixt::warn (mixt/error.h).
 #define MIXT_ABI_MINOR 0
 
 #define MIXT_STRINGIFY_IMPL(x) #x

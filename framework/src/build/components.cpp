@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 
 #include "distributed/sync_batchnorm.h"
 #include "first_line.h"
 #include "mixt/helpers/fp32_modules.h"
 #include "mixt/helpers/state_dict.h"
 #include "recipe/closest_match.h"
+#include "recipe/recipe_loader.h"
 #include "warnings.h"
 
 namespace mixt {
@@ -140,6 +142,26 @@ void record(Components& c, const Registry& registry, ComponentKind kind, const C
   const ComponentEntry& entry = registry.find(kind, section);
   c.records.push_back({kind_name(kind), entry.name, entry.origin.name, entry.origin.version, entry.origin.file});
 }
+
+// The recipe's callbacks, then those on by default that it does not name.
+void build_callbacks(Components& c, const Config& recipe, const Registry& registry, const CallbackContext& context) {
+  std::set<std::string> named;
+  for (const Config& section : recipe.sections("callbacks")) {
+    const ComponentEntry& entry = registry.find(ComponentKind::callback, section);
+    named.insert(entry.name);
+    if (!section.boolean("enabled", true)) continue;
+    c.callbacks.push_back({registry.make_callback(section, context), entry.name, entry.origin.name,
+                           entry.origin.file});
+    record(c, registry, ComponentKind::callback, section);
+  }
+  for (const ComponentEntry* entry : registry.list(ComponentKind::callback)) {
+    if (!entry->info.enabled_by_default || named.count(entry->name)) continue;
+    const Config defaults(parse_yaml("{name: " + entry->name + "}", "(on by default)"), "callbacks");
+    c.callbacks.push_back({registry.make_callback(defaults, context), entry->name, entry->origin.name,
+                           entry->origin.file});
+    record(c, registry, ComponentKind::callback, defaults);
+  }
+}
 }  // namespace
 
 void check_fp32_modules_routed(const Model& model, const SourceLocation& where) {
@@ -161,6 +183,8 @@ std::vector<OptionDoc> framework_option_docs(ComponentKind kind) {
               {"strict", "true", "with weights: every name and shape must match (false: load what matches)"}};
     case ComponentKind::precision:
       return {{"fp32_modules", "[]", "submodules kept in float32 under autocast; read by mixt for every policy"}};
+    case ComponentKind::callback:
+      return {{"enabled", "true", "false: not built (turns off a callback that is on by default); read by mixt"}};
     default:
       return {};
   }
@@ -267,12 +291,7 @@ Components build_components(const Config& recipe, const Registry& registry,
 
   const CallbackContext callback_context{c.device, c.model, communicator ? communicator->rank() : 0,
                                          communicator ? communicator->world_size() : 1};
-  for (const Config& section : recipe.sections("callbacks")) {
-    const ComponentEntry& entry = registry.find(ComponentKind::callback, section);
-    c.callbacks.push_back({registry.make_callback(section, callback_context), entry.name, entry.origin.name,
-                           entry.origin.file});
-    record(c, registry, ComponentKind::callback, section);
-  }
+  build_callbacks(c, recipe, registry, callback_context);
   return c;
 }
 

@@ -1,7 +1,7 @@
 #include "train/run_log.h"
 
 #include <cstdio>
-#include <cstring>
+#include <string>
 
 namespace mixt {
 
@@ -31,27 +31,44 @@ void RunLog::on_step_end(const StepEnd& step) {
   run_->append_metrics(line);
 }
 
+namespace {
+// "top5", or "top3" for three classes: the name of an Evaluation's top-k figure.
+std::string top_k_name(const Evaluation& eval) { return "top" + std::to_string(eval.top_k); }
+
+// ", val top-1 91.20%, top-5 99.10%" and the metrics.jsonl fields, suffixed with the weights'
+// name for a callback's weights ("val_top1_ema").
+std::string describe(const Evaluation& eval, nlohmann::json& event) {
+  const std::string suffix = eval.weights.empty() ? "" : "_" + eval.weights;
+  event["val_loss" + suffix] = eval.loss;
+  event["val_top1" + suffix] = eval.top1;
+  event["val_" + top_k_name(eval) + suffix] = eval.top5;
+  char text[160];
+  std::snprintf(text, sizeof(text), "%sval loss %.4f, top-1 %.2f%%, top-%d %.2f%%",
+                eval.weights.empty() ? "" : (eval.weights + " ").c_str(), eval.loss, 100.0 * eval.top1, eval.top_k,
+                100.0 * eval.top5);
+  return text;
+}
+}  // namespace
+
 // Every epoch ends with a line (terminal and log.txt) and an "epoch" event in
 // metrics.jsonl, with the validation figures when there is validation data.
 void RunLog::on_epoch_end(const EpochEnd& epoch) {
   const auto number = static_cast<long long>(epoch.state.epoch + 1);
   const auto epochs = static_cast<long long>(epoch.state.epochs);
-  char line[256];
   nlohmann::json event = {{"event", "epoch"}, {"epoch", number}, {"step", epoch.state.global_step}};
+  std::string line = "epoch " + std::to_string(number) + "/" + std::to_string(epochs);
   if (const Evaluation* eval = epoch.evaluation) {
-    std::snprintf(line, sizeof(line), "epoch %lld/%lld: val loss %.4f, val top-1 %.2f%% (%lld samples), %.1fs", number,
-                  epochs, eval->loss, 100.0 * eval->top1, static_cast<long long>(eval->samples),
-                  epoch.elapsed_seconds);
-    event["val_loss"] = eval->loss;
-    event["val_top1"] = eval->top1;
+    line += ": " + describe(*eval, event) + " (" + std::to_string(eval->samples) + " samples)";
+    for (const Evaluation& other : epoch.other_weights) line += "; " + describe(other, event);
   } else {
-    std::snprintf(line, sizeof(line), "epoch %lld/%lld done, %.1fs", number, epochs, epoch.elapsed_seconds);
+    line += " done";
   }
+  char seconds[32];
+  std::snprintf(seconds, sizeof(seconds), ", %.1fs", epoch.elapsed_seconds);
+  line += seconds;
   // Skipped samples are named once in a warning; their count goes with every epoch.
   if (epoch.bad_samples > 0) {
-    const std::size_t used = std::strlen(line);
-    std::snprintf(line + used, sizeof(line) - used, ", %lld bad samples skipped",
-                  static_cast<long long>(epoch.bad_samples));
+    line += ", " + std::to_string(epoch.bad_samples) + " bad samples skipped";
     event["bad_samples"] = epoch.bad_samples;
   }
   event["elapsed_s"] = epoch.elapsed_seconds;

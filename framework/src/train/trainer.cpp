@@ -97,10 +97,9 @@ TrainResult Trainer::fit() {
     if (run_) checkpointer_.save_epoch_end(*run_);
     coordinator_.barrier();  // rank 0's checkpoint is written before any rank goes on
     std::optional<Evaluation> eval;
+    std::vector<Evaluation> others;
     if (c_.val) {
-      notify("on_evaluation_start", [&](Callback& c) { c.on_evaluation_start(state_); });
-      eval = evaluate(*c_.val);
-      notify("on_evaluation_end", [&](Callback& c) { c.on_evaluation_end(state_, *eval); });
+      eval = evaluate_with_callbacks(*c_.val, "");
       if (eval->interrupted) stop_at_epoch_end(/*evaluation_skipped=*/true);
       // A NaN score would read as a result; the epoch's checkpoint is written already.
       if (eval->samples == 0) {
@@ -111,10 +110,14 @@ TrainResult Trainer::fit() {
                             "without validation");
       }
       result.final_eval = eval;
+      for (const std::string& weights : other_weights()) {
+        others.push_back(evaluate_with_callbacks(*c_.val, weights));
+        if (others.back().interrupted) stop_at_epoch_end(/*evaluation_skipped=*/true);
+      }
     }
     const double bad = static_cast<double>(bad_samples_of(c_.train.get()) + bad_samples_of(c_.val.get()) - bad_before);
-    const EpochEnd end{state_, eval ? &*eval : nullptr, static_cast<std::int64_t>(coordinator_.sum({bad})[0]),
-                       seconds_since(start)};
+    const EpochEnd end{state_, eval ? &*eval : nullptr, std::move(others),
+                       static_cast<std::int64_t>(coordinator_.sum({bad})[0]), seconds_since(start)};
     result.bad_samples += end.bad_samples;
     notify("on_epoch_end", [&](Callback& c) { c.on_epoch_end(end); });
     if (state_.epoch + 1 < options_.epochs && stop_requested_at_epoch_end()) stop_at_epoch_end(false);
@@ -273,45 +276,6 @@ at::Tensor Trainer::to_device(const at::Tensor& inputs) const {
   at::Tensor moved = inputs.to(c_.device, /*non_blocking=*/true);
   if (options_.channels_last && moved.dim() == 4) moved = moved.contiguous(at::MemoryFormat::ChannelsLast);
   return moved;
-}
-
-Evaluation Trainer::evaluate(Dataset& dataset) {
-  Model& model = *c_.model;
-  model.eval();
-  at::NoGradGuard no_grad;
-  dataset.start_epoch(0);
-  at::Tensor loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(c_.device));
-  at::Tensor correct = at::zeros({}, at::TensorOptions().dtype(at::kLong).device(c_.device));
-  std::int64_t samples = 0;
-  while (std::optional<Batch> batch = dataset.next_batch()) {
-    // Ctrl-C: the epoch's checkpoint is written before its evaluation, so stop now, unless
-    // the evaluation ends in a collective (data parallel: the stop is agreed at the epoch's end).
-    if (coordinator_.may_stop_alone() && interrupt_requested()) {
-      model.train();
-      Evaluation stopped;
-      stopped.interrupted = true;
-      return stopped;
-    }
-    const at::Tensor inputs = to_device(batch->inputs);
-    const at::Tensor targets = batch->targets.to(c_.device, true);
-    AutocastScope scope = c_.precision->autocast(c_.device.type());
-    const at::Tensor logits = model.forward(inputs);
-    loss_sum += at::cross_entropy_loss(logits.to(at::kFloat), targets, {}, at::Reduction::Sum).to(at::kDouble);
-    correct += logits.argmax(1).eq(targets).sum();
-    samples += inputs.size(0);
-  }
-  model.train();
-  // Each rank evaluated its shard.
-  const std::vector<double> sums = coordinator_.sum({loss_sum.item<double>(),
-                                                     static_cast<double>(correct.item<std::int64_t>()),
-                                                     static_cast<double>(samples)});
-  Evaluation eval;
-  eval.samples = static_cast<std::int64_t>(sums[2]);
-  if (sums[2] > 0) {
-    eval.loss = sums[0] / sums[2];
-    eval.top1 = sums[1] / sums[2];
-  }
-  return eval;
 }
 
 }  // namespace mixt

@@ -53,6 +53,7 @@ class Trainer {
   // Every epoch of trainer.epochs is done (after resuming a finished run).
   bool finished() const { return state_.epoch >= options_.epochs; }
   const TrainState& state() const { return state_; }
+  // The model's current weights on `dataset` (train/evaluation.cpp); no callback is called.
   Evaluation evaluate(Dataset& dataset);
   void save_checkpoint(const std::filesystem::path& file, const std::vector<std::int64_t>& data_positions = {}) {
     checkpointer_.save(file, data_positions);
@@ -67,6 +68,11 @@ class Trainer {
   std::vector<std::int64_t> data_positions() const;
   at::Tensor to_device(const at::Tensor& inputs) const;  // + channels_last when asked
   std::int64_t steps_per_epoch() const;
+  // evaluate() between the callbacks' on_evaluation_start and _end: the model's own weights
+  // (`weights` empty) or those a callback swaps in (its evaluated_weights()).
+  Evaluation evaluate_with_callbacks(Dataset& dataset, const std::string& weights);
+  // The callbacks' evaluated_weights(), evaluated after the model's own (e.g. "ema").
+  std::vector<std::string> other_weights() const;
   template <typename Call>
   void notify(const char* method, const Call& call) {
     for (const NamedCallback& c : callbacks_) c.guarded(method, [&] { call(*c.callback); });

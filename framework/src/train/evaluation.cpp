@@ -1,0 +1,71 @@
+// The evaluation after each epoch: loss, top-1 and top-k over data.val, summed over ranks.
+#include <algorithm>
+
+#include "train/accuracy.h"
+#include "train/interrupt.h"
+#include "train/trainer.h"
+
+namespace mixt {
+
+std::vector<std::string> Trainer::other_weights() const {
+  std::vector<std::string> names;
+  for (const NamedCallback& c : callbacks_) {
+    std::string weights;
+    c.guarded("evaluated_weights", [&] { weights = c.callback->evaluated_weights(); });
+    if (!weights.empty()) names.push_back(std::move(weights));
+  }
+  return names;
+}
+
+Evaluation Trainer::evaluate_with_callbacks(Dataset& dataset, const std::string& weights) {
+  notify("on_evaluation_start", [&](Callback& c) { c.on_evaluation_start(state_, weights); });
+  Evaluation eval = evaluate(dataset);
+  eval.weights = weights;
+  notify("on_evaluation_end", [&](Callback& c) { c.on_evaluation_end(state_, eval); });
+  return eval;
+}
+
+Evaluation Trainer::evaluate(Dataset& dataset) {
+  Model& model = *c_.model;
+  model.eval();
+  at::NoGradGuard no_grad;
+  dataset.start_epoch(0);
+  at::Tensor loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(c_.device));
+  at::Tensor correct = at::zeros({2}, at::TensorOptions().dtype(at::kLong).device(c_.device));  // top-1, top-k
+  std::int64_t samples = 0, top_k = 0;
+  while (std::optional<Batch> batch = dataset.next_batch()) {
+    // Ctrl-C: the epoch's checkpoint is written before its evaluation, so stop now, unless
+    // the evaluation ends in a collective (data parallel: the stop is agreed at the epoch's end).
+    if (coordinator_.may_stop_alone() && interrupt_requested()) {
+      model.train();
+      Evaluation stopped;
+      stopped.interrupted = true;
+      return stopped;
+    }
+    const at::Tensor inputs = to_device(batch->inputs);
+    const at::Tensor targets = batch->targets.to(c_.device, true);
+    AutocastScope scope = c_.precision->autocast(c_.device.type());
+    const at::Tensor logits = model.forward(inputs);
+    loss_sum += at::cross_entropy_loss(logits.to(at::kFloat), targets, {}, at::Reduction::Sum).to(at::kDouble);
+    if (top_k == 0) top_k = top_k_for(logits.size(1));
+    correct += count_top1_and_top_k(logits, targets, top_k);
+    samples += inputs.size(0);
+  }
+  model.train();
+  // Each rank evaluated its shard (with the same model, so the same class count).
+  const at::Tensor counts = correct.cpu();
+  const std::vector<double> sums =
+      coordinator_.sum({loss_sum.item<double>(), static_cast<double>(counts[0].item<std::int64_t>()),
+                        static_cast<double>(counts[1].item<std::int64_t>()), static_cast<double>(samples)});
+  Evaluation eval;
+  eval.samples = static_cast<std::int64_t>(sums[3]);
+  eval.top_k = top_k > 0 ? static_cast<int>(top_k) : 5;
+  if (sums[3] > 0) {
+    eval.loss = sums[0] / sums[3];
+    eval.top1 = sums[1] / sums[3];
+    eval.top5 = sums[2] / sums[3];
+  }
+  return eval;
+}
+
+}  // namespace mixt

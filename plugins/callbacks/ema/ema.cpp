@@ -1,0 +1,173 @@
+// callbacks/ema — an exponential moving average of the model's weights, timm's ModelEmaV3.
+//
+// timm/utils/model_ema.py ModelEmaV3 (timm 1.0): get_decay(step) and apply_update_, line by
+// line: every floating-point tensor of the state dict (parameters and buffers) moves by
+// lerp(ema, model, 1 - decay), one _foreach_lerp_ when both are on one device; integer
+// buffers (BatchNorm's num_batches_tracked) are copied. `step` is the global optimizer step,
+// as timm's train.py passes num_updates. Only applied steps update: a step the precision
+// policy skipped left the weights as they were.
+//
+// The average is evaluated after the model's own weights each epoch (val_top1_ema), kept in
+// checkpoints, and written by `mixt export --ema`. Data-parallel ranks hold identical weights
+// after every step, so each rank's average is the same without communication.
+#include <ATen/ATen.h>
+#include <mixt/callback.h>
+#include <mixt/helpers/named_tensors_archive.h>
+#include <mixt/helpers/state_dict.h>
+#include <mixt/plugin.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace {
+
+struct EmaOptions {
+  double decay = 0.9999;
+  double min_decay = 0.0;
+  std::int64_t update_after_step = 0;
+  bool warmup = false;
+  double warmup_gamma = 1.0;
+  double warmup_power = 2.0 / 3.0;
+  std::int64_t every = 1;  // optimizer steps between updates
+  std::string device = "model";  // or "cpu": the average kept off the accelerator
+};
+
+// timm ModelEmaV3.get_decay.
+double decay_at(const EmaOptions& o, std::int64_t global_step) {
+  const std::int64_t step = std::max<std::int64_t>(0, global_step - o.update_after_step - 1);
+  if (step <= 0) return 0.0;
+  if (!o.warmup) return o.decay;
+  const double decay = 1.0 - std::pow(1.0 + static_cast<double>(step) / o.warmup_gamma, -o.warmup_power);
+  return std::max(std::min(decay, o.decay), o.min_decay);
+}
+
+class Ema : public mixt::Callback {
+ public:
+  Ema(EmaOptions options, std::shared_ptr<mixt::Model> model) : o_(std::move(options)), model_(std::move(model)) {}
+
+  // timm copies the model when the EMA is made: here when training starts (after the
+  // weights a recipe or a resume loaded, and rank 0's broadcast), unless a checkpoint had one.
+  void on_fit_start(const mixt::FitStart& /*fit*/) override {
+    model_tensors_.clear();
+    for (const auto& item : mixt::state_dict(*model_)) model_tensors_.push_back(item.second);
+    if (!average_.empty()) return;
+    at::NoGradGuard no_grad;
+    for (const auto& [name, tensor] : mixt::state_dict(*model_)) average_.emplace_back(name, copy_for_average(tensor));
+  }
+
+  void on_step_end(const mixt::StepEnd& step) override {
+    if (!step.applied || step.state.global_step % o_.every != 0) return;
+    update(1.0 - decay_at(o_, step.state.global_step));
+  }
+
+  std::string evaluated_weights() const override { return "ema"; }
+
+  void on_evaluation_start(const mixt::TrainState& /*state*/, const std::string& weights) override {
+    if (weights != "ema") return;
+    at::NoGradGuard no_grad;
+    live_.clear();
+    for (std::size_t i = 0; i < model_tensors_.size(); ++i) {
+      live_.push_back(model_tensors_[i].clone());
+      model_tensors_[i].copy_(average_[i].second);
+    }
+  }
+
+  void on_evaluation_end(const mixt::TrainState& /*state*/, const mixt::Evaluation& evaluation) override {
+    if (evaluation.weights != "ema" || live_.empty()) return;
+    at::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < model_tensors_.size(); ++i) model_tensors_[i].copy_(live_[i]);
+    live_.clear();
+  }
+
+  void save(torch::serialize::OutputArchive& archive) const override { mixt::write_named_tensors(archive, average_); }
+
+  void load(torch::serialize::InputArchive& archive) override {
+    mixt::NamedTensors saved = mixt::read_named_tensors(archive);
+    if (saved.empty()) return;  // a checkpoint without an average: start one at fit start
+    const mixt::NamedTensors model = mixt::state_dict(*model_);
+    bool matches = saved.size() == model.size();
+    for (std::size_t i = 0; matches && i < model.size(); ++i) {
+      matches = saved[i].first == model[i].first && saved[i].second.sizes() == model[i].second.sizes();
+    }
+    if (!matches) {
+      throw mixt::runtime_error("the checkpoint's EMA weights do not match the model's names and shapes",
+                                "resume a checkpoint of this recipe, or remove the ema callback to start afresh");
+    }
+    average_.clear();
+    for (std::size_t i = 0; i < model.size(); ++i) {
+      at::Tensor average = copy_for_average(model[i].second);
+      average.copy_(saved[i].second);
+      average_.emplace_back(model[i].first, average);
+    }
+  }
+
+ private:
+  at::Tensor copy_for_average(const at::Tensor& tensor) const {
+    return o_.device == "cpu" ? tensor.detach().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true)
+                              : tensor.detach().clone();
+  }
+
+  // timm ModelEmaV3.apply_update_ (foreach, or per tensor when the average is elsewhere).
+  void update(double weight) {
+    at::NoGradGuard no_grad;
+    std::vector<at::Tensor> averages, values;
+    for (std::size_t i = 0; i < model_tensors_.size(); ++i) {
+      const at::Tensor& average = average_[i].second;
+      const at::Tensor& value = model_tensors_[i];
+      if (!average.is_floating_point()) {
+        average.copy_(value);
+      } else if (average.device() == value.device()) {
+        averages.push_back(average);
+        values.push_back(value);
+      } else {
+        average.lerp_(value.to(average.device()), weight);
+      }
+    }
+    if (!averages.empty()) at::_foreach_lerp_(averages, values, weight);
+  }
+
+  EmaOptions o_;
+  std::shared_ptr<mixt::Model> model_;
+  mixt::NamedTensors average_;              // in the model's state-dict order
+  std::vector<at::Tensor> model_tensors_;  // the model's state dict, from fit start
+  std::vector<at::Tensor> live_;  // the model's own weights while the average is evaluated
+};
+
+std::unique_ptr<mixt::Callback> make_ema(const mixt::Config& c, const mixt::CallbackContext& context) {
+  EmaOptions o;
+  o.decay = c.number("decay", o.decay);
+  o.min_decay = c.number("min_decay", o.min_decay);
+  o.update_after_step = c.integer("update_after_step", o.update_after_step);
+  o.warmup = c.boolean("warmup", o.warmup);
+  o.warmup_gamma = c.number("warmup_gamma", o.warmup_gamma);
+  o.warmup_power = c.number("warmup_power", o.warmup_power);
+  o.every = c.integer("every", o.every);
+  o.device = c.string("device", o.device);
+  if (o.decay < 0 || o.decay > 1) c.fail("decay", "must be in [0, 1]");
+  if (o.min_decay < 0 || o.min_decay > 1) c.fail("min_decay", "must be in [0, 1]");
+  if (o.update_after_step < 0) c.fail("update_after_step", "must not be negative");
+  if (o.warmup_gamma <= 0) c.fail("warmup_gamma", "must be positive");
+  if (o.warmup_power <= 0) c.fail("warmup_power", "must be positive");
+  if (o.every < 1) c.fail("every", "must be at least 1");
+  if (o.device != "model" && o.device != "cpu") c.fail("device", "must be model or cpu");
+  return std::make_unique<Ema>(o, context.model);
+}
+
+void register_components(mixt::Registrar& registrar) {
+  registrar.add_callback(
+      "ema",
+      {"exponential moving average of the weights (timm ModelEmaV3), evaluated as val_top1_ema",
+       {{"decay", "0.9999", "the average's decay per update"},
+        {"min_decay", "0.0", "with warmup: the decay's lower bound"},
+        {"update_after_step", "0", "optimizer steps before the average starts (it copies the weights until then)"},
+        {"warmup", "false", "decay 1 - (1 + step / warmup_gamma)^-warmup_power, capped at decay"},
+        {"warmup_gamma", "1.0", "the warm-up's step scale"},
+        {"warmup_power", "0.6666666666666666", "the warm-up's power (3/4 for short runs, as timm suggests)"},
+        {"every", "1", "optimizer steps between updates"},
+        {"device", "model", "model (the model's device) or cpu (keeps accelerator memory free)"}}},
+      make_ema);
+}
+
+}  // namespace
+
+MIXT_PLUGIN("ema", "1.0.0", register_components)

@@ -119,6 +119,8 @@ int main(int argc, char** argv) {
   export_->add_option("checkpoint", checkpoint, "checkpoint file, run directory or its checkpoints/")->required();
   export_->add_option("--format", format, "output format (safetensors)");
   export_->add_option("-o,--output", output, "output file, e.g. model.safetensors")->required();
+  bool ema = false;
+  export_->add_flag("--ema", ema, "the ema callback's average of the weights instead of the model's own");
 
   auto* predict = app.add_subcommand("predict", "run a recipe's model in eval mode on a tensor");
   predict->add_option("recipe", recipe, "recipe YAML file (model.weights: names the weights)")->required();
@@ -152,7 +154,7 @@ int main(int argc, char** argv) {
       if (bench->count("--batch") + worker->count("--batch") > 0) bench_options.batch = batch;
       return *bench ? mixt::cli::bench(bench_options) : mixt::cli::bench_worker(bench_options);
     }
-    if (*export_) return mixt::cli::export_weights(checkpoint, format, output);
+    if (*export_) return mixt::cli::export_weights(checkpoint, format, output, ema);
     if (*predict) return mixt::cli::predict(recipe, overrides, input, output);
   } catch (const mixt::Error& e) {
     return report(e);

@@ -9,6 +9,7 @@
 #include "build/session.h"
 #include "checkpoint/checkpoint.h"
 #include "commands.h"
+#include "mixt/helpers/named_tensors_archive.h"
 #include "mixt/helpers/safetensors.h"
 #include "mixt/helpers/state_dict.h"
 #include "mixt/version.h"
@@ -35,7 +36,26 @@ void refuse_pickle_name(const std::string& option, const std::string& output, co
 }
 }  // namespace
 
-int export_weights(const std::string& checkpoint, const std::string& format, const std::string& output) {
+namespace {
+// The ema callback's average from a checkpoint's callbacks archive (keys "INDEX_NAME").
+NamedTensors ema_weights(CheckpointContents& contents, const fs::path& file) {
+  torch::serialize::InputArchive callbacks;
+  if (contents.archive.try_read("callbacks", callbacks)) {
+    for (const std::string& key : callbacks.keys()) {
+      if (key.substr(key.find('_') + 1) != "ema") continue;
+      torch::serialize::InputArchive ema;
+      callbacks.read(key, ema);
+      NamedTensors tensors = read_named_tensors(ema);
+      if (!tensors.empty()) return tensors;
+    }
+  }
+  throw Error(ErrorKind::recipe, "this checkpoint holds no EMA weights: its run had no ema callback",
+              SourceLocation{file.string()}, {},
+              "add `callbacks: [{name: ema}]` to the recipe, or export the model's own weights without --ema");
+}
+}  // namespace
+
+int export_weights(const std::string& checkpoint, const std::string& format, const std::string& output, bool ema) {
   if (format != "safetensors") {
     throw usage_error("unknown export format '" + format + "'", "mixt export writes --format safetensors");
   }
@@ -46,7 +66,7 @@ int export_weights(const std::string& checkpoint, const std::string& format, con
   if (!contents.archive.try_read("model", model)) {
     throw Error(ErrorKind::recipe, "this checkpoint holds no model state", SourceLocation{file.string()});
   }
-  const NamedTensors tensors = flatten_archive(model);
+  const NamedTensors tensors = ema ? ema_weights(contents, file) : flatten_archive(model);
   std::map<std::string, std::string> metadata{{"format", "pt"}, {"source", "mixt " + std::string(version())}};
   if (contents.header.contains("components")) metadata["mixt_components"] = contents.header["components"].dump();
   save_safetensors(output, tensors, metadata);

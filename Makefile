@@ -33,6 +33,7 @@ build-demo: configure
 
 demo: build-demo
 	$(MIXT) run recipes/fashion_mnist.yaml
+	@echo "curves: tensorboard --logdir runs/fashion_mnist  (then open http://localhost:6006)"
 
 bench: build
 	bench/fashion_mnist_vs_pytorch.sh

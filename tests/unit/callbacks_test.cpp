@@ -33,14 +33,18 @@ class Recorder final : public Callback {
                     std::to_string(s.state.global_step));
     losses.push_back(s.loss.item<double>());
   }
-  void on_evaluation_start(const TrainState& state, const std::string& /*weights*/) override {
-    calls.push_back("evaluation_start " + std::to_string(state.epoch));
+  void on_evaluation_start(const TrainState& state, const std::string& weights) override {
+    calls.push_back("evaluation_start " + std::to_string(state.epoch) + (weights.empty() ? "" : " " + weights));
   }
   void on_evaluation_end(const TrainState& state, const Evaluation& eval) override {
-    calls.push_back("evaluation_end " + std::to_string(state.epoch) + " " + std::to_string(eval.samples));
+    calls.push_back("evaluation_end " + std::to_string(state.epoch) + " " + std::to_string(eval.samples) +
+                    (eval.weights.empty() ? "" : " " + eval.weights));
   }
   void on_epoch_end(const EpochEnd& e) override {
     calls.push_back("epoch_end " + std::to_string(e.state.epoch) + (e.evaluation ? " evaluated" : ""));
+    for (const Evaluation& other : e.other_weights) calls.back() += " and " + other.weights;
+    if (e.evaluation) evaluations.push_back(*e.evaluation);
+    evaluations.insert(evaluations.end(), e.other_weights.begin(), e.other_weights.end());
   }
   void on_interrupt(const TrainState& state, const fs::path& checkpoint) override {
     calls.push_back("interrupt at " + std::to_string(state.global_step));
@@ -51,6 +55,7 @@ class Recorder final : public Callback {
 
   std::vector<std::string> calls;
   std::vector<double> losses;
+  std::vector<Evaluation> evaluations;  // the epochs' own, then other weights'
   fs::path interrupt_checkpoint;
   bool checkpoint_existed = false;
 };
@@ -66,6 +71,36 @@ class StepCounter final : public Callback {
     steps = value.toInt();
   }
   std::int64_t steps = 0;
+};
+
+// Evaluates the weights the model started with, swapped in for its evaluation and out after.
+class FirstWeights final : public Callback {
+ public:
+  explicit FirstWeights(std::shared_ptr<Model> model) : model_(std::move(model)) {}
+  void on_fit_start(const FitStart&) override {
+    for (const auto& p : model_->parameters()) first_.push_back(p.detach().clone());
+  }
+  std::string evaluated_weights() const override { return "first"; }
+  void on_evaluation_start(const TrainState&, const std::string& weights) override {
+    if (weights != "first") return;
+    at::NoGradGuard no_grad;
+    live_.clear();
+    auto parameters = model_->parameters();
+    for (std::size_t i = 0; i < parameters.size(); ++i) {
+      live_.push_back(parameters[i].detach().clone());
+      parameters[i].copy_(first_[i]);
+    }
+  }
+  void on_evaluation_end(const TrainState&, const Evaluation& evaluation) override {
+    if (evaluation.weights != "first") return;
+    at::NoGradGuard no_grad;
+    auto parameters = model_->parameters();
+    for (std::size_t i = 0; i < parameters.size(); ++i) parameters[i].copy_(live_[i]);
+  }
+
+ private:
+  std::shared_ptr<Model> model_;
+  std::vector<at::Tensor> first_, live_;
 };
 
 class ThrowsAtStep final : public Callback {
@@ -115,6 +150,38 @@ TEST(Callbacks, AreCalledInOrderOverEpochsWithValidation) {
   auto second = add_recorder(without_validation);
   Trainer(without_validation.components, options(1), nullptr, without_validation.progress).fit();
   EXPECT_EQ(second->calls, expected_calls(1, 16, false));
+}
+
+// A callback's weights get an evaluation of their own after the model's, between its
+// on_evaluation_start and _end; the model's training is as it would be without it.
+TEST(Callbacks, OtherWeightsAreEvaluatedAfterTheModelsAndSwappedBack) {
+  Fixture plain;
+  auto baseline = add_recorder(plain);
+  Trainer(plain.components, options(2), nullptr, plain.progress).fit();
+
+  Fixture f;
+  auto recorder = add_recorder(f);
+  f.components.callbacks.push_back({std::make_shared<FirstWeights>(f.components.model), "first", "fixture", ""});
+  Trainer(f.components, options(2), nullptr, f.progress).fit();
+  std::vector<std::string> expected = expected_calls(2, 16, true);
+  for (std::int64_t e = 1; e >= 0; --e) {
+    const auto end = std::find(expected.begin(), expected.end(), "epoch_end " + std::to_string(e) + " evaluated");
+    *end += " and first";
+    expected.insert(end, {"evaluation_start " + std::to_string(e) + " first",
+                          "evaluation_end " + std::to_string(e) + " 256 first"});
+  }
+  EXPECT_EQ(recorder->calls, expected);
+  EXPECT_EQ(recorder->losses, baseline->losses);  // bit for bit: the live weights came back
+  ASSERT_EQ(recorder->evaluations.size(), 4u);
+  for (std::size_t e = 0; e < 2; ++e) {
+    const Evaluation& own = recorder->evaluations[2 * e];
+    const Evaluation& first = recorder->evaluations[2 * e + 1];
+    EXPECT_EQ(own.loss, baseline->evaluations[e].loss);
+    EXPECT_EQ(first.weights, "first");
+    EXPECT_GT(first.loss, own.loss);  // the untrained weights are the worse model
+    EXPECT_EQ(first.top_k, 4);        // four blobs: top-k over every class
+    EXPECT_EQ(first.top5, 1.0);
+  }
 }
 
 // 16 batches in steps of 3: five full steps and a last one of a single batch, whose loss

@@ -249,6 +249,37 @@ TEST(DataParallel, RanksThatTakeDifferentStepsAreCaught) {
   EXPECT_EQ(count(ranks[0].log + ranks[1].log, "skipped step"), 1u);
 }
 
+// The ema callback on two ranks: each keeps the same average (checked when it is swapped in
+// for its evaluation), which rank 0 reports and checkpoints. A callback whose weights differ
+// by rank is caught at that check.
+TEST(DataParallel, EveryRankKeepsTheSameEmaAndRankLocalWeightsAreCaught) {
+  TempDir dir;
+  dir.write("r.yaml", kRecipe + "callbacks: [{name: ema, decay: 0.5}]\n");
+  const auto ranks = run_ranks(dir, 2, {{}});
+  ASSERT_EQ(ranks[0].exit_code, 0) << ranks[0].log << "\n---\n" << ranks[1].log;
+  ASSERT_EQ(ranks[1].exit_code, 0) << ranks[1].log;
+  const fs::path run = only_run_directory(dir.path() / "runs");
+  const std::string metrics = testing::read_file(run / "metrics.jsonl");
+  EXPECT_NE(metrics.find("\"val_top1_ema\""), std::string::npos) << metrics;
+  std::size_t event_files = 0;  // the tensorboard callback writes from rank 0 only
+  for (const auto& entry : fs::directory_iterator(run)) {
+    event_files += entry.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
+  }
+  EXPECT_EQ(event_files, 1u);
+
+  TempDir other;
+  other.write("r.yaml", "plugins: [" + std::string(MIXT_FIXTURE_PLUGIN_DIR) + "/libmixt_fixture_rank_weights.so]\n" +
+                            kRecipe + "callbacks: [fixture_rank_weights]\n");
+  const auto parted = run_ranks(other, 2, {{}});
+  ASSERT_TRUE(parted[0].exit_code && parted[1].exit_code) << "hung";
+  EXPECT_EQ(*parted[0].exit_code, 1) << parted[0].log;
+  EXPECT_EQ(*parted[1].exit_code, 1) << parted[1].log;
+  EXPECT_NE(parted[0].log.find("mixt: error: the model's parameters differ across ranks with the rank weights in for "
+                               "their evaluation after epoch 1"),
+            std::string::npos)
+      << parted[0].log;
+}
+
 TEST(DataParallel, MismatchedRecipesAreDetectedAtStart) {
   TempDir dir;
   dir.write("r.yaml", kRecipe);

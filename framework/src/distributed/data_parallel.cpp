@@ -161,7 +161,7 @@ std::vector<double> DataParallel::sum(const std::vector<double>& values) const {
   return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
 }
 
-void DataParallel::check_in_sync(torch::nn::Module& model, const std::string& when) const {
+void DataParallel::check_in_sync(torch::nn::Module& model, const std::string& when, const std::string& hint) const {
   at::NoGradGuard no_grad;
   double sum = 0, squares = 0;
   for (const auto& p : model.parameters(/*recurse=*/true)) {
@@ -182,8 +182,9 @@ void DataParallel::check_in_sync(torch::nn::Module& model, const std::string& wh
     throw runtime_error("the model's parameters differ across ranks " + when + " (checksum on rank " +
                             std::to_string(rank()) + ": " + std::to_string(sum) + ", max over ranks " +
                             std::to_string(v[0]) + ")",
-                        "every rank must take the same steps: a precision policy that skips steps must "
-                        "all-reduce its found-inf flag (PrecisionContext::communicator)");
+                        !hint.empty() ? hint
+                                      : "every rank must take the same steps: a precision policy that skips steps "
+                                        "must all-reduce its found-inf flag (PrecisionContext::communicator)");
   }
 }
 

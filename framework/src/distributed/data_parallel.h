@@ -58,7 +58,7 @@ class DataParallel final : public Coordinator {
   void barrier() const override { communicator_->barrier(); }
   // Throws a runtime error when the parameters are not bit-identical on every rank (a rank
   // that skipped a step the others applied, a non-deterministic op).
-  void check_in_sync(torch::nn::Module& model, const std::string& when) const override;
+  void check_in_sync(torch::nn::Module& model, const std::string& when, const std::string& hint = {}) const override;
   // An evaluation ends in a collective: every rank finishes it.
   bool may_stop_alone() const override { return false; }
 

@@ -37,8 +37,10 @@ class Coordinator {
   // Sums small per-rank numbers (sample counts, a stop flag) over ranks.
   virtual std::vector<double> sum(const std::vector<double>& values) const = 0;
   virtual void barrier() const = 0;
-  // Throws a runtime error when the parameters are not bit-identical on every rank.
-  virtual void check_in_sync(torch::nn::Module& model, const std::string& when) const = 0;
+  // Throws a runtime error when the parameters are not bit-identical on every rank; `hint`
+  // replaces the default one (which names the precision policy's found-inf flag).
+  virtual void check_in_sync(torch::nn::Module& model, const std::string& when,
+                             const std::string& hint = {}) const = 0;
   // Whether this process may leave an evaluation by itself (no collective ends it).
   virtual bool may_stop_alone() const = 0;
 
@@ -63,7 +65,7 @@ class SingleProcess final : public Coordinator {
   StepAgreement agree_on_step(const at::Tensor& loss, bool stop) const override { return {loss, stop, false}; }
   std::vector<double> sum(const std::vector<double>& values) const override { return values; }
   void barrier() const override {}
-  void check_in_sync(torch::nn::Module&, const std::string&) const override {}
+  void check_in_sync(torch::nn::Module&, const std::string&, const std::string&) const override {}
   bool may_stop_alone() const override { return true; }
 };
 

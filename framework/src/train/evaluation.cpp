@@ -19,6 +19,13 @@ std::vector<std::string> Trainer::other_weights() const {
 
 Evaluation Trainer::evaluate_with_callbacks(Dataset& dataset, const std::string& weights) {
   notify("on_evaluation_start", [&](Callback& c) { c.on_evaluation_start(state_, weights); });
+  // Each rank evaluates its shard with the weights it swapped in: they must be the same.
+  if (!weights.empty()) {
+    coordinator_.check_in_sync(*c_.model, "with the " + weights + " weights in for their evaluation after epoch " +
+                                              std::to_string(state_.epoch + 1),
+                               "a callback's evaluated weights must be the same on every rank: derive them from "
+                               "the synchronised weights only (not from rank-local data)");
+  }
   Evaluation eval = evaluate(dataset);
   eval.weights = weights;
   notify("on_evaluation_end", [&](Callback& c) { c.on_evaluation_end(state_, eval); });

@@ -113,7 +113,7 @@ class TensorBoard : public mixt::Callback {
   }
 
   void flush() {
-    if (file_->flush() || warned_) return;
+    if (!file_ || file_->flush() || warned_) return;
     warned_ = true;
     mixt::warn("tensorboard: cannot write " + file_->path().string() +
                " (disk full?); the run goes on, and its curves stop at the last complete record");

@@ -13,6 +13,7 @@
 #include "first_line.h"
 #include "mixt/error.h"
 #include "recipe/closest_match.h"
+#include "startup_signals.h"
 #include "train/out_of_memory.h"
 #include "weights_commands.h"
 
@@ -71,6 +72,10 @@ std::string trim_spaces(const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (mixt::cli::end_of_startup()) {
+    std::fprintf(stderr, "mixt: interrupted while starting; nothing was done\n");
+    return 130;
+  }
   CLI::App app{"mixt — mixed-precision training from YAML recipes and plugins", "mixt"};
   app.require_subcommand(1);
   app.set_version_flag("--version", mixt::cli::version_text());

@@ -2,7 +2,12 @@
 // plugin is refused at once (never a hang), process substitution works, and names with
 // control characters are refused in `mixt check`.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 
 #include "test_support.h"
 
@@ -47,6 +52,32 @@ TEST(HostileInputCli, ARunNameWithAControlCharacterIsRefused) {
     EXPECT_NE(result.output.find("name: the run name holds a control character"), std::string::npos) << result.output;
   }
   EXPECT_FALSE(fs::exists(dir.path() / "runs"));
+}
+
+// A SIGTERM that arrives while the libraries start (before main installs the handlers)
+// is exit 130, not the default action's 143. Made deterministic by starting mixt with the
+// signal already pending (blocked masks and pending signals survive exec).
+TEST(HostileInputCli, ASigtermDuringStartupIsExitOneThirty) {
+  testing::TempDir dir;
+  const std::string log = (dir.path() / "log").string();
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigprocmask(SIG_BLOCK, &term, nullptr);
+    ::raise(SIGTERM);  // pending, as if it came during the dynamic linker's work
+    const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(out, STDERR_FILENO);
+    ::execl(MIXT_EXECUTABLE, MIXT_EXECUTABLE, "list", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  EXPECT_EQ(testing::read_file(log), "mixt: interrupted while starting; nothing was done\n");
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "event_file.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -64,30 +66,29 @@ std::uint32_t masked_crc32c(const void* data, std::size_t size) {
 }
 
 EventFile::EventFile(const std::filesystem::path& directory) {
-  for (int attempt = 0; attempt < 100 && !file_; ++attempt) {
+  for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
     path_ = new_file_name(directory, attempt);
-    file_ = std::fopen(path_.c_str(), "wbx");  // never an existing file: a resumed run adds one
-    if (!file_ && errno != EEXIST) break;
+    // Never an existing file: a resumed run adds its own.
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd_ < 0 && errno != EEXIST) break;
   }
-  if (!file_) throw std::runtime_error("cannot create " + path_.string() + ": " + std::strerror(errno));
+  if (fd_ < 0) throw std::runtime_error("cannot create " + path_.string() + ": " + std::strerror(errno));
   ::tensorboard::Event version = event_at(0);
   version.set_file_version("brain.Event:2");
-  write_record(version.SerializeAsString());
+  add_record(version.SerializeAsString());
 }
 
 EventFile::~EventFile() {
-  if (file_) std::fclose(file_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
-void EventFile::write_record(const std::string& serialized_event) {
-  if (!good_) return;
-  std::string record;
-  record.reserve(serialized_event.size() + 16);
-  put_u64(record, serialized_event.size());
-  put_u32(record, masked_crc32c(record.data(), 8));
-  record += serialized_event;
-  put_u32(record, masked_crc32c(serialized_event.data(), serialized_event.size()));
-  good_ = std::fwrite(record.data(), 1, record.size(), file_) == record.size();
+void EventFile::add_record(const std::string& serialized_event) {
+  const std::size_t start = pending_.size();
+  put_u64(pending_, serialized_event.size());
+  put_u32(pending_, masked_crc32c(pending_.data() + start, 8));
+  pending_ += serialized_event;
+  put_u32(pending_, masked_crc32c(serialized_event.data(), serialized_event.size()));
+  if (pending_.size() > (std::size_t{1} << 20)) flush();  // a long epoch's records stay bounded in memory
 }
 
 void EventFile::add_scalar(const std::string& tag, std::int64_t step, double value) {
@@ -95,7 +96,7 @@ void EventFile::add_scalar(const std::string& tag, std::int64_t step, double val
   ::tensorboard::Summary::Value* summary = event.mutable_summary()->add_value();
   summary->set_tag(tag);
   summary->set_simple_value(static_cast<float>(value));
-  write_record(event.SerializeAsString());
+  add_record(event.SerializeAsString());
 }
 
 void EventFile::add_histogram(const std::string& tag, std::int64_t step, const std::vector<double>& values) {
@@ -128,7 +129,7 @@ void EventFile::add_histogram(const std::string& tag, std::int64_t step, const s
     histogram->add_bucket_limit(i + 1 == buckets ? *high : *low + width * (i + 1));
     histogram->add_bucket(counts[static_cast<std::size_t>(i)]);
   }
-  write_record(event.SerializeAsString());
+  add_record(event.SerializeAsString());
 }
 
 void EventFile::add_text(const std::string& tag, std::int64_t step, const std::string& markdown) {
@@ -140,12 +141,28 @@ void EventFile::add_text(const std::string& tag, std::int64_t step, const std::s
   tensor->set_dtype(::tensorboard::DT_STRING);
   tensor->mutable_tensor_shape()->add_dim()->set_size(1);
   tensor->add_string_val(markdown);
-  write_record(event.SerializeAsString());
+  add_record(event.SerializeAsString());
 }
 
 bool EventFile::flush() {
-  if (good_ && std::fflush(file_) != 0) good_ = false;
-  return good_;
+  std::size_t done = 0;
+  while (done < pending_.size()) {
+    const ssize_t n = ::pwrite(fd_, pending_.data() + done, pending_.size() - done, static_cast<off_t>(written_ + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  const bool whole = done == pending_.size();
+  if (whole) {
+    written_ += done;
+  } else if (::ftruncate(fd_, static_cast<off_t>(written_)) != 0) {
+    // The cut failed too: what follows goes after the fragment, which readers stop at.
+    struct stat status{};
+    if (::fstat(fd_, &status) == 0) written_ = static_cast<std::uint64_t>(status.st_size);
+  }
+  pending_.clear();
+  lost_records_ = lost_records_ || !whole;
+  return whole;
 }
 
 }  // namespace mixt::tensorboard

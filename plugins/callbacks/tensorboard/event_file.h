@@ -1,5 +1,7 @@
 // An append-only TensorBoard event file: TFRecord framing (length, masked CRC-32C of the
 // length, the serialized Event, masked CRC-32C of it) around tensorboard.Event messages.
+// Records reach the file whole or not at all: a flush that does not fit (a full disk) is cut
+// back to the last whole record, so the records flushed once there is room again read on.
 //
 // This header is the only one the callback (built with LibTorch's include path) sees:
 // LibTorch's wheel ships an older protobuf's headers under torch/include, so the protobuf
@@ -7,7 +9,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -33,20 +34,22 @@ class EventFile {
   void add_histogram(const std::string& tag, std::int64_t step, const std::vector<double>& values);
   // Markdown text, shown by TensorBoard's text dashboard.
   void add_text(const std::string& tag, std::int64_t step, const std::string& markdown);
-  // Everything added so far reaches the file (fflush). False when a write failed (a full
-  // disk): the records since the last good flush may be lost.
+  // Writes the records added since the last flush. False when they did not fit (a full
+  // disk): they are dropped, and the file ends at the last whole record.
   bool flush();
 
   const std::filesystem::path& path() const { return path_; }
-  // False after the first failed write; later records are dropped.
-  bool good() const { return good_; }
+  // Whether any flush so far (also one made because the records grew large) did not fit.
+  bool lost_records() const { return lost_records_; }
 
  private:
-  void write_record(const std::string& serialized_event);
+  void add_record(const std::string& serialized_event);
 
   std::filesystem::path path_;
-  std::FILE* file_ = nullptr;
-  bool good_ = true;
+  int fd_ = -1;
+  std::uint64_t written_ = 0;  // bytes of whole records in the file
+  std::string pending_;        // records not yet flushed
+  bool lost_records_ = false;
 };
 
 }  // namespace mixt::tensorboard

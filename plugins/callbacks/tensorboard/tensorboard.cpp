@@ -112,11 +112,14 @@ class TensorBoard : public mixt::Callback {
     file_->add_histogram("norms/weights", at, host(weights));
   }
 
+  // A failed write is one warning; the curves go on from the next flush that fits.
   void flush() {
-    if (!file_ || file_->flush() || warned_) return;
+    if (!file_) return;
+    file_->flush();
+    if (!file_->lost_records() || warned_) return;
     warned_ = true;
     mixt::warn("tensorboard: cannot write " + file_->path().string() +
-               " (disk full?); the run goes on, and its curves stop at the last complete record");
+               " (disk full?); the run goes on, and the curves miss what did not fit");
   }
 
   TensorBoardOptions options_;

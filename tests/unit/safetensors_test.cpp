@@ -200,6 +200,43 @@ TEST(AtomicWrite, ReplacesTheFileWholeAndLeavesNoTemporary) {
   EXPECT_FALSE(fs::exists(file.string() + ".tmp"));
 }
 
+// A file system out of inodes says ENOSPC like a full one: the error says which it is.
+// Root only (it mounts a tmpfs of a few inodes).
+TEST(AtomicWrite, NoFreeInodesIsNamedAsSuch) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a small tmpfs needs root";
+  TempDir dir;
+  const fs::path disk = dir.path() / "disk";
+  fs::create_directories(disk);
+  ASSERT_EQ(std::system(("mount -t tmpfs -o size=1m,nr_inodes=16 none " + testing::shell_quote(disk.string())).c_str()),
+            0);
+  struct Unmount {
+    fs::path at;
+    ~Unmount() { (void)!std::system(("umount " + testing::shell_quote(at.string())).c_str()); }
+  } unmount{disk};
+  for (int i = 0; std::ofstream(disk / ("f" + std::to_string(i))) && i < 100; ++i) {
+  }
+  try {
+    write_file_atomically(disk / "epoch-0001", [](std::ostream& out) { out << "weights"; });
+    ADD_FAILURE() << "the write succeeded without a free inode";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::runtime);
+    EXPECT_NE(e.hint().find("no free inodes"), std::string::npos) << e.what() << " / " << e.hint();
+  }
+}
+
+TEST(AtomicWrite, StaleTemporariesAreRemovedAndNothingElse) {
+  TempDir dir;
+  dir.write("epoch-0002.tmp", "half");
+  dir.write("epoch-0001", "whole");
+  fs::create_symlink("epoch-0001", dir.path() / "last.tmp");
+  fs::create_directories(dir.path() / "kept.tmp");
+  remove_stale_temporaries(dir.path());
+  EXPECT_FALSE(fs::exists(dir.path() / "epoch-0002.tmp"));
+  EXPECT_FALSE(fs::is_symlink(dir.path() / "last.tmp"));
+  EXPECT_TRUE(fs::exists(dir.path() / "epoch-0001"));
+  EXPECT_TRUE(fs::is_directory(dir.path() / "kept.tmp"));  // not a write's leftover
+}
+
 TEST(AtomicWrite, AWriterThatFailsLeavesTheOldFileAndNoTemporary) {
   TempDir dir;
   const auto file = dir.write("w.bin", "old");
@@ -213,9 +250,9 @@ TEST(AtomicWrite, AWriterThatFailsLeavesTheOldFileAndNoTemporary) {
   EXPECT_FALSE(fs::exists(file.string() + ".tmp"));
 }
 
-// A full disk, made with RLIMIT_FSIZE in a child process (writes past it fail with EFBIG):
-// exported weights and checkpoints keep their previous contents, the temporary file that
-// would keep the disk full is gone, and the error says what happened.
+// A write that cannot grow the file, made with RLIMIT_FSIZE in a child process (writes past
+// it fail with EFBIG, as on a full disk with ENOSPC): exported weights and checkpoints keep
+// their previous contents, the temporary file is gone, and the error says what happened.
 TEST(AtomicWrite, AFullDiskLeavesTheOldFilesAndNoTemporaries) {
   TempDir dir;
   const auto weights = dir.write("model.safetensors", "previous export");
@@ -234,7 +271,10 @@ TEST(AtomicWrite, AFullDiskLeavesTheOldFilesAndNoTemporaries) {
       try {
         write();
       } catch (const Error& e) {
-        if (e.kind() == ErrorKind::runtime && e.hint() == "is the disk full?") ++failures;
+        if (e.kind() == ErrorKind::runtime &&
+            e.hint() == "the file would exceed the largest one allowed here (ulimit -f, or the file system's limit)") {
+          ++failures;
+        }
       } catch (...) {
       }
     };

@@ -655,6 +655,55 @@ TEST(RunDirectory, AMetricsFileThatCannotBeWrittenIsWarnedAboutOnce) {
   EXPECT_EQ(testing::read_file(path / "log.txt"), "still written\n");
 }
 
+// A crash between an epoch's file going into place and `last` (then `interrupted`) being
+// updated leaves both behind the newest: resuming the run directory reads the headers.
+TEST(Checkpoints, ResumingADirectoryTakesTheNewestByItsHeaderNotTheLink) {
+  Fixture f;
+  testing::TempDir dir;
+  RunDirectory run(dir.path(), "crash");
+  Trainer(f.components, options(2), &run, f.progress).fit();
+  const fs::path checkpoints = run.checkpoints();
+  fs::remove(checkpoints / "last");
+  fs::create_symlink("epoch-0001", checkpoints / "last");
+  fs::copy_file(checkpoints / "epoch-0001", checkpoints / "interrupted");
+  EXPECT_EQ(resolve_checkpoint(run.path()), checkpoints / "epoch-0002");
+  EXPECT_EQ(resolve_checkpoint(checkpoints), checkpoints / "epoch-0002");
+}
+
+// `last` that cannot be re-pointed (a directory named last.tmp in the way) is a mixt error
+// naming the link, not a raw filesystem error; the epoch's file is complete and found.
+TEST(Checkpoints, ALinkThatCannotBeMadeIsAMixtErrorAndTheEpochIsKept) {
+  Fixture f;
+  testing::TempDir dir;
+  RunDirectory run(dir.path(), "link");
+  fs::create_directories(run.checkpoints() / "last.tmp" / "in-the-way");
+  try {
+    Trainer(f.components, options(1), &run, f.progress).fit();
+    ADD_FAILURE() << "the run went on without its link";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::runtime);
+    EXPECT_NE(std::string(e.what()).find("cannot point " + (run.checkpoints() / "last").string() + " at epoch-0001"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(resolve_checkpoint(run.path()), run.checkpoints() / "epoch-0001");
+}
+
+// A restarted job reopens its run directory: what its predecessor was writing when it died
+// (epoch-0003.tmp) is removed.
+TEST(RunDirectory, ReopeningRemovesTheTemporariesOfAKilledWrite) {
+  testing::TempDir dir;
+  fs::path path;
+  {
+    RunDirectory made(dir.path(), "restart");
+    path = made.path();
+  }
+  fs::create_directories(path / "checkpoints");
+  std::ofstream(path / "checkpoints" / "epoch-0003.tmp") << "half";
+  RunDirectory reopened(path, RunDirectory::Reopen{});
+  EXPECT_FALSE(fs::exists(path / "checkpoints" / "epoch-0003.tmp"));
+}
+
 // `mixt describe trainer`, the trainer table of docs/recipes.md and TrainerOptions::read
 // name the same keys: an option added to one and not the others fails here.
 TEST(TrainerOptionDocs, NameEveryKeyTheTrainerReadsAndTheDocsTableToo) {

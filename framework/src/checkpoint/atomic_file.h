@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <ostream>
+#include <string>
 
 namespace mixt {
 
@@ -15,5 +16,13 @@ namespace mixt {
 // error naming `file` is thrown; `file` itself is untouched. Errors `write` throws pass
 // through after the same clean-up.
 void write_file_atomically(const std::filesystem::path& file, const std::function<void(std::ostream&)>& write);
+
+// What to tell the user about a write in `directory` that failed with `error` (an errno):
+// a full disk, no free inodes (which also reads as ENOSPC), a quota, or no permission.
+std::string storage_hint(int error, const std::filesystem::path& directory);
+
+// Removes the *.tmp files (and links) a killed write left in `directory`; they are never
+// read, so they would only pile up.
+void remove_stale_temporaries(const std::filesystem::path& directory);
 
 }  // namespace mixt

@@ -7,6 +7,8 @@
 #include <iterator>
 #include <optional>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "checkpoint/atomic_file.h"
 #include "first_line.h"
@@ -142,26 +144,50 @@ NamedTensors flatten_archive(torch::serialize::InputArchive& archive) {
 }
 
 namespace {
-// The newest checkpoint in a checkpoints/ directory: `interrupted` when there is one (each
-// epoch's checkpoint removes it), else what `last` points at, else the epoch-NNNN of the
-// highest epoch (a copy that dropped the link, or a link to a removed file).
+// How far a checkpoint got, from its header alone: (epoch, batches into it). Empty when the
+// file is not a checkpoint whose header reads.
+std::optional<std::pair<std::int64_t, std::int64_t>> progress_of(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  char magic[sizeof(kCheckpointMagic)] = {};
+  std::uint32_t format = 0;
+  std::uint64_t header_size = 0;
+  in.read(magic, sizeof(magic));
+  in.read(reinterpret_cast<char*>(&format), sizeof(format));
+  in.read(reinterpret_cast<char*>(&header_size), sizeof(header_size));
+  if (!in || std::memcmp(magic, kCheckpointMagic, sizeof(magic)) != 0 || header_size > (1u << 26)) return {};
+  std::string text(header_size, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(header_size));
+  if (!in) return {};
+  const nlohmann::json header = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!header.is_object() || !header.contains("epoch") || !header["epoch"].is_number_integer()) return {};
+  return std::make_pair(header["epoch"].get<std::int64_t>(), header.value("batches_in_epoch", std::int64_t{0}));
+}
+
+// The newest checkpoint in a checkpoints/ directory, by how far each got (its header): the
+// files are renamed into place only once complete, but `last` is re-pointed after the new
+// epoch's file is in place and `interrupted` removed after that, so a crash in between
+// leaves either one behind the newest. On a tie `interrupted` wins, then what `last` names.
 std::optional<fs::path> newest_in(const fs::path& directory) {
   std::error_code ec;
+  std::vector<fs::path> candidates;
   for (const char* name : {"interrupted", "last"}) {
-    if (fs::is_regular_file(directory / name, ec)) return fs::canonical(directory / name, ec);
+    if (fs::is_regular_file(directory / name, ec)) candidates.push_back(fs::canonical(directory / name, ec));
   }
-  std::optional<fs::path> newest;
-  long long newest_epoch = -1;
   for (auto it = fs::directory_iterator(directory, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name.rfind("epoch-", 0) != 0 || name.find_first_not_of("0123456789", 6) != std::string::npos ||
         name.size() == 6 || name.size() > 6 + 18 || !it->is_regular_file(ec)) {
       continue;  // epoch-0003.tmp: a write that never finished
     }
-    const long long epoch = std::stoll(name.substr(6));
-    if (epoch > newest_epoch) {
-      newest_epoch = epoch;
-      newest = it->path();
+    candidates.push_back(it->path());
+  }
+  std::optional<fs::path> newest;
+  std::pair<std::int64_t, std::int64_t> newest_progress{-1, -1};  // below any header's
+  for (const fs::path& candidate : candidates) {
+    const auto progress = progress_of(candidate);
+    if (!newest || (progress && *progress > newest_progress)) {
+      newest = candidate;
+      if (progress) newest_progress = *progress;
     }
   }
   return newest;

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 
+#include "checkpoint/atomic_file.h"
 #include "checkpoint/checkpoint.h"
 #include "helpers/state_dict_check.h"
 #include "mixt/version.h"
@@ -154,8 +156,16 @@ fs::path Checkpointer::save_epoch_end(const RunDirectory& run) const {
   const fs::path temporary = directory / "last.tmp";
   std::error_code ec;
   fs::remove(temporary, ec);
-  fs::create_symlink(name, temporary);
-  fs::rename(temporary, link);
+  ec.clear();
+  fs::create_symlink(name, temporary, ec);
+  if (!ec) fs::rename(temporary, link, ec);
+  if (ec) {
+    const int error = ec.value();
+    fs::remove(temporary, ec);
+    throw runtime_error("cannot point " + link.string() + " at " + name + ": " + std::strerror(error) + "; " + name +
+                            " itself is complete, and resuming the run directory takes it",
+                        storage_hint(error, directory));
+  }
   if (done > options_.keep_checkpoints) {
     fs::remove(directory / epoch_checkpoint_name(done - options_.keep_checkpoints), ec);
   }

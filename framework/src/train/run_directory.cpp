@@ -5,6 +5,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "checkpoint/atomic_file.h"
 #include "mixt/error.h"
 #include "train/interrupt.h"
 #include "warnings.h"
@@ -45,6 +46,8 @@ RunDirectory::RunDirectory(const fs::path& output, const std::string& name) {
 
 RunDirectory::RunDirectory(const fs::path& existing, Reopen) : path_(existing) {
   if (!fs::is_directory(path_)) throw runtime_error("run directory to continue does not exist: " + path_.string());
+  remove_stale_temporaries(path_);  // what the process before this one was writing when it died
+  remove_stale_temporaries(checkpoints());
   metrics_.open(path_ / "metrics.jsonl", /*fresh=*/false);
   log_.open(path_ / "log.txt", /*fresh=*/false);
 }

@@ -4,6 +4,7 @@
 // N x 32 x 32 x 3 uint8 (150 MB for train) and each sample goes through mixt's transforms
 // in the DataLoader's workers.
 #include <mixt/helpers/data_loader.h>
+#include <mixt/options.h>
 #include <mixt/plugin.h>
 #include <mixt/helpers/transforms.h>
 
@@ -41,17 +42,22 @@ class Cifar10Source : public mixt::SampleSource {
   mixt::TransformPipeline transforms_;
 };
 
+const mixt::Required<std::string> kRoot{"root", "the cifar-10-batches-bin folder"};
+const mixt::Contextual<std::string> kSplit{"split", "train for data.train, test otherwise",
+                                           "train: data_batch_1..5.bin; test: test_batch.bin",
+                                           mixt::one_of({"train", "test"})};
+constexpr std::int64_t kBatchSize = 128;  // the loader's batch_size default here
+
 std::unique_ptr<mixt::Dataset> make_cifar10(const mixt::Config& c, const mixt::DatasetContext& context) {
-  const fs::path root = c.string("root");
-  const std::string split = c.string("split", context.split == "train" ? "train" : "test");
-  if (split != "train" && split != "test") c.fail("split", "expected train or test, got \"" + split + "\"");
+  const fs::path root = kRoot.read(c);
+  const std::string split = kSplit.read(c, context.split == "train" ? "train" : "test");
   const bool train = split == "train";
   mixt::TransformPipeline fallback;
   if (train) fallback.add(mixt::make_random_horizontal_flip(0.5));
   fallback.add(mixt::make_to_tensor(false));
   fallback.add(mixt::make_normalize(kMean, kStd));
   mixt::TransformPipeline transforms = mixt::read_transforms(c, "transforms", fallback);
-  const mixt::LoaderOptions options = mixt::read_loader_options(c, context, /*shuffle_default=*/train, 128);
+  const mixt::LoaderOptions options = mixt::read_loader_options(c, context, /*shuffle_default=*/train, kBatchSize);
 
   std::error_code ec;
   if (!fs::is_directory(root, ec)) {
@@ -99,20 +105,14 @@ std::unique_ptr<mixt::Dataset> make_cifar10(const mixt::Config& c, const mixt::D
 }
 
 void register_components(mixt::Registrar& registrar) {
-  std::vector<mixt::OptionDoc> options = {
-      {"root", "", "the cifar-10-batches-bin folder"},
-      {"split", "train for data.train, test otherwise", "train (data_batch_1..5.bin) or test (test_batch.bin)"},
-  };
+  std::vector<mixt::OptionDoc> options = {kRoot, kSplit};
   for (auto& doc : mixt::transform_option_docs()) {
     doc.default_value = "(below)";
     doc.help =
         "default: [random_horizontal_flip (train only), to_tensor, normalize with CIFAR-10's mean/std]. " + doc.help;
     options.push_back(doc);
   }
-  for (auto doc : mixt::loader_option_docs()) {
-    if (doc.name == "batch_size") doc.default_value = "128";
-    options.push_back(doc);
-  }
+  for (auto& doc : mixt::loader_option_docs(kBatchSize)) options.push_back(doc);
   registrar.add_dataset("cifar10", {"CIFAR-10 32x32 colour images, 10 classes (binary batches)", options},
                         make_cifar10);
 }

@@ -6,6 +6,7 @@
 // order depends only on the seed and the epoch.
 #include <ATen/CPUGeneratorImpl.h>
 #include <mixt/dataset.h>
+#include <mixt/options.h>
 #include <mixt/plugin.h>
 
 #include <filesystem>
@@ -86,22 +87,28 @@ class FashionMnist : public mixt::Dataset, public mixt::NamedClasses {
   std::int64_t rank_, world_size_, shard_size_ = 0, position_ = 0;
 };
 
-std::unique_ptr<mixt::Dataset> make_fashion_mnist(const mixt::Config& c, const mixt::DatasetContext& context) {
-  const std::string root = c.string("root", kDefaultRoot);
-  const std::string split = c.string("split", context.split == "train" ? "train" : "test");
-  const std::int64_t batch_size = c.integer("batch_size", 64);
-  const bool shuffle = c.boolean("shuffle", split == "train");
-  const bool drop_last = c.boolean("drop_last", false);
-  const std::int64_t limit = c.integer("limit", 0);
-  const bool normalize = c.boolean("normalize", true);
-  // The training set's mean and standard deviation of pixel values in [0, 1].
-  const double mean = c.number("mean", 0.2860);
-  const double std = c.number("std", 0.3530);
+const mixt::Option<std::string> kRoot{"root", kDefaultRoot, "directory with the IDX .gz files"};
+const mixt::Contextual<std::string> kSplit{"split", "train for data.train, test for data.val",
+                                           "train: 60k images; test: 10k", mixt::one_of({"train", "test"})};
+const mixt::Option<std::int64_t> kBatchSize{"batch_size", 64, "samples per batch", mixt::at_least(1)};
+const mixt::Contextual<bool> kShuffle{"shuffle", "true for train", "reshuffle every epoch (seed + epoch)"};
+const mixt::Option<bool> kDropLast{"drop_last", false, "drop the last incomplete batch"};
+const mixt::Option<std::int64_t> kLimit{"limit", 0, "use only the first N samples (0 = all)", mixt::at_least(0)};
+const mixt::Option<bool> kNormalize{"normalize", true, "subtract mean, divide by std"};
+// The training set's mean and standard deviation of pixel values in [0, 1].
+const mixt::Option<double> kMean{"mean", 0.2860, "pixel mean (of [0,1] values)"};
+const mixt::Option<double> kStd{"std", 0.3530, "pixel standard deviation", mixt::above(0)};
 
-  if (split != "train" && split != "test") c.fail("split", "expected train or test, got \"" + split + "\"");
-  if (batch_size < 1) c.fail("batch_size", "must be at least 1");
-  if (limit < 0) c.fail("limit", "must be 0 (all samples) or positive");
-  if (std <= 0) c.fail("std", "must be positive");
+std::unique_ptr<mixt::Dataset> make_fashion_mnist(const mixt::Config& c, const mixt::DatasetContext& context) {
+  const std::string root = kRoot.read(c);
+  const std::string split = kSplit.read(c, context.split == "train" ? "train" : "test");
+  const std::int64_t batch_size = kBatchSize.read(c);
+  const bool shuffle = kShuffle.read(c, split == "train");
+  const bool drop_last = kDropLast.read(c);
+  const std::int64_t limit = kLimit.read(c);
+  const bool normalize = kNormalize.read(c);
+  const double mean = kMean.read(c);
+  const double std = kStd.read(c);
   std::error_code ec;
   if (!fs::is_directory(root, ec)) {
     c.fail("root", "dataset root does not exist: " + root,
@@ -139,15 +146,7 @@ std::unique_ptr<mixt::Dataset> make_fashion_mnist(const mixt::Config& c, const m
 void register_components(mixt::Registrar& registrar) {
   registrar.add_dataset("fashion_mnist",
                         {"Fashion-MNIST 28x28 grey images, 10 classes (IDX .gz files)",
-                         {{"root", kDefaultRoot, "directory with the IDX .gz files"},
-                          {"split", "train for data.train, test for data.val", "train (60k) or test (10k)"},
-                          {"batch_size", "64", "samples per batch"},
-                          {"shuffle", "true for train", "reshuffle every epoch (seed + epoch)"},
-                          {"drop_last", "false", "drop the last incomplete batch"},
-                          {"limit", "0", "use only the first N samples (0 = all)"},
-                          {"normalize", "true", "subtract mean, divide by std"},
-                          {"mean", "0.2860", "pixel mean (of [0,1] values)"},
-                          {"std", "0.3530", "pixel standard deviation"}}},
+                         {kRoot, kSplit, kBatchSize, kShuffle, kDropLast, kLimit, kNormalize, kMean, kStd}},
                         make_fashion_mnist);
 }
 

@@ -2,6 +2,7 @@
 // classes sorted, images decoded with OpenCV and augmented by mixt's transforms, loaded by
 // mixt's multi-threaded DataLoader.
 #include <mixt/helpers/data_loader.h>
+#include <mixt/options.h>
 #include <mixt/plugin.h>
 #include <mixt/helpers/transforms.h>
 
@@ -49,8 +50,17 @@ class ImageFolderSource : public mixt::SampleSource {
   int channels_;
 };
 
+const mixt::Required<std::string> kRoot{"root", "folder laid out as root/<class>/<image> (classes sorted by name)"};
+const mixt::Option<std::string> kIndex{
+    "index", "", "cache file of the file list: read when present, written after a scan (delete it to rescan)"};
+const mixt::Option<std::int64_t> kChannels{"channels", 3, "3 (RGB) or 1 (grey)",
+                                           [](const std::int64_t& n) -> std::optional<std::string> {
+                                             if (n == 1 || n == 3) return std::nullopt;
+                                             return "expected 1 (grey) or 3 (RGB)";
+                                           }};
+
 image_folder::FolderIndex load_index(const mixt::Config& c, const fs::path& root) {
-  const std::string cache = c.string("index", "");
+  const std::string cache = kIndex.read(c);
   std::error_code ec;
   if (!fs::is_directory(root, ec)) {
     c.fail("root", (fs::exists(root, ec) ? "dataset root is not a folder: " : "dataset root does not exist: ") +
@@ -92,9 +102,8 @@ image_folder::FolderIndex load_index(const mixt::Config& c, const fs::path& root
 }
 
 std::unique_ptr<mixt::Dataset> make_image_folder(const mixt::Config& c, const mixt::DatasetContext& context) {
-  const fs::path root = c.string("root");
-  const std::int64_t channels = c.integer("channels", 3);
-  if (channels != 1 && channels != 3) c.fail("channels", "expected 1 (grey) or 3 (RGB)");
+  const fs::path root = kRoot.read(c);
+  const std::int64_t channels = kChannels.read(c);
   const bool train = context.split == "train";
   mixt::TransformPipeline transforms =
       mixt::read_transforms(c, "transforms", train ? mixt::imagenet_train_pipeline() : mixt::imagenet_eval_pipeline());
@@ -127,24 +136,19 @@ std::unique_ptr<mixt::Dataset> make_image_folder(const mixt::Config& c, const mi
 }
 
 void register_components(mixt::Registrar& registrar) {
-  std::vector<mixt::OptionDoc> options = {
-      {"root", "", "folder laid out as root/<class>/<image> (classes sorted by name)"},
-      {"index", "\"\"", "cache file of the file list: read when present, written after a scan (delete it to rescan)"},
-      {"channels", "3", "3 (RGB) or 1 (grey)"},
-  };
+  std::vector<mixt::OptionDoc> options = {kRoot, kIndex, kChannels};
   for (auto& doc : mixt::transform_option_docs()) {
     doc.default_value = "(below)";
     doc.help = "default: imagenet_train for data.train, imagenet_eval for the other splits. " + doc.help;
     options.push_back(doc);
   }
   for (auto& doc : mixt::loader_option_docs()) options.push_back(doc);
-  registrar.add_dataset(
-      "image_folder",
-      {std::string("ImageNet-style folders root/<class>/<image>: ") +
-           (MIXT_HAVE_LIBJPEG ? "JPEG decoded by libjpeg-turbo, PNG, BMP, WebP, TIFF, PPM/PGM by OpenCV"
-                              : "JPEG, PNG, BMP, WebP, TIFF, PPM/PGM decoded by OpenCV"),
-       options},
-      make_image_folder);
+  // Whole literals: gcc 12 misreads a string + (ternary literal) chain here (-Warray-bounds).
+  const char* summary = MIXT_HAVE_LIBJPEG ? "ImageNet-style folders root/<class>/<image>: JPEG decoded by "
+                                            "libjpeg-turbo, PNG, BMP, WebP, TIFF, PPM/PGM by OpenCV"
+                                          : "ImageNet-style folders root/<class>/<image>: JPEG, PNG, BMP, WebP, "
+                                            "TIFF, PPM/PGM decoded by OpenCV";
+  registrar.add_dataset("image_folder", {summary, options}, make_image_folder);
 }
 
 }  // namespace

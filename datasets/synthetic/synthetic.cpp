@@ -4,6 +4,7 @@
 // distinct random samples is generated (from the seed, so runs repeat); every batch of an
 // epoch is that batch (the last one cut short unless drop_last).
 #include <ATen/CPUGeneratorImpl.h>
+#include <mixt/options.h>
 #include <mixt/plugin.h>
 
 namespace {
@@ -43,23 +44,36 @@ class Synthetic : public mixt::Dataset {
   std::int64_t delivered_ = 0;
 };
 
+// Upper bounds: the batch count is computed in int64 (size 2^63-1 wrapped negative).
+std::optional<std::string> up_to_10_to_the_12(const std::int64_t& n) {
+  if (n >= 1 && n <= 1'000'000'000'000) return std::nullopt;
+  return "must be in [1, 10^12]";
+}
+
+const mixt::Option<std::vector<std::int64_t>> kShape{
+    "shape", {3, 224, 224}, "shape of one input",
+    [](const std::vector<std::int64_t>& shape) -> std::optional<std::string> {
+      if (shape.empty()) return "expected at least one dimension, e.g. [3, 224, 224]";
+      for (auto d : shape) {
+        if (d < 1) return "every dimension must be positive";
+      }
+      return std::nullopt;
+    }};
+const mixt::Option<std::int64_t> kNumClasses{"num_classes", 1000, "labels are uniform in [0, num_classes)",
+                                             mixt::at_least(1)};
+const mixt::Option<std::int64_t> kSize{"size", 256 * 100, "samples per epoch (split across ranks)", up_to_10_to_the_12};
+const mixt::Option<std::int64_t> kBatchSize{"batch_size", 256, "samples per batch", up_to_10_to_the_12};
+const mixt::Option<bool> kDropLast{"drop_last", false, "drop the last incomplete batch"};
+const mixt::Option<bool> kChannelsLast{"channels_last", false, "lay the inputs out channels_last (NHWC memory)"};
+
 std::unique_ptr<mixt::Dataset> make_synthetic(const mixt::Config& c, const mixt::DatasetContext& context) {
-  const std::vector<std::int64_t> shape = c.integers("shape", {3, 224, 224});
-  const std::int64_t num_classes = c.integer("num_classes", 1000);
-  const std::int64_t size = c.integer("size", 256 * 100);
-  const std::int64_t batch_size = c.integer("batch_size", 256);
-  const bool drop_last = c.boolean("drop_last", false);
-  const bool channels_last = c.boolean("channels_last", false);
-  if (shape.empty()) c.fail("shape", "expected at least one dimension, e.g. [3, 224, 224]");
-  for (auto d : shape) {
-    if (d < 1) c.fail("shape", "every dimension must be positive");
-  }
+  const std::vector<std::int64_t> shape = kShape.read(c);
+  const std::int64_t num_classes = kNumClasses.read(c);
+  const std::int64_t size = kSize.read(c);
+  const std::int64_t batch_size = kBatchSize.read(c);
+  const bool drop_last = kDropLast.read(c);
+  const bool channels_last = kChannelsLast.read(c);
   if (channels_last && shape.size() != 3) c.fail("channels_last", "needs a shape of [C, H, W]");
-  if (num_classes < 1) c.fail("num_classes", "must be at least 1");
-  // Upper bounds: the batch count is computed in int64 (size 2^63-1 wrapped negative).
-  constexpr std::int64_t kMaxSize = 1'000'000'000'000;
-  if (size < 1 || size > kMaxSize) c.fail("size", "must be in [1, 10^12]");
-  if (batch_size < 1 || batch_size > kMaxSize) c.fail("batch_size", "must be in [1, 10^12]");
 
   const std::int64_t shard_size = (size + context.world_size - 1) / context.world_size;
   const std::int64_t rows = std::min(batch_size, shard_size);
@@ -80,12 +94,7 @@ void register_components(mixt::Registrar& registrar) {
   registrar.add_dataset(
       "synthetic",
       {"random inputs and labels made once on the device (throughput benchmarks without an input pipeline)",
-       {{"shape", "[3, 224, 224]", "shape of one input"},
-        {"num_classes", "1000", "labels are uniform in [0, num_classes)"},
-        {"size", "25600", "samples per epoch (split across ranks)"},
-        {"batch_size", "256", "samples per batch"},
-        {"drop_last", "false", "drop the last incomplete batch"},
-        {"channels_last", "false", "lay the inputs out channels_last (NHWC memory)"}}},
+       {kShape, kNumClasses, kSize, kBatchSize, kDropLast, kChannelsLast}},
       make_synthetic);
 }
 

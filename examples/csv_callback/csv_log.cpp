@@ -2,6 +2,7 @@
 // appends `row,step,loss,lr` to a CSV file in the run directory. Its row counter is saved
 // in checkpoints, so a run resumed with trainer.resume numbers its rows on from where the
 // checkpoint stood. docs/plugins.md walks through it.
+#include <mixt/options.h>
 #include <mixt/plugin.h>
 
 #include <fstream>
@@ -43,15 +44,16 @@ class CsvLog final : public mixt::Callback {
   std::ofstream out_;
 };
 
+// Each option declared once: `mixt describe` lists these, and the factory reads through them.
+const mixt::Option<std::int64_t> kEvery{"every", 10, "optimizer steps between rows", mixt::at_least(1)};
+const mixt::Option<std::string> kFile{"file", "steps.csv", "file name in the run directory"};
+
 void register_components(mixt::Registrar& registrar) {
   registrar.add_callback("csv_log",
                          {"writes row, step, loss and learning rate every N steps to a CSV in the run directory",
-                          {{"every", "10", "optimizer steps between rows"},
-                           {"file", "steps.csv", "file name in the run directory"}}},
+                          {kEvery, kFile}},
                          [](const mixt::Config& config, const mixt::CallbackContext&) {
-                           const std::int64_t every = config.integer("every", 10);
-                           if (every < 1) config.fail("every", "expected 1 or more, got " + std::to_string(every));
-                           return std::make_unique<CsvLog>(every, config.string("file", "steps.csv"));
+                           return std::make_unique<CsvLog>(kEvery.read(config), kFile.read(config));
                          });
 }
 

@@ -3,6 +3,7 @@
 // It is built by this folder's CMakeLists.txt against an installed mixt and loaded by
 // recipe.yaml through `plugins:`; docs/precision.md walks through it.
 #include <mixt/helpers/grad_scaler.h>
+#include <mixt/options.h>
 #include <mixt/plugin.h>
 
 #include <algorithm>
@@ -41,23 +42,25 @@ class MyFp16Policy : public mixt::PrecisionPolicy {
   std::int64_t updates_ = 0;
 };
 
+// Each option declared once: `mixt describe` lists these, and the factory reads through them.
+const mixt::Option<double> kInitScale{"init_scale", 1024.0, "initial loss scale", mixt::above(0)};
+const mixt::Option<std::int64_t> kGrowthInterval{"growth_interval", 200, "finite steps before the scale doubles",
+                                                 mixt::at_least(1)};
+const mixt::Option<double> kMaxScale{"max_scale", 65536.0, "the scale is capped here"};
+
 std::unique_ptr<mixt::PrecisionPolicy> make_my_fp16(const mixt::Config& c, const mixt::PrecisionContext&) {
   mixt::GradScalerOptions options;
-  options.init_scale = c.number("init_scale", 1024.0);
-  options.growth_interval = c.integer("growth_interval", 200);
-  const double max_scale = c.number("max_scale", 65536.0);
-  if (!(options.init_scale > 0)) c.fail("init_scale", "must be > 0");
-  if (options.growth_interval < 1) c.fail("growth_interval", "must be at least 1");
-  if (!(max_scale >= options.init_scale)) c.fail("max_scale", "must be >= init_scale");
+  options.init_scale = kInitScale.read(c);
+  options.growth_interval = kGrowthInterval.read(c);
+  const double max_scale = kMaxScale.read(c);
+  if (!(max_scale >= options.init_scale)) c.fail("max_scale", "must be >= init_scale");  // relates two options
   return std::make_unique<MyFp16Policy>(options, max_scale);
 }
 
 void register_components(mixt::Registrar& registrar) {
   registrar.add_precision("my_fp16",
                           {"example: float16 autocast + GradScaler with a capped scale",
-                           {{"init_scale", "1024.0", "initial loss scale"},
-                            {"growth_interval", "200", "finite steps before the scale doubles"},
-                            {"max_scale", "65536.0", "the scale is capped here"}}},
+                           {kInitScale, kGrowthInterval, kMaxScale}},
                           make_my_fp16);
 }
 

@@ -86,7 +86,8 @@ int predict(const std::string& recipe_file, const std::vector<std::string>& over
   Registry& registry = session.registry();
   const Config root = recipe.config();
   const Config trainer = root.section("trainer");
-  const at::Device device = resolve_device(trainer.string("device", "auto"), trainer);
+  const TrainerOptions defaults;  // the trainer's own defaults, without reading its whole section
+  const at::Device device = resolve_device(trainer.string("device", defaults.device), trainer);
 
   const SafetensorsContents file = load_safetensors(input);
   const at::Tensor* batch = nullptr;
@@ -134,7 +135,9 @@ int predict(const std::string& recipe_file, const std::vector<std::string>& over
   {
     at::NoGradGuard no_grad;
     at::Tensor x = batch->to(device, at::kFloat);
-    if (trainer.boolean("channels_last", false) && x.dim() == 4) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+    if (trainer.boolean("channels_last", defaults.channels_last) && x.dim() == 4) {
+      x = x.contiguous(at::MemoryFormat::ChannelsLast);
+    }
     result = model->forward(x);
   }
   save_safetensors(output, {{"output", result.to(at::kCPU).contiguous()}});

@@ -4,6 +4,7 @@
 
 #include <mixt/config.h>
 #include <mixt/model.h>
+#include <mixt/options.h>
 #include <mixt/plugin.h>
 
 #include <cstdint>
@@ -37,11 +38,17 @@ inline std::string zoo_summary(const std::string& title, const ZooFacts& f) {
          std::to_string(f.input_size) + "x" + std::to_string(f.input_size) + " (torchvision meta)";
 }
 
+inline const Contextual<std::int64_t> kNumClasses{"num_classes", "the dataset's, else 1000", "output classes",
+                                                  at_least(1)};
+
 // num_classes: the recipe's, else the dataset's, else ImageNet's 1000.
 inline std::int64_t read_num_classes(const Config& c, const ModelContext& context) {
-  const std::int64_t n = c.integer("num_classes", context.num_classes > 0 ? context.num_classes : 1000);
-  if (n < 1) c.fail("num_classes", "must be at least 1");
-  return n;
+  return kNumClasses.read(c, context.num_classes > 0 ? context.num_classes : 1000);
+}
+
+// A drop probability: in [0, 1).
+inline Option<double> probability(std::string name, double fallback, std::string help) {
+  return {std::move(name), fallback, std::move(help), at_least(0) && below(1)};
 }
 
 // Zoo models take RGB images: say so at the recipe rather than deep inside a convolution.
@@ -57,7 +64,7 @@ inline void require_rgb_images(const Config& c, const ModelContext& context) {
 
 inline const std::vector<OptionDoc>& common_zoo_options() {
   // weights and strict are read by mixt itself; `mixt describe` adds them to every model.
-  static const std::vector<OptionDoc> options{{"num_classes", "dataset's or 1000", "output classes"}};
+  static const std::vector<OptionDoc> options{kNumClasses};
   return options;
 }
 

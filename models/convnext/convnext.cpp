@@ -137,6 +137,8 @@ struct Variant {
   ZooFacts facts;
 };
 
+const mixt::Option<double> kLayerScale{"layer_scale", 1e-6, "initial per-channel scale of each block's branch"};
+
 void register_components(mixt::Registrar& r) {
   const Variant variants[] = {
       {"convnext_tiny", "ConvNeXt-T", {{96, 192, 3}, {192, 384, 3}, {384, 768, 9}, {768, 0, 3}}, 0.1,
@@ -145,16 +147,17 @@ void register_components(mixt::Registrar& r) {
        {50223688, 8.684, 224}},
   };
   for (const Variant& v : variants) {
+    const mixt::Option<double> stochastic_depth = mixt::models::probability(
+        "stochastic_depth_prob", v.stochastic_depth_prob, "drop probability of the last block's residual branch");
     std::vector<mixt::OptionDoc> options = mixt::models::common_zoo_options();
-    options.push_back({"stochastic_depth_prob", std::to_string(v.stochastic_depth_prob).substr(0, 3),
-                       "drop probability of the last block's residual branch"});
-    options.push_back({"layer_scale", "1e-6", "initial per-channel scale of each block's branch"});
+    options.push_back(stochastic_depth);
+    options.push_back(kLayerScale);
     r.add_model(v.name, {mixt::models::zoo_summary(v.title, v.facts), options},
-                [v](const mixt::Config& c, const mixt::ModelContext& context) -> std::shared_ptr<mixt::Model> {
+                [v, stochastic_depth](const mixt::Config& c,
+                                      const mixt::ModelContext& context) -> std::shared_ptr<mixt::Model> {
                   mixt::models::require_rgb_images(c, context);
-                  const double sd = c.number("stochastic_depth_prob", v.stochastic_depth_prob);
-                  if (sd < 0 || sd >= 1) c.fail("stochastic_depth_prob", "must be in [0, 1)");
-                  return std::make_shared<ConvNeXt>(v.stages, sd, c.number("layer_scale", 1e-6),
+                  const double sd = stochastic_depth.read(c);
+                  return std::make_shared<ConvNeXt>(v.stages, sd, kLayerScale.read(c),
                                                     mixt::models::read_num_classes(c, context));
                 });
   }

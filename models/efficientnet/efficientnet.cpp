@@ -97,17 +97,19 @@ class EfficientNet : public mixt::Model {
   Chain features_{nullptr}, classifier_{nullptr};
 };
 
+const mixt::Option<double> kDropout = probability("dropout", 0.2, "dropout before the classifier");
+const mixt::Option<double> kStochasticDepth =
+    probability("stochastic_depth_prob", 0.2, "drop probability of the last block's residual branch");
+
 void register_components(mixt::Registrar& r) {
   std::vector<mixt::OptionDoc> options = common_zoo_options();
-  options.push_back({"dropout", "0.2", "dropout before the classifier"});
-  options.push_back({"stochastic_depth_prob", "0.2", "drop probability of the last block's residual branch"});
+  options.push_back(kDropout);
+  options.push_back(kStochasticDepth);
   r.add_model("efficientnet_b0", {zoo_summary("EfficientNet-B0", ZooFacts{5288548, 0.386, 224}), options},
               [](const mixt::Config& c, const mixt::ModelContext& context) -> std::shared_ptr<mixt::Model> {
                 require_rgb_images(c, context);
-                const double dropout = c.number("dropout", 0.2);
-                const double sd = c.number("stochastic_depth_prob", 0.2);
-                if (dropout < 0 || dropout >= 1) c.fail("dropout", "must be in [0, 1)");
-                if (sd < 0 || sd >= 1) c.fail("stochastic_depth_prob", "must be in [0, 1)");
+                const double dropout = kDropout.read(c);
+                const double sd = kStochasticDepth.read(c);
                 return std::make_shared<EfficientNet>(read_num_classes(c, context), dropout, sd);
               });
 }

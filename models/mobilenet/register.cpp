@@ -8,20 +8,20 @@ namespace {
 
 using mixt::models::ZooFacts;
 
-std::vector<mixt::OptionDoc> options(const char* dropout) {
+const mixt::Option<double> kDropout = mixt::models::probability("dropout", 0.2, "dropout before the last linear layer");
+
+std::vector<mixt::OptionDoc> options() {
   std::vector<mixt::OptionDoc> o = mixt::models::common_zoo_options();
-  o.push_back({"dropout", dropout, "dropout before the last linear layer"});
+  o.push_back(kDropout);
   return o;
 }
 
 double read_dropout(const mixt::Config& c) {
-  const double p = c.number("dropout", 0.2);
-  if (p < 0 || p >= 1) c.fail("dropout", "must be in [0, 1)");
-  return p;
+  return kDropout.read(c);
 }
 
 void register_components(mixt::Registrar& r) {
-  r.add_model("mobilenet_v2", {mixt::models::zoo_summary("MobileNetV2", ZooFacts{3504872, 0.301, 224}), options("0.2")},
+  r.add_model("mobilenet_v2", {mixt::models::zoo_summary("MobileNetV2", ZooFacts{3504872, 0.301, 224}), options()},
               [](const mixt::Config& c, const mixt::ModelContext& context) {
                 mixt::models::require_rgb_images(c, context);
                 return mixt::models::make_mobilenet_v2(mixt::models::read_num_classes(c, context), read_dropout(c));
@@ -30,7 +30,7 @@ void register_components(mixt::Registrar& r) {
     const bool large = std::string(variant) == "large";
     const ZooFacts facts = large ? ZooFacts{5483032, 0.217, 224} : ZooFacts{2542856, 0.057, 224};
     r.add_model(std::string("mobilenet_v3_") + variant,
-                {mixt::models::zoo_summary(large ? "MobileNetV3-Large" : "MobileNetV3-Small", facts), options("0.2")},
+                {mixt::models::zoo_summary(large ? "MobileNetV3-Large" : "MobileNetV3-Small", facts), options()},
                 [variant](const mixt::Config& c, const mixt::ModelContext& context) {
                   mixt::models::require_rgb_images(c, context);
                   return mixt::models::make_mobilenet_v3(variant, mixt::models::read_num_classes(c, context),

@@ -28,16 +28,19 @@ const Variant kVariants[] = {
     {"wide_resnet101_2", "Wide ResNet-101-2", {true, {3, 4, 23, 3}, 1, 128}, {126886696, 22.753, 224}},
 };
 
+const mixt::Option<bool> kZeroInitResidual{"zero_init_residual", false,
+                                            "start the last BN of each residual block at zero"};
+
 void register_components(mixt::Registrar& registrar) {
   for (const Variant& v : kVariants) {
     std::vector<mixt::OptionDoc> options = mixt::models::common_zoo_options();
-    options.push_back({"zero_init_residual", "false", "start the last BN of each residual block at zero"});
+    options.push_back(kZeroInitResidual);
     registrar.add_model(v.name, {mixt::models::zoo_summary(v.title, v.facts), options},
                         [v](const mixt::Config& c, const mixt::ModelContext& context) -> std::shared_ptr<mixt::Model> {
                           mixt::models::require_rgb_images(c, context);
                           ResNetOptions o = v.options;
                           o.num_classes = mixt::models::read_num_classes(c, context);
-                          o.zero_init_residual = c.boolean("zero_init_residual", false);
+                          o.zero_init_residual = kZeroInitResidual.read(c);
                           return std::make_shared<mixt::models::ResNet>(o);
                         });
   }

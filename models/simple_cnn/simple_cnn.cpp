@@ -7,6 +7,7 @@
 // same net written in Python has the same state_dict keys.
 #include <mixt/helpers/batch_norm.h>
 #include <mixt/helpers/fp32_modules.h>
+#include <mixt/options.h>
 #include <mixt/plugin.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
@@ -57,25 +58,34 @@ class SimpleCnn : public mixt::Model {
   torch::nn::Sequential classifier_{nullptr};
 };
 
+const mixt::Contextual<std::int64_t> kNumClasses{"num_classes", "the dataset's, else 10", "output classes",
+                                                 mixt::at_least(1)};
+const mixt::Option<std::vector<std::int64_t>> kChannels{
+    "channels", {32, 64}, "channels of each conv3x3+pool stage",
+    [](const std::vector<std::int64_t>& channels) -> std::optional<std::string> {
+      if (channels.empty()) return "needs at least one convolution";
+      for (const std::int64_t width : channels) {
+        if (width < 1 || width > 65536) return "each must be in [1, 65536], got " + std::to_string(width);
+      }
+      return std::nullopt;
+    }};
+const mixt::Option<bool> kBatchNorm{"batch_norm", false, "batch norm after each convolution (mixt::BatchNorm2d)"};
+const mixt::Option<std::int64_t> kHidden{"hidden", 128, "width of the hidden linear layer", mixt::at_least(1)};
+const mixt::Option<double> kDropout{"dropout", 0.0, "dropout before the last layer",
+                                    mixt::at_least(0) && mixt::below(1)};
+
 std::shared_ptr<mixt::Model> make_simple_cnn(const mixt::Config& c, const mixt::ModelContext& context) {
-  const std::int64_t num_classes = c.integer("num_classes", context.num_classes > 0 ? context.num_classes : 10);
-  const std::vector<std::int64_t> channels = c.integers("channels", {32, 64});
-  const bool batch_norm = c.boolean("batch_norm", false);
-  const std::int64_t hidden = c.integer("hidden", 128);
-  const double dropout = c.number("dropout", 0.0);
   std::vector<std::int64_t> shape = context.sample_shape.empty() ? std::vector<std::int64_t>{1, 28, 28}
                                                                  : context.sample_shape;
   if (shape.size() != 3) {
     c.fail("name", "simple_cnn takes images (C x H x W), but the dataset delivers samples of " +
                        std::to_string(shape.size()) + " dimensions");
   }
-  if (num_classes < 1) c.fail("num_classes", "must be at least 1");
-  if (channels.empty()) c.fail("channels", "needs at least one convolution");
-  for (const std::int64_t width : channels) {
-    if (width < 1 || width > 65536) c.fail("channels", "each must be in [1, 65536], got " + std::to_string(width));
-  }
-  if (hidden < 1) c.fail("hidden", "must be at least 1");
-  if (dropout < 0 || dropout >= 1) c.fail("dropout", "must be in [0, 1)");
+  const std::int64_t num_classes = kNumClasses.read(c, context.num_classes > 0 ? context.num_classes : 10);
+  const std::vector<std::int64_t> channels = kChannels.read(c);
+  const bool batch_norm = kBatchNorm.read(c);
+  const std::int64_t hidden = kHidden.read(c);
+  const double dropout = kDropout.read(c);
   const std::int64_t shrink = std::int64_t{1} << channels.size();
   if (shape[1] < shrink || shape[2] < shrink) {
     c.fail("channels", "too many pooling stages for " + std::to_string(shape[1]) + "x" + std::to_string(shape[2]) +
@@ -87,11 +97,7 @@ std::shared_ptr<mixt::Model> make_simple_cnn(const mixt::Config& c, const mixt::
 void register_components(mixt::Registrar& registrar) {
   registrar.add_model("simple_cnn",
                       {"small conv net for 28x28 images (Fashion-MNIST)",
-                       {{"num_classes", "from the dataset", "output classes"},
-                        {"channels", "[32, 64]", "channels of each conv3x3+pool stage"},
-                        {"batch_norm", "false", "batch norm after each convolution (mixt::BatchNorm2d)"},
-                        {"hidden", "128", "width of the hidden linear layer"},
-                        {"dropout", "0.0", "dropout before the last layer"}}},
+                       {kNumClasses, kChannels, kBatchNorm, kHidden, kDropout}},
                       make_simple_cnn);
 }
 

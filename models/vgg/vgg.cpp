@@ -74,6 +74,9 @@ struct Variant {
   mixt::models::ZooFacts facts;
 };
 
+const mixt::Option<double> kDropout =
+    mixt::models::probability("dropout", 0.5, "dropout of the two hidden classifier layers");
+
 void register_components(mixt::Registrar& r) {
   const std::vector<std::int64_t> a = {64, M, 128, M, 256, 256, M, 512, 512, M, 512, 512, M};
   const std::vector<std::int64_t> b = {64, 64, M, 128, 128, M, 256, 256, M, 512, 512, M, 512, 512, M};
@@ -88,13 +91,12 @@ void register_components(mixt::Registrar& r) {
   };
   for (const Variant& v : variants) {
     std::vector<mixt::OptionDoc> options = mixt::models::common_zoo_options();
-    options.push_back({"dropout", "0.5", "dropout of the two hidden classifier layers"});
+    options.push_back(kDropout);
     std::string title = std::string("VGG-") + (v.name + 3);
     r.add_model(v.name, {mixt::models::zoo_summary(title, v.facts), options},
                 [v](const mixt::Config& c, const mixt::ModelContext& context) -> std::shared_ptr<mixt::Model> {
                   mixt::models::require_rgb_images(c, context);
-                  const double dropout = c.number("dropout", 0.5);
-                  if (dropout < 0 || dropout >= 1) c.fail("dropout", "must be in [0, 1)");
+                  const double dropout = kDropout.read(c);
                   return std::make_shared<Vgg>(v.config, v.batch_norm, mixt::models::read_num_classes(c, context),
                                                dropout);
                 });

@@ -153,31 +153,38 @@ class VisionTransformer : public mixt::Model {
   torch::nn::Linear head_{nullptr};
 };
 
+const VitOptions kVitDefaults;  // ViT-B
+const mixt::Option<std::int64_t> kImageSize{"image_size", kVitDefaults.image_size,
+                                            "input height and width (fixes the position embedding)"};
+const mixt::Option<std::int64_t> kNumLayers{"num_layers", kVitDefaults.num_layers, "encoder blocks"};
+const mixt::Option<std::int64_t> kNumHeads{"num_heads", kVitDefaults.num_heads, "attention heads"};
+const mixt::Option<std::int64_t> kHiddenDim{"hidden_dim", kVitDefaults.hidden_dim, "embedding width"};
+const mixt::Option<std::int64_t> kMlpDim{"mlp_dim", kVitDefaults.mlp_dim, "MLP hidden width"};
+const mixt::Option<double> kDropout{"dropout", kVitDefaults.dropout, "dropout in the encoder"};
+const mixt::Option<double> kAttentionDropout{"attention_dropout", kVitDefaults.attention_dropout,
+                                             "dropout on attention weights"};
+
 void register_components(mixt::Registrar& r) {
   for (std::int64_t patch : {16, 32}) {
     const std::string name = "vit_b_" + std::to_string(patch);
     const ZooFacts facts = patch == 16 ? ZooFacts{86567656, 17.564, 224} : ZooFacts{88224232, 4.409, 224};
+    const mixt::Option<std::int64_t> patch_size{"patch_size", patch, "side of the square patches"};
     std::vector<mixt::OptionDoc> options = mixt::models::common_zoo_options();
-    options.insert(options.end(), {{"image_size", "224", "input height and width (fixes the position embedding)"},
-                                   {"patch_size", std::to_string(patch), "side of the square patches"},
-                                   {"num_layers", "12", "encoder blocks"},
-                                   {"num_heads", "12", "attention heads"},
-                                   {"hidden_dim", "768", "embedding width"},
-                                   {"mlp_dim", "3072", "MLP hidden width"},
-                                   {"dropout", "0.0", "dropout in the encoder"},
-                                   {"attention_dropout", "0.0", "dropout on attention weights"}});
+    options.insert(options.end(), {kImageSize, patch_size, kNumLayers, kNumHeads, kHiddenDim, kMlpDim, kDropout,
+                                   kAttentionDropout});
     r.add_model(name, {mixt::models::zoo_summary(patch == 16 ? "ViT-B/16" : "ViT-B/32", facts), options},
-                [patch](const mixt::Config& c, const mixt::ModelContext& context) -> std::shared_ptr<mixt::Model> {
+                [patch_size](const mixt::Config& c,
+                             const mixt::ModelContext& context) -> std::shared_ptr<mixt::Model> {
                   mixt::models::require_rgb_images(c, context);
                   VitOptions o;
-                  o.image_size = c.integer("image_size", 224);
-                  o.patch_size = c.integer("patch_size", patch);
-                  o.num_layers = c.integer("num_layers", 12);
-                  o.num_heads = c.integer("num_heads", 12);
-                  o.hidden_dim = c.integer("hidden_dim", 768);
-                  o.mlp_dim = c.integer("mlp_dim", 3072);
-                  o.dropout = c.number("dropout", 0.0);
-                  o.attention_dropout = c.number("attention_dropout", 0.0);
+                  o.image_size = kImageSize.read(c);
+                  o.patch_size = patch_size.read(c);
+                  o.num_layers = kNumLayers.read(c);
+                  o.num_heads = kNumHeads.read(c);
+                  o.hidden_dim = kHiddenDim.read(c);
+                  o.mlp_dim = kMlpDim.read(c);
+                  o.dropout = kDropout.read(c);
+                  o.attention_dropout = kAttentionDropout.read(c);
                   o.num_classes = mixt::models::read_num_classes(c, context);
                   if (o.patch_size < 1 || o.image_size % o.patch_size != 0) {
                     c.fail("patch_size", "must divide image_size");

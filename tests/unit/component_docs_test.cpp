@@ -1,20 +1,56 @@
 // `mixt describe` is the documentation plugin users read: every option a shipped component
 // reads must be listed in its ComponentInfo (a key read but not listed is settable, yet
-// invisible). Each component is built from `{name: X}` (plus a data root where it needs
-// one) and the keys it asked for are compared with the ones it lists. Keys read only on
-// some paths are not all seen; the direction checked is the one that hides options.
+// invisible), and the default it shows must be the one the component reads. Each component
+// is built from `{name: X}` (plus a data root where it needs one); the keys it asked for are
+// compared with the ones it lists, and the defaults it fell back on with the ones the list
+// shows. Keys read only on some paths are not all seen; the direction checked is the one
+// that hides options.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <map>
 #include <set>
+#include <string>
+#include <variant>
+#include <vector>
 
 #include "data_support.h"
+#include "mixt/options.h"
+#include "recipe/recipe_loader.h"
 #include "recipe/recipe_node.h"
+#include "train/trainer_options.h"
 
 namespace mixt {
 namespace {
 
 using testing::TempDir;
+
+std::string as_yaml(const FallbackValue& value) {
+  return std::visit([](const auto& v) { return format_yaml(v); }, value);
+}
+
+// Each documented default against the fallback the reader used for that key, from an empty
+// section. A default in parentheses ("(the dataset's, else 1000)") comes from the context
+// and is said in words; "" is required; a key the test wrote is not read with a default.
+// Returns how many were compared.
+int expect_documented_defaults_read(const std::string& component, const std::vector<OptionDoc>& docs,
+                                    const RecipeNode& section) {
+  int compared = 0;
+  for (const OptionDoc& doc : docs) {
+    if (doc.default_value.empty() || doc.default_value.front() == '(' || section.find(doc.name)) continue;
+    const auto used = section.fallbacks_used.find(doc.name);
+    if (used == section.fallbacks_used.end()) {
+      ADD_FAILURE() << component << ": '" << doc.name << "' shows the default " << doc.default_value
+                    << ", but building from an empty section never read it with a default";
+      continue;
+    }
+    EXPECT_EQ(doc.default_value, as_yaml(used->second))
+        << component << ": mixt describe shows " << doc.name << ": " << doc.default_value
+        << ", but the component reads " << as_yaml(used->second) << " when it is absent";
+    ++compared;
+  }
+  return compared;
+}
 
 struct DataTrees {
   TempDir dir;
@@ -32,6 +68,7 @@ TEST(ComponentDocs, EveryOptionAShippedComponentReadsIsDescribed) {
   // One small model and optimizer for the schedulers, which need an optimizer to schedule.
   OptimizerContext parameters;
   parameters.named_parameters.emplace_back("w", at::zeros({2}, at::TensorOptions().requires_grad(true)));
+  RecipeNodePtr last_built;  // the section of the last build, with its known keys and fallbacks
   // Builds `yaml` as a component of `kind`; returns the keys it asked for (without name).
   const auto build = [&](ComponentKind kind, const std::string& yaml) {
     const RecipeNodePtr root = parse_yaml("c: " + yaml, "t");
@@ -59,11 +96,12 @@ TEST(ComponentDocs, EveryOptionAShippedComponentReadsIsDescribed) {
         plugins.registry.make_callback(section, CallbackContext{});
         break;
     }
-    std::set<std::string> keys(root->find("c")->value->known_keys.begin(), root->find("c")->value->known_keys.end());
+    last_built = root->find("c")->value;
+    std::set<std::string> keys(last_built->known_keys.begin(), last_built->known_keys.end());
     keys.erase("name");
     return keys;
   };
-  int checked = 0;
+  int checked = 0, defaults_compared = 0;
   for (const ComponentKind kind : {ComponentKind::model, ComponentKind::optimizer, ComponentKind::scheduler,
                                    ComponentKind::precision, ComponentKind::dataset, ComponentKind::callback}) {
     for (const std::string& name : plugins.registry.names(kind)) {
@@ -77,8 +115,10 @@ TEST(ComponentDocs, EveryOptionAShippedComponentReadsIsDescribed) {
         ADD_FAILURE() << name << " does not build from {" << options << "}: " << e.what();
         continue;
       }
+      const std::vector<OptionDoc>& docs = plugins.registry.find(kind, name)->info.options;
+      defaults_compared += expect_documented_defaults_read(name, docs, *last_built);
       std::set<std::string> described;
-      for (const OptionDoc& option : plugins.registry.find(kind, name)->info.options) described.insert(option.name);
+      for (const OptionDoc& option : docs) described.insert(option.name);
       for (const std::string& key : read) {
         if (described.count(key)) continue;
         // Asked for but not listed is fine only when setting it is an error (a key checked
@@ -94,6 +134,27 @@ TEST(ComponentDocs, EveryOptionAShippedComponentReadsIsDescribed) {
     }
   }
   EXPECT_GE(checked, 30);  // the zoo, both optimizers, three schedulers, five policies, four datasets
+  std::printf("%d documented defaults compared with the ones read\n", defaults_compared);
+  EXPECT_GE(defaults_compared, 100);
+}
+
+// The same for `mixt describe trainer`: its defaults are the ones TrainerOptions::read uses.
+TEST(ComponentDocs, TheTrainerShowsTheDefaultsItReads) {
+  const RecipeNodePtr root = parse_yaml("trainer: {distributed: {}}", "test");
+  TrainerOptions::read(Config(root, "").section("trainer"));
+  const RecipeNode& trainer = *root->find("trainer")->value;
+  std::vector<OptionDoc> top, distributed;
+  for (OptionDoc doc : trainer_option_docs()) {
+    if (doc.name.rfind("distributed.", 0) == 0) {
+      doc.name = doc.name.substr(std::string("distributed.").size());
+      distributed.push_back(doc);
+    } else {
+      top.push_back(doc);
+    }
+  }
+  EXPECT_EQ(expect_documented_defaults_read("trainer", top, trainer), 14);
+  const RecipeNode& section = *trainer.find("distributed")->value;
+  EXPECT_EQ(expect_documented_defaults_read("trainer.distributed", distributed, section), 5);
 }
 
 }  // namespace

@@ -1,9 +1,9 @@
 // mixt/plugin.h — what a plugin library is: one descriptor and one registration callback.
 //
-//   #include <mixt/plugin.h>
+//   #include <mixt/options.h>  // includes mixt/plugin.h
+//   const mixt::Option<double> kLr{"lr", 0.1, "learning rate"};  // declared once: read and described
 //   static void register_components(mixt::Registrar& r) {
-//     r.add_optimizer("sgd", {"SGD with momentum", {{"lr", "0.1", "learning rate"}}},
-//                     [](const mixt::Config& c, const mixt::OptimizerContext& ctx) { ... });
+//     r.add_optimizer("sgd", {"SGD with momentum", {kLr}}, [](const mixt::Config& c, const auto& ctx) { ... });
 //   }
 //   MIXT_PLUGIN("sgd", "1.0.0", register_components)
 //
@@ -33,7 +33,7 @@ namespace mixt {
 
 enum class ComponentKind { model, optimizer, scheduler, precision, dataset, callback };
 
-// One documented option: shown by `mixt describe KIND NAME`.
+// One documented option: shown by `mixt describe KIND NAME`; usually a mixt/options.h declaration.
 struct OptionDoc {
   std::string name;
   std::string default_value;  // as it would be written in YAML; empty = required

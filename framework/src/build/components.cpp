@@ -8,6 +8,7 @@
 #include "first_line.h"
 #include "mixt/helpers/fp32_modules.h"
 #include "mixt/helpers/state_dict.h"
+#include "mixt/options.h"
 #include "recipe/closest_match.h"
 #include "recipe/recipe_loader.h"
 #include "warnings.h"
@@ -15,9 +16,17 @@
 namespace mixt {
 
 namespace {
+const Optional<std::string> kWeights{"weights",
+                                     "safetensors file to load (torchvision names); read by mixt for every model"};
+const Option<bool> kStrict{"strict", true, "with weights: every name and shape must match (false: load what matches)"};
+const Option<bool> kEnabled{"enabled", true,
+                            "false: not built (turns off a callback that is on by default); read by mixt"};
+const Option<std::vector<std::string>> kFp32Modules{
+    "fp32_modules", {}, "submodules kept in float32 under autocast; read by mixt for every policy"};
+
 // precision.fp32_modules: read here, for every policy, and checked against the model.
 void apply_fp32_modules(const Config& precision_section, Model& model) {
-  const std::vector<std::string> names = precision_section.strings("fp32_modules", {});
+  const std::vector<std::string> names = kFp32Modules.read(precision_section);
   std::vector<std::string> known;
   for (const auto& item : model.named_modules(/*name_prefix=*/"", /*include_self=*/false)) known.push_back(item.key());
   for (const std::string& name : names) {
@@ -149,7 +158,7 @@ void build_callbacks(Components& c, const Config& recipe, const Registry& regist
   for (const Config& section : recipe.sections("callbacks")) {
     const ComponentEntry& entry = registry.find(ComponentKind::callback, section);
     named.insert(entry.name);
-    if (!section.boolean("enabled", true)) continue;
+    if (!kEnabled.read(section)) continue;
     c.callbacks.push_back({registry.make_callback(section, context), entry.name, entry.origin.name,
                            entry.origin.file});
     record(c, registry, ComponentKind::callback, section);
@@ -179,12 +188,11 @@ void check_fp32_modules_routed(const Model& model, const SourceLocation& where) 
 std::vector<OptionDoc> framework_option_docs(ComponentKind kind) {
   switch (kind) {
     case ComponentKind::model:
-      return {{"weights", "none", "safetensors file to load (torchvision names); read by mixt for every model"},
-              {"strict", "true", "with weights: every name and shape must match (false: load what matches)"}};
+      return {kWeights, kStrict};
     case ComponentKind::precision:
-      return {{"fp32_modules", "[]", "submodules kept in float32 under autocast; read by mixt for every policy"}};
+      return {kFp32Modules};
     case ComponentKind::callback:
-      return {{"enabled", "true", "false: not built (turns off a callback that is on by default); read by mixt"}};
+      return {kEnabled};
     default:
       return {};
   }
@@ -194,9 +202,9 @@ std::shared_ptr<Model> build_model(const Config& section, const Registry& regist
   std::shared_ptr<Model> model = registry.make_model(section, context);
   // `weights:` and `strict:` belong to every model, so the framework reads them here
   // rather than each plugin.
-  const bool strict = section.boolean("strict", true);
-  if (section.has("weights")) {
-    const std::string file = section.string("weights");
+  const bool strict = kStrict.read(section);
+  if (const std::optional<std::string> weights = kWeights.read(section)) {
+    const std::string& file = *weights;
     const LoadReport report = load_state_dict(*model, load_safetensors(file).tensors, strict, file);
     if (!report.complete()) {
       warn(section.location("weights").str() + ": loaded " + std::to_string(report.loaded) + " tensors of " + file +

@@ -2,28 +2,33 @@
 #include <thread>
 
 #include "mixt/helpers/data_loader.h"
+#include "mixt/options.h"
 
 namespace mixt {
+
+namespace {
+const Option<std::int64_t> kBatchSize{"batch_size", kDefaultBatchSize, "samples per batch", at_least(1)};
+const Contextual<bool> kShuffle{"shuffle", "true for train",
+                                "reshuffle every epoch (DistributedSampler order from seed + epoch)"};
+const Option<bool> kDropLast{"drop_last", false, "drop the last incomplete batch"};
+const Contextual<std::int64_t> kWorkers{"workers", "min(4, cores)", "loader threads (0: load in the training thread)",
+                                        at_least(0)};
+const Option<std::int64_t> kPrefetch{"prefetch", 0, "batches prepared ahead of training (0: 2 per worker)",
+                                     at_least(0)};
+const Option<std::string> kOnBadSample{"on_bad_sample", "skip",
+                                       "skip: count and warn once per file; fail: stop, naming the file",
+                                       one_of({"skip", "fail"})};
+}  // namespace
 
 LoaderOptions read_loader_options(const Config& c, const DatasetContext& context, bool shuffle_default,
                                   std::int64_t batch_size_default) {
   LoaderOptions o;
-  o.batch_size = c.integer("batch_size", batch_size_default);
-  o.shuffle = c.boolean("shuffle", shuffle_default);
-  o.drop_last = c.boolean("drop_last", false);
-  o.workers = c.integer("workers", std::min<std::int64_t>(4, std::thread::hardware_concurrency()));
-  o.prefetch = c.integer("prefetch", 0);
-  const std::string on_bad = c.string("on_bad_sample", "skip");
-  if (o.batch_size < 1) c.fail("batch_size", "must be at least 1");
-  if (o.workers < 0) c.fail("workers", "must be 0 (load in the training thread) or more");
-  if (o.prefetch < 0) c.fail("prefetch", "must be 0 (2 per worker) or more");
-  if (on_bad == "skip") {
-    o.on_bad_sample = OnBadSample::skip;
-  } else if (on_bad == "fail") {
-    o.on_bad_sample = OnBadSample::fail;
-  } else {
-    c.fail("on_bad_sample", "expected skip or fail, got \"" + on_bad + "\"");
-  }
+  o.batch_size = kBatchSize.with_fallback(batch_size_default).read(c);
+  o.shuffle = kShuffle.read(c, shuffle_default);
+  o.drop_last = kDropLast.read(c);
+  o.workers = kWorkers.read(c, std::min<std::int64_t>(4, std::thread::hardware_concurrency()));
+  o.prefetch = kPrefetch.read(c);
+  o.on_bad_sample = kOnBadSample.read(c) == "skip" ? OnBadSample::skip : OnBadSample::fail;
   o.seed = context.seed;
   o.rank = context.rank;
   o.world_size = context.world_size;
@@ -31,15 +36,8 @@ LoaderOptions read_loader_options(const Config& c, const DatasetContext& context
   return o;
 }
 
-std::vector<OptionDoc> loader_option_docs() {
-  return {
-      {"batch_size", "64", "samples per batch"},
-      {"shuffle", "train: true", "reshuffle every epoch (DistributedSampler order from seed + epoch)"},
-      {"drop_last", "false", "drop the last incomplete batch"},
-      {"workers", "min(4,cores)", "loader threads (0: load in the training thread)"},
-      {"prefetch", "0", "batches prepared ahead of training (0: 2 per worker)"},
-      {"on_bad_sample", "skip", "skip (count and warn once per file) or fail (stop, naming the file)"},
-  };
+std::vector<OptionDoc> loader_option_docs(std::int64_t batch_size_default) {
+  return {kBatchSize.with_fallback(batch_size_default), kShuffle, kDropLast, kWorkers, kPrefetch, kOnBadSample};
 }
 
 }  // namespace mixt

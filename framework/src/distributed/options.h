@@ -4,8 +4,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "mixt/config.h"
+#include "mixt/plugin.h"
 
 namespace mixt::distributed {
 
@@ -17,6 +19,8 @@ struct DistributedOptions {
   bool sync_batchnorm = false;   // mixt::BatchNorm layers take global batch statistics
 
   static DistributedOptions read(const Config& section);
+  // The keys read() reads, with the defaults above, for `mixt describe trainer`.
+  static std::vector<OptionDoc> docs();
 };
 
 }  // namespace mixt::distributed

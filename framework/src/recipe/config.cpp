@@ -102,13 +102,17 @@ void Config::fail(std::string_view key, const std::string& message, const std::s
 }
 
 namespace {
-// Reads one typed value: absent -> fallback (or an error when required); wrong type -> an
-// error at the value's location naming what was expected and what was found.
+// Reads one typed value: absent -> fallback, noted in the section (or an error when
+// required); wrong type -> an error at the value's location naming what was expected and
+// what was found.
 template <typename T, typename Parse>
-T read(const Config& config, const RecipeNode* node, std::string_view key, const char* expected,
-       Parse parse, const std::optional<T>& fallback) {
+T read(const Config& config, const RecipeNode& section, const RecipeNode* node, std::string_view key,
+       const char* expected, Parse parse, const std::optional<T>& fallback) {
   if (!node) {
-    if (fallback) return *fallback;
+    if (fallback) {
+      section.fallbacks_used.insert_or_assign(std::string(key), *fallback);
+      return *fallback;
+    }
     config.fail(key, "missing required option",
                 "add `" + std::string(key) + ": <" + expected + ">` to this section");
   }
@@ -122,9 +126,12 @@ T read(const Config& config, const RecipeNode* node, std::string_view key, const
 }
 
 template <typename T, typename Parse>
-std::vector<T> read_list(const Config& config, const RecipeNode* node, std::string_view key,
-                         const char* expected, Parse parse, std::vector<T> fallback) {
-  if (!node) return fallback;
+std::vector<T> read_list(const Config& config, const RecipeNode& section, const RecipeNode* node,
+                         std::string_view key, const char* expected, Parse parse, std::vector<T> fallback) {
+  if (!node) {
+    section.fallbacks_used.insert_or_assign(std::string(key), fallback);
+    return fallback;
+  }
   if (node->type != RecipeNode::Type::sequence) {
     config.fail(key, std::string("expected a list of ") + expected + ", got " + describe_node(*node));
   }
@@ -166,28 +173,29 @@ static double finite(const Config& config, std::string_view key, double value) {
 }
 
 double Config::number(std::string_view key) const {
-  return finite(*this, key, read<double>(*this, child(key), key, "a number", parse_number, std::nullopt));
+  return finite(*this, key, read<double>(*this, *node_, child(key), key, "a number", parse_number, std::nullopt));
 }
 std::int64_t Config::integer(std::string_view key) const {
-  return read<std::int64_t>(*this, child(key), key, "an integer", parse_integer, std::nullopt);
+  return read<std::int64_t>(*this, *node_, child(key), key, "an integer", parse_integer, std::nullopt);
 }
 std::string Config::string(std::string_view key) const {
-  return read<std::string>(*this, child(key), key, "a string", parse_string, std::nullopt);
+  return read<std::string>(*this, *node_, child(key), key, "a string", parse_string, std::nullopt);
 }
 double Config::number(std::string_view key, double fallback) const {
-  return finite(*this, key, read<double>(*this, child(key), key, "a number", parse_number, fallback));
+  return finite(*this, key, read<double>(*this, *node_, child(key), key, "a number", parse_number, fallback));
 }
 std::int64_t Config::integer(std::string_view key, std::int64_t fallback) const {
-  return read<std::int64_t>(*this, child(key), key, "an integer", parse_integer, fallback);
+  return read<std::int64_t>(*this, *node_, child(key), key, "an integer", parse_integer, fallback);
 }
 bool Config::boolean(std::string_view key, bool fallback) const {
-  return read<bool>(*this, child(key), key, "true or false", parse_boolean, fallback);
+  return read<bool>(*this, *node_, child(key), key, "true or false", parse_boolean, fallback);
 }
 std::string Config::string(std::string_view key, std::string fallback) const {
-  return read<std::string>(*this, child(key), key, "a string", parse_string, fallback);
+  return read<std::string>(*this, *node_, child(key), key, "a string", parse_string, fallback);
 }
 std::vector<double> Config::numbers(std::string_view key, std::vector<double> fallback) const {
-  std::vector<double> values = read_list<double>(*this, child(key), key, "numbers", parse_number, std::move(fallback));
+  std::vector<double> values =
+      read_list<double>(*this, *node_, child(key), key, "numbers", parse_number, std::move(fallback));
   for (const double value : values) {
     if (!std::isfinite(value)) fail(key, "expected a list of finite numbers, but an item is " + yaml_text(value));
   }
@@ -195,12 +203,12 @@ std::vector<double> Config::numbers(std::string_view key, std::vector<double> fa
 }
 std::vector<std::int64_t> Config::integers(std::string_view key,
                                            std::vector<std::int64_t> fallback) const {
-  return read_list<std::int64_t>(*this, child(key), key, "integers", parse_integer,
+  return read_list<std::int64_t>(*this, *node_, child(key), key, "integers", parse_integer,
                                  std::move(fallback));
 }
 std::vector<std::string> Config::strings(std::string_view key,
                                          std::vector<std::string> fallback) const {
-  return read_list<std::string>(*this, child(key), key, "strings", parse_string, std::move(fallback));
+  return read_list<std::string>(*this, *node_, child(key), key, "strings", parse_string, std::move(fallback));
 }
 
 bool Config::has(std::string_view key) const { return child(key) != nullptr; }

@@ -3,10 +3,13 @@
 // which of its keys a component asked for — the basis of the unknown-key check.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "mixt/error.h"
@@ -22,6 +25,10 @@ struct RecipeEntry {
   RecipeNodePtr value;
 };
 
+// A default a reader fell back on, as it was given to the Config getter.
+using FallbackValue = std::variant<double, std::int64_t, bool, std::string, std::vector<double>,
+                                   std::vector<std::int64_t>, std::vector<std::string>>;
+
 struct RecipeNode {
   enum class Type { null, scalar, sequence, map };
 
@@ -34,6 +41,9 @@ struct RecipeNode {
 
   mutable std::set<std::string, std::less<>> known_keys;  // keys some reader asked for
   mutable bool opened = false;  // handed out as a Config section
+  // Keys a reader asked for that were absent, with the default it used: lets a test hold
+  // what `mixt describe` shows to what the component reads.
+  mutable std::map<std::string, FallbackValue, std::less<>> fallbacks_used;
 
   bool is_map() const { return type == Type::map; }
   const RecipeEntry* find(std::string_view key) const;

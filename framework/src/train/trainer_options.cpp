@@ -2,66 +2,96 @@
 
 #include <optional>
 
+#include "mixt/options.h"
+
 namespace mixt {
 
-TrainerOptions TrainerOptions::read(const Config& s) {
-  TrainerOptions o;
-  o.epochs = s.integer("epochs", o.epochs);
-  o.device = s.string("device", o.device);
-  o.seed = static_cast<std::uint64_t>(s.integer("seed", static_cast<std::int64_t>(o.seed)));
-  o.threads = s.integer("threads", o.threads);
-  o.log_every = s.integer("log_every", o.log_every);
-  o.accumulate = s.integer("accumulate", o.accumulate);
-  o.clip_grad_norm = s.number("clip_grad_norm", o.clip_grad_norm);
-  o.max_steps_per_epoch = s.integer("max_steps_per_epoch", o.max_steps_per_epoch);
-  o.keep_checkpoints = s.integer("keep_checkpoints", o.keep_checkpoints);
-  o.resume = s.string("resume", o.resume);
-  o.label_smoothing = s.number("label_smoothing", o.label_smoothing);
-  o.channels_last = s.boolean("channels_last", o.channels_last);
-  o.cudnn_benchmark = s.boolean("cudnn_benchmark", o.cudnn_benchmark);
-  o.stop_on_nonfinite_loss = s.boolean("stop_on_nonfinite_loss", o.stop_on_nonfinite_loss);
-  if (o.label_smoothing < 0 || o.label_smoothing >= 1) s.fail("label_smoothing", "must be in [0, 1)");
-  o.distributed = distributed::DistributedOptions::read(s.section("distributed"));
-  if (o.epochs < 1) s.fail("epochs", "must be at least 1");
+namespace {
+// Each option's default is the struct's own initialiser.
+struct Declarations {
+  const TrainerOptions d;
+  const Option<std::int64_t> epochs{"epochs", d.epochs, "epochs to train (the total, also when resuming)",
+                                    at_least(1)};
+  const Option<std::string> device{"device", d.device,
+                                   "auto (CUDA when usable, else CPU), cpu, cuda (= cuda:0) or cuda:N"};
+  const Option<std::int64_t> seed{"seed", static_cast<std::int64_t>(d.seed),
+                                  "seeds model initialisation and the data order"};
   // A million threads made even `mixt check` hang (ATen starts them at once).
-  if (o.threads < 0 || o.threads > 1024) s.fail("threads", "must be in [0, 1024] (0: LibTorch's default)");
-  if (o.log_every < 1) s.fail("log_every", "must be at least 1");
-  if (o.accumulate < 1) s.fail("accumulate", "must be at least 1");
-  if (o.clip_grad_norm < 0) s.fail("clip_grad_norm", "must be 0 (off) or positive");
-  if (o.max_steps_per_epoch < 0) s.fail("max_steps_per_epoch", "must be 0 (all) or positive");
-  if (o.keep_checkpoints < 1) s.fail("keep_checkpoints", "must be at least 1");
+  const Option<std::int64_t> threads{"threads", d.threads, "intra-op threads (0 = LibTorch's default)",
+                                     between(0, 1024)};
+  const Option<std::int64_t> log_every{"log_every", d.log_every, "optimizer steps between metric lines",
+                                       at_least(1)};
+  const Option<std::int64_t> accumulate{"accumulate", d.accumulate, "micro-batches per optimizer step",
+                                        at_least(1)};
+  const Option<double> clip_grad_norm{"clip_grad_norm", d.clip_grad_norm,
+                                      "clip the global gradient norm to this (0 = off), after unscaling",
+                                      at_least(0)};
+  const Option<std::int64_t> max_steps_per_epoch{
+      "max_steps_per_epoch", d.max_steps_per_epoch,
+      "stop an epoch after this many optimizer steps (0 = whole dataset)", at_least(0)};
+  const Option<std::int64_t> keep_checkpoints{"keep_checkpoints", d.keep_checkpoints,
+                                              "per-epoch checkpoints kept (last always points at the newest)",
+                                              at_least(1)};
+  const Option<std::string> resume{"resume", d.resume,
+                                   "checkpoint file, run directory or its checkpoints/ to continue from"};
+  const Option<double> label_smoothing{"label_smoothing", d.label_smoothing,
+                                       "cross-entropy label smoothing in [0, 1)", at_least(0) && below(1)};
+  const Option<bool> channels_last{"channels_last", d.channels_last,
+                                   "NHWC memory format for 4-D parameters, buffers and inputs"};
+  const Option<bool> cudnn_benchmark{"cudnn_benchmark", d.cudnn_benchmark,
+                                     "let cuDNN time convolution algorithms and keep the fastest"};
+  const Option<bool> stop_on_nonfinite_loss{"stop_on_nonfinite_loss", d.stop_on_nonfinite_loss,
+                                            "stop (exit 1) when an applied step's loss is inf or NaN"};
+};
+
+const Declarations& declarations() {
+  static const Declarations declared;
+  return declared;
+}
+}  // namespace
+
+TrainerOptions TrainerOptions::read(const Config& s) {
+  const Declarations& k = declarations();
+  TrainerOptions o;
+  o.epochs = k.epochs.read(s);
+  o.device = k.device.read(s);
+  o.seed = static_cast<std::uint64_t>(k.seed.read(s));
+  o.threads = k.threads.read(s);
+  o.log_every = k.log_every.read(s);
+  o.accumulate = k.accumulate.read(s);
+  o.clip_grad_norm = k.clip_grad_norm.read(s);
+  o.max_steps_per_epoch = k.max_steps_per_epoch.read(s);
+  o.keep_checkpoints = k.keep_checkpoints.read(s);
+  o.resume = k.resume.read(s);
+  o.label_smoothing = k.label_smoothing.read(s);
+  o.channels_last = k.channels_last.read(s);
+  o.cudnn_benchmark = k.cudnn_benchmark.read(s);
+  o.stop_on_nonfinite_loss = k.stop_on_nonfinite_loss.read(s);
+  o.distributed = distributed::DistributedOptions::read(s.section("distributed"));
   return o;
 }
 
 std::vector<OptionDoc> trainer_option_docs() {
-  // The defaults shown are the structs' own initialisers, written as YAML.
-  const TrainerOptions d;
-  const auto number = [](double value) { return c10::str(value); };
-  const auto flag = [](bool value) { return std::string(value ? "true" : "false"); };
-  return {
-      {"epochs", number(d.epochs), "epochs to train (the total, also when resuming)"},
-      {"device", d.device, "auto (CUDA when usable, else CPU), cpu, cuda (= cuda:0) or cuda:N"},
-      {"seed", number(d.seed), "seeds model initialisation and the data order"},
-      {"threads", number(d.threads), "intra-op threads (0 = LibTorch's default)"},
-      {"log_every", number(d.log_every), "optimizer steps between metric lines"},
-      {"accumulate", number(d.accumulate), "micro-batches per optimizer step"},
-      {"clip_grad_norm", number(d.clip_grad_norm), "clip the global gradient norm to this (0 = off), after unscaling"},
-      {"max_steps_per_epoch", number(d.max_steps_per_epoch),
-       "stop an epoch after this many optimizer steps (0 = whole dataset)"},
-      {"keep_checkpoints", number(d.keep_checkpoints), "per-epoch checkpoints kept (last always points at the newest)"},
-      {"resume", "\"" + d.resume + "\"", "checkpoint file, run directory or its checkpoints/ to continue from"},
-      {"label_smoothing", number(d.label_smoothing), "cross-entropy label smoothing in [0, 1)"},
-      {"channels_last", flag(d.channels_last), "NHWC memory format for 4-D parameters, buffers and inputs"},
-      {"cudnn_benchmark", flag(d.cudnn_benchmark), "let cuDNN time convolution algorithms and keep the fastest"},
-      {"stop_on_nonfinite_loss", flag(d.stop_on_nonfinite_loss),
-       "stop (exit 1) when an applied step's loss is inf or NaN"},
-      {"distributed.backend", d.distributed.backend, "under torchrun: auto (NCCL on CUDA, Gloo on CPU), nccl or gloo"},
-      {"distributed.timeout", number(d.distributed.timeout_seconds), "seconds a collective or the store may wait"},
-      {"distributed.bucket_mb", number(d.distributed.bucket_mb), "gradient all-reduce bucket size in MiB"},
-      {"distributed.overlap", flag(d.distributed.overlap), "all-reduce gradient buckets during backward (as DDP)"},
-      {"distributed.sync_batchnorm", flag(d.distributed.sync_batchnorm),
-       "global batch statistics in mixt::BatchNorm layers"},
-  };
+  const Declarations& k = declarations();
+  std::vector<OptionDoc> docs = {k.epochs,
+                                 k.device,
+                                 k.seed,
+                                 k.threads,
+                                 k.log_every,
+                                 k.accumulate,
+                                 k.clip_grad_norm,
+                                 k.max_steps_per_epoch,
+                                 k.keep_checkpoints,
+                                 k.resume,
+                                 k.label_smoothing,
+                                 k.channels_last,
+                                 k.cudnn_benchmark,
+                                 k.stop_on_nonfinite_loss};
+  for (OptionDoc doc : distributed::DistributedOptions::docs()) {
+    doc.name = "distributed." + doc.name;
+    docs.push_back(std::move(doc));
+  }
+  return docs;
 }
 
 at::Device resolve_device(const std::string& text, const Config& section) {

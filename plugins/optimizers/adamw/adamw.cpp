@@ -9,10 +9,13 @@
 //   fused: true     at::_fused_adamw_, the kernel torch.optim.AdamW(fused=True) calls: one
 //                   pass over all parameters per device and dtype (CPU and CUDA).
 // Each gives torch.optim's parameters bit for bit (tests/unit/optimizer_parity_test.cpp).
+#include <mixt/options.h>
 #include <mixt/plugin.h>
 
 #include <array>
 #include <cmath>
+#include <optional>
+#include <string>
 
 #include "../common/grouped_optimizer.h"
 
@@ -144,37 +147,36 @@ class AdamW : public GroupedOptimizer {
   AdamWOptions o_;
 };
 
+const mixt::Option<double> kLr{"lr", 1e-3, "learning rate", mixt::at_least(0)};
+const mixt::Option<std::vector<double>> kBetas{
+    "betas", {0.9, 0.999}, "coefficients of the running averages",
+    [](const std::vector<double>& b) -> std::optional<std::string> {
+      if (b.size() == 2 && b[0] >= 0 && b[0] < 1 && b[1] >= 0 && b[1] < 1) return std::nullopt;
+      return "expected two numbers in [0, 1), e.g. [0.9, 0.999]";
+    }};
+const mixt::Option<double> kEps{"eps", 1e-8, "added to the denominator", mixt::above(0)};
+const mixt::Option<double> kWeightDecay{"weight_decay", 1e-2, "decoupled weight decay", mixt::at_least(0)};
+const mixt::Option<bool> kAmsgrad{"amsgrad", false, "use the AMSGrad variant"};
+
 std::unique_ptr<mixt::Optimizer> make_adamw(const mixt::Config& c, const mixt::OptimizerContext& context) {
-  const std::vector<double> betas = c.numbers("betas", {0.9, 0.999});
-  if (betas.size() != 2 || betas[0] < 0 || betas[0] >= 1 || betas[1] < 0 || betas[1] >= 1) {
-    c.fail("betas", "expected two numbers in [0, 1), e.g. [0.9, 0.999]");
-  }
+  const std::vector<double> betas = kBetas.read(c);
   AdamWOptions o;
   o.beta1 = betas[0];
   o.beta2 = betas[1];
-  o.eps = c.number("eps", 1e-8);
-  o.amsgrad = c.boolean("amsgrad", false);
+  o.eps = kEps.read(c);
+  o.amsgrad = kAmsgrad.read(c);
   o.implementation = mixt::optimizers::implementation_option(c);
-  const double lr = c.number("lr", 1e-3);
-  const double weight_decay = c.number("weight_decay", 1e-2);
-  if (lr < 0) c.fail("lr", "must not be negative");
-  if (o.eps <= 0) c.fail("eps", "must be positive");
-  if (weight_decay < 0) c.fail("weight_decay", "must not be negative");
-  const bool decay_1d = c.boolean("weight_decay_1d", true);
+  const double lr = kLr.read(c);
+  const double weight_decay = kWeightDecay.read(c);
+  const bool decay_1d = mixt::optimizers::kWeightDecay1d.read(c);
   return std::make_unique<AdamW>(mixt::optimizers::weight_decay_groups(context, lr, weight_decay, decay_1d), o);
 }
 
 void register_components(mixt::Registrar& registrar) {
+  using namespace mixt::optimizers;
   registrar.add_optimizer("adamw",
                           {"Adam with decoupled weight decay (torch.optim.AdamW semantics)",
-                           {{"lr", "0.001", "learning rate"},
-                            {"betas", "[0.9, 0.999]", "coefficients of the running averages"},
-                            {"eps", "1e-08", "added to the denominator"},
-                            {"weight_decay", "0.01", "decoupled weight decay"},
-                            {"amsgrad", "false", "use the AMSGrad variant"},
-                            {"weight_decay_1d", "true", "also decay 1-D parameters (biases, norm scales)"},
-                            {"foreach", "auto", "the _foreach_ kernels (auto: when every parameter is on CUDA)"},
-                            {"fused", "false", "one fused kernel for all parameters (torch.optim fused=True)"}}},
+                           {kLr, kBetas, kEps, kWeightDecay, kAmsgrad, kWeightDecay1d, kForeach, kFused}},
                           make_adamw);
 }
 

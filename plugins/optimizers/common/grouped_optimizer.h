@@ -12,6 +12,7 @@
 #include <mixt/config.h>
 #include <mixt/error.h>
 #include <mixt/optimizer.h>
+#include <mixt/options.h>
 #include <mixt/helpers/torch_optimizer.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
@@ -33,6 +34,8 @@ struct ParameterGroup {
 
 // One group, or two with `decay_1d` false and a weight decay (mixt::split_for_weight_decay:
 // no weight decay on 1-D parameters). Empty groups are left out.
+inline const Option<bool> kWeightDecay1d{"weight_decay_1d", true, "also decay 1-D parameters (biases, norm scales)"};
+
 inline std::vector<ParameterGroup> weight_decay_groups(const OptimizerContext& context, double lr, double weight_decay,
                                                        bool decay_1d) {
   WeightDecaySplit split = split_for_weight_decay(context, decay_1d || weight_decay == 0.0);
@@ -50,12 +53,15 @@ enum class Implementation {
   automatic,      // torch.optim's foreach=None: foreach when every parameter is on CUDA, else single-tensor
 };
 
-// The recipe's `fused` (false) and `foreach` (auto, true or false) options, checked as
-// torch.optim checks its arguments.
+inline const Option<std::string> kForeach{"foreach", "auto",
+                                          "the _foreach_ kernels; auto: when every parameter is on CUDA",
+                                          one_of({"auto", "true", "false"})};
+inline const Option<bool> kFused{"fused", false, "one fused kernel for all parameters (torch.optim fused=True)"};
+
+// The recipe's `fused` and `foreach` options, checked as torch.optim checks its arguments.
 inline Implementation implementation_option(const Config& c) {
-  const bool fused = c.boolean("fused", false);
-  const std::string foreach = c.string("foreach", "auto");
-  if (foreach != "auto" && foreach != "true" && foreach != "false") c.fail("foreach", "expected auto, true or false");
+  const bool fused = kFused.read(c);
+  const std::string foreach = kForeach.read(c);
   if (fused && foreach == "true") c.fail("foreach", "fused and foreach cannot both be true (as in torch.optim)");
   if (fused) return Implementation::fused;
   if (foreach == "auto") return Implementation::automatic;

@@ -10,6 +10,7 @@
 //   fused: true     at::_fused_sgd_, the kernel torch.optim.SGD(fused=True) calls: one pass
 //                   over all parameters per device and dtype (CPU and CUDA).
 // Each gives torch.optim's parameters bit for bit (tests/unit/optimizer_parity_test.cpp).
+#include <mixt/options.h>
 #include <mixt/plugin.h>
 
 #include "../common/grouped_optimizer.h"
@@ -119,35 +120,32 @@ class Sgd : public GroupedOptimizer {
   SgdOptions o_;
 };
 
+const mixt::Required<double> kLr{"lr", "learning rate", mixt::at_least(0)};
+const mixt::Option<double> kMomentum{"momentum", 0.0, "momentum factor", mixt::at_least(0)};
+const mixt::Option<double> kDampening{"dampening", 0.0, "dampening for momentum"};
+const mixt::Option<double> kWeightDecay{"weight_decay", 0.0, "L2 penalty added to the gradient", mixt::at_least(0)};
+const mixt::Option<bool> kNesterov{"nesterov", false, "Nesterov momentum"};
+
 std::unique_ptr<mixt::Optimizer> make_sgd(const mixt::Config& c, const mixt::OptimizerContext& context) {
-  const double lr = c.number("lr");
+  const double lr = kLr.read(c);
   SgdOptions o;
-  o.momentum = c.number("momentum", 0.0);
-  o.dampening = c.number("dampening", 0.0);
-  o.nesterov = c.boolean("nesterov", false);
+  o.momentum = kMomentum.read(c);
+  o.dampening = kDampening.read(c);
+  o.nesterov = kNesterov.read(c);
   o.implementation = mixt::optimizers::implementation_option(c);
-  const double weight_decay = c.number("weight_decay", 0.0);
-  if (lr < 0) c.fail("lr", "must not be negative");
-  if (o.momentum < 0) c.fail("momentum", "must not be negative");
-  if (weight_decay < 0) c.fail("weight_decay", "must not be negative");
+  const double weight_decay = kWeightDecay.read(c);
   if (o.nesterov && (o.momentum <= 0 || o.dampening != 0)) {
     c.fail("nesterov", "Nesterov momentum needs momentum > 0 and dampening 0");
   }
-  const bool decay_1d = c.boolean("weight_decay_1d", true);
+  const bool decay_1d = mixt::optimizers::kWeightDecay1d.read(c);
   return std::make_unique<Sgd>(mixt::optimizers::weight_decay_groups(context, lr, weight_decay, decay_1d), o);
 }
 
 void register_components(mixt::Registrar& registrar) {
+  using namespace mixt::optimizers;
   registrar.add_optimizer("sgd",
                           {"stochastic gradient descent (torch.optim.SGD semantics)",
-                           {{"lr", "", "learning rate"},
-                            {"momentum", "0.0", "momentum factor"},
-                            {"dampening", "0.0", "dampening for momentum"},
-                            {"weight_decay", "0.0", "L2 penalty added to the gradient"},
-                            {"nesterov", "false", "Nesterov momentum"},
-                            {"weight_decay_1d", "true", "also decay 1-D parameters (biases, norm scales)"},
-                            {"foreach", "auto", "the _foreach_ kernels (auto: when every parameter is on CUDA)"},
-                            {"fused", "false", "one fused kernel for all parameters (torch.optim fused=True)"}}},
+                           {kLr, kMomentum, kDampening, kWeightDecay, kNesterov, kWeightDecay1d, kForeach, kFused}},
                           make_sgd);
 }
 

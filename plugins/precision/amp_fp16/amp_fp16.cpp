@@ -3,6 +3,7 @@
 // torch.amp.GradScaler) so that small gradients survive float16's narrow exponent range.
 // Options and defaults are GradScaler's own.
 #include <mixt/helpers/grad_scaler.h>
+#include <mixt/options.h>
 #include <mixt/plugin.h>
 
 #include "../common/float16_on_cpu.h"
@@ -53,35 +54,39 @@ class AmpFp16Policy : public mixt::PrecisionPolicy {
   mixt::GradScaler scaler_;
 };
 
+// The defaults are GradScaler's own (torch.amp.GradScaler's).
+const mixt::GradScalerOptions kDefaults;
+const mixt::Option<double> kInitScale{"init_scale", kDefaults.init_scale, "initial loss scale (2^16)",
+                                      mixt::precision::in_float32_range()};
+const mixt::Option<double> kGrowthFactor{
+    "growth_factor", kDefaults.growth_factor, "scale multiplier after growth_interval finite steps (> 1)",
+    mixt::precision::holds([](double x) { return x > 1; },
+                           "must be > 1 (GradScaler: 'The growth factor must be > 1.0.')")};
+const mixt::Option<double> kBackoffFactor{
+    "backoff_factor", kDefaults.backoff_factor, "scale multiplier after an inf/NaN gradient (< 1)",
+    mixt::precision::holds([](double x) { return x > 0 && x < 1; },
+                           "must be in (0, 1) (GradScaler: 'The backoff factor must be < 1.0.')")};
+const mixt::Option<std::int64_t> kGrowthInterval{"growth_interval", kDefaults.growth_interval,
+                                                 "consecutive finite steps before the scale grows",
+                                                 mixt::at_least(1)};
+const mixt::Option<bool> kEnabled{"enabled", kDefaults.enabled, "false: autocast without loss scaling"};
+
 std::unique_ptr<mixt::PrecisionPolicy> make_amp_fp16(const mixt::Config& c, const mixt::PrecisionContext& context) {
   mixt::GradScalerOptions options;
   options.communicator = context.communicator;  // found-inf agreed across data-parallel ranks
-  options.init_scale = c.number("init_scale", options.init_scale);
-  options.growth_factor = c.number("growth_factor", options.growth_factor);
-  options.backoff_factor = c.number("backoff_factor", options.backoff_factor);
-  options.growth_interval = c.integer("growth_interval", options.growth_interval);
-  options.enabled = c.boolean("enabled", options.enabled);
-  mixt::precision::check_scale_in_float32_range(c, "init_scale", options.init_scale);
-  if (!(options.growth_factor > 1)) {
-    c.fail("growth_factor", "must be > 1 (GradScaler: 'The growth factor must be > 1.0.')");
-  }
-  if (!(options.backoff_factor < 1) || !(options.backoff_factor > 0)) {
-    c.fail("backoff_factor", "must be in (0, 1) (GradScaler: 'The backoff factor must be < 1.0.')");
-  }
-  if (options.growth_interval < 1) c.fail("growth_interval", "must be at least 1");
+  options.init_scale = kInitScale.read(c);
+  options.growth_factor = kGrowthFactor.read(c);
+  options.backoff_factor = kBackoffFactor.read(c);
+  options.growth_interval = kGrowthInterval.read(c);
+  options.enabled = kEnabled.read(c);
   return std::make_unique<AmpFp16Policy>(options);
 }
 
 void register_components(mixt::Registrar& registrar) {
-  registrar.add_precision(
-      "amp_fp16",
-      {"autocast to float16 + dynamic loss scaling (torch.amp.GradScaler semantics)",
-       {{"init_scale", "65536.0", "initial loss scale (2^16)"},
-        {"growth_factor", "2.0", "scale multiplier after growth_interval finite steps (> 1)"},
-        {"backoff_factor", "0.5", "scale multiplier after an inf/NaN gradient (< 1)"},
-        {"growth_interval", "2000", "consecutive finite steps before the scale grows"},
-        {"enabled", "true", "false: autocast without loss scaling"}}},
-      make_amp_fp16);
+  registrar.add_precision("amp_fp16",
+                          {"autocast to float16 + dynamic loss scaling (torch.amp.GradScaler semantics)",
+                           {kInitScale, kGrowthFactor, kBackoffFactor, kGrowthInterval, kEnabled}},
+                          make_amp_fp16);
 }
 
 }  // namespace

@@ -2,9 +2,11 @@
 #pragma once
 
 #include <mixt/config.h>
+#include <mixt/options.h>
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,10 +15,19 @@ namespace mixt::precision {
 // A loss scale is used as a float32 and inverted for unscaling: outside float32's normal
 // range it overflows, its inverse does (a LibTorch error at the first step), or it becomes 0
 // (inf * 0 = NaN gradients that the finite check, run before the multiplication, lets through).
-inline void check_scale_in_float32_range(const mixt::Config& c, const char* key, double scale) {
-  if (!(scale >= std::numeric_limits<float>::min() && scale <= std::numeric_limits<float>::max())) {
-    c.fail(key, "must lie in float32's normal range [1.18e-38, 3.40e+38]");
-  }
+inline Check<double> in_float32_range() {
+  return [](const double& scale) -> std::optional<std::string> {
+    if (scale >= std::numeric_limits<float>::min() && scale <= std::numeric_limits<float>::max()) return std::nullopt;
+    return "must lie in float32's normal range [1.18e-38, 3.40e+38]";
+  };
+}
+
+// A check with its own message: `must be > 1 (GradScaler: '...')`.
+inline Check<double> holds(bool (*test)(double), std::string message) {
+  return [test, message](const double& value) -> std::optional<std::string> {
+    if (test(value)) return std::nullopt;
+    return message;
+  };
 }
 
 // Whether the recipe wrote `key`, without making it one of the section's known keys as

@@ -9,12 +9,15 @@
 // The scale lives on the host: step() must read the overflow flag anyway to decide whether
 // to step, so keeping the scaler's bookkeeping in plain doubles costs no extra sync.
 #include <ATen/ops/_amp_foreach_non_finite_check_and_unscale.h>
+#include <mixt/options.h>
 #include <mixt/plugin.h>
 
 #include "../common/float16_on_cpu.h"
 #include "../common/scaler_options.h"
 
 #include <algorithm>
+#include <optional>
+#include <string>
 
 namespace {
 
@@ -115,40 +118,56 @@ class CustomScalerPolicy : public mixt::PrecisionPolicy {
   bool overflow_ = false;
 };
 
+const ScalerOptions kDefaults;
+const mixt::Option<std::string> kMode{"mode", "dynamic", "static: a fixed scale; dynamic: grows and backs off",
+                                      mixt::one_of({"dynamic", "static"})};
+const mixt::Option<double> kInitScale{"init_scale", kDefaults.init_scale, "initial (or, static, the only) loss scale",
+                                      mixt::precision::in_float32_range()};
+const mixt::Option<double> kMinScale{"min_scale", kDefaults.min_scale, "dynamic: the scale never backs off below this",
+                                     mixt::precision::in_float32_range()};
+const mixt::Option<double> kMaxScale{"max_scale", kDefaults.max_scale,
+                                     "dynamic: the scale never grows above this (2^24)",
+                                     mixt::precision::in_float32_range()};
+const mixt::Option<double> kGrowthFactor{
+    "growth_factor", kDefaults.growth_factor, "dynamic: multiplier after growth_interval finite steps",
+    mixt::precision::holds([](double x) { return x > 1; }, "must be > 1")};
+const mixt::Option<double> kBackoffFactor{"backoff_factor", kDefaults.backoff_factor,
+                                          "dynamic: multiplier when hysteresis runs out",
+                                          mixt::above(0) && mixt::below(1)};
+const mixt::Option<std::int64_t> kGrowthInterval{"growth_interval", kDefaults.growth_interval,
+                                                 "dynamic: finite steps in a row before growing", mixt::at_least(1)};
+const mixt::Option<std::int64_t> kHysteresis{
+    "hysteresis", kDefaults.hysteresis,
+    "dynamic: the hysteresis-th overflow in a row backs off (1: every one; Megatron-LM)",
+    [](const std::int64_t& h) -> std::optional<std::string> {
+      if (h >= 1) return std::nullopt;
+      return "must be at least 1 (1 = back off on every overflow)";
+    }};
+
 std::unique_ptr<mixt::PrecisionPolicy> make_custom_scaler(const mixt::Config& c,
                                                           const mixt::PrecisionContext& context) {
   ScalerOptions o;
-  const std::string mode = c.string("mode", "dynamic");
-  if (mode != "dynamic" && mode != "static") c.fail("mode", "expected dynamic or static, got '" + mode + "'");
-  o.dynamic = mode == "dynamic";
-  o.init_scale = c.number("init_scale", o.init_scale);
-  mixt::precision::check_scale_in_float32_range(c, "init_scale", o.init_scale);
-  const char* dynamic_only[] = {"min_scale", "max_scale", "growth_factor", "backoff_factor", "growth_interval",
-                                "hysteresis"};
+  o.dynamic = kMode.read(c) == "dynamic";
+  o.init_scale = kInitScale.read(c);
   if (!o.dynamic) {
-    for (const char* key : dynamic_only) {
-      if (mixt::precision::written(c, key)) {
+    for (const std::string& key : {kMinScale.name(), kMaxScale.name(), kGrowthFactor.name(), kBackoffFactor.name(),
+                                   kGrowthInterval.name(), kHysteresis.name()}) {
+      if (mixt::precision::written(c, key.c_str())) {
         c.fail(key, "only used with mode: dynamic", "remove it, or set mode: dynamic");
       }
     }
     return std::make_unique<CustomScalerPolicy>(o, context.communicator);
   }
-  o.min_scale = c.number("min_scale", o.min_scale);
-  o.max_scale = c.number("max_scale", o.max_scale);
-  o.growth_factor = c.number("growth_factor", o.growth_factor);
-  o.backoff_factor = c.number("backoff_factor", o.backoff_factor);
-  o.growth_interval = c.integer("growth_interval", o.growth_interval);
-  o.hysteresis = c.integer("hysteresis", o.hysteresis);
-  mixt::precision::check_scale_in_float32_range(c, "min_scale", o.min_scale);
-  mixt::precision::check_scale_in_float32_range(c, "max_scale", o.max_scale);
+  o.min_scale = kMinScale.read(c);
+  o.max_scale = kMaxScale.read(c);
+  o.growth_factor = kGrowthFactor.read(c);
+  o.backoff_factor = kBackoffFactor.read(c);
+  o.growth_interval = kGrowthInterval.read(c);
+  o.hysteresis = kHysteresis.read(c);
   if (!(o.max_scale >= o.min_scale)) c.fail("max_scale", "must be >= min_scale");
   if (o.init_scale < o.min_scale || o.init_scale > o.max_scale) {
     c.fail("init_scale", "must lie in [min_scale, max_scale]");
   }
-  if (!(o.growth_factor > 1)) c.fail("growth_factor", "must be > 1");
-  if (!(o.backoff_factor > 0 && o.backoff_factor < 1)) c.fail("backoff_factor", "must be in (0, 1)");
-  if (o.growth_interval < 1) c.fail("growth_interval", "must be at least 1");
-  if (o.hysteresis < 1) c.fail("hysteresis", "must be at least 1 (1 = back off on every overflow)");
   return std::make_unique<CustomScalerPolicy>(o, context.communicator);
 }
 
@@ -156,14 +175,7 @@ void register_components(mixt::Registrar& registrar) {
   registrar.add_precision(
       "custom_scaler",
       {"autocast float16 + a hand-written loss scaler: static, or dynamic with bounds and hysteresis",
-       {{"mode", "dynamic", "static (fixed scale) or dynamic"},
-        {"init_scale", "65536.0", "initial (or, static, the only) loss scale"},
-        {"min_scale", "1.0", "dynamic: the scale never backs off below this"},
-        {"max_scale", "16777216.0", "dynamic: the scale never grows above this (2^24)"},
-        {"growth_factor", "2.0", "dynamic: multiplier after growth_interval finite steps"},
-        {"backoff_factor", "0.5", "dynamic: multiplier when hysteresis runs out"},
-        {"growth_interval", "1000", "dynamic: finite steps in a row before growing"},
-        {"hysteresis", "2", "dynamic: the hysteresis-th overflow in a row backs off (1: every one; Megatron-LM)"}}},
+       {kMode, kInitScale, kMinScale, kMaxScale, kGrowthFactor, kBackoffFactor, kGrowthInterval, kHysteresis}},
       make_custom_scaler);
 }
 

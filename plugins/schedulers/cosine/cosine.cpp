@@ -3,11 +3,14 @@
 // LinearLR(start_factor, 1.0, total_iters=W) and CosineAnnealingLR(T_max=T-W, eta_min)
 // with milestone W (NVIDIA's ResNet-50 v1.5 recipe: warm-up then cosine).
 #include <mixt/helpers/lr_schedule.h>
+#include <mixt/options.h>
 #include <mixt/plugin.h>
 
 #include <cmath>
 #include <numbers>
 #include <string>
+
+#include "../common/warmup_options.h"
 
 namespace {
 
@@ -34,34 +37,28 @@ class CosineSchedule : public mixt::ScheduleByStep {
   double start_factor_, min_lr_;
 };
 
+const mixt::Option<double> kStartFactor{"start_factor", 0.0, "warm-up starts at start_factor * lr",
+                                        mixt::between(0, 1)};
+const mixt::Option<double> kMinLr{"min_lr", 0.0, "learning rate at the end of the run", mixt::at_least(0)};
+
 std::unique_ptr<mixt::Scheduler> make_cosine(const mixt::Config& c, const mixt::SchedulerContext& context) {
   const std::int64_t total = context.steps_per_epoch * context.epochs;
-  std::int64_t warmup = c.integer("warmup_steps", 0);
-  if (c.has("warmup_epochs")) {
-    if (warmup > 0) c.fail("warmup_epochs", "give warmup_epochs or warmup_steps, not both");
-    warmup = static_cast<std::int64_t>(
-        std::llround(c.number("warmup_epochs") * static_cast<double>(context.steps_per_epoch)));
-  }
-  const double start_factor = c.number("start_factor", 0.0);
-  const double min_lr = c.number("min_lr", 0.0);
-  if (warmup < 0) c.fail(c.has("warmup_epochs") ? "warmup_epochs" : "warmup_steps", "must not be negative");
+  const std::int64_t warmup = mixt::schedulers::read_warmup_steps(c, context.steps_per_epoch);
+  const double start_factor = kStartFactor.read(c);
+  const double min_lr = kMinLr.read(c);
   if (warmup > total) {
     c.fail(c.has("warmup_epochs") ? "warmup_epochs" : "warmup_steps",
            "warm-up (" + std::to_string(warmup) + " steps) is longer than the whole run (" + std::to_string(total) +
                " steps)");
   }
-  if (start_factor < 0 || start_factor > 1) c.fail("start_factor", "must be in [0, 1]");
-  if (min_lr < 0) c.fail("min_lr", "must not be negative");
   return std::make_unique<CosineSchedule>(context, warmup, total, start_factor, min_lr);
 }
 
 void register_components(mixt::Registrar& registrar) {
+  using mixt::schedulers::kWarmupEpochs, mixt::schedulers::kWarmupSteps;
   registrar.add_scheduler("cosine",
                           {"linear warm-up then cosine decay to min_lr over the run, per step",
-                           {{"warmup_epochs", "0", "warm-up length in epochs (may be fractional)"},
-                            {"warmup_steps", "0", "warm-up length in optimizer steps (instead of epochs)"},
-                            {"start_factor", "0.0", "warm-up starts at start_factor * lr"},
-                            {"min_lr", "0.0", "learning rate at the end of the run"}}},
+                           {kWarmupEpochs, kWarmupSteps, kStartFactor, kMinLr}},
                           make_cosine);
 }
 

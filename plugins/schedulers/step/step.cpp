@@ -1,6 +1,7 @@
 // schedulers/step — torch.optim.lr_scheduler.StepLR counted in epochs: the learning rate
 // is multiplied by `gamma` every `step_epochs` epochs.
 #include <mixt/helpers/lr_schedule.h>
+#include <mixt/options.h>
 #include <mixt/plugin.h>
 
 #include <cmath>
@@ -22,20 +23,20 @@ class StepSchedule : public mixt::ScheduleByStep {
   double gamma_;
 };
 
+const mixt::Option<std::int64_t> kStepEpochs{"step_epochs", 30, "epochs between decays", mixt::at_least(1)};
+const mixt::Option<double> kGamma{"gamma", 0.1, "decay factor", mixt::above(0)};
+
 std::unique_ptr<mixt::Scheduler> make_step(const mixt::Config& c, const mixt::SchedulerContext& context) {
-  const std::int64_t step_epochs = c.integer("step_epochs", 30);
-  const double gamma = c.number("gamma", 0.1);
-  if (step_epochs < 1) c.fail("step_epochs", "must be at least 1");
-  if (gamma <= 0) c.fail("gamma", "must be positive");
+  const std::int64_t step_epochs = kStepEpochs.read(c);
+  const double gamma = kGamma.read(c);
   return std::make_unique<StepSchedule>(context, step_epochs * std::max<std::int64_t>(1, context.steps_per_epoch),
                                         gamma);
 }
 
 void register_components(mixt::Registrar& registrar) {
-  registrar.add_scheduler("step",
-                          {"multiply the learning rate by gamma every step_epochs epochs (StepLR)",
-                           {{"step_epochs", "30", "epochs between decays"}, {"gamma", "0.1", "decay factor"}}},
-                          make_step);
+  registrar.add_scheduler(
+      "step", {"multiply the learning rate by gamma every step_epochs epochs (StepLR)", {kStepEpochs, kGamma}},
+      make_step);
 }
 
 }  // namespace

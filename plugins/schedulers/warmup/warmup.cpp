@@ -1,9 +1,12 @@
 // schedulers/warmup — linear warm-up to the optimizer's learning rate, then constant
 // (torch.optim.lr_scheduler.LinearLR(start_factor, 1.0, total_iters=W)).
 #include <mixt/helpers/lr_schedule.h>
+#include <mixt/options.h>
 #include <mixt/plugin.h>
 
 #include <cmath>
+
+#include "../common/warmup_options.h"
 
 namespace {
 
@@ -24,25 +27,19 @@ class WarmupSchedule : public mixt::ScheduleByStep {
   double start_factor_;
 };
 
+const mixt::Option<double> kStartFactor{"start_factor", 1.0 / 3.0, "warm-up starts at start_factor * lr",
+                                        mixt::above(0) && mixt::at_most(1)};
+
 std::unique_ptr<mixt::Scheduler> make_warmup(const mixt::Config& c, const mixt::SchedulerContext& context) {
-  std::int64_t warmup = c.integer("warmup_steps", 0);
-  if (c.has("warmup_epochs")) {
-    if (warmup > 0) c.fail("warmup_epochs", "give warmup_epochs or warmup_steps, not both");
-    warmup = static_cast<std::int64_t>(
-        std::llround(c.number("warmup_epochs") * static_cast<double>(context.steps_per_epoch)));
-  }
-  const double start_factor = c.number("start_factor", 1.0 / 3.0);
-  if (warmup < 0) c.fail(c.has("warmup_epochs") ? "warmup_epochs" : "warmup_steps", "must not be negative");
-  if (start_factor <= 0 || start_factor > 1) c.fail("start_factor", "must be in (0, 1]");
-  return std::make_unique<WarmupSchedule>(context, warmup, start_factor);
+  const std::int64_t warmup = mixt::schedulers::read_warmup_steps(c, context.steps_per_epoch);
+  return std::make_unique<WarmupSchedule>(context, warmup, kStartFactor.read(c));
 }
 
 void register_components(mixt::Registrar& registrar) {
+  using mixt::schedulers::kWarmupEpochs, mixt::schedulers::kWarmupSteps;
   registrar.add_scheduler("warmup",
                           {"linear warm-up to the base learning rate, then constant (LinearLR)",
-                           {{"warmup_epochs", "0", "warm-up length in epochs (may be fractional)"},
-                            {"warmup_steps", "0", "warm-up length in optimizer steps (instead of epochs)"},
-                            {"start_factor", "0.3333", "warm-up starts at start_factor * lr"}}},
+                           {kWarmupEpochs, kWarmupSteps, kStartFactor}},
                           make_warmup);
 }
 

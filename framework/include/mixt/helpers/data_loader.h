@@ -68,8 +68,11 @@ class SampleSource {
 
 enum class OnBadSample { skip, fail };
 
+// The loader's batch_size unless a dataset passes its own (cifar10: 128).
+inline constexpr std::int64_t kDefaultBatchSize = 64;
+
 struct LoaderOptions {
-  std::int64_t batch_size = 64;
+  std::int64_t batch_size = kDefaultBatchSize;
   bool shuffle = true;
   bool drop_last = false;
   std::int64_t workers = 2;   // 0: batches are built in the thread that asks for them
@@ -86,9 +89,10 @@ struct LoaderOptions {
 // Reads batch_size, shuffle, drop_last, workers, prefetch, on_bad_sample from a dataset's
 // section; seed, rank, world_size and device come from the context.
 LoaderOptions read_loader_options(const Config& section, const DatasetContext& context, bool shuffle_default,
-                                  std::int64_t batch_size_default = 64);
-// Their documentation, for ComponentInfo.
-std::vector<OptionDoc> loader_option_docs();
+                                  std::int64_t batch_size_default = kDefaultBatchSize);
+// Their documentation, for ComponentInfo: the declarations read_loader_options reads
+// through, with the same batch_size default.
+std::vector<OptionDoc> loader_option_docs(std::int64_t batch_size_default = kDefaultBatchSize);
 
 class DataLoader {
  public:

@@ -3,6 +3,8 @@
 #include <mixt/helpers/data_loader.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -30,10 +32,78 @@ bool has_jpeg_end(const std::vector<std::uint8_t>& b) {
   return false;
 }
 
+std::uint32_t big_endian(const std::vector<std::uint8_t>& b, std::size_t at, int bytes) {
+  std::uint32_t value = 0;
+  for (int i = 0; i < bytes; ++i) value = (value << 8) | b[at + static_cast<std::size_t>(i)];
+  return value;
+}
+std::uint32_t little_endian(const std::vector<std::uint8_t>& b, std::size_t at, int bytes) {
+  std::uint32_t value = 0;
+  for (int i = bytes - 1; i >= 0; --i) value = (value << 8) | b[at + static_cast<std::size_t>(i)];
+  return value;
+}
+bool starts_with(const std::vector<std::uint8_t>& b, std::size_t at, const char* text) {
+  for (std::size_t i = 0; text[i] != '\0'; ++i) {
+    if (at + i >= b.size() || b[at + i] != static_cast<std::uint8_t>(text[i])) return false;
+  }
+  return true;
+}
+
+// The first frame header (SOFn) of a JPEG, walking the marker segments before it.
+std::optional<std::pair<std::int64_t, std::int64_t>> jpeg_size(const std::vector<std::uint8_t>& b) {
+  std::size_t at = 2;
+  while (at + 9 < b.size()) {
+    if (b[at] != 0xFF) return std::nullopt;
+    const std::uint8_t marker = b[at + 1];
+    if (marker == 0xFF) {  // fill byte
+      ++at;
+      continue;
+    }
+    if (marker == 0xD8 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) {  // no length
+      at += 2;
+      continue;
+    }
+    const bool frame = marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
+    if (frame) return std::make_pair(std::int64_t{big_endian(b, at + 7, 2)}, std::int64_t{big_endian(b, at + 5, 2)});
+    at += 2 + big_endian(b, at + 2, 2);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-at::Tensor decode_image(const std::vector<std::uint8_t>& bytes, int channels) {
+std::optional<std::pair<std::int64_t, std::int64_t>> claimed_size(const std::vector<std::uint8_t>& b) {
+  using Size = std::pair<std::int64_t, std::int64_t>;
+  if (is_jpeg(b)) return jpeg_size(b);
+  if (b.size() >= 24 && starts_with(b, 0, "\x89PNG\r\n\x1a\n") && starts_with(b, 12, "IHDR")) {
+    return Size{big_endian(b, 16, 4), big_endian(b, 20, 4)};
+  }
+  if (b.size() >= 26 && starts_with(b, 0, "BM")) {  // BITMAPINFOHEADER: signed, negative = top-down
+    const auto width = static_cast<std::int32_t>(little_endian(b, 18, 4));
+    const auto height = static_cast<std::int32_t>(little_endian(b, 22, 4));
+    return Size{std::abs(static_cast<std::int64_t>(width)), std::abs(static_cast<std::int64_t>(height))};
+  }
+  if (b.size() >= 10 && (starts_with(b, 0, "GIF87a") || starts_with(b, 0, "GIF89a"))) {
+    return Size{little_endian(b, 6, 2), little_endian(b, 8, 2)};
+  }
+  if (b.size() >= 30 && starts_with(b, 0, "RIFF") && starts_with(b, 8, "WEBP")) {
+    if (starts_with(b, 12, "VP8X")) return Size{little_endian(b, 24, 3) + 1, little_endian(b, 27, 3) + 1};
+    if (starts_with(b, 12, "VP8L")) {
+      const std::uint32_t bits = little_endian(b, 21, 4);
+      return Size{(bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1};
+    }
+    if (starts_with(b, 12, "VP8 ")) return Size{little_endian(b, 26, 2) & 0x3FFF, little_endian(b, 28, 2) & 0x3FFF};
+  }
+  return std::nullopt;
+}
+
+at::Tensor decode_image(const std::vector<std::uint8_t>& bytes, int channels, std::int64_t max_pixels) {
   if (bytes.empty()) throw mixt::BadSample("empty file");
+  if (const auto size = claimed_size(bytes); size && size->first * size->second > max_pixels) {
+    throw mixt::BadSample("its header claims " + std::to_string(size->first) + " x " + std::to_string(size->second) +
+                          " pixels, more than max_image_pixels (" + std::to_string(max_pixels) +
+                          "): a decompression bomb, or raise the dataset's max_image_pixels");
+  }
   if (is_jpeg(bytes) && !has_jpeg_end(bytes)) throw mixt::BadSample("truncated JPEG (no end-of-image marker)");
 #if MIXT_HAVE_LIBJPEG
   if (is_jpeg(bytes)) {

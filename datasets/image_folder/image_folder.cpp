@@ -30,14 +30,19 @@ std::vector<std::uint8_t> read_bytes(const fs::path& file) {
 
 class ImageFolderSource : public mixt::SampleSource {
  public:
-  ImageFolderSource(fs::path root, image_folder::FolderIndex index, mixt::TransformPipeline transforms, int channels)
-      : root_(std::move(root)), index_(std::move(index)), transforms_(std::move(transforms)), channels_(channels) {}
+  ImageFolderSource(fs::path root, image_folder::FolderIndex index, mixt::TransformPipeline transforms, int channels,
+                    std::int64_t max_pixels)
+      : root_(std::move(root)),
+        index_(std::move(index)),
+        transforms_(std::move(transforms)),
+        channels_(channels),
+        max_pixels_(max_pixels) {}
 
   std::int64_t size() const override { return static_cast<std::int64_t>(index_.files.size()); }
   std::string sample_name(std::int64_t i) const override { return (root_ / file(i)).string(); }
 
   mixt::Sample load(std::int64_t i, mixt::SampleRng& rng) const override {
-    const at::Tensor image = image_folder::decode_image(read_bytes(root_ / file(i)), channels_);
+    const at::Tensor image = image_folder::decode_image(read_bytes(root_ / file(i)), channels_, max_pixels_);
     return {transforms_(image, rng), index_.labels[static_cast<std::size_t>(i)]};
   }
 
@@ -48,6 +53,7 @@ class ImageFolderSource : public mixt::SampleSource {
   image_folder::FolderIndex index_;
   mixt::TransformPipeline transforms_;
   int channels_;
+  std::int64_t max_pixels_;
 };
 
 const mixt::Required<std::string> kRoot{"root", "folder laid out as root/<class>/<image> (classes sorted by name)"};
@@ -58,6 +64,11 @@ const mixt::Option<std::int64_t> kChannels{"channels", 3, "3 (RGB) or 1 (grey)",
                                              if (n == 1 || n == 3) return std::nullopt;
                                              return "expected 1 (grey) or 3 (RGB)";
                                            }};
+
+const mixt::Option<std::int64_t> kMaxImagePixels{
+    "max_image_pixels", image_folder::kDefaultMaxImagePixels,
+    "an image whose header claims more pixels is a bad sample, not decoded (Pillow's bomb limit)",
+    mixt::at_least(1)};
 
 image_folder::FolderIndex load_index(const mixt::Config& c, const fs::path& root) {
   const std::string cache = kIndex.read(c);
@@ -104,6 +115,7 @@ image_folder::FolderIndex load_index(const mixt::Config& c, const fs::path& root
 std::unique_ptr<mixt::Dataset> make_image_folder(const mixt::Config& c, const mixt::DatasetContext& context) {
   const fs::path root = kRoot.read(c);
   const std::int64_t channels = kChannels.read(c);
+  const std::int64_t max_pixels = kMaxImagePixels.read(c);
   const bool train = context.split == "train";
   mixt::TransformPipeline transforms =
       mixt::read_transforms(c, "transforms", train ? mixt::imagenet_train_pipeline() : mixt::imagenet_eval_pipeline());
@@ -131,12 +143,13 @@ std::unique_ptr<mixt::Dataset> make_image_folder(const mixt::Config& c, const mi
   image_folder::FolderIndex index = load_index(c, root);
   std::vector<std::string> classes = index.classes;
   auto source =
-      std::make_shared<ImageFolderSource>(root, std::move(index), std::move(transforms), static_cast<int>(channels));
+      std::make_shared<ImageFolderSource>(root, std::move(index), std::move(transforms), static_cast<int>(channels),
+                                          max_pixels);
   return std::make_unique<mixt::NamedLoaderDataset>(source, options, std::move(classes), shape);
 }
 
 void register_components(mixt::Registrar& registrar) {
-  std::vector<mixt::OptionDoc> options = {kRoot, kIndex, kChannels};
+  std::vector<mixt::OptionDoc> options = {kRoot, kIndex, kChannels, kMaxImagePixels};
   for (auto& doc : mixt::transform_option_docs()) {
     doc.default_value = "(below)";
     doc.help = "default: imagenet_train for data.train, imagenet_eval for the other splits. " + doc.help;

@@ -25,11 +25,13 @@ class ImageFolder : public ::testing::Test {
     testing::run_fixture_script("make_image_folder.py", testing::shell_quote(good().string()));
     testing::run_fixture_script("make_image_folder.py", testing::shell_quote(bad().string()) + " --bad");
     testing::run_fixture_script("make_image_folder.py", testing::shell_quote(swatches().string()) + " --swatches");
+    testing::run_fixture_script("make_image_folder.py", testing::shell_quote(bombs().string()) + " --bombs");
   }
   static void TearDownTestSuite() { delete trees_; }
   static fs::path good() { return trees_->path() / "good"; }
   static fs::path bad() { return trees_->path() / "bad"; }
   static fs::path swatches() { return trees_->path() / "swatches"; }
+  static fs::path bombs() { return trees_->path() / "bombs"; }
 
   static std::string section(const fs::path& root, const std::string& extra) {
     return "{name: image_folder, root: " + root.string() + ", " + extra + "}";
@@ -122,6 +124,32 @@ TEST_F(ImageFolder, CorruptAndTruncatedFilesAreSkippedCountedAndNamedOnce) {
   auto* loader_dataset = dynamic_cast<LoaderDataset*>(data.get());
   ASSERT_NE(loader_dataset, nullptr);
   EXPECT_EQ(loader_dataset->loader().bad_samples(), 4);
+}
+
+// A kilobyte whose header claims 60000 x 60000 (JPEG, through libjpeg or OpenCV) or 20000 x
+// 20000 (PNG) is a bad sample, refused before anything is allocated; max_image_pixels
+// sets the bound (a limit below the good images' 64 x 64 refuses them too).
+TEST_F(ImageFolder, DecompressionBombsAreBadSamplesBeforeDecoding) {
+  const auto read_all = [&](const std::string& extra, std::int64_t* delivered, std::string* warnings) {
+    auto data = make_dataset(plugins, section(bombs(), "batch_size: 8, workers: 2, " + extra + kSmallTrain));
+    ::testing::internal::CaptureStderr();
+    *delivered = 0;
+    for (const auto& b : collect_epoch(*data, 0)) *delivered += b.targets.size(0);
+    *warnings = ::testing::internal::GetCapturedStderr();
+    return data->size();
+  };
+  std::int64_t delivered = 0;
+  std::string warnings;
+  const std::int64_t files = read_all("", &delivered, &warnings);
+  EXPECT_EQ(delivered, files - 2) << warnings;
+  EXPECT_NE(warnings.find("coat/bomb.jpg: its header claims 60000 x 60000 pixels, more than max_image_pixels "
+                          "(89478485)"),
+            std::string::npos)
+      << warnings;
+  EXPECT_NE(warnings.find("coat/bomb.png: its header claims 20000 x 20000 pixels"), std::string::npos) << warnings;
+  read_all("max_image_pixels: 4095, ", &delivered, &warnings);
+  EXPECT_EQ(delivered, 0) << warnings;  // 64 x 64 = 4096 pixels each
+  EXPECT_THROW(make_dataset(plugins, section(bombs(), "max_image_pixels: 0")), Error);
 }
 
 TEST_F(ImageFolder, OnBadSampleFailStopsWithTheFileNamed) {

@@ -80,7 +80,7 @@ struct Evaluation {
 struct EpochEnd {
   const TrainState& state;   // state.epoch: the epoch that ended (0-based)
   const Evaluation* evaluation = nullptr;  // the model's own; null without validation data
-  std::vector<Evaluation> other_weights;   // the callbacks' weights (Callback::evaluated_weights)
+  std::vector<Evaluation> other_weights{};  // the callbacks' weights (Callback::evaluated_weights)
   std::int64_t bad_samples = 0;  // skipped by the datasets this epoch, train and val, all ranks
   double elapsed_seconds = 0;    // since training (this process's part of it) began
 };

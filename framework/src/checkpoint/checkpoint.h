@@ -46,8 +46,8 @@ NamedTensors flatten_archive(torch::serialize::InputArchive& archive);
 bool has_checkpoint(const std::filesystem::path& run);
 
 // `path` may be a checkpoint file, a run's checkpoints/ directory, or a run directory;
-// returns the checkpoint file meant: in a directory the newest, `interrupted` when there is
-// one (an epoch's checkpoint removes it), else `last`. The error names `key_path` (the
+// returns the checkpoint file meant: in a directory the one that got furthest by its header
+// among `interrupted`, `last` and the epoch-NNNN files. The error names `key_path` (the
 // recipe key or command-line argument the path came from) and `where` it was written.
 std::filesystem::path resolve_checkpoint(const std::filesystem::path& path,
                                          const std::string& key_path = "trainer.resume",

@@ -14,6 +14,7 @@
 #include <mixt/callback.h>
 #include <mixt/helpers/named_tensors_archive.h>
 #include <mixt/helpers/state_dict.h>
+#include <mixt/options.h>
 #include <mixt/plugin.h>
 
 #include <algorithm>
@@ -21,15 +22,11 @@
 
 namespace {
 
-struct EmaOptions {
-  double decay = 0.9999;
-  double min_decay = 0.0;
-  std::int64_t update_after_step = 0;
+struct EmaOptions {  // as the declarations below read them
+  double decay = 0, min_decay = 0, warmup_gamma = 0, warmup_power = 0;
+  std::int64_t update_after_step = 0, every = 1;
   bool warmup = false;
-  double warmup_gamma = 1.0;
-  double warmup_power = 2.0 / 3.0;
-  std::int64_t every = 1;  // optimizer steps between updates
-  std::string device = "model";  // or "cpu": the average kept off the accelerator
+  std::string device;  // "model", or "cpu": the average kept off the accelerator
 };
 
 // timm ModelEmaV3.get_decay.
@@ -133,39 +130,38 @@ class Ema : public mixt::Callback {
   std::vector<at::Tensor> live_;  // the model's own weights while the average is evaluated
 };
 
+const mixt::Option<double> kDecay{"decay", 0.9999, "the average's decay per update", mixt::between(0, 1)};
+const mixt::Option<double> kMinDecay{"min_decay", 0.0, "with warmup: the decay's lower bound", mixt::between(0, 1)};
+const mixt::Option<std::int64_t> kUpdateAfterStep{
+    "update_after_step", 0, "optimizer steps before the average starts (it copies the weights until then)",
+    mixt::at_least(0)};
+const mixt::Option<bool> kWarmup{"warmup", false, "decay 1 - (1 + step / warmup_gamma)^-warmup_power, capped at decay"};
+const mixt::Option<double> kWarmupGamma{"warmup_gamma", 1.0, "the warm-up's step scale", mixt::above(0)};
+const mixt::Option<double> kWarmupPower{"warmup_power", 2.0 / 3.0,
+                                        "the warm-up's power (3/4 for short runs, as timm suggests)", mixt::above(0)};
+const mixt::Option<std::int64_t> kEvery{"every", 1, "optimizer steps between updates", mixt::at_least(1)};
+const mixt::Option<std::string> kDevice{"device", "model",
+                                        "the model's device, or cpu (keeps accelerator memory free)",
+                                        mixt::one_of({"model", "cpu"})};
+
 std::unique_ptr<mixt::Callback> make_ema(const mixt::Config& c, const mixt::CallbackContext& context) {
   EmaOptions o;
-  o.decay = c.number("decay", o.decay);
-  o.min_decay = c.number("min_decay", o.min_decay);
-  o.update_after_step = c.integer("update_after_step", o.update_after_step);
-  o.warmup = c.boolean("warmup", o.warmup);
-  o.warmup_gamma = c.number("warmup_gamma", o.warmup_gamma);
-  o.warmup_power = c.number("warmup_power", o.warmup_power);
-  o.every = c.integer("every", o.every);
-  o.device = c.string("device", o.device);
-  if (o.decay < 0 || o.decay > 1) c.fail("decay", "must be in [0, 1]");
-  if (o.min_decay < 0 || o.min_decay > 1) c.fail("min_decay", "must be in [0, 1]");
-  if (o.update_after_step < 0) c.fail("update_after_step", "must not be negative");
-  if (o.warmup_gamma <= 0) c.fail("warmup_gamma", "must be positive");
-  if (o.warmup_power <= 0) c.fail("warmup_power", "must be positive");
-  if (o.every < 1) c.fail("every", "must be at least 1");
-  if (o.device != "model" && o.device != "cpu") c.fail("device", "must be model or cpu");
+  o.decay = kDecay.read(c);
+  o.min_decay = kMinDecay.read(c);
+  o.update_after_step = kUpdateAfterStep.read(c);
+  o.warmup = kWarmup.read(c);
+  o.warmup_gamma = kWarmupGamma.read(c);
+  o.warmup_power = kWarmupPower.read(c);
+  o.every = kEvery.read(c);
+  o.device = kDevice.read(c);
   return std::make_unique<Ema>(o, context.model);
 }
 
 void register_components(mixt::Registrar& registrar) {
-  registrar.add_callback(
-      "ema",
-      {"exponential moving average of the weights (timm ModelEmaV3), evaluated as val_top1_ema",
-       {{"decay", "0.9999", "the average's decay per update"},
-        {"min_decay", "0.0", "with warmup: the decay's lower bound"},
-        {"update_after_step", "0", "optimizer steps before the average starts (it copies the weights until then)"},
-        {"warmup", "false", "decay 1 - (1 + step / warmup_gamma)^-warmup_power, capped at decay"},
-        {"warmup_gamma", "1.0", "the warm-up's step scale"},
-        {"warmup_power", "0.6666666666666666", "the warm-up's power (3/4 for short runs, as timm suggests)"},
-        {"every", "1", "optimizer steps between updates"},
-        {"device", "model", "model (the model's device) or cpu (keeps accelerator memory free)"}}},
-      make_ema);
+  registrar.add_callback("ema",
+                         {"exponential moving average of the weights (timm ModelEmaV3), evaluated as val_top1_ema",
+                          {kDecay, kMinDecay, kUpdateAfterStep, kWarmup, kWarmupGamma, kWarmupPower, kEvery, kDevice}},
+                         make_ema);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <ATen/DeviceAccelerator.h>
 #include <mixt/callback.h>
 #include <mixt/error.h>
+#include <mixt/options.h>
 #include <mixt/plugin.h>
 
 #include <fstream>
@@ -20,9 +21,9 @@ namespace {
 namespace fs = std::filesystem;
 using mixt::tensorboard::EventFile;
 
-struct TensorBoardOptions {
+struct TensorBoardOptions {  // as the declarations below read them
   std::int64_t histograms_every = 0;  // optimizer steps between norm histograms; 0: none
-  bool recipe_text = true;
+  bool recipe_text = false;
 };
 
 std::string read_text(const fs::path& file) {
@@ -130,19 +131,18 @@ class TensorBoard : public mixt::Callback {
   bool warned_ = false;
 };
 
+const mixt::Option<std::int64_t> kHistogramsEvery{
+    "histograms_every", 0, "optimizer steps between histograms of per-layer gradient and weight norms (0: off)",
+    mixt::at_least(0)};
+const mixt::Option<bool> kRecipeText{"recipe_text", true, "the resolved recipe as a text summary"};
+
 std::unique_ptr<mixt::Callback> make_tensorboard(const mixt::Config& c, const mixt::CallbackContext& context) {
-  TensorBoardOptions o;
-  o.histograms_every = c.integer("histograms_every", o.histograms_every);
-  o.recipe_text = c.boolean("recipe_text", o.recipe_text);
-  if (o.histograms_every < 0) c.fail("histograms_every", "must be 0 (off) or positive");
-  return std::make_unique<TensorBoard>(o, context);
+  return std::make_unique<TensorBoard>(TensorBoardOptions{kHistogramsEvery.read(c), kRecipeText.read(c)}, context);
 }
 
 void register_components(mixt::Registrar& registrar) {
-  mixt::ComponentInfo info{
-      "TensorBoard event files in the run directory (on by default; `tensorboard --logdir runs`)",
-      {{"histograms_every", "0", "optimizer steps between histograms of per-layer gradient and weight norms (0: off)"},
-       {"recipe_text", "true", "the resolved recipe as a text summary"}}};
+  mixt::ComponentInfo info{"TensorBoard event files in the run directory (on by default; `tensorboard --logdir runs`)",
+                           {kHistogramsEvery, kRecipeText}};
   info.enabled_by_default = true;
   registrar.add_callback("tensorboard", std::move(info), make_tensorboard);
 }

@@ -14,8 +14,17 @@
 #include <memory>
 
 #include "mixt/helpers/batch_norm.h"
+#include "mixt/helpers/fp32_modules.h"
 
 namespace mixt::models {
+
+// `module` run as the model's child `name`, so that `precision.fp32_modules` can keep it in
+// float32 (mixt/helpers/fp32_modules.h); every zoo model routes torchvision's top-level
+// children (ViT its encoder layers too) this way. Unlisted, it is the plain call.
+template <class Module>
+at::Tensor routed(const torch::nn::Module& model, const char* name, Module& module, const at::Tensor& x) {
+  return mixt::call_submodule(model, name, x, [&](const at::Tensor& in) { return module->forward(in); });
+}
 
 // torchvision nests nn.Sequential inside nn.Sequential; torch::nn::Sequential cannot hold
 // another Sequential (its forward is a template, which AnyModule cannot wrap). Chain is a

@@ -17,6 +17,7 @@
 namespace {
 
 using mixt::models::Chain;
+using mixt::models::routed;
 using mixt::models::stochastic_depth;
 using mixt::models::ZooFacts;
 
@@ -122,7 +123,8 @@ class ConvNeXt : public mixt::Model {
   }
 
   at::Tensor forward(const at::Tensor& x) override {
-    return classifier_->forward(at::adaptive_avg_pool2d(features_->forward(x), {1, 1}));
+    const at::Tensor features = routed(*this, "features", features_, x);
+    return routed(*this, "classifier", classifier_, at::adaptive_avg_pool2d(features, {1, 1}));
   }
 
  private:

@@ -90,7 +90,8 @@ class EfficientNet : public mixt::Model {
   }
 
   at::Tensor forward(const at::Tensor& x) override {
-    return classifier_->forward(at::adaptive_avg_pool2d(features_->forward(x), {1, 1}).flatten(1));
+    const at::Tensor features = routed(*this, "features", features_, x);
+    return routed(*this, "classifier", classifier_, at::adaptive_avg_pool2d(features, {1, 1}).flatten(1));
   }
 
  private:

@@ -42,7 +42,8 @@ MobileNet::MobileNet(Chain features, Chain classifier) {
 }
 
 at::Tensor MobileNet::forward(const at::Tensor& x) {
-  return classifier_->forward(at::adaptive_avg_pool2d(features_->forward(x), {1, 1}).flatten(1));
+  const at::Tensor features = routed(*this, "features", features_, x);
+  return routed(*this, "classifier", classifier_, at::adaptive_avg_pool2d(features, {1, 1}).flatten(1));
 }
 
 void init_mobilenet(torch::nn::Module& model) {

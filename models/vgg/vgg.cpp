@@ -15,6 +15,7 @@
 namespace {
 
 using mixt::models::Act;
+using mixt::models::routed;
 using mixt::models::ActivationImpl;
 
 constexpr std::int64_t M = 0;  // a 2x2 max pool in the configurations below
@@ -60,7 +61,8 @@ class Vgg : public mixt::Model {
   }
 
   at::Tensor forward(const at::Tensor& x) override {
-    return classifier_->forward(at::adaptive_avg_pool2d(features_->forward(x), {7, 7}).flatten(1));
+    const at::Tensor features = routed(*this, "features", features_, x);
+    return routed(*this, "classifier", classifier_, at::adaptive_avg_pool2d(features, {7, 7}).flatten(1));
   }
 
  private:

@@ -14,10 +14,12 @@
 
 #include <cmath>
 
+#include "../common/layers.h"
 #include "../common/zoo.h"
 
 namespace {
 
+using mixt::models::routed;
 using mixt::models::ZooFacts;
 
 struct VitOptions {
@@ -104,9 +106,12 @@ class Encoder : public torch::nn::Module {
     }
     ln_ = register_module("ln", layer_norm(o.hidden_dim));
   }
-  at::Tensor forward(const at::Tensor& input) {
+  // `model`: the VisionTransformer, whose fp32_modules may name each encoder layer.
+  at::Tensor forward(const at::Tensor& input, const torch::nn::Module& model) {
     at::Tensor x = dropout_->forward(input + pos_embedding_);
-    for (auto& block : blocks_) x = block->forward(x);
+    for (std::size_t i = 0; i < blocks_.size(); ++i) {
+      x = routed(model, ("encoder.layers.encoder_layer_" + std::to_string(i)).c_str(), blocks_[i], x);
+    }
     return ln_->forward(x);
   }
 
@@ -139,10 +144,10 @@ class VisionTransformer : public mixt::Model {
     TORCH_CHECK(input.size(2) == o_.image_size && input.size(3) == o_.image_size, "vit: expected ", o_.image_size, "x",
                 o_.image_size, " images, got ", input.size(2), "x", input.size(3), " (set image_size:)");
     const std::int64_t n = input.size(0);
-    at::Tensor x = conv_proj_->forward(input).reshape({n, o_.hidden_dim, -1}).permute({0, 2, 1});
+    at::Tensor x = routed(*this, "conv_proj", conv_proj_, input).reshape({n, o_.hidden_dim, -1}).permute({0, 2, 1});
     x = at::cat({class_token_.expand({n, -1, -1}), x}, 1);
-    x = encoder_->forward(x);
-    return head_->forward(x.select(1, 0));
+    x = mixt::call_submodule(*this, "encoder", x, [&](const at::Tensor& in) { return encoder_->forward(in, *this); });
+    return routed(*this, "heads", head_, x.select(1, 0));
   }
 
  private:

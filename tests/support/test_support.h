@@ -91,6 +91,34 @@ inline std::string shell_quote(const std::string& text) {
   return quoted + "'";
 }
 
+// A small tmpfs mounted at `at` while it lives, for full disks and exhausted inodes. Mounting
+// needs root: a test checks mounted() and skips otherwise.
+class MountedTmpfs {
+ public:
+  MountedTmpfs(const fs::path& at, const std::string& options) : at_(at) {
+    fs::create_directories(at_);
+    mounted_ = ::geteuid() == 0 &&
+               std::system(("mount -t tmpfs -o " + options + " none " + shell_quote(at_.string())).c_str()) == 0;
+  }
+  ~MountedTmpfs() {
+    if (mounted_) (void)!std::system(("umount " + shell_quote(at_.string())).c_str());
+  }
+  MountedTmpfs(const MountedTmpfs&) = delete;
+  MountedTmpfs& operator=(const MountedTmpfs&) = delete;
+  bool mounted() const { return mounted_; }
+  // Takes every free block with filler(); removing that file gives them back.
+  void fill() const {
+    std::ofstream out(filler(), std::ios::binary);
+    const std::string block(4096, 'x');
+    while (out.write(block.data(), static_cast<std::streamsize>(block.size()))) out.flush();
+  }
+  fs::path filler() const { return at_ / "filler"; }
+
+ private:
+  fs::path at_;
+  bool mounted_ = false;
+};
+
 // Runs a shell command line, stdout and stderr captured together.
 inline CommandResult run_command(const std::string& command) {
   CommandResult result;

@@ -8,8 +8,11 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 
+#include "mixt/autocast.h"
+#include "mixt/helpers/fp32_modules.h"
 #include "mixt/helpers/safetensors.h"
 #include "mixt/helpers/state_dict.h"
 #include "plugins.h"
@@ -86,6 +89,43 @@ std::vector<std::string> zoo_names() {
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ModelNames, ::testing::ValuesIn(zoo_names()),
                          [](const auto& info) { return info.param; });
+
+// Every family routes torchvision's top-level children (ViT: its encoder layers too)
+// through call_submodule, so `precision.fp32_modules` can keep any of them in float32: under
+// bfloat16 autocast the listed head's output is float32 (bfloat16 unlisted), and nothing
+// listed goes unrouted (which would fail a run after its first step).
+TEST(ModelZoo, EveryFamilyRoutesItsTopLevelChildrenForFp32Modules) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> families = {
+      {"resnet18", {"conv1", "bn1", "layer1", "layer2", "layer3", "layer4", "fc"}},
+      {"vgg11", {"features", "classifier"}},
+      {"mobilenet_v2", {"features", "classifier"}},
+      {"mobilenet_v3_small", {"features", "classifier"}},
+      {"efficientnet_b0", {"features", "classifier"}},
+      {"convnext_tiny", {"features", "classifier"}},
+      {"vit_b_32", {"conv_proj", "encoder", "encoder.layers.encoder_layer_0", "encoder.layers.encoder_layer_11",
+                    "heads"}},
+  };
+  for (const auto& [name, children] : families) {
+    const std::int64_t size = name.rfind("vit", 0) == 0 ? 224 : 64;
+    const std::shared_ptr<Model> model = build("{name: " + name + "}", ModelContext{at::kCPU, {3, size, size}, 10});
+    model->eval();
+    std::set<std::string> modules;
+    for (const auto& item : model->named_modules("", /*include_self=*/false)) modules.insert(item.key());
+    for (const std::string& child : children) EXPECT_EQ(modules.count(child), 1u) << name << ": " << child;
+    const at::Tensor input = at::randn({1, 3, size, size});
+    at::NoGradGuard no_grad;
+    {
+      AutocastScope bf16(at::kCPU, at::kBFloat16);
+      EXPECT_EQ(model->forward(input).scalar_type(), at::kBFloat16) << name;
+    }
+    set_fp32_modules(*model, children);
+    {
+      AutocastScope bf16(at::kCPU, at::kBFloat16);
+      EXPECT_EQ(model->forward(input).scalar_type(), at::kFloat) << name;
+    }
+    EXPECT_EQ(unrouted_fp32_modules(*model), std::vector<std::string>{}) << name;
+  }
+}
 
 TEST(ModelZoo, Resnet50HasTorchvisionsParameterCount) {
   const auto model = build("{name: resnet50}");

@@ -350,5 +350,27 @@ TEST(PrecisionContract, TheBlankForwardPassRunsAfterSetup) {
   }
 }
 
+// A policy sees the recipe's precision.fp32_modules (a policy that casts the model must
+// leave them float32, so it has to know them).
+TEST(PrecisionContract, APolicySeesTheFp32ModulesOfTheRecipe) {
+  testing::BuiltPlugins local;
+  std::vector<std::string> seen = {"not called"};
+  local.registry.add_precision("fixture_sees_fp32_modules", {"records its context", {}},
+                               [&](const Config&, const PrecisionContext& context) -> std::unique_ptr<PrecisionPolicy> {
+                                 seen = context.fp32_modules;
+                                 return std::make_unique<PrecisionPolicy>();
+                               });
+  const RecipeNodePtr root = parse_yaml(
+      "model: {name: simple_cnn, channels: [4, 8], hidden: 16}\n"
+      "precision: {name: fixture_sees_fp32_modules, fp32_modules: [classifier]}\noptimizer: {name: sgd, lr: 0.1}\n"
+      "data: {train: {name: synthetic, shape: [1, 28, 28], num_classes: 10, size: 64, batch_size: 32}}\n",
+      "r.yaml");
+  const Config recipe(root, "");
+  TrainerOptions options;
+  options.device = "cpu";
+  build_components(recipe, local.registry, options, recipe.section("trainer"));
+  EXPECT_EQ(seen, std::vector<std::string>{"classifier"});
+}
+
 }  // namespace
 }  // namespace mixt

@@ -203,16 +203,10 @@ TEST(AtomicWrite, ReplacesTheFileWholeAndLeavesNoTemporary) {
 // A file system out of inodes says ENOSPC like a full one: the error says which it is.
 // Root only (it mounts a tmpfs of a few inodes).
 TEST(AtomicWrite, NoFreeInodesIsNamedAsSuch) {
-  if (::geteuid() != 0) GTEST_SKIP() << "mounting a small tmpfs needs root";
   TempDir dir;
   const fs::path disk = dir.path() / "disk";
-  fs::create_directories(disk);
-  ASSERT_EQ(std::system(("mount -t tmpfs -o size=1m,nr_inodes=16 none " + testing::shell_quote(disk.string())).c_str()),
-            0);
-  struct Unmount {
-    fs::path at;
-    ~Unmount() { (void)!std::system(("umount " + testing::shell_quote(at.string())).c_str()); }
-  } unmount{disk};
+  const testing::MountedTmpfs tmpfs(disk, "size=1m,nr_inodes=16");
+  if (!tmpfs.mounted()) GTEST_SKIP() << "mounting a small tmpfs needs root";
   for (int i = 0; std::ofstream(disk / ("f" + std::to_string(i))) && i < 100; ++i) {
   }
   try {

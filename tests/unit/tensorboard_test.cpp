@@ -2,7 +2,6 @@
 // check value, and a disk that fills up for a while: one warning, the run goes on, and
 // TensorBoard reads every record flushed before it filled and after it had room again. Reading back whole runs is tests/e2e/tensorboard_test.cpp.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -26,15 +25,10 @@ TEST(TensorBoardFile, MasksTheCastagnoliCrcAsTfRecordDoes) {
 }
 
 TEST(TensorBoardFile, AFullDiskIsOneWarningAndTheFlushedCurvesSurvive) {
-  if (::geteuid() != 0) GTEST_SKIP() << "mounting a small tmpfs needs root";
   testing::TempDir dir;
   const fs::path disk = dir.path() / "disk";
-  fs::create_directories(disk);
-  ASSERT_EQ(std::system(("mount -t tmpfs -o size=64k none " + testing::shell_quote(disk.string())).c_str()), 0);
-  struct Unmount {
-    fs::path at;
-    ~Unmount() { (void)!std::system(("umount " + testing::shell_quote(at.string())).c_str()); }
-  } unmount{disk};
+  const testing::MountedTmpfs tmpfs(disk, "size=64k");
+  if (!tmpfs.mounted()) GTEST_SKIP() << "mounting a small tmpfs needs root";
 
   testing::BuiltPlugins plugins;
   auto tensorboard = plugins.registry.make_callback(
@@ -54,17 +48,13 @@ TEST(TensorBoardFile, AFullDiskIsOneWarningAndTheFlushedCurvesSurvive) {
   };
   steps(1, 10);
   tensorboard->on_epoch_end(EpochEnd{state, nullptr, {}, 0, 0});  // flushed: these curves are on the disk
-  {
-    std::ofstream filler(disk / "filler", std::ios::binary);
-    const std::string block(4096, 'x');
-    while (filler.write(block.data(), static_cast<std::streamsize>(block.size()))) filler.flush();
-  }
+  tmpfs.fill();
   ::testing::internal::CaptureStderr();
   steps(11, 400);
   tensorboard->on_epoch_end(EpochEnd{state, nullptr, {}, 0, 0});
   steps(401, 500);
   tensorboard->on_epoch_end(EpochEnd{state, nullptr, {}, 0, 0});
-  fs::remove(disk / "filler");  // room again: the next epoch's records are whole
+  fs::remove(tmpfs.filler());  // room again: the next epoch's records are whole
   steps(501, 510);
   tensorboard->on_epoch_end(EpochEnd{state, nullptr, {}, 0, 0});
   tensorboard->on_fit_end(state);

@@ -591,30 +591,21 @@ TEST(Trainer, ResumingWithOtherComponentsNamesBoth) {
 // is cut back, so once there is room again the next line starts on a line of its own and
 // every line of metrics.jsonl parses. Root only (it mounts the tmpfs).
 TEST(RunDirectory, ALineThatDidNotFitIsCutBackSoTheNextLineIsWhole) {
-  if (::geteuid() != 0) GTEST_SKIP() << "mounting a small tmpfs needs root";
   testing::TempDir dir;
   const fs::path disk = dir.path() / "disk";
-  fs::create_directories(disk);
-  ASSERT_EQ(std::system(("mount -t tmpfs -o size=64k none " + testing::shell_quote(disk.string())).c_str()), 0);
-  struct Unmount {
-    fs::path at;
-    ~Unmount() { (void)!std::system(("umount " + testing::shell_quote(at.string())).c_str()); }
-  } unmount{disk};
+  const testing::MountedTmpfs tmpfs(disk, "size=64k");
+  if (!tmpfs.mounted()) GTEST_SKIP() << "mounting a small tmpfs needs root";
   fs::path metrics;
   {
     RunDirectory run(disk, "full");
     metrics = run.path() / "metrics.jsonl";
     run.append_metrics({{"step", 1}});
-    {  // every free page taken
-      std::ofstream filler(disk / "filler", std::ios::binary);
-      const std::string block(4096, 'x');
-      while (filler.write(block.data(), static_cast<std::streamsize>(block.size()))) filler.flush();
-    }
+    tmpfs.fill();
     ::testing::internal::CaptureStderr();
     run.append_metrics({{"step", 2}, {"note", std::string(6000, 'n')}});  // fits the page's rest only in part
     const std::string said = ::testing::internal::GetCapturedStderr();
     EXPECT_NE(said.find("cannot append to " + metrics.string()), std::string::npos) << said;
-    fs::remove(disk / "filler");
+    fs::remove(tmpfs.filler());
     run.append_metrics({{"step", 3}});
   }
   std::ifstream in(metrics);

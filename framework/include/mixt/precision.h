@@ -80,6 +80,9 @@ struct PrecisionContext {
   // flags already agree; the explicit all-reduce keeps that true for a policy that inspects
   // anything rank-local, and costs one scalar per step.)
   const Communicator* communicator = nullptr;
+  // precision.fp32_modules: the submodules the recipe keeps in float32 (mixt routes them
+  // through FullPrecisionScope). A policy that casts the model must leave them float32.
+  std::vector<std::string> fp32_modules{};
 };
 
 }  // namespace mixt

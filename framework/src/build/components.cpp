@@ -269,7 +269,8 @@ Components build_components(const Config& recipe, const Registry& registry,
   }
 
   const Config precision_section = recipe.section("precision");
-  c.precision = registry.make_precision(precision_section, PrecisionContext{c.device, communicator});
+  c.precision =
+      registry.make_precision(precision_section, PrecisionContext{c.device, communicator, kFp32Modules.read(precision_section)});
   record(c, registry, ComponentKind::precision, precision_section);
   c.precision->setup(*c.model, c.device);
   apply_fp32_modules(precision_section, *c.model);

@@ -302,7 +302,7 @@ int bench(const BenchOptions& options) {
   const Recipe recipe = load_recipe(options.recipe, options.overrides);
   const Config root = recipe.config();
   const std::string name = root.string("name", std::filesystem::path(options.recipe).stem().string());
-  const std::string output = root.string("output", "runs");
+  const std::string output = kRecipeOutput.read(root);
   std::vector<std::string> policies = options.policies;
   if (policies.empty()) policies.push_back(recipe_policy(recipe));
   if (options.steps < 1 || options.warmup < 0) throw usage_error("--steps must be at least 1 and --warmup at least 0");

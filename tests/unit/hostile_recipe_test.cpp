@@ -57,6 +57,26 @@ TEST(HostileRecipe, AMergeKeyBombStopsAtTheBoundQuickly) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
 }
 
+// 45,000 keys in a base and 45,000 more in the recipe: reading, checking for duplicates and
+// merging are linear in the keys (each was a search of the map: about 20 s here).
+TEST(HostileRecipe, ManyKeysAreReadAndMergedInLinearTime) {
+  TempDir dir;
+  std::string base, recipe = "base: base.yaml\n";
+  for (int i = 0; i < 45000; ++i) {
+    base += "b" + std::to_string(i) + ": 1\n";
+    recipe += "r" + std::to_string(i) + ": 2\n";
+  }
+  dir.write("base.yaml", base);
+  const fs::path file = dir.write("r.yaml", recipe);
+  const auto start = std::chrono::steady_clock::now();
+  const Recipe loaded = load_recipe(file);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_EQ(loaded.config().string("b44999"), "1");
+  EXPECT_EQ(loaded.config().string("r44999"), "2");
+  const std::string error = error_of([&] { load_recipe(dir.write("dup.yaml", "a: 1\nb: 2\na: 3\n")); });
+  EXPECT_NE(error.find("dup.yaml:3:1: duplicate key 'a'"), std::string::npos) << error;
+}
+
 // d1 names d0 twice, d2 names d1 twice, ...: 2^40 loads without each file merged once.
 TEST(HostileRecipe, ADiamondOfBasesIsReadInTimeLinearInItsFiles) {
   TempDir dir;

@@ -97,7 +97,7 @@ Experiment prepare_experiment(const fs::path& recipe_file, const std::vector<std
   const Config root = e.recipe.config();
   e.name = root.string("name", recipe_file.stem().string());
   check_run_name(root, e.name);
-  e.output = root.string("output", "runs");
+  e.output = kRecipeOutput.read(root);
   if (std::any_of(e.output.native().begin(), e.output.native().end(),
                   [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
     root.fail("output", "the path holds a control character", "name the directory for run directories plainly");

@@ -15,7 +15,12 @@
 #include "recipe/recipe_loader.h"
 #include "train/trainer.h"
 
+#include "mixt/options.h"
+
 namespace mixt {
+
+// The recipe's top-level `output:`, read by `mixt run` and `mixt bench` alike.
+inline const Option<std::string> kRecipeOutput{"output", "runs", "directory for run directories"};
 
 using Warn = std::function<void(const std::string&)>;
 

@@ -7,6 +7,8 @@
 #include <functional>
 #include <map>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "recipe/closest_match.h"
 
@@ -81,9 +83,12 @@ void collect_merge_sources(const RecipeNodePtr& value, std::vector<RecipeNodePtr
 // The map's own keys win over merged ones, and earlier merged maps over later ones (the
 // YAML merge-key specification), wherever the `<<` line stands.
 void apply_merge_key(RecipeNode& node, const std::vector<RecipeNodePtr>& maps, Expansion& expansion) {
+  if (maps.empty()) return;
+  std::unordered_set<std::string> keys;
+  for (const auto& entry : node.entries) keys.insert(entry.key);
   for (const auto& map : maps) {
     for (const auto& entry : map->entries) {
-      if (node.find(entry.key)) continue;
+      if (!keys.insert(entry.key).second) continue;
       expansion.add(values_in(*entry.value, kMaxRecipeValues));
       node.entries.push_back({entry.key, entry.key_where, entry.value->deep_copy()});
     }
@@ -114,6 +119,7 @@ RecipeNodePtr convert(const YAML::Node& yaml, Expansion& expansion, int depth) {
     case YAML::NodeType::Map: {
       node->type = RecipeNode::Type::map;
       std::vector<RecipeNodePtr> merged_maps;
+      std::unordered_set<std::string> keys;  // a map of 100,000 keys is checked in linear time
       for (const auto& pair : yaml) {
         const auto key_where = location_of(pair.first.Mark(), source);
         if (!pair.first.IsScalar()) {
@@ -124,7 +130,7 @@ RecipeNodePtr convert(const YAML::Node& yaml, Expansion& expansion, int depth) {
           collect_merge_sources(convert(pair.second, expansion, depth + 1), merged_maps);
           continue;
         }
-        if (node->find(key)) throw recipe_error("duplicate key '" + key + "'", key_where);
+        if (!keys.insert(key).second) throw recipe_error("duplicate key '" + key + "'", key_where);
         node->entries.push_back({key, key_where, convert(pair.second, expansion, depth + 1)});
       }
       apply_merge_key(*node, merged_maps, expansion);
@@ -198,9 +204,12 @@ bool strip_delete_marker(RecipeNode& node) {
 
 // Deep merge: maps merge key by key, the child wins; scalars and lists replace.
 void merge_into(RecipeNode& parent, const RecipeNode& child) {
+  std::unordered_map<std::string, std::size_t> index;  // linear in the keys, not quadratic
+  for (std::size_t i = 0; i < parent.entries.size(); ++i) index.emplace(parent.entries[i].key, i);
   for (const auto& entry : child.entries) {
     RecipeNodePtr value = entry.value->deep_copy();
-    RecipeEntry* existing = parent.find(entry.key);
+    const auto found = index.find(entry.key);
+    RecipeEntry* existing = found == index.end() ? nullptr : &parent.entries[found->second];
     const bool replace_whole = value->is_map() && strip_delete_marker(*value);
     if (existing && existing->value->is_map() && value->is_map() && !replace_whole) {
       merge_into(*existing->value, *value);
@@ -208,6 +217,7 @@ void merge_into(RecipeNode& parent, const RecipeNode& child) {
       existing->value = value;
       existing->key_where = entry.key_where;
     } else {
+      index.emplace(entry.key, parent.entries.size());
       parent.entries.push_back({entry.key, entry.key_where, value});
     }
   }

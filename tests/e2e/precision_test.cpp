@@ -103,6 +103,20 @@ TEST(PrecisionCli, AnEpochInWhichEveryStepWasSkippedIsWarnedAbout) {
   EXPECT_NE(result.output.find("mixt: warning: the precision policy skipped every step of epoch 1 (2 of them"),
             std::string::npos)
       << result.output;
+  // In the run's metrics too, as an event of its own.
+  fs::path metrics;
+  for (const auto& entry : fs::recursive_directory_iterator(dir.path())) {
+    if (entry.path().filename() == "metrics.jsonl") metrics = entry.path();
+  }
+  ASSERT_FALSE(metrics.empty());
+  bool warned = false;
+  std::istringstream lines(testing::read_file(metrics));
+  for (std::string line; std::getline(lines, line);) {
+    const auto event = nlohmann::json::parse(line);
+    warned = warned || (event["event"] == "warning" &&
+                        event["message"].get<std::string>().rfind("the precision policy skipped every step", 0) == 0);
+  }
+  EXPECT_TRUE(warned) << testing::read_file(metrics);
 }
 
 TEST(PrecisionCli, Fp32ModulesAreCheckedAgainstTheModel) {

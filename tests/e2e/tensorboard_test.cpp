@@ -31,6 +31,7 @@ Curves expected_curves(const fs::path& run) {
   std::string line;
   while (std::getline(lines, line)) {
     const json event = json::parse(line);
+    if (event["event"] != "step" && event["event"] != "epoch") continue;  // warnings: text
     const auto step = event["step"].get<std::int64_t>();
     for (const auto& [key, value] : event.items()) {
       if (!value.is_number() || key == "epoch" || key == "step" || key == "epoch_step" ||

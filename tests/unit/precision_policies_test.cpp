@@ -7,6 +7,7 @@
 #include <torch/nn/modules/linear.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "blob_training.h"
@@ -118,6 +119,32 @@ TEST(PrecisionPolicies, AmpFp16SkipsExactlyTheOverflowingStepsAndBacksOff) {
   EXPECT_EQ(run.optimizer->applied, all_but(16, {3, 9}));
   EXPECT_EQ(run.metric("loss_scale"), 1024.0 / 4);
   EXPECT_TRUE(run.finite_weights());
+}
+
+// A run whose forward overflows float16 on most batches skips most steps; and a validation
+// that overflows gives an inf/NaN loss. Either ended "done" without a word; each is a warning.
+TEST(PrecisionPolicies, MostStepsSkippedOrANonFiniteValidationLossIsWarnedAbout) {
+  Training run("{name: amp_fp16, init_scale: 1024}", {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  auto val = std::make_unique<BlobDataset>(6);
+  val->overflow_at({0});
+  run.components.val = std::move(val);
+  ::testing::internal::CaptureStderr();
+  const TrainResult result = run.fit();
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(result.skipped_steps, 10);
+  EXPECT_NE(said.find("mixt: warning: the precision policy skipped 10 of the 16 steps of epoch 1 (inf/NaN "
+                      "gradients), so the weights barely trained; keep the submodules that overflow in float32 "
+                      "(precision.fp32_modules)"),
+            std::string::npos)
+      << said;
+  ASSERT_TRUE(result.final_eval);
+  EXPECT_FALSE(std::isfinite(result.final_eval->loss));
+  EXPECT_NE(said.find("mixt: warning: the validation loss after epoch 1 is "), std::string::npos) << said;
+
+  Training fine("{name: amp_fp16, init_scale: 1024}", {3, 9});  // 2 of 16: the scaler's business
+  ::testing::internal::CaptureStderr();
+  fine.fit();
+  EXPECT_EQ(::testing::internal::GetCapturedStderr().find("warning"), std::string::npos);
 }
 
 TEST(PrecisionPolicies, AmpFp16WithAccumulationSkipsTheStepThatHoldsTheOverflow) {

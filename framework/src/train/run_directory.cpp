@@ -61,6 +61,7 @@ void RunDirectory::write_text(const std::string& file, const std::string& text) 
 }
 
 void RunDirectory::append_metrics(const nlohmann::json& line) {
+  std::lock_guard<std::recursive_mutex> lock(metrics_mutex_);
   append_line(metrics_, line.dump(), "metrics.jsonl", metrics_warned_);
 }
 

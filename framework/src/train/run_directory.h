@@ -37,6 +37,7 @@ class RunDirectory {
   AppendFile metrics_;
   AppendFile log_;
   std::recursive_mutex log_mutex_;  // recursive: a failing log.txt warns, and warnings come here
+  std::recursive_mutex metrics_mutex_;  // warnings come from loader threads too
   bool metrics_warned_ = false, log_warned_ = false;
 };
 

@@ -74,8 +74,15 @@ void Trainer::add_callback(std::shared_ptr<Callback> callback, std::string name)
 TrainResult Trainer::fit() {
   TrainResult result;
   const auto start = Clock::now();
-  std::optional<WarningLog> warnings_in_log;  // every warning of the run in log.txt too
-  if (run_) warnings_in_log.emplace([run = run_](const std::string& line) { run->append_log(line); });
+  std::optional<WarningLog> warnings_in_log;  // every warning of the run in log.txt and metrics.jsonl too
+  if (run_) {
+    warnings_in_log.emplace([run = run_](const std::string& line) {
+      run->append_log(line);
+      const std::string prefix = "mixt: warning: ";
+      const std::string message = line.rfind(prefix, 0) == 0 ? line.substr(prefix.size()) : line;
+      run->append_metrics({{"event", "warning"}, {"message", message}});
+    });
+  }
   coordinator_.broadcast_model(*c_.model);  // every rank starts from rank 0's weights
   const FitStart fit{state_, run_ ? run_->path() : fs::path(), coordinator_.rank(), coordinator_.world_size()};
   notify("on_fit_start", [&](Callback& c) { c.on_fit_start(fit); });
@@ -89,7 +96,7 @@ TrainResult Trainer::fit() {
     }
     check_loss_finite();
     check_weights_finite();
-    warn_if_every_step_was_skipped(result.optimizer_steps - steps_before, result.skipped_steps - skipped_before);
+    warn_if_most_steps_were_skipped(result.optimizer_steps - steps_before, result.skipped_steps - skipped_before);
     // The epoch's checkpoint comes before its evaluation, so an evaluation that fails (a bad
     // validation file under on_bad_sample: fail) does not cost the epoch's training.
     state_.batches_in_epoch = 0;
@@ -101,6 +108,7 @@ TrainResult Trainer::fit() {
     if (c_.val) {
       eval = evaluate_with_callbacks(*c_.val, "");
       if (eval->interrupted) stop_at_epoch_end(/*evaluation_skipped=*/true);
+      warn_if_validation_is_not_finite(*eval);
       // A NaN score would read as a result; the epoch's checkpoint is written already.
       if (eval->samples == 0) {
         throw runtime_error("data.val gave no usable sample after epoch " + std::to_string(state_.epoch + 1) +

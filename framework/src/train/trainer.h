@@ -94,8 +94,11 @@ class Trainer {
   // Throws when the weights themselves hold inf or NaN (a step applied with non-finite
   // gradients leaves every loss finite): once per epoch and before an interrupt's checkpoint.
   void check_weights_finite() const;
-  // A warning (terminal and log.txt) when the policy skipped all of an epoch's steps.
-  void warn_if_every_step_was_skipped(std::int64_t steps, std::int64_t skipped);
+  // A warning (terminal, log.txt, metrics.jsonl) when the policy skipped more than half of
+  // an epoch's steps, or when the validation loss is inf/NaN: a run that did not train, or
+  // whose model overflows in its precision, must not read as "done".
+  void warn_if_most_steps_were_skipped(std::int64_t steps, std::int64_t skipped);
+  void warn_if_validation_is_not_finite(const Evaluation& evaluation);
   // "the newest checkpoint (...) is from before it", or why there is none.
   std::string newest_good_checkpoint(const std::string& before_what) const;
 

@@ -1,5 +1,9 @@
 // The Trainer's checks that stop a run whose weights went bad (inf/NaN) before any
-// checkpoint holds them, and the warning for an epoch in which nothing was learned.
+// checkpoint holds them, and the warnings for an epoch that barely trained or a
+// validation that overflowed.
+#include <cmath>
+#include <cstdio>
+
 #include "train/trainer.h"
 #include "warnings.h"
 
@@ -54,12 +58,32 @@ void Trainer::check_weights_finite() const {
 // A policy that skips every step (a static loss scale that always overflows, a learning
 // rate that makes every gradient inf) leaves the weights as they were: the run would end
 // "done" with exit 0 and nothing learned.
-void Trainer::warn_if_every_step_was_skipped(std::int64_t steps, std::int64_t skipped) {
-  if (steps == 0 || skipped < steps) return;
-  warn("the precision policy skipped every step of epoch " + std::to_string(state_.epoch + 1) + " (" +
-       std::to_string(skipped) +
-       " of them: inf/NaN gradients each time), so the weights did not change; lower optimizer.lr or check the "
-       "loss scaler's options");
+namespace {
+const char* const kPrecisionRemedy =
+    "keep the submodules that overflow in float32 (precision.fp32_modules), lower optimizer.lr, or check the "
+    "loss scaler's options (docs/precision.md)";
+}  // namespace
+
+void Trainer::warn_if_most_steps_were_skipped(std::int64_t steps, std::int64_t skipped) {
+  if (steps == 0 || 2 * skipped <= steps) return;
+  const std::string epoch = std::to_string(state_.epoch + 1);
+  if (skipped == steps) {
+    warn("the precision policy skipped every step of epoch " + epoch + " (" + std::to_string(skipped) +
+         " of them: inf/NaN gradients each time), so the weights did not change; lower optimizer.lr or check the "
+         "loss scaler's options");
+    return;
+  }
+  warn("the precision policy skipped " + std::to_string(skipped) + " of the " + std::to_string(steps) +
+       " steps of epoch " + epoch + " (inf/NaN gradients), so the weights barely trained; " + kPrecisionRemedy);
+}
+
+void Trainer::warn_if_validation_is_not_finite(const Evaluation& evaluation) {
+  if (std::isfinite(evaluation.loss) || evaluation.samples == 0) return;
+  char top1[32];
+  std::snprintf(top1, sizeof(top1), "%.2f%%", 100.0 * evaluation.top1);
+  warn("the validation loss after epoch " + std::to_string(state_.epoch + 1) + " is " +
+       (std::isnan(evaluation.loss) ? "NaN" : "inf") + " (top-1 " + top1 +
+       "): the model's outputs overflow in the policy's precision; " + kPrecisionRemedy);
 }
 
 }  // namespace mixt

@@ -75,6 +75,13 @@ timeout 90 torchrun --no-python --nproc-per-node=1 bin/mixt run recipes/fashion_
   output="$OUT/runs" "${DATA[@]}" > "$OUT/torchrun.log" 2>&1
 ended torchrun $?; grep -E "^done:|^test accuracy|data parallel" "$OUT/torchrun.log"
 
+part "callbacks on $DEVICE: the ema average kept on the CPU, TensorBoard's event file (with the allocator peak on CUDA)"
+timeout 60 bin/mixt run recipes/fashion_mnist.yaml trainer.device="$DEVICE" trainer.epochs=1 \
+  trainer.max_steps_per_epoch="$STEPS" output="$OUT/runs_callbacks" "${DATA[@]}" \
+  'callbacks=[{name: ema, decay: 0.99, device: cpu}]' > "$OUT/callbacks.log" 2>&1
+ended callbacks $?; grep -E "ema val loss|^test accuracy" "$OUT/callbacks.log"
+ls "$OUT"/runs_callbacks/*/*/events.out.tfevents.* 2>/dev/null | head -1
+
 part "the loader's path on $DEVICE (4 worker threads, pinned host memory on CUDA): a generated CIFAR-10 tree"
 CIFAR=$(mktemp -d)
 timeout 60 python3 tests/fixtures/data/make_cifar10.py "$CIFAR" --records 512 &&

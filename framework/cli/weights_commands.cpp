@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <map>
 
 #include "build/components.h"
 #include "build/experiment.h"
@@ -53,6 +54,22 @@ NamedTensors ema_weights(CheckpointContents& contents, const fs::path& file) {
               SourceLocation{file.string()}, {},
               "add `callbacks: [{name: ema}]` to the recipe, or export the model's own weights without --ema");
 }
+
+// The model's weights, with the precision policy's masters in place of the parameters they
+// are the real values of (a float32 master of a bfloat16 model: PrecisionPolicy::save).
+NamedTensors model_weights(CheckpointContents& contents, torch::serialize::InputArchive& model) {
+  NamedTensors tensors = flatten_archive(model);
+  torch::serialize::InputArchive precision, masters;
+  if (!contents.archive.try_read("precision", precision) || !precision.try_read("master_weights", masters)) {
+    return tensors;
+  }
+  std::map<std::string, at::Tensor> real;
+  for (auto& [name, tensor] : read_named_tensors(masters)) real.emplace(name, tensor);
+  for (auto& [name, tensor] : tensors) {
+    if (const auto found = real.find(name); found != real.end()) tensor = found->second;
+  }
+  return tensors;
+}
 }  // namespace
 
 int export_weights(const std::string& checkpoint, const std::string& format, const std::string& output, bool ema) {
@@ -66,7 +83,7 @@ int export_weights(const std::string& checkpoint, const std::string& format, con
   if (!contents.archive.try_read("model", model)) {
     throw Error(ErrorKind::recipe, "this checkpoint holds no model state", SourceLocation{file.string()});
   }
-  const NamedTensors tensors = ema ? ema_weights(contents, file) : flatten_archive(model);
+  const NamedTensors tensors = ema ? ema_weights(contents, file) : model_weights(contents, model);
   std::map<std::string, std::string> metadata{{"format", "pt"}, {"source", "mixt " + std::string(version())}};
   if (contents.header.contains("components")) metadata["mixt_components"] = contents.header["components"].dump();
   save_safetensors(output, tensors, metadata);

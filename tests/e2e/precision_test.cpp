@@ -64,7 +64,7 @@ TEST_P(PolicyTrains, FashionMnistShortRun) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Precision, PolicyTrains,
-                         ::testing::Values("fp32", "tf32", "amp_fp16", "amp_bf16", "custom_scaler"),
+                         ::testing::Values("fp32", "tf32", "amp_fp16", "amp_bf16", "custom_scaler", "bf16_master"),
                          [](const auto& info) { return info.param; });
 
 TEST(PrecisionCli, AmpFp16LogsLossScaleAndSkippedSteps) {

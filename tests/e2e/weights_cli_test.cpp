@@ -92,6 +92,29 @@ TEST(WeightsCli, ExportedCheckpointRoundTripsWithoutLoss) {
       at::equal(find(load_safetensors(dir.path() / "out.safetensors").tensors, "output"), model->forward(batch)));
 }
 
+// A bf16_master run's checkpoint holds a bfloat16 model and float32 masters: mixt export
+// writes the masters, the real weights (float32 values bfloat16 cannot hold), not the model.
+TEST(WeightsCli, ExportWritesAPolicysMasterWeights) {
+  TempDir dir;
+  dir.write("r.yaml", kTinyRecipe);
+  std::vector<std::string> args = {"run", "r.yaml", "precision.name=bf16_master"};
+  args.insert(args.end(), kShortRun.begin(), kShortRun.end());
+  const CommandResult run = run_mixt(args, dir.path());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  fs::path run_dir;
+  for (const auto& entry : fs::directory_iterator(dir.path() / "runs" / "tiny")) run_dir = entry.path();
+  const CommandResult exported = run_mixt({"export", run_dir.string(), "-o", "masters.safetensors"}, dir.path());
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  const NamedTensors tensors = load_safetensors(dir.path() / "masters.safetensors").tensors;
+  bool finer_than_bf16 = false;
+  for (const auto& [name, tensor] : tensors) {
+    if (name.find("weight") == std::string::npos && name.find("bias") == std::string::npos) continue;
+    EXPECT_EQ(tensor.scalar_type(), at::kFloat) << name;
+    finer_than_bf16 |= !at::equal(tensor.to(at::kBFloat16).to(at::kFloat), tensor);
+  }
+  EXPECT_TRUE(finer_than_bf16) << "every exported weight is a rounded bfloat16 value: not the masters";
+}
+
 TEST(WeightsCli, PredictMatchesTorchvisionLogits) {
   TempDir dir;
   const fs::path weights = kParity / "resnet18.weights.safetensors";

@@ -399,5 +399,75 @@ TEST(PrecisionContract, APolicySeesTheFp32ModulesOfTheRecipe) {
   EXPECT_EQ(seen, std::vector<std::string>{"classifier"});
 }
 
+// A recipe's components with `policy`, on a small CNN and synthetic data (2 steps an epoch).
+Components build_with(const std::string& policy, const testing::BuiltPlugins& built = plugins()) {
+  at::manual_seed(0);
+  const RecipeNodePtr root = parse_yaml(
+      "model: {name: simple_cnn, channels: [4, 8], hidden: 16}\nprecision: " + policy +
+          "\noptimizer: {name: sgd, lr: 0.1, momentum: 0.9}\n"
+          "data: {train: {name: synthetic, shape: [1, 28, 28], num_classes: 10, size: 64, batch_size: 32}}\n",
+      "r.yaml");
+  const Config recipe(root, "");
+  TrainerOptions options;
+  options.device = "cpu";
+  return build_components(recipe, built.registry, options, recipe.section("trainer"));
+}
+
+bool representable_in_bf16(const at::Tensor& t) { return at::equal(t.to(at::kBFloat16).to(at::kFloat), t); }
+
+// bf16_master: the model is bfloat16 (but for its fp32_modules), the optimizer updates
+// float32 masters, and after each step the model holds the masters' rounding while the
+// masters keep what bfloat16 cannot.
+TEST(MasterWeights, Bf16MasterTrainsFloat32MastersAndRoundsThemIntoTheModel) {
+  Components c = build_with("{name: bf16_master, fp32_modules: [classifier]}");
+  for (const auto& p : c.model->named_parameters()) {
+    EXPECT_EQ(p.value().scalar_type(), p.key().rfind("classifier.", 0) == 0 ? at::kFloat : at::kBFloat16) << p.key();
+  }
+  const std::vector<at::Tensor> masters = c.optimizer->parameters();
+  ASSERT_EQ(masters.size(), c.model->parameters().size());
+  for (const auto& m : masters) EXPECT_EQ(m.scalar_type(), at::kFloat);
+  Progress progress{false, 1000};
+  TrainerOptions o;
+  o.epochs = 2;
+  o.log_every = 1000;
+  Trainer(c, o, nullptr, progress).fit();
+  bool finer_than_bf16 = false;
+  const auto parameters = c.model->parameters();
+  for (std::size_t i = 0; i < masters.size(); ++i) {
+    EXPECT_TRUE(at::equal(parameters[i], masters[i].to(parameters[i].scalar_type()))) << i;
+    if (parameters[i].scalar_type() == at::kBFloat16) finer_than_bf16 |= !representable_in_bf16(masters[i]);
+  }
+  EXPECT_TRUE(finer_than_bf16) << "the masters hold only what bfloat16 holds";
+}
+
+// A run resumed from its first epoch's checkpoint ends bit for bit where the uninterrupted
+// one does: the masters (the policy's part of the checkpoint) included.
+TEST(MasterWeights, Bf16MasterResumesExactly) {
+  for (const std::string policy : {"{name: fp32}", "{name: bf16_master}"}) {  // fp32: the harness holds
+    Progress progress{false, 1000};
+    TrainerOptions o;
+    o.log_every = 1000;
+    o.epochs = 2;
+    Components whole = build_with(policy);
+    Trainer(whole, o, nullptr, progress).fit();
+
+    testing::TempDir dir;
+    RunDirectory run(dir.path(), "resume");
+    o.epochs = 1;
+    Components first = build_with(policy);
+    Trainer(first, o, &run, progress).fit();
+    o.epochs = 2;
+    Components second = build_with(policy);
+    Trainer resumed(second, o, nullptr, progress);
+    resumed.resume(run.checkpoints() / "epoch-0001");
+    resumed.fit();
+    const auto a = whole.optimizer->parameters(), b = second.optimizer->parameters();
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(at::equal(a[i], b[i])) << policy << " master " << i;
+    const auto ma = whole.model->parameters(), mb = second.model->parameters();
+    for (std::size_t i = 0; i < ma.size(); ++i) EXPECT_TRUE(at::equal(ma[i], mb[i])) << policy << " model " << i;
+  }
+}
+
 }  // namespace
 }  // namespace mixt

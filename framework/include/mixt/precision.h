@@ -44,6 +44,19 @@ class PrecisionPolicy {
 
   // Once, before training: global math modes, model casts or layout.
   virtual void setup(torch::nn::Module& model, at::Device device) {}
+  // The tensors the optimizer updates, by the model's parameter names: the model's own
+  // trainable parameters (the default), or master copies the policy keeps (float32 masters
+  // of a reduced-precision model). Called once, after setup(), to build the optimizer.
+  virtual std::vector<std::pair<std::string, at::Tensor>> optimizer_parameters(torch::nn::Module& model) {
+    std::vector<std::pair<std::string, at::Tensor>> parameters;
+    for (const auto& item : model.named_parameters(/*recurse=*/true)) {
+      if (item.value().requires_grad()) parameters.emplace_back(item.key(), item.value());
+    }
+    return parameters;
+  }
+  // What the model is fed, in training and evaluation: the batch as the loader made it
+  // (float32), or cast for a model the policy cast.
+  virtual at::Tensor prepare_input(const at::Tensor& inputs) const { return inputs; }
   // Before each optimizer step: its global number (1-based, counting on through a resume)
   // and whether the trainer logs it (trainer.log_every), so a diagnostic can run every N
   // steps, or on logged steps, without a counter of its own.
@@ -52,6 +65,10 @@ class PrecisionPolicy {
   virtual AutocastScope autocast(at::DeviceType device) const { return AutocastScope(); }
   // Backward through the loss (scaled, for a policy that scales).
   virtual void backward(const at::Tensor& loss) { loss.backward(); }
+  // After backward (and, in a data-parallel run, the gradients' average), before
+  // unscale(), clipping and step(): a policy with master weights hands the model's
+  // gradients to them here, so that clipping and the optimizer see the masters'.
+  virtual void gradients_ready(Optimizer& optimizer) {}
   // Makes the gradients true gradients (unscaled) before clipping or inspection.
   virtual void unscale(Optimizer& optimizer) {}
   // Applies the optimizer step, or skips it; returns whether it was applied.
@@ -66,6 +83,9 @@ class PrecisionPolicy {
   // or logs (a device read there costs a sync only then).
   virtual std::vector<std::pair<std::string, double>> metrics() const { return {}; }
 
+  // The policy's state in checkpoints. A policy whose masters are the real weights writes
+  // them with write_named_tensors (mixt/helpers/named_tensors_archive.h) into a nested
+  // archive "master_weights": `mixt export` then writes those instead of the model's.
   virtual void save(torch::serialize::OutputArchive& archive) const {}
   virtual void load(torch::serialize::InputArchive& archive) {}
 };

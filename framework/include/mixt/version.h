@@ -11,7 +11,8 @@
 //      (mixt/dataset.h), which changes its layout.
 // 3.0: Evaluation has weights, top5 and top_k; Callback::evaluated_weights() and the
 //      weights argument of on_evaluation_start; ComponentInfo::enabled_by_default;
-//      PrecisionContext::fp32_modules; mixt::warn (mixt/error.h).
+//      PrecisionContext::fp32_modules; PrecisionPolicy::optimizer_parameters,
+//      prepare_input and gradients_ready (master weights); mixt::warn (mixt/error.h).
 #define MIXT_ABI_MINOR 0
 
 #define MIXT_STRINGIFY_IMPL(x) #x

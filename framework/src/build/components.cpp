@@ -44,7 +44,8 @@ at::Tensor forward_blank_batch(const Components& c, std::vector<std::int64_t> sa
   at::NoGradGuard no_grad;
   AutocastScope scope = c.precision->autocast(c.device.type());
   c.model->eval();
-  at::Tensor out = c.model->forward(at::zeros(sample_shape, at::TensorOptions().device(c.device)));
+  const at::Tensor blank = at::zeros(sample_shape, at::TensorOptions().device(c.device));
+  at::Tensor out = c.model->forward(c.precision->prepare_input(blank));
   c.model->train();
   return out;
 }
@@ -269,8 +270,8 @@ Components build_components(const Config& recipe, const Registry& registry,
   }
 
   const Config precision_section = recipe.section("precision");
-  c.precision =
-      registry.make_precision(precision_section, PrecisionContext{c.device, communicator, kFp32Modules.read(precision_section)});
+  const PrecisionContext precision_context{c.device, communicator, kFp32Modules.read(precision_section)};
+  c.precision = registry.make_precision(precision_section, precision_context);
   record(c, registry, ComponentKind::precision, precision_section);
   c.precision->setup(*c.model, c.device);
   apply_fp32_modules(precision_section, *c.model);
@@ -283,9 +284,7 @@ Components build_components(const Config& recipe, const Registry& registry,
 
   const Config optimizer_section = recipe.section("optimizer");
   OptimizerContext optimizer_context;
-  for (const auto& item : c.model->named_parameters(/*recurse=*/true)) {
-    if (item.value().requires_grad()) optimizer_context.named_parameters.emplace_back(item.key(), item.value());
-  }
+  optimizer_context.named_parameters = c.precision->optimizer_parameters(*c.model);
   c.optimizer = registry.make_optimizer(optimizer_section, optimizer_context);
   record(c, registry, ComponentKind::optimizer, optimizer_section);
 

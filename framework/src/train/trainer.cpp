@@ -177,6 +177,7 @@ void Trainer::train_epoch(TrainResult& result) {
     }
     if (micro_batches == 0) break;
     coordinator_.average_gradients();  // before the policy sees them: every rank steps on the same numbers
+    precision.gradients_ready(optimizer);
     if (options_.clip_grad_norm > 0) {
       precision.unscale(optimizer);
       torch::nn::utils::clip_grad_norm_(optimizer.parameters(), options_.clip_grad_norm);
@@ -283,7 +284,7 @@ std::int64_t Trainer::steps_per_epoch() const {
 at::Tensor Trainer::to_device(const at::Tensor& inputs) const {
   at::Tensor moved = inputs.to(c_.device, /*non_blocking=*/true);
   if (options_.channels_last && moved.dim() == 4) moved = moved.contiguous(at::MemoryFormat::ChannelsLast);
-  return moved;
+  return c_.precision->prepare_input(moved);
 }
 
 }  // namespace mixt

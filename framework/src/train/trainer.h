@@ -66,7 +66,7 @@ class Trainer {
   void start_data(Dataset& data);
   // Every rank's data position, rank r's at [r]; a collective in data-parallel runs.
   std::vector<std::int64_t> data_positions() const;
-  at::Tensor to_device(const at::Tensor& inputs) const;  // + channels_last when asked
+  at::Tensor to_device(const at::Tensor& inputs) const;  // + channels_last when asked, + the policy's cast
   std::int64_t steps_per_epoch() const;
   // evaluate() between the callbacks' on_evaluation_start and _end: the model's own weights
   // (`weights` empty) or those a callback swaps in (its evaluated_weights()).

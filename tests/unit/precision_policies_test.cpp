@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
 #include <set>
 
 #include "blob_training.h"
@@ -324,6 +325,20 @@ TEST(PrecisionPolicies, Tf32TurnsTensorCoreMathOnAndFp32TurnsItOff) {
   make_policy("{name: fp32}")->setup(*model, at::kCPU);
   EXPECT_EQ(context.float32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL), at::Float32Precision::IEEE);
   EXPECT_EQ(context.float32Precision(at::Float32Backend::CUDA, at::Float32Op::CONV), at::Float32Precision::IEEE);
+}
+
+// The list is kept by the model's address: a model built where a freed one lived must not
+// inherit the freed model's list. Both are built in one buffer, so the address is the same.
+TEST(Fp32Modules, AModelAtAFreedModelsAddressStartsWithoutItsList) {
+  alignas(TinyMlp) static unsigned char storage[sizeof(TinyMlp)];
+  const auto build = [] { return std::shared_ptr<TinyMlp>(new (storage) TinyMlp, [](TinyMlp* m) { m->~TinyMlp(); }); };
+  auto first = build();
+  set_fp32_modules(*first, {"out"});
+  EXPECT_TRUE(keeps_in_fp32(*first, "out"));
+  first.reset();
+  auto second = build();
+  EXPECT_FALSE(keeps_in_fp32(*second, "out"));
+  EXPECT_EQ(unrouted_fp32_modules(*second), std::vector<std::string>{});
 }
 
 TEST(Fp32Modules, ListedSubmodulesRunInFullPrecision) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 
@@ -9,9 +10,12 @@ namespace mixt {
 
 namespace {
 // Kept beside the models rather than inside mixt::Model so that the SDK class layout (and
-// with it the plugin ABI) does not change. Models live for the whole process in practice;
-// an entry is replaced when a new list is set for the same address.
+// with it the plugin ABI) does not change. Keyed by address, with the model's weak
+// reference when a shared_ptr owns it: a model built later at a freed model's address must
+// not inherit its list.
 struct Fp32Modules {
+  std::weak_ptr<const torch::nn::Module> owner;
+  bool owned = false;
   std::set<std::string, std::less<>> listed;
   std::set<std::string, std::less<>> routed;
 };
@@ -19,6 +23,17 @@ std::mutex mutex;
 std::map<const torch::nn::Module*, Fp32Modules>& table() {
   static std::map<const torch::nn::Module*, Fp32Modules> modules;
   return modules;
+}
+
+// The entry of `model`, or null; an entry whose model is gone is dropped. Under `mutex`.
+Fp32Modules* entry_of(const torch::nn::Module& model) {
+  const auto entry = table().find(&model);
+  if (entry == table().end()) return nullptr;
+  if (entry->second.owned && entry->second.owner.expired()) {
+    table().erase(entry);
+    return nullptr;
+  }
+  return &entry->second;
 }
 }  // namespace
 
@@ -28,26 +43,32 @@ void set_fp32_modules(const torch::nn::Module& model, std::vector<std::string> n
     table().erase(&model);
     return;
   }
-  table()[&model] = Fp32Modules{{names.begin(), names.end()}, {}};
+  Fp32Modules modules{{}, false, {names.begin(), names.end()}, {}};
+  try {
+    modules.owner = model.shared_from_this();
+    modules.owned = true;
+  } catch (const std::bad_weak_ptr&) {  // a model on the stack: its address is all there is
+  }
+  table()[&model] = std::move(modules);
 }
 
 bool keeps_in_fp32(const torch::nn::Module& model, std::string_view name) {
   std::lock_guard<std::mutex> lock(mutex);
-  auto entry = table().find(&model);
-  if (entry == table().end()) return false;
-  auto listed = entry->second.listed.find(name);
-  if (listed == entry->second.listed.end()) return false;
-  entry->second.routed.insert(*listed);
+  Fp32Modules* entry = entry_of(model);
+  if (!entry) return false;
+  const auto listed = entry->listed.find(name);
+  if (listed == entry->listed.end()) return false;
+  entry->routed.insert(*listed);
   return true;
 }
 
 std::vector<std::string> unrouted_fp32_modules(const torch::nn::Module& model) {
   std::lock_guard<std::mutex> lock(mutex);
   std::vector<std::string> missing;
-  auto entry = table().find(&model);
-  if (entry == table().end()) return missing;
-  std::set_difference(entry->second.listed.begin(), entry->second.listed.end(), entry->second.routed.begin(),
-                      entry->second.routed.end(), std::back_inserter(missing));
+  const Fp32Modules* entry = entry_of(model);
+  if (!entry) return missing;
+  std::set_difference(entry->listed.begin(), entry->listed.end(), entry->routed.begin(), entry->routed.end(),
+                      std::back_inserter(missing));
   return missing;
 }
 

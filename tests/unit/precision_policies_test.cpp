@@ -357,6 +357,20 @@ TEST(Fp32Modules, ListedSubmodulesRunInFullPrecision) {
   set_fp32_modules(model, {});
 }
 
+// A recipe's components with `policy`, on a small CNN and synthetic data (2 steps an epoch).
+Components build_with(const std::string& policy, const testing::BuiltPlugins& built = plugins()) {
+  at::manual_seed(0);
+  const RecipeNodePtr root = parse_yaml(
+      "model: {name: simple_cnn, channels: [4, 8], hidden: 16}\nprecision: " + policy +
+          "\noptimizer: {name: sgd, lr: 0.1, momentum: 0.9}\n"
+          "data: {train: {name: synthetic, shape: [1, 28, 28], num_classes: 10, size: 64, batch_size: 32}}\n",
+      "r.yaml");
+  const Config recipe(root, "");
+  TrainerOptions options;
+  options.device = "cpu";
+  return build_components(recipe, built.registry, options, recipe.section("trainer"));
+}
+
 // mixt check's blank forward pass runs after the policy's setup() and under its autocast,
 // as training does: a policy whose setup casts the model to float64 (and feeds it float32
 // batches) is a recipe error when the components are built, not a failure at step 1.
@@ -371,17 +385,7 @@ TEST(PrecisionContract, TheBlankForwardPassRunsAfterSetup) {
                                [](const Config&, const PrecisionContext&) -> std::unique_ptr<PrecisionPolicy> {
                                  return std::make_unique<CastsToDouble>();
                                });
-  const auto build = [&](const std::string& policy) {
-    const RecipeNodePtr root = parse_yaml(
-        "model: {name: simple_cnn, channels: [4, 8], hidden: 16}\nprecision: {name: " + policy +
-            "}\noptimizer: {name: sgd, lr: 0.1}\n"
-            "data: {train: {name: synthetic, shape: [1, 28, 28], num_classes: 10, size: 64, batch_size: 32}}\n",
-        "r.yaml");
-    const Config recipe(root, "");
-    TrainerOptions options;
-    options.device = "cpu";
-    return build_components(recipe, local.registry, options, recipe.section("trainer"));
-  };
+  const auto build = [&](const std::string& policy) { return build_with("{name: " + policy + "}", local); };
   EXPECT_NO_THROW(build("fp32"));
   try {
     build("fixture_casts_to_double");
@@ -402,30 +406,8 @@ TEST(PrecisionContract, APolicySeesTheFp32ModulesOfTheRecipe) {
                                  seen = context.fp32_modules;
                                  return std::make_unique<PrecisionPolicy>();
                                });
-  const RecipeNodePtr root = parse_yaml(
-      "model: {name: simple_cnn, channels: [4, 8], hidden: 16}\n"
-      "precision: {name: fixture_sees_fp32_modules, fp32_modules: [classifier]}\noptimizer: {name: sgd, lr: 0.1}\n"
-      "data: {train: {name: synthetic, shape: [1, 28, 28], num_classes: 10, size: 64, batch_size: 32}}\n",
-      "r.yaml");
-  const Config recipe(root, "");
-  TrainerOptions options;
-  options.device = "cpu";
-  build_components(recipe, local.registry, options, recipe.section("trainer"));
+  build_with("{name: fixture_sees_fp32_modules, fp32_modules: [classifier]}", local);
   EXPECT_EQ(seen, std::vector<std::string>{"classifier"});
-}
-
-// A recipe's components with `policy`, on a small CNN and synthetic data (2 steps an epoch).
-Components build_with(const std::string& policy, const testing::BuiltPlugins& built = plugins()) {
-  at::manual_seed(0);
-  const RecipeNodePtr root = parse_yaml(
-      "model: {name: simple_cnn, channels: [4, 8], hidden: 16}\nprecision: " + policy +
-          "\noptimizer: {name: sgd, lr: 0.1, momentum: 0.9}\n"
-          "data: {train: {name: synthetic, shape: [1, 28, 28], num_classes: 10, size: 64, batch_size: 32}}\n",
-      "r.yaml");
-  const Config recipe(root, "");
-  TrainerOptions options;
-  options.device = "cpu";
-  return build_components(recipe, built.registry, options, recipe.section("trainer"));
 }
 
 bool representable_in_bf16(const at::Tensor& t) { return at::equal(t.to(at::kBFloat16).to(at::kFloat), t); }

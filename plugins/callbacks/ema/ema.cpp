@@ -45,11 +45,12 @@ class Ema : public mixt::Callback {
   // timm copies the model when the EMA is made: here when training starts (after the
   // weights a recipe or a resume loaded, and rank 0's broadcast), unless a checkpoint had one.
   void on_fit_start(const mixt::FitStart& /*fit*/) override {
+    const mixt::NamedTensors model = mixt::state_dict(*model_);
     model_tensors_.clear();
-    for (const auto& item : mixt::state_dict(*model_)) model_tensors_.push_back(item.second);
+    for (const auto& item : model) model_tensors_.push_back(item.second);
     if (!average_.empty()) return;
     at::NoGradGuard no_grad;
-    for (const auto& [name, tensor] : mixt::state_dict(*model_)) average_.emplace_back(name, copy_for_average(tensor));
+    for (const auto& [name, tensor] : model) average_.emplace_back(name, copy_for_average(tensor));
   }
 
   void on_step_end(const mixt::StepEnd& step) override {

@@ -38,8 +38,7 @@ class Bf16MasterPolicy : public mixt::PrecisionPolicy {
     for (const auto& item : model.named_parameters(/*recurse=*/true)) {
       if (!item.value().requires_grad()) continue;
       const at::Tensor master = item.value().detach().to(at::kFloat, /*non_blocking=*/false, /*copy=*/true);
-      pairs_.push_back({item.value(), master});
-      names_.push_back(item.key());
+      pairs_.push_back({item.key(), item.value(), master});
       masters.emplace_back(item.key(), master);
     }
     return masters;
@@ -54,7 +53,7 @@ class Bf16MasterPolicy : public mixt::PrecisionPolicy {
   // backward must not add to these.
   void gradients_ready(mixt::Optimizer& /*optimizer*/) override {
     at::NoGradGuard no_grad;
-    for (auto& [parameter, master] : pairs_) {
+    for (auto& [name, parameter, master] : pairs_) {
       const at::Tensor gradient = parameter.grad();
       if (!gradient.defined()) {
         master.mutable_grad() = at::Tensor();
@@ -70,7 +69,7 @@ class Bf16MasterPolicy : public mixt::PrecisionPolicy {
   bool step(mixt::Optimizer& optimizer) override {
     optimizer.step();
     at::NoGradGuard no_grad;
-    for (auto& [parameter, master] : pairs_) parameter.copy_(master);  // rounded to the model's dtype
+    for (auto& pair : pairs_) pair.parameter.copy_(pair.master);  // rounded to the model's dtype
     return true;
   }
 
@@ -78,7 +77,7 @@ class Bf16MasterPolicy : public mixt::PrecisionPolicy {
   // bit) and `mixt export` writes them.
   void save(torch::serialize::OutputArchive& archive) const override {
     mixt::NamedTensors masters;
-    for (std::size_t i = 0; i < pairs_.size(); ++i) masters.emplace_back(names_[i], pairs_[i].master);
+    for (const Pair& pair : pairs_) masters.emplace_back(pair.name, pair.master);
     torch::serialize::OutputArchive nested;
     mixt::write_named_tensors(nested, masters);
     archive.write("master_weights", nested);
@@ -96,9 +95,9 @@ class Bf16MasterPolicy : public mixt::PrecisionPolicy {
     }
     at::NoGradGuard no_grad;
     for (std::size_t i = 0; i < saved.size(); ++i) {
-      if (saved[i].first != names_[i] || saved[i].second.sizes() != pairs_[i].master.sizes()) {
+      if (saved[i].first != pairs_[i].name || saved[i].second.sizes() != pairs_[i].master.sizes()) {
         throw mixt::runtime_error("the checkpoint's master weight " + saved[i].first + " is not the model's " +
-                                  names_[i]);
+                                  pairs_[i].name);
       }
       pairs_[i].master.copy_(saved[i].second);
     }
@@ -106,6 +105,7 @@ class Bf16MasterPolicy : public mixt::PrecisionPolicy {
 
  private:
   struct Pair {
+    std::string name;
     at::Tensor parameter;  // the model's, bfloat16 (float32 in an fp32 module)
     at::Tensor master;     // float32, what the optimizer updates
   };
@@ -116,7 +116,6 @@ class Bf16MasterPolicy : public mixt::PrecisionPolicy {
 
   std::vector<std::string> fp32_modules_;
   std::vector<Pair> pairs_;
-  std::vector<std::string> names_;
 };
 
 std::unique_ptr<mixt::PrecisionPolicy> make_bf16_master(const mixt::Config&, const mixt::PrecisionContext& context) {

@@ -83,7 +83,14 @@ int export_weights(const std::string& checkpoint, const std::string& format, con
   if (!contents.archive.try_read("model", model)) {
     throw Error(ErrorKind::recipe, "this checkpoint holds no model state", SourceLocation{file.string()});
   }
-  const NamedTensors tensors = ema ? ema_weights(contents, file) : model_weights(contents, model);
+  NamedTensors tensors = ema ? ema_weights(contents, file) : model_weights(contents, model);
+  // float32, as torchvision's weights are: a bfloat16 or float16 tensor (a bf16_true model,
+  // a master-weight policy's buffers) widens exactly.
+  for (auto& item : tensors) {
+    if (item.second.scalar_type() == at::kHalf || item.second.scalar_type() == at::kBFloat16) {
+      item.second = item.second.to(at::kFloat);
+    }
+  }
   std::map<std::string, std::string> metadata{{"format", "pt"}, {"source", "mixt " + std::string(version())}};
   if (contents.header.contains("components")) metadata["mixt_components"] = contents.header["components"].dump();
   save_safetensors(output, tensors, metadata);

@@ -53,7 +53,7 @@ TEST_P(PolicyTrains, FashionMnistShortRun) {
   EXPECT_GE(test_accuracy(result.output), kMinAccuracy) << result.output;
   // Scaling policies start at 2^16 and may skip a few steps while the scale calibrates;
   // the others never skip.
-  const bool scales = GetParam() == "amp_fp16" || GetParam() == "custom_scaler";
+  const bool scales = GetParam() == "amp_fp16" || GetParam() == "custom_scaler" || GetParam() == "fp16_master";
   std::smatch skipped;
   ASSERT_TRUE(std::regex_search(result.output, skipped, std::regex(R"(\(([0-9]+) skipped\))"))) << result.output;
   if (scales) {
@@ -64,7 +64,8 @@ TEST_P(PolicyTrains, FashionMnistShortRun) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Precision, PolicyTrains,
-                         ::testing::Values("fp32", "tf32", "amp_fp16", "amp_bf16", "custom_scaler", "bf16_master"),
+                         ::testing::Values("fp32", "tf32", "amp_fp16", "amp_bf16", "custom_scaler", "bf16_master",
+                                           "fp16_master", "bf16_true"),
                          [](const auto& info) { return info.param; });
 
 TEST(PrecisionCli, AmpFp16LogsLossScaleAndSkippedSteps) {

@@ -1,0 +1,122 @@
+// Shared by the master-weight policies (bf16_master, fp16_master): a reduced-precision model
+// whose optimizer updates float32 copies ("masters") of its parameters.
+//
+//   setup()                  cast_model(): the model's floating-point tensors to float16 or
+//                            bfloat16, but for the ones a policy keeps (fp32_modules, batch norm)
+//   optimizer_parameters()   make(): one float32 master per trainable parameter
+//   gradients_ready()        hand_gradients(): the model's gradients become the masters'
+//   step()                   optimizer.step() on the masters, then round_into_model()
+//   save()/load()            the masters, as "master_weights" (what `mixt export` writes)
+#pragma once
+
+#include <mixt/error.h>
+#include <mixt/helpers/named_tensors_archive.h>
+#include <torch/nn/module.h>
+#include <torch/serialize/archive.h>
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mixt::precision {
+
+// Whether `name` ("layer4.0.conv1.weight") lies under one of the listed submodules.
+inline bool under(const std::string& name, const std::vector<std::string>& modules) {
+  for (const std::string& module : modules) {
+    if (name.rfind(module + ".", 0) == 0) return true;
+  }
+  return false;
+}
+
+// Casts the model's floating-point parameters and buffers to `dtype`, except those whose
+// qualified name `keep` accepts. In place (set_data), so the optimizer and every reference
+// to a parameter see the cast tensor.
+inline void cast_model(torch::nn::Module& model, at::ScalarType dtype,
+                       const std::function<bool(const std::string&)>& keep) {
+  at::NoGradGuard no_grad;
+  const auto cast = [&](const std::string& name, const at::Tensor& tensor) {
+    if (tensor.is_floating_point() && !keep(name)) tensor.set_data(tensor.data().to(dtype));
+  };
+  for (const auto& item : model.named_parameters(/*recurse=*/true)) cast(item.key(), item.value());
+  for (const auto& item : model.named_buffers(/*recurse=*/true)) cast(item.key(), item.value());
+}
+
+class MasterWeights {
+ public:
+  // One float32 master per trainable parameter of `model`, by name: what the optimizer updates.
+  std::vector<std::pair<std::string, at::Tensor>> make(torch::nn::Module& model) {
+    std::vector<std::pair<std::string, at::Tensor>> masters;
+    for (const auto& item : model.named_parameters(/*recurse=*/true)) {
+      if (!item.value().requires_grad()) continue;
+      const at::Tensor master = item.value().detach().to(at::kFloat, /*non_blocking=*/false, /*copy=*/true);
+      pairs_.push_back({item.key(), item.value(), master});
+      masters.emplace_back(item.key(), master);
+    }
+    return masters;
+  }
+
+  // The model's gradients, in float32, become the masters'. The model's own are dropped:
+  // the optimizer's zero_grad() reaches only the masters, and the next backward must not add
+  // to these.
+  void hand_gradients() {
+    at::NoGradGuard no_grad;
+    for (Pair& pair : pairs_) {
+      const at::Tensor gradient = pair.parameter.grad();
+      pair.master.mutable_grad() =
+          gradient.defined() ? gradient.to(at::kFloat, /*non_blocking=*/false, /*copy=*/true) : at::Tensor();
+      pair.parameter.mutable_grad() = at::Tensor();
+    }
+  }
+
+  // After the optimizer's step: the masters, rounded to the model's dtype, into the model.
+  // Their float32 gradients are dropped here rather than at the next zero_grad(), so that
+  // they do not take 4 bytes a parameter through the next forward and backward.
+  void round_into_model() {
+    at::NoGradGuard no_grad;
+    for (Pair& pair : pairs_) {
+      pair.parameter.copy_(pair.master);
+      pair.master.mutable_grad() = at::Tensor();
+    }
+  }
+
+  // The masters are the real weights: checkpoints keep them (a resume continues them bit for
+  // bit) and `mixt export` writes them.
+  void save(torch::serialize::OutputArchive& archive) const {
+    NamedTensors masters;
+    for (const Pair& pair : pairs_) masters.emplace_back(pair.name, pair.master);
+    torch::serialize::OutputArchive nested;
+    write_named_tensors(nested, masters);
+    archive.write("master_weights", nested);
+  }
+
+  void load(torch::serialize::InputArchive& archive) {
+    torch::serialize::InputArchive nested;
+    if (!archive.try_read("master_weights", nested)) {
+      throw runtime_error("the checkpoint holds no master weights: another precision policy wrote it",
+                          "resume it with the policy it was written with");
+    }
+    const NamedTensors saved = read_named_tensors(nested);
+    if (saved.size() != pairs_.size()) {
+      throw runtime_error("the checkpoint's master weights do not match the model's parameters");
+    }
+    at::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < saved.size(); ++i) {
+      if (saved[i].first != pairs_[i].name || saved[i].second.sizes() != pairs_[i].master.sizes()) {
+        throw runtime_error("the checkpoint's master weight " + saved[i].first + " is not the model's " +
+                            pairs_[i].name);
+      }
+      pairs_[i].master.copy_(saved[i].second);
+    }
+  }
+
+ private:
+  struct Pair {
+    std::string name;
+    at::Tensor parameter;  // the model's, reduced precision (float32 where the policy keeps it)
+    at::Tensor master;     // float32, what the optimizer updates
+  };
+  std::vector<Pair> pairs_;
+};
+
+}  // namespace mixt::precision

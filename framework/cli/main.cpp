@@ -10,6 +10,7 @@
 
 #include "bench.h"
 #include "commands.h"
+#include "diagnose_command.h"
 #include "first_line.h"
 #include "mixt/error.h"
 #include "recipe/closest_match.h"
@@ -39,13 +40,14 @@ int report_usage(const CLI::App& app, const CLI::ParseError& error, int argc, ch
   const auto parsed = app.get_subcommands();
   const std::string command = parsed.empty() ? "" : parsed.front()->get_name();
   std::string message = error.what(), hint;
-  // "Could not convert: --batch = abc": mixt's numeric options all take whole numbers.
+  // "Could not convert: --batch = abc": mixt's numeric options take whole numbers but one.
   const std::string not_converted = "Could not convert: ";
   if (dynamic_cast<const CLI::ConversionError*>(&error) && message.rfind(not_converted, 0) == 0) {
     const std::size_t equals = message.find(" = ");
     if (equals != std::string::npos) {
-      message = message.substr(not_converted.size(), equals - not_converted.size()) +
-                ": expected a whole number, got '" + message.substr(equals + 3) + "'";
+      const std::string option = message.substr(not_converted.size(), equals - not_converted.size());
+      message = option + ": expected " + (option == "--max-skipped" ? "a number" : "a whole number") + ", got '" +
+                message.substr(equals + 3) + "'";
     }
   }
   if (argc == 1) {  // `mixt` alone: what it can do is the answer
@@ -55,7 +57,7 @@ int report_usage(const CLI::App& app, const CLI::ParseError& error, int argc, ch
   if (parsed.empty() && argv[1][0] != '-') {
     message = "unknown command '" + std::string(argv[1]) + "'";
     hint = mixt::suggestion_hint(argv[1], commands, "commands");
-  } else if (dynamic_cast<const CLI::ExtrasError*>(&error) && (command == "run" || command == "check")) {
+  } else if (dynamic_cast<const CLI::ExtrasError*>(&error) && (command == "run" || command == "check" || command == "diagnose")) {
     hint = "recipe settings are key=value overrides, without dashes: trainer.epochs=2 optimizer.lr=0.1";
   } else {
     hint = command.empty() ? "mixt --help lists the commands" : "mixt " + command + " --help shows its usage";
@@ -133,6 +135,19 @@ int main(int argc, char** argv) {
   predict->add_option("--output", output, "safetensors file to write the outputs to")->required();
   predict->add_option("overrides", overrides, "key=value overrides, e.g. model.weights=w.safetensors");
 
+  mixt::diagnose::DiagnoseOptions diagnose_options;
+  bool json = false;
+  auto* diagnose = app.add_subcommand("diagnose", "find where a recipe's precision overflows or underflows, and the fix");
+  diagnose->add_option("recipe", recipe, "recipe YAML file")->required();
+  diagnose->add_option("--steps", diagnose_options.steps, "optimizer steps per run")->capture_default_str();
+  diagnose->add_option("--max-trials", diagnose_options.max_trials, "runs the fp32_modules search may make")
+      ->capture_default_str();
+  diagnose->add_option("--max-skipped", diagnose_options.max_skipped_fraction,
+                       "a run skipping more than this fraction of its steps is unhealthy")
+      ->capture_default_str();
+  diagnose->add_flag("--json", json, "the report as JSON on stdout");
+  diagnose->add_option("overrides", overrides, "key=value overrides");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -148,6 +163,7 @@ int main(int argc, char** argv) {
   try {
     if (*run) return mixt::cli::run(recipe, overrides);
     if (*check) return mixt::cli::check(recipe, overrides);
+    if (*diagnose) return mixt::cli::diagnose(recipe, overrides, diagnose_options, json);
     if (*list) return mixt::cli::list(kind, glob, recipe);
     if (*describe) return mixt::cli::describe(kind, name, recipe);
     if (*bench || *worker) {

@@ -10,10 +10,11 @@
 namespace mixt {
 
 // While alive, warnings also go to `log` (the trainer points it at log.txt). A warning
-// raised while writing one (log.txt itself failing) goes to stderr only.
+// raised while writing one (log.txt itself failing) goes to stderr only. `echo` false: to
+// `log` alone (mixt diagnose's trial runs, whose findings are its report).
 class WarningLog {
  public:
-  explicit WarningLog(std::function<void(const std::string&)> log);
+  explicit WarningLog(std::function<void(const std::string&)> log, bool echo = true);
   ~WarningLog();
   WarningLog(const WarningLog&) = delete;
   WarningLog& operator=(const WarningLog&) = delete;

@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 const std::string kRecipes = MIXT_SOURCE_DIR "/recipes/resnet50/";
 
 TEST(ResNet50Recipes, EveryPolicyFileInheritsNvidiasRecipe) {
-  for (const std::string policy : {"fp32", "tf32", "amp_fp16", "amp_bf16"}) {
+  for (const std::string policy : {"fp32", "tf32", "amp_fp16", "amp_bf16", "bf16_master", "fp16_master", "bf16_true"}) {
     const Recipe recipe = load_recipe(kRecipes + policy + ".yaml");
     const Config root = recipe.config();
     const Config precision = root.section("precision");

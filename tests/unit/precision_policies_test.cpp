@@ -135,8 +135,8 @@ TEST(PrecisionPolicies, MostStepsSkippedOrANonFiniteValidationLossIsWarnedAbout)
   const std::string said = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(result.skipped_steps, 10);
   EXPECT_NE(said.find("mixt: warning: the precision policy skipped 10 of the 16 steps of epoch 1 (inf/NaN "
-                      "gradients), so the weights barely trained; keep the submodules that overflow in float32 "
-                      "(precision.fp32_modules)"),
+                      "gradients), so the weights barely trained; run `mixt diagnose` on the recipe: it finds the "
+                      "submodules to keep in float32 (precision.fp32_modules)"),
             std::string::npos)
       << said;
   ASSERT_TRUE(result.final_eval);

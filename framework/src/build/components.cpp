@@ -182,7 +182,8 @@ void check_fp32_modules_routed(const Model& model, const SourceLocation& where) 
   throw Error(ErrorKind::recipe,
               "the model never ran " + names + " through mixt::call_submodule, so it cannot keep it in fp32", where,
               "precision.fp32_modules",
-              "list a submodule the model routes (see mixt/helpers/fp32_modules.h; the zoo's models route none), or "
+              "list a submodule the model routes (see mixt/helpers/fp32_modules.h; the zoo's models route their top-level "
+              "blocks, as torchvision names them: conv1, layer1 ... fc), or "
               "remove the option");
 }
 

@@ -1,6 +1,7 @@
 #include "mixt/helpers/fp32_modules.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -34,6 +35,12 @@ Fp32Modules* entry_of(const torch::nn::Module& model) {
     return nullptr;
   }
   return &entry->second;
+}
+// Observers are rare (mixt diagnose): a count lets every other routed call skip the lock.
+std::atomic<int> observer_count{0};
+std::map<const torch::nn::Module*, SubmoduleObserver*>& observers() {  // under `mutex`
+  static std::map<const torch::nn::Module*, SubmoduleObserver*> table;
+  return table;
 }
 }  // namespace
 
@@ -70,6 +77,23 @@ std::vector<std::string> unrouted_fp32_modules(const torch::nn::Module& model) {
   std::set_difference(entry->listed.begin(), entry->listed.end(), entry->routed.begin(), entry->routed.end(),
                       std::back_inserter(missing));
   return missing;
+}
+
+void set_submodule_observer(const torch::nn::Module& model, SubmoduleObserver* observer) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (observer) {
+    observers()[&model] = observer;
+  } else {
+    observers().erase(&model);
+  }
+  observer_count.store(static_cast<int>(observers().size()));
+}
+
+SubmoduleObserver* submodule_observer(const torch::nn::Module& model) {
+  if (observer_count.load(std::memory_order_relaxed) == 0) return nullptr;
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto found = observers().find(&model);
+  return found == observers().end() ? nullptr : found->second;
 }
 
 }  // namespace mixt

@@ -60,8 +60,8 @@ void Trainer::check_weights_finite() const {
 // "done" with exit 0 and nothing learned.
 namespace {
 const char* const kPrecisionRemedy =
-    "keep the submodules that overflow in float32 (precision.fp32_modules), lower optimizer.lr, or check the "
-    "loss scaler's options (docs/precision.md)";
+    "run `mixt diagnose` on the recipe: it finds the submodules to keep in float32 (precision.fp32_modules); "
+    "or lower optimizer.lr, or check the loss scaler's options (docs/precision.md)";
 }  // namespace
 
 void Trainer::warn_if_most_steps_were_skipped(std::int64_t steps, std::int64_t skipped) {
@@ -69,8 +69,7 @@ void Trainer::warn_if_most_steps_were_skipped(std::int64_t steps, std::int64_t s
   const std::string epoch = std::to_string(state_.epoch + 1);
   if (skipped == steps) {
     warn("the precision policy skipped every step of epoch " + epoch + " (" + std::to_string(skipped) +
-         " of them: inf/NaN gradients each time), so the weights did not change; lower optimizer.lr or check the "
-         "loss scaler's options");
+         " of them: inf/NaN gradients each time), so the weights did not change; " + kPrecisionRemedy);
     return;
   }
   warn("the precision policy skipped " + std::to_string(skipped) + " of the " + std::to_string(steps) +

@@ -35,12 +35,30 @@ bool keeps_in_fp32(const torch::nn::Module& model, std::string_view name);
 // The listed names that the model has not routed through call_submodule() so far.
 std::vector<std::string> unrouted_fp32_modules(const torch::nn::Module& model);
 
+// Sees the output of every call a model routes through call_submodule(), by name: how
+// `mixt diagnose` finds where a forward pass leaves float16's range.
+class SubmoduleObserver {
+ public:
+  virtual ~SubmoduleObserver() = default;
+  virtual void observe(std::string_view name, const at::Tensor& output) = 0;
+};
+// Installs `observer` for `model` (null removes it); the caller keeps it alive meanwhile.
+void set_submodule_observer(const torch::nn::Module& model, SubmoduleObserver* observer);
+// The observer of `model`, or null (the common case, without a lock).
+SubmoduleObserver* submodule_observer(const torch::nn::Module& model);
+
 template <class Fn>
 at::Tensor call_submodule(const torch::nn::Module& model, std::string_view name, const at::Tensor& input, Fn&& fn) {
-  if (!keeps_in_fp32(model, name)) return fn(input);
-  FullPrecisionScope full_precision(input.device().type());
-  const bool reduced = input.scalar_type() == at::kHalf || input.scalar_type() == at::kBFloat16;
-  return fn(reduced ? input.to(at::kFloat) : input);
+  at::Tensor output;
+  if (!keeps_in_fp32(model, name)) {
+    output = fn(input);
+  } else {
+    FullPrecisionScope full_precision(input.device().type());
+    const bool reduced = input.scalar_type() == at::kHalf || input.scalar_type() == at::kBFloat16;
+    output = fn(reduced ? input.to(at::kFloat) : input);
+  }
+  if (SubmoduleObserver* observer = submodule_observer(model)) observer->observe(name, output);
+  return output;
 }
 
 }  // namespace mixt

@@ -1,0 +1,196 @@
+#include "diagnose_command.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "build/session.h"
+
+namespace mixt::cli {
+
+namespace {
+
+using diagnose::Diagnosis;
+
+std::string format(const char* pattern, double value) {
+  char text[64];
+  std::snprintf(text, sizeof(text), pattern, value);
+  return text;
+}
+
+std::string percent(std::int64_t part, std::int64_t whole) {
+  return whole == 0 ? "-" : format("%.2f%%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+}
+
+std::string number(double value) {
+  return std::isfinite(value) ? format("%.6g", value) : (std::isnan(value) ? "NaN" : "inf");
+}
+
+// The loss scale's path: its first and last value and its smallest, with the steps at which it changed.
+std::string scale_path(const diagnose::Observations& o) {
+  if (o.steps.empty()) return "-";
+  double lowest = o.steps.front().loss_scale;
+  std::int64_t changes = 0;
+  for (std::size_t i = 1; i < o.steps.size(); ++i) {
+    lowest = std::min(lowest, o.steps[i].loss_scale);
+    changes += o.steps[i].loss_scale != o.steps[i - 1].loss_scale;
+  }
+  if (changes == 0) return number(o.steps.front().loss_scale) + " throughout";
+  return number(o.steps.front().loss_scale) + " -> " + number(o.steps.back().loss_scale) + " (lowest " +
+         number(lowest) + ", " + std::to_string(changes) + " changes)";
+}
+
+std::string list(const std::vector<std::string>& names) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < names.size(); ++i) text += (i ? ", " : "") + names[i];
+  return text + "]";
+}
+
+void print_table(const Diagnosis& d, const diagnose::DiagnoseOptions& options) {
+  const diagnose::Observations& o = d.observed;
+  std::int64_t nonfinite_losses = 0;
+  for (const auto& s : o.steps) nonfinite_losses += !std::isfinite(s.loss);
+  std::printf("mixt diagnose: %s, precision %s on %s, %zu steps\n", d.recipe.c_str(), d.policy.c_str(),
+              d.device.c_str(), o.steps.size());
+  if (!d.recipe_fp32_modules.empty()) std::printf("  the recipe keeps %s in float32\n", list(d.recipe_fp32_modules).c_str());
+  std::printf("  skipped steps  %lld of %zu\n", static_cast<long long>(o.skipped()), o.steps.size());
+  std::printf("  inf/NaN loss   %lld of %zu steps\n", static_cast<long long>(nonfinite_losses), o.steps.size());
+  std::printf("  loss scale     %s\n", scale_path(o).c_str());
+  if (!o.steps.empty()) std::printf("  last loss      %s\n", number(o.steps.back().loss).c_str());
+  if (o.first_nonfinite) {
+    std::printf("  first inf/NaN  output of %s at step %lld\n", o.first_nonfinite->module.c_str(),
+                static_cast<long long>(o.first_nonfinite->step));
+  }
+  if (d.stopped) std::printf("  stopped early  %s\n", d.stopped->c_str());
+
+  std::printf("\nforward outputs of the routed modules (over all steps; float16: max 65504, smallest normal 6.1e-05)\n");
+  if (o.modules.empty()) {
+    std::printf("  none: the model routes no submodule through mixt::call_submodule, so none can be kept in float32\n");
+  } else {
+    std::printf("  %-24s %12s %14s %16s %10s\n", "module", "abs max", "> float16 max", "< float16 normal", "inf/NaN");
+    for (const auto& [name, c] : o.modules) {
+      // Every value inf/NaN: there is no finite largest one to show.
+      const std::string abs_max = c.nonfinite == c.values ? "-" : number(c.abs_max);
+      std::printf("  %-24s %12s %14s %16s %10s\n", name.c_str(), abs_max.c_str(),
+                  percent(c.beyond_float16, c.values).c_str(), percent(c.below_float16_normal, c.values).c_str(),
+                  percent(c.nonfinite, c.values).c_str());
+    }
+  }
+
+  std::int64_t nonzero = 0, flushed = 0;
+  std::vector<std::pair<std::string, diagnose::UnderflowCounts>> worst;
+  for (const auto& [name, counts] : o.parameters) {
+    nonzero += counts.nonzero;
+    flushed += counts.flushed;
+    if (counts.flushed > 0) worst.emplace_back(name, counts);
+  }
+  std::sort(worst.begin(), worst.end(), [](const auto& a, const auto& b) { return a.second.fraction() > b.second.fraction(); });
+  if (nonzero == 0) {
+    std::printf("\ngradients: none finite and non-zero (each step's held inf/NaN)\n");
+  } else {
+    std::printf("\ngradients that float16 would flush to zero at each step's loss scale: %s of %lld non-zero values\n",
+                percent(flushed, nonzero).c_str(), static_cast<long long>(nonzero));
+  }
+  for (std::size_t i = 0; i < worst.size() && i < 10; ++i) {
+    std::printf("  %-40s %10s of %lld\n", worst[i].first.c_str(),
+                percent(worst[i].second.flushed, worst[i].second.nonzero).c_str(),
+                static_cast<long long>(worst[i].second.nonzero));
+  }
+
+  std::printf("\n");
+  if (d.healthy) {
+    std::printf("healthy: every loss finite, %lld of %zu steps skipped: nothing to fix\n",
+                static_cast<long long>(o.skipped()), o.steps.size());
+    return;
+  }
+  for (std::size_t i = 0; i < d.trials.size(); ++i) {
+    const auto& t = d.trials[i];
+    std::printf("  trial %zu  %-40s %lld steps, %lld skipped, loss %s: %s\n", i + 1, list(t.fp32_modules).c_str(),
+                static_cast<long long>(t.steps), static_cast<long long>(t.skipped),
+                t.losses_finite ? "finite" : "inf/NaN", t.healthy ? "healthy" : "not healthy");
+  }
+  if (d.fix) {
+    std::printf("fix: add to the recipe\n  %s\n", diagnose::fp32_modules_line(*d.fix).c_str());
+    if (!d.fix_minimal) {
+      std::printf("  (maybe not the smallest: --max-trials %lld ran out; raise it to search further)\n",
+                  static_cast<long long>(options.max_trials));
+    }
+  } else {
+    std::printf("no fix found in %zu trial%s: keeping the routed modules in float32 does not make these %lld steps "
+                "healthy; lower optimizer.lr, check the loss scaler's options, or try amp_bf16 (docs/precision.md)\n",
+                d.trials.size(), d.trials.size() == 1 ? "" : "s", static_cast<long long>(options.steps));
+  }
+}
+
+nlohmann::json to_json(const Diagnosis& d, int exit_code) {
+  using nlohmann::json;
+  const auto finite_or_null = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
+  json steps = json::array(), modules = json::array(), parameters = json::array(), trials = json::array();
+  for (const auto& s : d.observed.steps) {
+    steps.push_back({{"step", s.step}, {"loss", finite_or_null(s.loss)}, {"loss_scale", s.loss_scale}, {"applied", s.applied}});
+  }
+  for (const auto& [name, c] : d.observed.modules) {
+    modules.push_back({{"name", name},
+                       {"values", c.values},
+                       {"abs_max", c.abs_max},
+                       {"beyond_float16", c.beyond_float16},
+                       {"below_float16_normal", c.below_float16_normal},
+                       {"nonfinite", c.nonfinite}});
+  }
+  for (const auto& [name, c] : d.observed.parameters) {
+    parameters.push_back({{"name", name}, {"nonzero", c.nonzero}, {"flushed", c.flushed}, {"flushed_fraction", c.fraction()}});
+  }
+  for (const auto& t : d.trials) {
+    trials.push_back({{"fp32_modules", t.fp32_modules}, {"steps", t.steps}, {"skipped", t.skipped},
+                      {"losses_finite", t.losses_finite}, {"healthy", t.healthy}});
+  }
+  json report = {{"recipe", d.recipe},
+                 {"policy", d.policy},
+                 {"device", d.device},
+                 {"recipe_fp32_modules", d.recipe_fp32_modules},
+                 {"steps", steps},
+                 {"skipped", d.observed.skipped()},
+                 {"modules", modules},
+                 {"parameters", parameters},
+                 {"first_nonfinite", nullptr},
+                 {"stopped", d.stopped ? json(*d.stopped) : json(nullptr)},
+                 {"healthy", d.healthy},
+                 {"trials", trials},
+                 {"fix", nullptr},
+                 {"exit_code", exit_code}};
+  if (d.observed.first_nonfinite) {
+    report["first_nonfinite"] = {{"module", d.observed.first_nonfinite->module}, {"step", d.observed.first_nonfinite->step}};
+  }
+  if (d.fix) {
+    report["fix"] = {{"fp32_modules", *d.fix}, {"recipe_line", diagnose::fp32_modules_line(*d.fix)}, {"minimal", d.fix_minimal}};
+  }
+  return report;
+}
+
+}  // namespace
+
+int diagnose(const std::string& recipe, const std::vector<std::string>& overrides,
+             const diagnose::DiagnoseOptions& options, bool json) {
+  if (options.steps < 1) throw usage_error("--steps must be at least 1");
+  if (options.max_trials < 0) throw usage_error("--max-trials must not be negative");
+  if (!(options.max_skipped_fraction >= 0 && options.max_skipped_fraction <= 1)) {
+    throw usage_error("--max-skipped must lie in [0, 1]");
+  }
+  Session session;
+  std::fprintf(stderr, "mixt diagnose: %lld steps of %s as written ...\n", static_cast<long long>(options.steps),
+               recipe.c_str());
+  const Diagnosis d = diagnose::diagnose(session, recipe, overrides, options, [](const std::string& line) {
+    std::fprintf(stderr, "mixt diagnose: %s\n", line.c_str());
+  });
+  const int exit_code = d.healthy || d.fix ? 0 : 1;
+  if (json) {
+    std::printf("%s\n", to_json(d, exit_code).dump(2).c_str());
+  } else {
+    print_table(d, options);
+  }
+  return exit_code;
+}
+
+}  // namespace mixt::cli

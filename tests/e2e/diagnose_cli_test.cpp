@@ -1,0 +1,151 @@
+// `mixt diagnose`: on a fixture model whose middle block overflows float16 on purpose
+// (tests/fixtures/plugins/overflowing_model.cpp), it names the block, finds the
+// fp32_modules that make the same steps healthy, and a run with them is healthy.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <regex>
+#include <set>
+
+#include "test_support.h"
+
+namespace mixt {
+namespace {
+
+using testing::CommandResult;
+using testing::run_mixt;
+using testing::TempDir;
+
+const std::string kRecipe =
+    "plugins: [" + std::string(MIXT_FIXTURE_PLUGIN_DIR) + "/libmixt_fixture_overflowing_model.so]\n" +
+    "model: {name: fixture_overflows_in_float16}\n"
+    "precision: {name: amp_fp16}\n"
+    "optimizer: {name: sgd, lr: 0.01}\n"
+    "data: {train: {name: synthetic, shape: [8], num_classes: 4, size: 256, batch_size: 32}}\n"
+    "trainer: {device: cpu, epochs: 1, log_every: 1000}\n";
+
+// stdout alone (run_command captures stderr with it): the JSON.
+nlohmann::json json_report(const TempDir& dir, const std::vector<std::string>& args, int* exit_code) {
+  std::string command = "cd " + testing::shell_quote(dir.path().string()) + " && " + testing::shell_quote(MIXT_EXECUTABLE);
+  for (const auto& arg : args) command += " " + testing::shell_quote(arg);
+  const CommandResult result = testing::run_command("sh -c " + testing::shell_quote(command + " 2>/dev/null"));
+  *exit_code = result.exit_code;
+  return nlohmann::json::parse(result.output);
+}
+
+TEST(DiagnoseCli, NamesTheOverflowingBlockAndAFixThatMakesTheRunHealthy) {
+  TempDir dir;
+  dir.write("r.yaml", kRecipe);
+  // As written: every step's forward pass overflows in "amplify"; the run ends done, and
+  // says so, naming mixt diagnose.
+  const CommandResult plain = run_mixt({"run", "r.yaml", "trainer.max_steps_per_epoch=6", "output=runs"}, dir.path());
+  EXPECT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_NE(plain.output.find("skipped every step of epoch 1"), std::string::npos) << plain.output;
+  EXPECT_NE(plain.output.find("mixt diagnose"), std::string::npos) << plain.output;
+
+  const CommandResult report = run_mixt({"diagnose", "r.yaml", "--steps", "6"}, dir.path());
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  EXPECT_NE(report.output.find("first inf/NaN  output of amplify at step 1"), std::string::npos) << report.output;
+  EXPECT_NE(report.output.find("skipped steps  6 of 6"), std::string::npos) << report.output;
+  EXPECT_NE(report.output.find("fix: add to the recipe\n  precision.fp32_modules: [amplify]"), std::string::npos)
+      << report.output;
+  EXPECT_NE(report.output.find("mixt diagnose: trial 1/8: precision.fp32_modules: [amplify] ..."), std::string::npos)
+      << report.output;
+
+  // The fix, applied: no step skipped but the loss scale's first calibration.
+  const CommandResult fixed = run_mixt(
+      {"run", "r.yaml", "trainer.max_steps_per_epoch=6", "precision.fp32_modules=[amplify]", "output=runs"}, dir.path());
+  ASSERT_EQ(fixed.exit_code, 0) << fixed.output;
+  std::smatch skipped;
+  ASSERT_TRUE(std::regex_search(fixed.output, skipped, std::regex(R"(\(([0-9]+) skipped\))"))) << fixed.output;
+  EXPECT_LE(std::stoi(skipped[1]), 1) << fixed.output;
+  EXPECT_EQ(fixed.output.find("skipped"), fixed.output.find("skipped_steps 0")) << fixed.output;
+  EXPECT_EQ(fixed.output.find("mixt diagnose"), std::string::npos) << fixed.output;
+}
+
+TEST(DiagnoseCli, TheJsonReportHoldsModulesParametersTrialsAndTheFix) {
+  TempDir dir;
+  dir.write("r.yaml", kRecipe);
+  int exit_code = -1;
+  const nlohmann::json report = json_report(dir, {"diagnose", "r.yaml", "--steps", "4", "--json"}, &exit_code);
+  EXPECT_EQ(exit_code, 0);
+  EXPECT_EQ(report["exit_code"], 0);
+  EXPECT_EQ(report["policy"], "amp_fp16");
+  EXPECT_EQ(report["steps"].size(), 4u);
+  EXPECT_EQ(report["skipped"], 4);
+  std::vector<std::string> modules;
+  for (const auto& m : report["modules"]) modules.push_back(m["name"]);
+  EXPECT_EQ(modules, (std::vector<std::string>{"body", "amplify", "head"}));
+  EXPECT_EQ(report["modules"][0]["nonfinite"], 0);
+  EXPECT_GT(report["modules"][1]["nonfinite"].get<std::int64_t>(), 0);
+  EXPECT_EQ(report["first_nonfinite"]["module"], "amplify");
+  EXPECT_EQ(report["parameters"].size(), 6u);  // three blocks' weights and biases
+  EXPECT_EQ(report["healthy"], false);
+  ASSERT_FALSE(report["fix"].is_null()) << report.dump(2);
+  EXPECT_EQ(report["fix"]["fp32_modules"], (std::vector<std::string>{"amplify"}));
+  EXPECT_EQ(report["fix"]["recipe_line"], "precision.fp32_modules: [amplify]");
+  ASSERT_EQ(report["trials"].size(), 1u);
+  EXPECT_EQ(report["trials"][0]["healthy"], true);
+  // The loss scale backed off once a step from 2^16.
+  EXPECT_EQ(report["steps"][3]["loss_scale"], 65536.0 / 8);
+}
+
+// Two blocks overflow: no single module fixes the run, and the search narrows "every
+// module whose outputs left float16's range" (both blocks and head, which gets their inf)
+// down to the two.
+TEST(DiagnoseCli, ATwoModuleFixIsFoundBySearch) {
+  TempDir dir;
+  dir.write("r.yaml", kRecipe);
+  int exit_code = -1;
+  const nlohmann::json report =
+      json_report(dir, {"diagnose", "r.yaml", "--steps", "4", "--json", "model.overflowing_blocks=2"}, &exit_code);
+  EXPECT_EQ(exit_code, 0);
+  ASSERT_FALSE(report["fix"].is_null()) << report.dump(2);
+  EXPECT_EQ(report["fix"]["fp32_modules"], (std::vector<std::string>{"amplify", "amplify2"}));
+  EXPECT_EQ(report["fix"]["minimal"], true);
+  EXPECT_EQ(report["trials"][0]["fp32_modules"], (std::vector<std::string>{"amplify"}));
+  EXPECT_EQ(report["trials"][0]["healthy"], false);
+  // Each trial's set is a distinct one (the search caches what it ran).
+  std::set<std::vector<std::string>> tried;
+  for (const auto& trial : report["trials"]) tried.insert(trial["fp32_modules"].get<std::vector<std::string>>());
+  EXPECT_EQ(tried.size(), report["trials"].size());
+}
+
+TEST(DiagnoseCli, AHealthyRecipeHasNothingToFix) {
+  TempDir dir;
+  dir.write("r.yaml", kRecipe + "");
+  int exit_code = -1;
+  const nlohmann::json report =
+      json_report(dir, {"diagnose", "r.yaml", "--steps", "4", "--json", "model.overflowing_blocks=0"}, &exit_code);
+  EXPECT_EQ(exit_code, 0);
+  EXPECT_EQ(report["healthy"], true);
+  EXPECT_TRUE(report["fix"].is_null());
+  EXPECT_TRUE(report["trials"].empty());
+  EXPECT_TRUE(report["first_nonfinite"].is_null());
+  const CommandResult table = run_mixt({"diagnose", "r.yaml", "--steps", "4", "model.overflowing_blocks=0"}, dir.path());
+  EXPECT_EQ(table.exit_code, 0) << table.output;
+  EXPECT_NE(table.output.find("healthy: every loss finite"), std::string::npos) << table.output;
+}
+
+// A run that diverges in float32 too (a learning rate of 1e30): no fp32_modules can fix it.
+TEST(DiagnoseCli, NoFixFoundIsExitOne) {
+  TempDir dir;
+  dir.write("r.yaml", kRecipe);
+  const CommandResult report = run_mixt({"diagnose", "r.yaml", "--steps", "4", "--max-trials", "3",
+                                         "precision.name=fp32", "optimizer.lr=1.0e+30", "model.overflowing_blocks=0"},
+                                        dir.path());
+  EXPECT_EQ(report.exit_code, 1) << report.output;
+  EXPECT_NE(report.output.find("no fix found"), std::string::npos) << report.output;
+}
+
+TEST(DiagnoseCli, ABadRecipeIsExitTwoWithItsLocation) {
+  TempDir dir;
+  dir.write("r.yaml", testing::replace_once(kRecipe, "name: amp_fp16", "name: amp_fp61"));
+  const CommandResult report = run_mixt({"diagnose", "r.yaml"}, dir.path());
+  EXPECT_EQ(report.exit_code, 2) << report.output;
+  EXPECT_NE(report.output.find("r.yaml:3:"), std::string::npos) << report.output;
+  EXPECT_NE(report.output.find("amp_fp16"), std::string::npos) << report.output;  // the closest match
+}
+
+}  // namespace
+}  // namespace mixt

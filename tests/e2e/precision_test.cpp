@@ -171,14 +171,25 @@ TEST(PrecisionCli, CustomPrecisionExampleBuildsAndRunsAsDocumented) {
   testing::lay_out_example(dir, "custom_precision");
   // A shorter run than the document's, and nothing else changed.
   const std::string documented = testing::documented_commands("docs/precision.md", "custom_precision");
-  const std::string script = testing::replace_once(documented, "run recipe.yaml",
-                                                   "run recipe.yaml trainer.max_steps_per_epoch=30 "
-                                                   "'model.channels=[8, 16]' data.val.limit=1000");
+  const std::string shorter = " trainer.max_steps_per_epoch=30 'model.channels=[8, 16]' data.val.limit=1000";
+  const std::string script = testing::replace_once(
+      testing::replace_once(documented, "run recipe.yaml", "run recipe.yaml" + shorter), "run recipe_master.yaml",
+      "run recipe_master.yaml" + shorter);
   const CommandResult result =
       testing::run_shell(script, dir.path(), "HOME=" + testing::shell_quote(dir.path().string()));
   ASSERT_EQ(result.exit_code, 0) << script << "\n" << result.output;
   EXPECT_NE(result.output.find("loss_scale"), std::string::npos) << result.output;
   EXPECT_GE(test_accuracy(result.output), 40) << result.output;  // 30 steps: it learns, nothing more
+  // The master-weight example ran second: its run directory holds float32 masters.
+  EXPECT_NE(result.output.find("runs/custom_master_weights/"), std::string::npos) << result.output;
+  std::smatch accuracies;
+  std::string rest = result.output;
+  double last = 0;
+  while (std::regex_search(rest, accuracies, std::regex(R"(test accuracy: ([0-9.]+)%)"))) {
+    last = std::stod(accuracies[1]);
+    rest = accuracies.suffix();
+  }
+  EXPECT_GE(last, 40) << result.output;
   EXPECT_TRUE(fs::exists(dir.path() / ".local/mixt/lib/cmake/mixt/mixtConfig.cmake"));
 }
 

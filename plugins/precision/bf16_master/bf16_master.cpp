@@ -7,9 +7,9 @@
 // resolution therefore accumulate instead of vanishing. The forward pass runs under
 // autocast(bfloat16), so float32 modules and reduced-precision ones meet without casts.
 // bfloat16 has float32's exponent range: no loss scaler, no skipped step.
+#include <mixt/helpers/master_weights.h>
 #include <mixt/plugin.h>
 
-#include "../common/master_weights.h"
 
 #include <string>
 #include <vector>
@@ -21,8 +21,8 @@ class Bf16MasterPolicy : public mixt::PrecisionPolicy {
   explicit Bf16MasterPolicy(std::vector<std::string> fp32_modules) : fp32_modules_(std::move(fp32_modules)) {}
 
   void setup(torch::nn::Module& model, at::Device /*device*/) override {
-    mixt::precision::cast_model(model, at::kBFloat16,
-                                [&](const std::string& name) { return mixt::precision::under(name, fp32_modules_); });
+    mixt::cast_model(model, at::kBFloat16,
+                                [&](const std::string& name) { return mixt::lies_under(name, fp32_modules_); });
   }
   std::vector<std::pair<std::string, at::Tensor>> optimizer_parameters(torch::nn::Module& model) override {
     return masters_.make(model);
@@ -41,7 +41,7 @@ class Bf16MasterPolicy : public mixt::PrecisionPolicy {
 
  private:
   std::vector<std::string> fp32_modules_;
-  mixt::precision::MasterWeights masters_;
+  mixt::MasterWeights masters_;
 };
 
 std::unique_ptr<mixt::PrecisionPolicy> make_bf16_master(const mixt::Config&, const mixt::PrecisionContext& context) {

@@ -8,9 +8,9 @@
 // stall where bf16_master keeps going. The forward pass runs under autocast(bfloat16), so
 // that fp32_modules and the loss (float32 under autocast) meet the bfloat16 model without
 // casts. bfloat16 has float32's exponent range: no loss scaler, no skipped step.
+#include <mixt/helpers/master_weights.h>
 #include <mixt/plugin.h>
 
-#include "../common/master_weights.h"
 
 #include <string>
 #include <vector>
@@ -22,8 +22,8 @@ class Bf16TruePolicy : public mixt::PrecisionPolicy {
   explicit Bf16TruePolicy(std::vector<std::string> fp32_modules) : fp32_modules_(std::move(fp32_modules)) {}
 
   void setup(torch::nn::Module& model, at::Device /*device*/) override {
-    mixt::precision::cast_model(model, at::kBFloat16,
-                                [&](const std::string& name) { return mixt::precision::under(name, fp32_modules_); });
+    mixt::cast_model(model, at::kBFloat16,
+                                [&](const std::string& name) { return mixt::lies_under(name, fp32_modules_); });
   }
   at::Tensor prepare_input(const at::Tensor& inputs) const override {
     return inputs.is_floating_point() ? inputs.to(at::kBFloat16) : inputs;

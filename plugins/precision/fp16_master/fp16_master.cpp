@@ -9,12 +9,12 @@
 // checks them, so clipping and the optimizer work in float32, and a step with an inf/NaN
 // gradient is skipped. The forward pass runs under autocast(float16) so that float32
 // modules and float16 ones meet without casts.
+#include <mixt/helpers/master_weights.h>
 #include <mixt/plugin.h>
 #include <torch/nn/modules/batchnorm.h>
 
 #include "../common/float16_on_cpu.h"
 #include "../common/grad_scaler_policy.h"
-#include "../common/master_weights.h"
 
 #include <set>
 #include <string>
@@ -47,8 +47,8 @@ class Fp16MasterPolicy : public mixt::PrecisionPolicy {
     if (keep_batchnorm_fp32_) {
       for (std::string& layer : batch_norm_layers(model)) kept.push_back(std::move(layer));
     }
-    mixt::precision::cast_model(model, at::kHalf, [&](const std::string& name) {
-      return mixt::precision::under(name, kept);
+    mixt::cast_model(model, at::kHalf, [&](const std::string& name) {
+      return mixt::lies_under(name, kept);
     });
   }
   std::vector<std::pair<std::string, at::Tensor>> optimizer_parameters(torch::nn::Module& model) override {
@@ -92,7 +92,7 @@ class Fp16MasterPolicy : public mixt::PrecisionPolicy {
   mixt::GradScaler scaler_;
   std::vector<std::string> fp32_modules_;
   bool keep_batchnorm_fp32_;
-  mixt::precision::MasterWeights masters_;
+  mixt::MasterWeights masters_;
 };
 
 const mixt::Option<bool> kKeepBatchnormFp32{"keep_batchnorm_fp32", true,

@@ -1,5 +1,6 @@
-// Shared by the master-weight policies (bf16_master, fp16_master): a reduced-precision model
-// whose optimizer updates float32 copies ("masters") of its parameters.
+// mixt/helpers/master_weights.h — for a precision policy whose model runs in reduced
+// precision while the optimizer updates float32 copies ("masters") of its parameters, as
+// bf16_master and fp16_master do. Each step of the precision contract is one call:
 //
 //   setup()                  cast_model(): the model's floating-point tensors to float16 or
 //                            bfloat16, but for the ones a policy keeps (fp32_modules, batch norm)
@@ -9,8 +10,6 @@
 //   save()/load()            the masters, as "master_weights" (what `mixt export` writes)
 #pragma once
 
-#include <mixt/error.h>
-#include <mixt/helpers/named_tensors_archive.h>
 #include <torch/nn/module.h>
 #include <torch/serialize/archive.h>
 
@@ -19,10 +18,13 @@
 #include <utility>
 #include <vector>
 
-namespace mixt::precision {
+#include "mixt/error.h"
+#include "mixt/helpers/named_tensors_archive.h"
+
+namespace mixt {
 
 // Whether `name` ("layer4.0.conv1.weight") lies under one of the listed submodules.
-inline bool under(const std::string& name, const std::vector<std::string>& modules) {
+inline bool lies_under(const std::string& name, const std::vector<std::string>& modules) {
   for (const std::string& module : modules) {
     if (name.rfind(module + ".", 0) == 0) return true;
   }
@@ -119,4 +121,4 @@ class MasterWeights {
   std::vector<Pair> pairs_;
 };
 
-}  // namespace mixt::precision
+}  // namespace mixt

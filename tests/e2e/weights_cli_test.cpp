@@ -92,27 +92,40 @@ TEST(WeightsCli, ExportedCheckpointRoundTripsWithoutLoss) {
       at::equal(find(load_safetensors(dir.path() / "out.safetensors").tensors, "output"), model->forward(batch)));
 }
 
-// A bf16_master run's checkpoint holds a bfloat16 model and float32 masters: mixt export
-// writes the masters, the real weights (float32 values bfloat16 cannot hold), not the model.
-TEST(WeightsCli, ExportWritesAPolicysMasterWeights) {
-  TempDir dir;
-  dir.write("r.yaml", kTinyRecipe);
-  std::vector<std::string> args = {"run", "r.yaml", "precision.name=bf16_master"};
+// A master-weight run's checkpoint holds a reduced-precision model and float32 masters:
+// mixt export writes the masters, the real weights (float32 values the model's dtype
+// cannot hold), not the model. bf16_true has no masters: its bfloat16 weights are written
+// widened to float32, exactly.
+fs::path train_tiny(const TempDir& dir, const std::string& policy) {
+  std::vector<std::string> args = {"run", "r.yaml", "precision.name=" + policy, "output=" + policy};
   args.insert(args.end(), kShortRun.begin(), kShortRun.end());
   const CommandResult run = run_mixt(args, dir.path());
-  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.exit_code, 0) << run.output;
   fs::path run_dir;
-  for (const auto& entry : fs::directory_iterator(dir.path() / "runs" / "tiny")) run_dir = entry.path();
-  const CommandResult exported = run_mixt({"export", run_dir.string(), "-o", "masters.safetensors"}, dir.path());
-  ASSERT_EQ(exported.exit_code, 0) << exported.output;
-  const NamedTensors tensors = load_safetensors(dir.path() / "masters.safetensors").tensors;
-  bool finer_than_bf16 = false;
-  for (const auto& [name, tensor] : tensors) {
-    if (name.find("weight") == std::string::npos && name.find("bias") == std::string::npos) continue;
-    EXPECT_EQ(tensor.scalar_type(), at::kFloat) << name;
-    finer_than_bf16 |= !at::equal(tensor.to(at::kBFloat16).to(at::kFloat), tensor);
+  for (const auto& entry : fs::directory_iterator(dir.path() / policy / "tiny")) run_dir = entry.path();
+  return run_dir;
+}
+
+TEST(WeightsCli, ExportWritesAPolicysMasterWeightsInFloat32) {
+  TempDir dir;
+  dir.write("r.yaml", kTinyRecipe);
+  for (const auto& [policy, dtype] : {std::pair{"bf16_master", at::kBFloat16}, std::pair{"fp16_master", at::kHalf},
+                                      std::pair{"bf16_true", at::kBFloat16}}) {
+    const fs::path run_dir = train_tiny(dir, policy);
+    const std::string file = std::string(policy) + ".safetensors";
+    const CommandResult exported = run_mixt({"export", run_dir.string(), "-o", file}, dir.path());
+    ASSERT_EQ(exported.exit_code, 0) << exported.output;
+    bool finer_than_model = false;
+    for (const auto& [name, tensor] : load_safetensors(dir.path() / file).tensors) {
+      if (!tensor.is_floating_point()) continue;
+      EXPECT_EQ(tensor.scalar_type(), at::kFloat) << policy << " " << name;
+      if (name.find("weight") != std::string::npos) {
+        finer_than_model |= !at::equal(tensor.to(dtype).to(at::kFloat), tensor);
+      }
+    }
+    EXPECT_EQ(finer_than_model, std::string(policy) != "bf16_true")
+        << policy << ": the masters hold values the model's dtype cannot (bf16_true has none)";
   }
-  EXPECT_TRUE(finer_than_bf16) << "every exported weight is a rounded bfloat16 value: not the masters";
 }
 
 TEST(WeightsCli, PredictMatchesTorchvisionLogits) {

@@ -25,9 +25,11 @@ ended() { echo "$1: exit $2" | tee -a "$OUT/parts.log"; }
 DATA=(data.train.root="$PACK/data/fashion-mnist" data.val.root="$PACK/data/fashion-mnist")
 if ((CPU)); then
   DEVICE=cpu; STEPS=5; BATCH=2; BENCH_STEPS=1; BENCH_WARMUP=0; POLICIES=(fp32 amp_bf16); BACKEND=gloo
+  MEMORY_POLICIES=fp32,bf16_master,bf16_true
   DATA+=(data.val.limit=500)
 else
   DEVICE=cuda; STEPS=300; BATCH=256; BENCH_STEPS=30; BENCH_WARMUP=10; POLICIES=(fp32 tf32 amp_fp16 amp_bf16 custom_scaler)
+  MEMORY_POLICIES=fp32,amp_fp16,amp_bf16,bf16_master,fp16_master,bf16_true
   BACKEND=nccl
 fi
 
@@ -68,6 +70,12 @@ MIXT=bin/mixt timeout $((CPU ? 240 : 300)) bash bench/resnet50_compare.sh --devi
   --steps "$BENCH_STEPS" --warmup "$BENCH_WARMUP" --precision "$(IFS=,; echo "${POLICIES[*]}" | sed 's/,custom_scaler//')" \
   --out "$OUT/resnet50" > "$OUT/resnet50.md" 2>&1
 ended resnet50 $?; cat "$OUT/resnet50.md"
+
+part "ResNet-50 peak memory per policy, master weights included (mixt bench, batch $BATCH)"
+timeout $((CPU ? 120 : 150)) bin/mixt bench recipes/resnet50/synthetic.yaml --precision "$MEMORY_POLICIES" \
+  --steps $((CPU ? 1 : 3)) --warmup $((CPU ? 0 : 2)) --batch "$BATCH" trainer.device="$DEVICE" \
+  optimizer.lr="$(python3 -c "print(0.256 * $BATCH / 256)")" scheduler=null output="$OUT/memory" > "$OUT/memory.md" 2>&1
+ended memory $?; grep -E "^\| |peak memory" "$OUT/memory.md"
 
 part "$BACKEND at world size 1 under torchrun"
 timeout 90 torchrun --no-python --nproc-per-node=1 bin/mixt run recipes/fashion_mnist.yaml trainer.device="$DEVICE" \

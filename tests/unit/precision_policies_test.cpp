@@ -412,7 +412,29 @@ TEST(PrecisionContract, APolicySeesTheFp32ModulesOfTheRecipe) {
   EXPECT_EQ(seen, std::vector<std::string>{"classifier"});
 }
 
-bool representable_in_bf16(const at::Tensor& t) { return at::equal(t.to(at::kBFloat16).to(at::kFloat), t); }
+bool representable_in(const at::Tensor& t, at::ScalarType dtype) { return at::equal(t.to(dtype).to(at::kFloat), t); }
+
+// The optimizer holds one float32 master per model parameter; after two epochs the model
+// holds the masters' rounding to `reduced` (float32 where the policy kept it) while the
+// masters hold values `reduced` cannot.
+void train_and_expect_masters_rounded_into_model(Components& c, at::ScalarType reduced) {
+  const std::vector<at::Tensor> masters = c.optimizer->parameters();
+  ASSERT_EQ(masters.size(), c.model->parameters().size());
+  for (const auto& m : masters) EXPECT_EQ(m.scalar_type(), at::kFloat);
+  Progress progress{false, 1000};
+  TrainerOptions o;
+  o.epochs = 2;
+  o.log_every = 1000;
+  const TrainResult result = Trainer(c, o, nullptr, progress).fit();
+  EXPECT_LT(result.skipped_steps, result.optimizer_steps) << "every step skipped: nothing was trained";
+  bool finer_than_model = false;
+  const auto parameters = c.model->parameters();
+  for (std::size_t i = 0; i < masters.size(); ++i) {
+    EXPECT_TRUE(at::equal(parameters[i], masters[i].to(parameters[i].scalar_type()))) << i;
+    if (parameters[i].scalar_type() == reduced) finer_than_model |= !representable_in(masters[i], reduced);
+  }
+  EXPECT_TRUE(finer_than_model) << "the masters hold only what " << c10::toString(reduced) << " holds";
+}
 
 // bf16_master: the model is bfloat16 (but for its fp32_modules), the optimizer updates
 // float32 masters, and after each step the model holds the masters' rounding while the
@@ -422,21 +444,7 @@ TEST(MasterWeights, Bf16MasterTrainsFloat32MastersAndRoundsThemIntoTheModel) {
   for (const auto& p : c.model->named_parameters()) {
     EXPECT_EQ(p.value().scalar_type(), p.key().rfind("classifier.", 0) == 0 ? at::kFloat : at::kBFloat16) << p.key();
   }
-  const std::vector<at::Tensor> masters = c.optimizer->parameters();
-  ASSERT_EQ(masters.size(), c.model->parameters().size());
-  for (const auto& m : masters) EXPECT_EQ(m.scalar_type(), at::kFloat);
-  Progress progress{false, 1000};
-  TrainerOptions o;
-  o.epochs = 2;
-  o.log_every = 1000;
-  Trainer(c, o, nullptr, progress).fit();
-  bool finer_than_bf16 = false;
-  const auto parameters = c.model->parameters();
-  for (std::size_t i = 0; i < masters.size(); ++i) {
-    EXPECT_TRUE(at::equal(parameters[i], masters[i].to(parameters[i].scalar_type()))) << i;
-    if (parameters[i].scalar_type() == at::kBFloat16) finer_than_bf16 |= !representable_in_bf16(masters[i]);
-  }
-  EXPECT_TRUE(finer_than_bf16) << "the masters hold only what bfloat16 holds";
+  train_and_expect_masters_rounded_into_model(c, at::kBFloat16);
 }
 
 // A run resumed from its first epoch's checkpoint ends bit for bit where the uninterrupted
@@ -472,8 +480,6 @@ TEST(MasterWeights, ReducedPrecisionPoliciesResumeExactly) {
   }
 }
 
-bool representable_in_fp16(const at::Tensor& t) { return at::equal(t.to(at::kHalf).to(at::kFloat), t); }
-
 // fp16_master (Apex O2): a float16 model but for batch norm and fp32_modules, float32
 // masters in the optimizer, rounded into the model after each step.
 TEST(MasterWeights, Fp16MasterKeepsBatchNormInFloat32AndTrainsFloat32Masters) {
@@ -494,22 +500,7 @@ TEST(MasterWeights, Fp16MasterKeepsBatchNormInFloat32AndTrainsFloat32Masters) {
     }
   }
   ASSERT_TRUE(saw_batch_norm);
-  const std::vector<at::Tensor> masters = c.optimizer->parameters();
-  ASSERT_EQ(masters.size(), c.model->parameters().size());
-  for (const auto& m : masters) EXPECT_EQ(m.scalar_type(), at::kFloat);
-  Progress progress{false, 1000};
-  TrainerOptions o;
-  o.epochs = 2;
-  o.log_every = 1000;
-  const TrainResult result = Trainer(c, o, nullptr, progress).fit();
-  EXPECT_LT(result.skipped_steps, result.optimizer_steps) << "every step skipped: nothing was trained";
-  bool finer_than_fp16 = false;
-  const auto parameters = c.model->parameters();
-  for (std::size_t i = 0; i < masters.size(); ++i) {
-    EXPECT_TRUE(at::equal(parameters[i], masters[i].to(parameters[i].scalar_type()))) << i;
-    if (parameters[i].scalar_type() == at::kHalf) finer_than_fp16 |= !representable_in_fp16(masters[i]);
-  }
-  EXPECT_TRUE(finer_than_fp16) << "the masters hold only what float16 holds";
+  train_and_expect_masters_rounded_into_model(c, at::kHalf);
 }
 
 // The loss scaler works on the masters' float32 gradients: a scale that overflows float16

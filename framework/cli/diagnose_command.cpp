@@ -117,6 +117,9 @@ void print_table(const Diagnosis& d, const diagnose::DiagnoseOptions& options) {
       std::printf("  (maybe not the smallest: --max-trials %lld ran out; raise it to search further)\n",
                   static_cast<long long>(options.max_trials));
     }
+  } else if (o.modules.empty()) {
+    std::printf("no fix to search for: the model routes no submodule through mixt::call_submodule, so "
+                "precision.fp32_modules cannot keep any in float32 (docs/precision.md, Full-precision regions)\n");
   } else {
     std::printf("no fix found in %zu trial%s: keeping the routed modules in float32 does not make these %lld steps "
                 "healthy; lower optimizer.lr, check the loss scaler's options, or try amp_bf16 (docs/precision.md)\n",

@@ -66,7 +66,7 @@ class Bf16MasterPolicy : public mixt::PrecisionPolicy {
     }
   }
 
-  bool step(mixt::Optimizer& optimizer) override {
+  mixt::StepOutcome step(mixt::Optimizer& optimizer) override {
     optimizer.step();
     at::NoGradGuard no_grad;
     for (auto& pair : pairs_) pair.parameter.copy_(pair.master);  // rounded to the model's dtype

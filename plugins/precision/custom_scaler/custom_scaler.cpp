@@ -68,7 +68,7 @@ class CustomScalerPolicy : public mixt::PrecisionPolicy {
     unscaled_ = true;
   }
 
-  bool step(mixt::Optimizer& optimizer) override {
+  mixt::StepOutcome step(mixt::Optimizer& optimizer) override {
     unscale(optimizer);
     overflow_ = found_inf_.defined() && found_inf_.item<float>() > 0;  // the one sync per step
     if (!overflow_) optimizer.step();

@@ -459,6 +459,18 @@ TEST(Trainer, AnAmpFp16StepWithAFusedOptimizerReadsNothingBackToTheHost) {
   }
 }
 
+// custom_scaler keeps its dynamic scale's bookkeeping on the host (one flag read per step);
+// a static scale has none, so with a fused optimizer it decides on the device too.
+TEST(Trainer, ACustomScalerStepReadsOneFlagUnlessItsScaleIsStaticAndTheOptimizerFused) {
+  const std::string fused = "{name: sgd, lr: 0.05, momentum: 0.9, fused: true}";
+  for (const char* policy : {"{name: custom_scaler, mode: static}", "{name: custom_scaler}"}) {
+    const std::int64_t four = host_reads_in_a_run_of(4, policy, fused);
+    const std::int64_t sixteen = host_reads_in_a_run_of(16, policy, fused);
+    EXPECT_EQ(sixteen - four, std::string(policy).find("static") != std::string::npos ? 0 : 12)
+        << policy << ": host reads: " << four << " in 4 steps, " << sixteen << " in 16";
+  }
+}
+
 // A recipe whose model changed since the checkpoint (here a wider hidden layer) must not
 // resume: LibTorch's Module::load would quietly replace every parameter by the saved one,
 // shape and all, and train the old model under the new recipe.

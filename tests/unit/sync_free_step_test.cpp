@@ -6,6 +6,7 @@
 // gradients, a skipped first step among them, both must give equal parameters, optimizer
 // state, scale and growth tracker after every step.
 #include <gtest/gtest.h>
+#include <torch/cuda.h>
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
@@ -26,11 +27,18 @@ namespace {
 
 const std::vector<std::vector<std::int64_t>> kShapes = {{5, 3}, {3}, {7}};
 
+// The CPU, and CUDA where there is a GPU (the GPU run): the CUDA kernels are other code.
+std::vector<at::Device> devices() {
+  std::vector<at::Device> all{at::kCPU};
+  if (torch::cuda::is_available()) all.emplace_back(at::kCUDA);
+  return all;
+}
+
 // What each recorded step's gradient is: finite, overflowing once scaled, or holding an
 // inf or a NaN. The first is skipped by every optimizer before it has any state.
 enum class Gradient { finite, overflow, inf, nan };
-const std::vector<Gradient> kSequence = {Gradient::overflow, Gradient::finite, Gradient::finite, Gradient::inf,
-                                         Gradient::finite,   Gradient::finite, Gradient::nan,   Gradient::finite,
+const std::vector<Gradient> kSequence = {Gradient::overflow, Gradient::finite, Gradient::finite,   Gradient::inf,
+                                         Gradient::finite,   Gradient::finite, Gradient::nan,      Gradient::finite,
                                          Gradient::finite,   Gradient::finite, Gradient::overflow, Gradient::finite};
 
 std::vector<at::Tensor> gradients_of_step(std::size_t step, Gradient kind) {
@@ -96,10 +104,11 @@ struct Run {
   GradScaler scaler;
 };
 
-Run make_run(const testing::BuiltPlugins& plugins, const std::string& recipe, bool step_on_device) {
+Run make_run(const testing::BuiltPlugins& plugins, const std::string& recipe, bool step_on_device,
+             const at::Device& device) {
   auto generator = at::make_generator<at::CPUGeneratorImpl>(7);
   std::vector<at::Tensor> params;
-  for (const auto& shape : kShapes) params.push_back(at::randn(shape, generator).set_requires_grad(true));
+  for (const auto& shape : kShapes) params.push_back(at::randn(shape, generator).to(device).set_requires_grad(true));
   GradScalerOptions options;
   options.init_scale = 16384.0;
   options.growth_interval = 3;  // the scale grows during the run as well as backing off
@@ -112,8 +121,9 @@ Run make_run(const testing::BuiltPlugins& plugins, const std::string& recipe, bo
 bool take_step(Run& run, std::size_t step, bool clip) {
   run.optimizer->zero_grad();
   const std::vector<at::Tensor> grads = gradients_of_step(step, kSequence[step]);
-  at::Tensor loss = at::zeros({});
-  for (std::size_t i = 0; i < grads.size(); ++i) loss = loss + (run.params[i] * grads[i]).sum();
+  at::Tensor loss = at::zeros({}, run.params[0].options());
+  for (std::size_t i = 0; i < grads.size(); ++i)
+    loss = loss + (run.params[i] * grads[i].to(run.params[i].device())).sum();
   run.scaler.scale(loss).backward();
   if (clip) {
     run.scaler.unscale_(*run.optimizer);
@@ -124,13 +134,14 @@ bool take_step(Run& run, std::size_t step, bool clip) {
   return outcome.applied();
 }
 
-void expect_sync_free_equals_synchronising(const std::string& recipe, bool clip) {
+void expect_sync_free_equals_synchronising(const std::string& recipe, bool clip, const at::Device& device) {
   testing::BuiltPlugins plugins;
-  Run sync_free = make_run(plugins, recipe, true), synchronising = make_run(plugins, recipe, false);
+  Run sync_free = make_run(plugins, recipe, true, device), synchronising = make_run(plugins, recipe, false, device);
   ASSERT_TRUE(sync_free.optimizer->can_step_scaled()) << recipe;
   std::int64_t skipped = 0;
   for (std::size_t step = 0; step < kSequence.size(); ++step) {
-    const std::string where = recipe + (clip ? ", unscale_ + clip" : "") + ", step " + std::to_string(step);
+    const std::string where =
+        recipe + (clip ? ", unscale_ + clip" : "") + " on " + device.str() + ", step " + std::to_string(step);
     const bool applied = take_step(sync_free, step, clip);
     ASSERT_EQ(applied, take_step(synchronising, step, clip)) << where;
     EXPECT_EQ(applied, kSequence[step] == Gradient::finite) << where;
@@ -157,11 +168,15 @@ const char* const kFusedOptimizers[] = {
 };
 
 TEST(SyncFreeStep, EqualsTheSynchronisingPathWithASkippedFirstStep) {
-  for (const char* recipe : kFusedOptimizers) expect_sync_free_equals_synchronising(recipe, /*clip=*/false);
+  for (const at::Device& device : devices()) {
+    for (const char* recipe : kFusedOptimizers) expect_sync_free_equals_synchronising(recipe, false, device);
+  }
 }
 
 TEST(SyncFreeStep, EqualsTheSynchronisingPathAfterUnscaleAndClipping) {
-  for (const char* recipe : kFusedOptimizers) expect_sync_free_equals_synchronising(recipe, /*clip=*/true);
+  for (const at::Device& device : devices()) {
+    for (const char* recipe : kFusedOptimizers) expect_sync_free_equals_synchronising(recipe, /*clip=*/true, device);
+  }
 }
 
 // torch 2.11's fused SGD reads an uninitialised momentum buffer after a skipped first step
@@ -170,30 +185,34 @@ TEST(SyncFreeStep, ASkippedFirstStepLeavesMomentumAsIfItHadNotHappened) {
   for (const char* recipe : {"{name: sgd, lr: 0.1, momentum: 0.9, fused: true}",
                              "{name: sgd, lr: 0.1, momentum: 0.9, dampening: 0.5, fused: true}"}) {
     testing::BuiltPlugins plugins;
-    auto run_of = [&](bool skip_first) {
-      at::Tensor param = at::ones({4}).set_requires_grad(true);
-      std::unique_ptr<Optimizer> optimizer = make_optimizer(plugins, recipe, {param});
-      GradScalerOptions options;
-      options.init_scale = 4.0;
-      GradScaler scaler(options);
-      for (const double magnitude : skip_first ? std::vector<double>{1e38, 1.0, 1.0} : std::vector<double>{1.0, 1.0}) {
-        optimizer->zero_grad();
-        scaler.scale((param * magnitude).sum()).backward();
-        scaler.step(*optimizer);
-        scaler.update();
-      }
-      return param.detach().clone();
-    };
-    // The skipping run backs off 4 -> 2: powers of two, so the unscaled gradients are equal.
-    EXPECT_TRUE(at::equal(run_of(true), run_of(false))) << recipe;
+    for (const at::Device& device : devices()) {
+      auto run_of = [&](bool skip_first) {
+        at::Tensor param = at::ones({4}, at::TensorOptions().device(device)).set_requires_grad(true);
+        std::unique_ptr<Optimizer> optimizer = make_optimizer(plugins, recipe, {param});
+        GradScalerOptions options;
+        options.init_scale = 4.0;
+        GradScaler scaler(options);
+        for (const double magnitude :
+             skip_first ? std::vector<double>{1e38, 1.0, 1.0} : std::vector<double>{1.0, 1.0}) {
+          optimizer->zero_grad();
+          scaler.scale((param * magnitude).sum()).backward();
+          scaler.step(*optimizer);
+          scaler.update();
+        }
+        return param.detach().cpu();
+      };
+      // The skipping run backs off 4 -> 2: powers of two, so the unscaled gradients are equal.
+      EXPECT_TRUE(at::equal(run_of(true), run_of(false))) << recipe << " on " << device;
+    }
   }
 }
 
 // No host read in the step: dampening 0 starts buffers at zero; dampening != 0 reads
 // found_inf once per step only until its buffers exist.
-std::int64_t reads_in_steps(const std::string& recipe, const std::vector<double>& magnitudes) {
+std::int64_t reads_in_steps(const std::string& recipe, const std::vector<double>& magnitudes,
+                            const at::Device& device = at::kCPU) {
   testing::BuiltPlugins plugins;
-  at::Tensor param = at::ones({4}).set_requires_grad(true);
+  at::Tensor param = at::ones({4}, at::TensorOptions().device(device)).set_requires_grad(true);
   std::unique_ptr<Optimizer> optimizer = make_optimizer(plugins, recipe, {param});
   GradScaler scaler;
   const std::vector<std::string> calls = testing::operators_called_during([&] {
@@ -215,11 +234,14 @@ TEST(SyncFreeStep, ReadsNothingOnTheHostExceptForADampenedFirstStep) {
   // `state_step.item<float>()`, a CPU tensor there, so no synchronisation; the CUDA kernel
   // reads it on the device): one per parameter and applied step, none for a skipped one.
   EXPECT_EQ(reads_in_steps("{name: adamw, fused: true}", skip_skip_then_four), 4);
-  EXPECT_EQ(reads_in_steps("{name: sgd, lr: 0.1, momentum: 0.9, dampening: 0.1, fused: true}", skip_skip_then_four),
-            3)
+  EXPECT_EQ(reads_in_steps("{name: sgd, lr: 0.1, momentum: 0.9, dampening: 0.1, fused: true}", skip_skip_then_four), 3)
       << "two skipped steps and the first applied one, then none";
   EXPECT_EQ(reads_in_steps("{name: sgd, lr: 0.1, momentum: 0.9}", skip_skip_then_four), 6)
       << "the general path reads every step";
+  if (torch::cuda::is_available()) {  // there the AdamW kernel reads its step counters on the device
+    EXPECT_EQ(reads_in_steps("{name: adamw, fused: true}", skip_skip_then_four, at::kCUDA), 0);
+    EXPECT_EQ(reads_in_steps("{name: sgd, lr: 0.1, momentum: 0.9, fused: true}", skip_skip_then_four, at::kCUDA), 0);
+  }
 }
 
 // update() adds the optimizers' flags into the first one in place (as Python does): the

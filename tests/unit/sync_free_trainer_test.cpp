@@ -73,8 +73,8 @@ Outcome train(bool step_on_device, const std::string& optimizer, bool clip, bool
   f.components.precision = std::make_unique<ScalerPolicy>(step_on_device);
   if (with_scheduler) {
     const RecipeNodePtr root = parse_yaml("scheduler: {name: cosine}", "test");
-    f.components.scheduler = f.plugins.registry.make_scheduler(Config(root, "").section("scheduler"),
-                                                                {f.components.optimizer.get(), 16, 2});
+    f.components.scheduler =
+        f.plugins.registry.make_scheduler(Config(root, "").section("scheduler"), {f.components.optimizer.get(), 16, 2});
   }
   TrainerOptions o = testing::options(2);
   o.log_every = 4;
@@ -90,10 +90,11 @@ Outcome train(bool step_on_device, const std::string& optimizer, bool clip, bool
 }
 
 TEST(SyncFreeTrainer, SkipsCountsAndSchedulesExactlyAsTheSynchronisingStep) {
-  for (const char* optimizer : {"{name: sgd, lr: 0.05, momentum: 0.9, fused: true}",
-                                "{name: sgd, lr: 0.05, momentum: 0.9, dampening: 0.2, fused: true}",
-                                "{name: adamw, lr: 0.01, fused: true}"}) {
-    for (const auto& [clip, with_scheduler] : {std::pair{false, true}, std::pair{true, true}, std::pair{false, false}}) {
+  for (const char* optimizer :
+       {"{name: sgd, lr: 0.05, momentum: 0.9, fused: true}",
+        "{name: sgd, lr: 0.05, momentum: 0.9, dampening: 0.2, fused: true}", "{name: adamw, lr: 0.01, fused: true}"}) {
+    for (const auto& [clip, with_scheduler] :
+         {std::pair{false, true}, std::pair{true, true}, std::pair{false, false}}) {
       const Outcome sync_free = train(true, optimizer, clip, with_scheduler);
       const Outcome synchronising = train(false, optimizer, clip, with_scheduler);
       const std::string what =

@@ -146,7 +146,9 @@ class AdamW : public GroupedOptimizer {
       at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, group.lr, o_.beta1, o_.beta2,
                         group.weight_decay, o_.eps, o_.amsgrad, /*maximize=*/false, scaling.grad_scale_on(device),
                         scaling.found_inf_on(device));
-      if (scaling.active()) at::_foreach_sub_(steps, std::vector<at::Tensor>(steps.size(), *scaling.found_inf_on(device)));
+      if (scaling.active()) {
+        at::_foreach_sub_(steps, std::vector<at::Tensor>(steps.size(), *scaling.found_inf_on(device)));
+      }
     }
   }
 

@@ -124,8 +124,8 @@ void expect_parity_with(const std::string& golden_file, bool step_on_device = tr
   std::printf(
       "GradScaler parity (%s, %s): %lld steps, %lld optimizer steps skipped, %lld/%lld parameter values bitwise "
       "equal, worst relative difference %.3g (SGD), %.3g (AdamW)\n",
-      golden_file.c_str(), step_on_device ? "sync-free step where fused" : "general path", static_cast<long long>(step), static_cast<long long>(skipped),
-      static_cast<long long>(bitwise), static_cast<long long>(elements), worst_sgd, worst_adamw);
+      golden_file.c_str(), step_on_device ? "sync-free step where fused" : "general path",
+      static_cast<long long>(step), static_cast<long long>(skipped), static_cast<long long>(bitwise), static_cast<long long>(elements), worst_sgd, worst_adamw);
 }
 
 TEST(GradScalerParity, SameScaleSkipsAndParametersAsTorchGradScaler) { expect_parity_with("grad_scaler.json"); }

@@ -51,7 +51,10 @@ struct GradScalerOptions {
   const Communicator* communicator = nullptr;
   // With an optimizer that can_step_scaled(): true, step() hands it the scale and found-inf
   // flag and never reads the device; false, it takes the general path (one host read per
-  // step), as for any other optimizer. Both give the same numbers.
+  // step), as for any other optimizer. The same numbers while the scale is a power of two
+  // (the defaults keep it one); otherwise the last bit of a gradient can differ: the fused
+  // kernel divides by the scale (as PyTorch's fused path), unscale_() multiplies by its
+  // float32 reciprocal (as PyTorch's general path).
   bool step_on_device = true;
 };
 

@@ -54,7 +54,8 @@ if ((!CPU)); then
 fi
 
 part "GradScaler parity and the policies' tests"
-{ timeout 60 bin/test_grad_scaler_parity && timeout 120 bin/test_precision_policies; } > "$OUT/grad_scaler.log" 2>&1
+{ timeout 60 bin/test_grad_scaler_parity && timeout 60 bin/test_sync_free_step &&
+  timeout 120 bin/test_precision_policies; } > "$OUT/grad_scaler.log" 2>&1
 ended grad_scaler $?; grep -E "PASSED|FAILED" "$OUT/grad_scaler.log"
 
 part "Fashion-MNIST, $STEPS steps per policy on $DEVICE"

@@ -23,7 +23,7 @@ class MyFp16Policy : public mixt::PrecisionPolicy {
   // Called before gradient clipping: true gradients from here on.
   void unscale(mixt::Optimizer& optimizer) override { scaler_.unscale_(optimizer); }
   // Skips the step when a gradient overflowed; the trainer counts it.
-  bool step(mixt::Optimizer& optimizer) override { return scaler_.step(optimizer); }
+  mixt::StepOutcome step(mixt::Optimizer& optimizer) override { return scaler_.step(optimizer); }
   void update() override {
     scaler_.update();
     // The twist: cap the scale. Reading it is a device sync, so only every 100 steps.

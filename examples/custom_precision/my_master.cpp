@@ -31,7 +31,7 @@ class MyMasterPolicy : public mixt::PrecisionPolicy {
   // so that clipping and the optimizer see float32 gradients.
   void gradients_ready(mixt::Optimizer&) override { masters_.hand_gradients(); }
   // The optimizer updates the masters; the model gets their rounding.
-  bool step(mixt::Optimizer& optimizer) override {
+  mixt::StepOutcome step(mixt::Optimizer& optimizer) override {
     optimizer.step();
     masters_.round_into_model();
     return true;

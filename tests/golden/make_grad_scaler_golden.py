@@ -15,6 +15,7 @@ every g_i, and after every step: the scale, the growth tracker, which optimizers
 and every parameter. Regenerate with
     python3 tests/golden/make_grad_scaler_golden.py > tests/golden/grad_scaler.json
     python3 tests/golden/make_grad_scaler_golden.py --fused > tests/golden/grad_scaler_fused.json
+    python3 tests/golden/make_grad_scaler_golden.py --device-path > tests/golden/grad_scaler_device.json
 
 --fused: the same run with torch.optim's fused kernels (SGD and AdamW with fused=True), and
 the first step's gradients overflowing, so every optimizer's first step is skipped before
@@ -25,6 +26,11 @@ path (passing grad_scale and found_inf into the kernel) is wrong for SGD with mo
 torch 2.11 after a skipped first step: the momentum buffers are created with empty_like,
 the kernel returns early on found_inf, and the next step reads the uninitialised memory as
 momentum (tests/golden/torch_fused_sgd_skip.py shows it), so it cannot be the reference.
+
+--device-path: the fused optimizers on GradScaler's own fused path (_step_supports_amp_scaling:
+grad_scale and found_inf go into the kernels, no host read), which mixt's sync-free step
+mirrors. The first step is then not forced to overflow, and the script fails if any
+optimizer skips a step before its first applied one: that is the case torch gets wrong.
 """
 import argparse
 import json
@@ -59,18 +65,24 @@ def flat(t):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--fused", action="store_true", help="fused optimizers, first step overflowing (see above)")
-    fused = parser.parse_args().fused
+    parser.add_argument("--device-path", action="store_true",
+                        help="fused optimizers on GradScaler's _step_supports_amp_scaling path (see above)")
+    args = parser.parse_args()
+    device_path = args.device_path
+    fused = args.fused or device_path
     kind = {"fused": True} if fused else {"foreach": False}
     sgd, nesterov, adamw = ({**o, **({"fused": True} if fused else {})} for o in (SGD, NESTEROV, ADAMW))
-    rng = random.Random(7)
-    gen = torch.Generator().manual_seed(7)
+    seed = 8 if device_path else 7  # 7's first step overflows: see --device-path above
+    rng = random.Random(seed)
+    gen = torch.Generator().manual_seed(seed)
     params = [torch.nn.Parameter(torch.randn(s, generator=gen)) for s in SHAPES]
     initial = [flat(p) for p in params]
     optimizers = [torch.optim.SGD([params[i] for i in GROUPS[0]], **{**kind, **sgd}),
                   torch.optim.SGD([params[i] for i in GROUPS[1]], **{**kind, **nesterov}),
                   torch.optim.AdamW([params[i] for i in GROUPS[2]], **{**kind, **adamw})]
     for opt in optimizers:
-        opt._step_supports_amp_scaling = False  # GradScaler's general path (a no-op unless fused)
+        if not device_path:
+            opt._step_supports_amp_scaling = False  # GradScaler's general path (a no-op unless fused)
     scaler = torch.amp.GradScaler("cpu", **SCALER)
 
     steps = []
@@ -80,7 +92,7 @@ def main():
         micro = []
         for _ in range(rng.randint(1, 3)):
             magnitude = 10.0 ** rng.uniform(-3, 3)
-            if rng.random() < 0.03 or (fused and step == 0):  # finite, but scale * g overflows float32
+            if rng.random() < 0.03 or (fused and not device_path and step == 0):  # finite, but scale * g overflows float32
                 magnitude = 1e36
             grads = [torch.randn(s, generator=gen) * magnitude for s in SHAPES]
             if rng.random() < 0.08:  # inject a non-finite value into one tensor
@@ -103,6 +115,8 @@ def main():
             found = sum(v.item() for v in scaler._per_optimizer_states[id(opt)]["found_inf_per_device"].values())
             applied.append(found == 0)
         scaler.update()
+        if device_path and step == 0 and not all(applied):
+            raise SystemExit("--device-path: a skipped first step would reproduce torch's fused SGD bug; change the seed")
         state = scaler.state_dict()
         steps.append({"micro": micro, "clip": clip, "applied": applied, "scale": encode(state["scale"]),
                       "growth_tracker": state["_growth_tracker"], "params": [flat(p) for p in params]})

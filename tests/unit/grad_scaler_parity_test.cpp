@@ -3,7 +3,9 @@
 // gradients). Goldens from tests/golden/make_grad_scaler_golden.py: grad_scaler.json with
 // torch.optim's single-tensor optimizers, grad_scaler_fused.json with its fused kernels and
 // a first step that every optimizer skips before it has any state (the case torch's own
-// fused GradScaler path gets wrong for SGD; see that script). After every step: the same
+// fused GradScaler path gets wrong for SGD; see that script), grad_scaler_device.json with
+// torch's fused GradScaler path itself (grad_scale/found_inf into the kernels), which mixt's
+// sync-free step mirrors. After every step: the same
 // scale and growth tracker (exactly), the same optimizers skipped, and the same parameters.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -51,8 +53,9 @@ std::unique_ptr<Optimizer> make_optimizer(const testing::BuiltPlugins& plugins, 
 }
 
 // Replays one golden run through mixt's GradScaler and optimizer plugins (configured with the
-// golden's options, `fused` included) and checks every step.
-void expect_parity_with(const std::string& golden_file) {
+// golden's options, `fused` included) and checks every step. `step_on_device`: fused
+// optimizers take the sync-free step (GradScalerOptions::step_on_device), else the general path.
+void expect_parity_with(const std::string& golden_file, bool step_on_device = true) {
   const auto golden =
       nlohmann::json::parse(testing::read_file(testing::source_dir() / "tests/golden" / golden_file));
   std::vector<std::vector<std::int64_t>> shapes;
@@ -74,7 +77,8 @@ void expect_parity_with(const std::string& golden_file) {
   const std::size_t adamw_param = golden.at("groups")[2][0].get<std::size_t>();
   const auto& s = golden.at("scaler");
   GradScaler scaler({s.at("init_scale").get<double>(), s.at("growth_factor").get<double>(),
-                     s.at("backoff_factor").get<double>(), s.at("growth_interval").get<std::int64_t>(), true});
+                     s.at("backoff_factor").get<double>(), s.at("growth_interval").get<std::int64_t>(), true,
+                     nullptr, step_on_device});
   const double max_norm = golden.at("clip_max_norm").get<double>();
 
   std::int64_t step = 0, skipped = 0, bitwise = 0, elements = 0;
@@ -118,10 +122,10 @@ void expect_parity_with(const std::string& golden_file) {
   EXPECT_GT(skipped, 30) << "the golden run must exercise skipping";
   EXPECT_EQ(bitwise, elements) << "mixt's optimizers run torch.optim's float ops: every value bitwise equal";
   std::printf(
-      "GradScaler parity (%s): %lld steps, %lld optimizer steps skipped, %lld/%lld parameter values bitwise "
+      "GradScaler parity (%s, %s): %lld steps, %lld optimizer steps skipped, %lld/%lld parameter values bitwise "
       "equal, worst relative difference %.3g (SGD), %.3g (AdamW)\n",
-      golden_file.c_str(), static_cast<long long>(step), static_cast<long long>(skipped),
-      static_cast<long long>(bitwise), static_cast<long long>(elements), worst_sgd, worst_adamw);
+      golden_file.c_str(), step_on_device ? "sync-free step where fused" : "general path",
+      static_cast<long long>(step), static_cast<long long>(skipped), static_cast<long long>(bitwise), static_cast<long long>(elements), worst_sgd, worst_adamw);
 }
 
 TEST(GradScalerParity, SameScaleSkipsAndParametersAsTorchGradScaler) { expect_parity_with("grad_scaler.json"); }
@@ -137,7 +141,22 @@ TEST(GradScalerParity, FusedOptimizersSkippingTheirFirstStepMatchTorchsFusedKern
   for (const auto& applied : golden.at("steps")[0].at("applied")) {
     ASSERT_FALSE(applied.get<bool>()) << "the golden's first step must be skipped by every optimizer";
   }
-  expect_parity_with("grad_scaler_fused.json");
+  expect_parity_with("grad_scaler_fused.json", /*step_on_device=*/false);
+  // The sync-free step on the same run: torch's own fused GradScaler path reads garbage
+  // momentum here; mixt's starts its buffers at zero and must give the same numbers.
+  expect_parity_with("grad_scaler_fused.json", /*step_on_device=*/true);
+}
+
+// GradScaler's own fused path in torch (_step_supports_amp_scaling: grad_scale and found_inf
+// into the kernels), which the sync-free step mirrors, on a run whose first step is applied
+// (the golden script refuses a skipped one: torch is wrong there, see above).
+TEST(GradScalerParity, TheSyncFreeStepMatchesTorchsFusedGradScalerPath) {
+  const auto golden = nlohmann::json::parse(
+      testing::read_file(testing::source_dir() / "tests/golden/grad_scaler_device.json"));
+  for (const char* optimizer : {"sgd", "nesterov", "adamw"}) {
+    ASSERT_TRUE(golden.at(optimizer).value("fused", false)) << optimizer << ": the golden must use the fused kernels";
+  }
+  expect_parity_with("grad_scaler_device.json", /*step_on_device=*/true);
 }
 
 }  // namespace

@@ -346,7 +346,7 @@ TEST(Trainer, WithStopOnNonFiniteLossOffTheRunTrainsOn) {
 // a skipped step harmed nothing, and the run goes on.
 class SkipNonFiniteSteps : public PrecisionPolicy {
  public:
-  bool step(Optimizer& optimizer) override {
+  StepOutcome step(Optimizer& optimizer) override {
     for (const auto& p : optimizer.parameters()) {
       if (p.grad().defined() && !at::isfinite(p.grad()).all().item<bool>()) return false;
     }
@@ -369,7 +369,7 @@ TEST(Trainer, ANonFiniteLossOnAStepThePolicySkippedDoesNotStopTheRun) {
 class BreakTheWeightsOnStep : public PrecisionPolicy {
  public:
   explicit BreakTheWeightsOnStep(std::int64_t step) : break_at_(step) {}
-  bool step(Optimizer& optimizer) override {
+  StepOutcome step(Optimizer& optimizer) override {
     optimizer.step();
     if (++steps_ == break_at_) {
       at::NoGradGuard no_grad;
@@ -405,10 +405,16 @@ TEST(Trainer, WeightsBrokenWithEveryLossFiniteAreNeverCheckpointed) {
 
 // How many times a one-epoch run of `steps` steps (no evaluation) read a tensor's value
 // back to the host: .item() and friends all go through aten::_local_scalar_dense, a
-// synchronisation on a GPU. `precision`: a policy to build instead of the plain one.
-std::int64_t host_reads_in_a_run_of(std::int64_t steps, const std::string& precision = "") {
+// synchronisation on a GPU. `precision`: a policy to build instead of the plain one;
+// `optimizer`: an optimizer section instead of the Fixture's (unfused) sgd.
+std::int64_t host_reads_in_a_run_of(std::int64_t steps, const std::string& precision = "",
+                                    const std::string& optimizer = "") {
   Fixture f;
   f.components.val.reset();
+  if (!optimizer.empty()) {
+    f.root = parse_yaml("optimizer: " + optimizer, "test");
+    f.use_model(f.components.model);
+  }
   if (!precision.empty()) {
     const RecipeNodePtr root = parse_yaml("precision: " + precision, "test");
     f.components.precision = f.plugins.registry.make_precision(Config(root, "").section("precision"), {});
@@ -429,12 +435,40 @@ TEST(Trainer, AStepReadsNothingBackToTheHost) {
   EXPECT_LE(four, 4) << "a handful per epoch: progress, log and epoch-end reads of the loss";
 }
 
+// With an optimizer that cannot take the scale and flag (here sgd without fused: true),
 // amp_fp16 reads one found-inf flag per step to decide between stepping and skipping, as
 // PyTorch's GradScaler does (_maybe_opt_step); nothing else in the step may add to it.
 TEST(Trainer, AnAmpFp16StepReadsOneFlagBackToTheHost) {
   const std::int64_t four = host_reads_in_a_run_of(4, "{name: amp_fp16}");
   const std::int64_t sixteen = host_reads_in_a_run_of(16, "{name: amp_fp16}");
   EXPECT_EQ(sixteen - four, 12) << "host reads: " << four << " in 4 steps, " << sixteen << " in 16";
+}
+
+// With a fused optimizer the scaler hands it the scale and flag (Optimizer::step_scaled) and
+// the trainer counts skipped steps and watches the loss on the device: with no scheduler
+// (which would ask whether each step was applied) nothing per step comes back to the host.
+// (Fused AdamW's CPU kernel reads its step counters, CPU tensors, with .item(): no sync,
+// but the count cannot tell, so SGD alone here; SyncFreeStep.* covers AdamW.)
+TEST(Trainer, AnAmpFp16StepWithAFusedOptimizerReadsNothingBackToTheHost) {
+  for (const char* optimizer : {"{name: sgd, lr: 0.05, momentum: 0.9, fused: true}",
+                                "{name: sgd, lr: 0.05, momentum: 0.9, nesterov: true, fused: true}"}) {
+    const std::int64_t four = host_reads_in_a_run_of(4, "{name: amp_fp16}", optimizer);
+    const std::int64_t sixteen = host_reads_in_a_run_of(16, "{name: amp_fp16}", optimizer);
+    EXPECT_EQ(sixteen, four) << optimizer << ": host reads: " << four << " in 4 steps, " << sixteen << " in 16";
+    EXPECT_LE(four, 5) << optimizer << ": a handful per epoch, as without a scaler";
+  }
+}
+
+// custom_scaler keeps its dynamic scale's bookkeeping on the host (one flag read per step);
+// a static scale has none, so with a fused optimizer it decides on the device too.
+TEST(Trainer, ACustomScalerStepReadsOneFlagUnlessItsScaleIsStaticAndTheOptimizerFused) {
+  const std::string fused = "{name: sgd, lr: 0.05, momentum: 0.9, fused: true}";
+  for (const char* policy : {"{name: custom_scaler, mode: static}", "{name: custom_scaler}"}) {
+    const std::int64_t four = host_reads_in_a_run_of(4, policy, fused);
+    const std::int64_t sixteen = host_reads_in_a_run_of(16, policy, fused);
+    EXPECT_EQ(sixteen - four, std::string(policy).find("static") != std::string::npos ? 0 : 12)
+        << policy << ": host reads: " << four << " in 4 steps, " << sixteen << " in 16";
+  }
 }
 
 // A recipe whose model changed since the checkpoint (here a wider hidden layer) must not

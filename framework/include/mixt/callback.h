@@ -50,7 +50,10 @@ struct StepEnd {
   const TrainState& state;          // global_step counts this step
   std::int64_t epoch_step = 0;      // 1-based within the epoch
   std::int64_t steps_in_epoch = 0;  // optimizer steps this epoch will have
-  bool applied = true;              // false: the precision policy skipped it (inf/NaN gradients)
+  // Whether the precision policy applied it (false: skipped, inf/NaN gradients). Converts to
+  // bool; for a step decided on the device (a sync-free loss-scaled step) the first read is a
+  // host synchronisation, so a callback that needs it only on some steps asks only then.
+  StepOutcome applied = true;
   // The step's training loss, the mean over its micro-batches (and over ranks in a
   // data-parallel run, where it is already on the host): a detached scalar tensor, on the
   // device otherwise.

@@ -19,6 +19,23 @@ class Optimizer {
 
   virtual void step() = 0;       // one update from the current gradients
   virtual void zero_grad() = 0;  // gradients set to none
+
+  // A loss-scaled step decided on the device (torch.optim's _step_supports_amp_scaling with
+  // optimizer.grad_scale / optimizer.found_inf): a loss scaler then hands the optimizer its
+  // scale and found-inf flag instead of reading the flag on the host to choose between
+  // step() and nothing. Optimizers that return true implement step_scaled().
+  virtual bool can_step_scaled() const { return false; }
+  // One step from gradients still multiplied by `grad_scale`, applied only if `found_inf`
+  // is 0. Both are float32 scalars on the scaler's device (an optimizer with parameters on
+  // other devices copies them there, without a host read):
+  //   grad_scale  the loss scale: divide every gradient by it (and leave it divided, as
+  //               step() would have seen it); undefined when the gradients are unscaled already.
+  //   found_inf   0: apply the step; 1: skip it, leaving parameters and state (step counters
+  //               included) exactly as if step_scaled() had not been called, and any later
+  //               step as it would have been without this one.
+  // Must not read found_inf on the host, except where the update cannot be written without it
+  // (say so in the optimizer's documentation). The default throws mixt::Error.
+  virtual void step_scaled(const at::Tensor& grad_scale, const at::Tensor& found_inf);
   // Every parameter the optimizer updates (what a scaler unscales, what clipping sees).
   virtual std::vector<at::Tensor> parameters() const = 0;
 

@@ -15,9 +15,9 @@
 //     precision.backward(loss);                           // scale (if it scales) + backward
 //   precision.unscale(optimizer);                         // only when clipping
 //   clip_grad_norm_ (optional)
-//   bool applied = precision.step(optimizer);             // unscale if needed, check inf/nan, step or skip
+//   StepOutcome applied = precision.step(optimizer);      // unscale if needed, check inf/nan, step or skip
 //   precision.update();                                   // loss-scale update
-//   if (applied) scheduler.step();
+//   if (applied.applied()) scheduler.step();              // a host read only for a device outcome
 //
 // A policy also sets global math modes in setup() (TF32 on or explicitly off), may cast or
 // lay out the model, reports metrics, and saves/loads its state in checkpoints.
@@ -35,6 +35,7 @@
 #include "mixt/autocast.h"
 #include "mixt/distributed.h"
 #include "mixt/optimizer.h"
+#include "mixt/step_outcome.h"
 
 namespace mixt {
 
@@ -71,8 +72,11 @@ class PrecisionPolicy {
   virtual void gradients_ready(Optimizer& optimizer) {}
   // Makes the gradients true gradients (unscaled) before clipping or inspection.
   virtual void unscale(Optimizer& optimizer) {}
-  // Applies the optimizer step, or skips it; returns whether it was applied.
-  virtual bool step(Optimizer& optimizer) {
+  // Applies the optimizer step, or skips it; returns whether it was applied: a bool
+  // (`return true;`), or, for a policy whose decision stays on the device (a loss scaler
+  // handing found_inf to Optimizer::step_scaled), StepOutcome::skipped_if(flag). The trainer
+  // then reads the flag only where the host needs it (docs/precision.md).
+  virtual StepOutcome step(Optimizer& optimizer) {
     optimizer.step();
     return true;
   }

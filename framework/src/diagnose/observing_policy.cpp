@@ -34,18 +34,19 @@ double ObservingPolicy::loss_scale() const {
   return 1;
 }
 
-bool ObservingPolicy::step(Optimizer& optimizer) {
+StepOutcome ObservingPolicy::step(Optimizer& optimizer) {
   current_.loss_scale = loss_scale();
   if (!unscaled_) unscale(optimizer);
   const std::vector<at::Tensor> parameters = optimizer.parameters();
   for (std::size_t i = 0; i < parameters.size() && i < into_.parameters.size(); ++i) {
     into_.parameters[i].second.add(count_flushed_in_float16(parameters[i].grad(), current_.loss_scale));
   }
-  current_.applied = policy_->step(optimizer);
+  const StepOutcome outcome = policy_->step(optimizer);
+  current_.applied = outcome.applied();  // a read for a device outcome: diagnose syncs every step anyway
   // The trainer divides by `accumulate` before backward: the sum is the step's mean loss.
   current_.loss = loss_sum_.defined() ? loss_sum_.item<double>() : 0.0;
   into_.steps.push_back(current_);
-  return current_.applied;
+  return outcome;
 }
 
 }  // namespace mixt::diagnose

@@ -30,7 +30,7 @@ class ObservingPolicy final : public PrecisionPolicy {
   void backward(const at::Tensor& loss) override;
   void gradients_ready(Optimizer& optimizer) override { policy_->gradients_ready(optimizer); }
   void unscale(Optimizer& optimizer) override;
-  bool step(Optimizer& optimizer) override;
+  StepOutcome step(Optimizer& optimizer) override;
   void update() override { policy_->update(); }
   std::vector<std::pair<std::string, double>> metrics() const override { return policy_->metrics(); }
   void save(torch::serialize::OutputArchive& archive) const override { policy_->save(archive); }

@@ -130,17 +130,19 @@ void GradScaler::unscale_(Optimizer& optimizer) {
   const at::Tensor inv_scale = scale_.to(at::kDouble).reciprocal().to(at::kFloat);
   const at::Tensor found_inf = at::full({}, 0.0, at::TensorOptions().dtype(at::kFloat).device(scale_.device()));
   state.found_inf_per_device = unscale_grads(optimizer, inv_scale, found_inf, /*allow_fp16=*/false);
-  if (options_.communicator != nullptr && options_.communicator->world_size() > 1) {
-    // One tiny collective per device, still no host synchronisation: every rank then
-    // decides (step or skip) and updates the scale on the same flags.
-    for (auto& [device, flag] : state.found_inf_per_device) options_.communicator->all_reduce(flag, ReduceOp::max);
-  }
+  agree_across_ranks(state);
   state.stage = Stage::unscaled;
 }
 
-// step (+ _maybe_opt_step). The optimizer-side fused path (_step_supports_amp_scaling) has
-// no LibTorch counterpart, so only Python's general path is ported.
-bool GradScaler::step(Optimizer& optimizer) {
+// One tiny collective per device, still no host synchronisation: every rank then decides
+// (step or skip) and updates the scale on the same flags.
+void GradScaler::agree_across_ranks(OptimizerState& state) const {
+  if (options_.communicator == nullptr || options_.communicator->world_size() <= 1) return;
+  for (auto& [device, flag] : state.found_inf_per_device) options_.communicator->all_reduce(flag, ReduceOp::max);
+}
+
+// step: the _step_supports_amp_scaling branch, or the general path (+ _maybe_opt_step).
+StepOutcome GradScaler::step(Optimizer& optimizer) {
   if (!options_.enabled) {
     optimizer.step();
     return true;
@@ -149,6 +151,7 @@ bool GradScaler::step(Optimizer& optimizer) {
   if (state_of(optimizer).stage == Stage::stepped) {
     throw runtime_error("step() has already been called since the last update().");
   }
+  if (options_.step_on_device && optimizer.can_step_scaled()) return step_scaled(optimizer, state_of(optimizer));
   if (state_of(optimizer).stage == Stage::ready) unscale_(optimizer);
   OptimizerState& state = state_of(optimizer);
   if (state.found_inf_per_device.empty()) throw runtime_error("No inf checks were recorded for this optimizer.");
@@ -158,6 +161,31 @@ bool GradScaler::step(Optimizer& optimizer) {
   if (applied) optimizer.step();
   state.stage = Stage::stepped;
   return applied;
+}
+
+// step's _step_supports_amp_scaling branch (with _check_inf_per_device): the optimizer
+// divides by the scale itself, unless unscale_() did, and skips on the device.
+StepOutcome GradScaler::step_scaled(Optimizer& optimizer, OptimizerState& state) {
+  at::Tensor grad_scale;
+  if (state.stage == Stage::ready) {
+    const auto options = at::TensorOptions().dtype(at::kFloat).device(scale_.device());
+    state.found_inf_per_device =
+        unscale_grads(optimizer, at::full({}, 1.0, options), at::full({}, 0.0, options), /*allow_fp16=*/true);
+    agree_across_ranks(state);
+    grad_scale = scale_;
+  }
+  if (state.found_inf_per_device.empty()) throw runtime_error("No inf checks were recorded for this optimizer.");
+  // The kernels skip only on exactly 1 (`*found_inf_ptr == 1`), so a sum over several devices
+  // is clamped. A copy in any case: update() adds into the first flag in place, and this one
+  // must stay this optimizer's own.
+  at::Tensor found_inf = state.found_inf_per_device.front().second.to(scale_.device(), /*non_blocking=*/true);
+  for (std::size_t i = 1; i < state.found_inf_per_device.size(); ++i) {
+    found_inf = found_inf + state.found_inf_per_device[i].second.to(scale_.device(), /*non_blocking=*/true);
+  }
+  found_inf = found_inf.clamp_max(1.0);
+  optimizer.step_scaled(grad_scale, found_inf);
+  state.stage = Stage::stepped;
+  return StepOutcome::skipped_if(found_inf);
 }
 
 // update(None)

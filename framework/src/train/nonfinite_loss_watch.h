@@ -15,6 +15,9 @@ class NonFiniteLossWatch {
  public:
   // A step's loss still on its device: a few scalar kernels, no synchronisation.
   void observe(const at::Tensor& loss, std::int64_t step);
+  // The same for a step whose outcome is decided on the device: `skipped` is the step's
+  // float32 flag there (1: skipped), and a skipped step's loss is not watched.
+  void observe_unless_skipped(const at::Tensor& loss, const at::Tensor& skipped, std::int64_t step);
   // A loss already on the host (data parallel: the mean over ranks, known every step).
   void observe(double loss, std::int64_t step);
   // The first step observed with a non-finite loss, if any (reads the device once).

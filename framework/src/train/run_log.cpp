@@ -14,6 +14,7 @@ void RunLog::on_step_end(const StepEnd& step) {
   const bool show = progress_.wants(step.epoch_step);
   if (!show && !(step.logged && run_)) return;
   const double loss = step.loss.item<double>();
+  if (settle_) settle_();
   const double samples_per_second = static_cast<double>(step.epoch_samples) / step.epoch_seconds;
   auto metrics = step.precision.metrics();  // the policy's own numbers, e.g. loss_scale
   metrics.emplace_back("skipped_steps", static_cast<double>(step.state.skipped_steps));

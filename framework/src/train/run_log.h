@@ -3,6 +3,9 @@
 // metrics.jsonl's "step" and "epoch" events.
 #pragma once
 
+#include <functional>
+#include <utility>
+
 #include "mixt/callback.h"
 #include "train/progress.h"
 #include "train/run_directory.h"
@@ -14,6 +17,9 @@ class RunLog final : public Callback {
   explicit RunLog(Progress& progress) : progress_(progress) {}
   // Where the log and metrics go from now on (null: nowhere).
   void write_to(RunDirectory* run) { run_ = run; }
+  // Called before it reads TrainState's counts on a step it shows or logs: the trainer
+  // brings a count kept on the device up to date there (the loss is read then anyway).
+  void settle_counts_with(std::function<void()> settle) { settle_ = std::move(settle); }
 
   void on_epoch_start(const EpochStart& epoch) override;
   // Reads the loss from the device only on the steps it shows or logs.
@@ -23,6 +29,7 @@ class RunLog final : public Callback {
  private:
   Progress& progress_;
   RunDirectory* run_ = nullptr;
+  std::function<void()> settle_;
 };
 
 }  // namespace mixt

@@ -58,6 +58,7 @@ Trainer::Trainer(Components& components, TrainerOptions options, RunDirectory* r
       run_log_(std::make_shared<RunLog>(progress)) {
   state_.epochs = options_.epochs;
   run_log_->write_to(run_);
+  run_log_->settle_counts_with([this] { skipped_.settle(); });  // it shows skipped_steps on some unlogged steps
   callbacks_.push_back({run_log_, "progress", "mixt", ""});
   callbacks_.insert(callbacks_.end(), c_.callbacks.begin(), c_.callbacks.end());
 }
@@ -154,6 +155,7 @@ void Trainer::train_epoch(TrainResult& result) {
   c_.model->train();
 
   const auto started = Clock::now();
+  const std::int64_t skipped_at_start = state_.skipped_steps;
   std::int64_t step = first_step, epoch_samples = 0;
   bool data_left = true;
   while (step < steps && data_left) {
@@ -182,16 +184,15 @@ void Trainer::train_epoch(TrainResult& result) {
       precision.unscale(optimizer);
       torch::nn::utils::clip_grad_norm_(optimizer.parameters(), options_.clip_grad_norm);
     }
-    const bool applied = precision.step(optimizer);
+    // Possibly decided on the device (a sync-free loss-scaled step): read below only where
+    // the host needs it, i.e. for the scheduler and for callbacks that ask.
+    const StepOutcome applied = precision.step(optimizer);
     precision.update();
-    if (applied && c_.scheduler) c_.scheduler->step();
+    if (c_.scheduler && applied.applied()) c_.scheduler->step();
 
     ++step;
     ++state_.global_step;
-    if (!applied) {
-      ++state_.skipped_steps;
-      ++result.skipped_steps;
-    }
+    skipped_.add(applied, c_.device);
     // After this process's first step, a resumed run's too (global_step is not 1 then).
     if (++result.optimizer_steps == 1) check_fp32_modules_routed(*c_.model, c_.fp32_modules_where);
     batches_in_weights_ = state_.batches_in_epoch;  // from here a failure keeps this step
@@ -199,15 +200,28 @@ void Trainer::train_epoch(TrainResult& result) {
         coordinator_.agree_on_step(mean_loss(loss_sum, micro_batches, accumulate), interrupt_requested());
     // A skipped step's inf/NaN loss is the policy's business (a loss scaler backs off); an
     // applied one has put inf/NaN into the weights.
-    if (applied && options_.stop_on_nonfinite_loss) loss_watch_.observe(agreed.loss, state_.global_step);
+    if (options_.stop_on_nonfinite_loss) {
+      if (agreed.on_host || applied.known()) {
+        if (applied.applied()) loss_watch_.observe(agreed.loss, state_.global_step);
+      } else {
+        loss_watch_.observe_unless_skipped(agreed.loss, applied.skipped_flag(agreed.loss.device()),
+                                           state_.global_step);
+      }
+    }
+    const bool logged = step % options_.log_every == 0;
+    if (logged || agreed.on_host) skipped_.settle();  // the loss is read there: one more scalar costs nothing
     const StepEnd end{state_,         step,          steps,
                       applied,        agreed.loss,   optimizer.learning_rate(),
                       precision,      epoch_samples * coordinator_.world_size(),
-                      seconds_since(started),        step % options_.log_every == 0};
+                      seconds_since(started),        logged};
     notify("on_step_end", [&](Callback& c) { c.on_step_end(end); });
     if (agreed.on_host || end.logged) check_loss_finite();  // the loss was read: one more scalar costs nothing
-    if (agreed.stop) stop_mid_epoch(step);
+    if (agreed.stop) {
+      skipped_.settle();  // the interrupted checkpoint holds the count
+      stop_mid_epoch(step);
+    }
   }
+  skipped_.settle();
   // Every batch passed over (each sample bad): nothing was trained, and a run of such
   // epochs would end "done" with exit 0.
   if (step == first_step && first_step < steps) {
@@ -222,6 +236,7 @@ void Trainer::train_epoch(TrainResult& result) {
                             " although it has " + std::to_string(data.batches_per_epoch()) + " batches per epoch",
                         "a dataset's next_batch() must deliver batches_per_epoch() batches (mixt/dataset.h)");
   }
+  result.skipped_steps += state_.skipped_steps - skipped_at_start;
   result.samples += epoch_samples * coordinator_.world_size();
   result.train_seconds += seconds_since(started);
 }

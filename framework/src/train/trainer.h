@@ -21,6 +21,7 @@
 #include "train/progress.h"
 #include "train/run_directory.h"
 #include "train/run_log.h"
+#include "train/skipped_step_count.h"
 #include "train/trainer_options.h"
 
 namespace mixt {
@@ -56,6 +57,7 @@ class Trainer {
   // The model's current weights on `dataset` (train/evaluation.cpp); no callback is called.
   Evaluation evaluate(Dataset& dataset);
   void save_checkpoint(const std::filesystem::path& file, const std::vector<std::int64_t>& data_positions = {}) {
+    skipped_.settle();
     checkpointer_.save(file, data_positions);
   }
 
@@ -109,6 +111,7 @@ class Trainer {
   SingleProcess single_process_;
   Coordinator& coordinator_;
   TrainState state_;
+  SkippedStepCount skipped_{state_.skipped_steps};  // brings state_.skipped_steps up to date without a read per step
   Checkpointer checkpointer_;
   std::shared_ptr<RunLog> run_log_;
   std::vector<NamedCallback> callbacks_;  // the run log, the recipe's, the caller's

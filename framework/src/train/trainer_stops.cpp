@@ -72,6 +72,7 @@ Error Trainer::with_progress_saved(const Error& failure) {
   state_.batches_in_epoch = batches_in_weights_;
   const fs::path file = run_->checkpoints() / "interrupted";
   try {
+    skipped_.settle();
     checkpointer_.save(file);  // no data positions: a resume replays the epoch's batches up to here
   } catch (const std::exception&) {
     return failure;

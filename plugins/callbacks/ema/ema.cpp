@@ -54,7 +54,8 @@ class Ema : public mixt::Callback {
   }
 
   void on_step_end(const mixt::StepEnd& step) override {
-    if (!step.applied || step.state.global_step % o_.every != 0) return;
+    // `every` first: whether the step was applied may be a host read (a device outcome).
+    if (step.state.global_step % o_.every != 0 || !step.applied) return;
     update(1.0 - decay_at(o_, step.state.global_step));
   }
 

@@ -7,7 +7,8 @@
 //                   per device and dtype: torch.optim's default on CUDA tensors.
 //   foreach: auto   (the default) foreach when every parameter is on CUDA (foreach=None).
 //   fused: true     at::_fused_adamw_, the kernel torch.optim.AdamW(fused=True) calls: one
-//                   pass over all parameters per device and dtype (CPU and CUDA).
+//                   pass over all parameters per device and dtype (CPU and CUDA). Also takes
+//                   a loss scaler's grad_scale and found_inf (step_scaled), with no host read.
 // Each gives torch.optim's parameters bit for bit (tests/unit/optimizer_parity_test.cpp).
 #include <mixt/options.h>
 #include <mixt/plugin.h>
@@ -134,13 +135,20 @@ class AdamW : public GroupedOptimizer {
   }
 
   // torch/optim/adam.py `_fused_adam`: per device and dtype, the step counters advance
-  // first, then one kernel updates every parameter.
-  void fused_step(ParameterGroup& group, std::size_t first) override {
+  // first, then one kernel updates every parameter. From step_scaled() the kernel skips on
+  // found_inf 1, and the counters go back by found_inf (exact: small integers in float32),
+  // so a skipped step leaves zero moments and step 0: what the first applied step expects.
+  void fused_step(ParameterGroup& group, std::size_t first, const mixt::optimizers::KernelScaling& scaling) override {
     for (const auto& [key, members] : fused_buckets(group)) {
       auto [params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps] = gather(group, first, members);
+      const at::Device device = params.front().device();
       at::_foreach_add_(steps, 1);
       at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, group.lr, o_.beta1, o_.beta2,
-                        group.weight_decay, o_.eps, o_.amsgrad, /*maximize=*/false);
+                        group.weight_decay, o_.eps, o_.amsgrad, /*maximize=*/false, scaling.grad_scale_on(device),
+                        scaling.found_inf_on(device));
+      if (scaling.active()) {
+        at::_foreach_sub_(steps, std::vector<at::Tensor>(steps.size(), *scaling.found_inf_on(device)));
+      }
     }
   }
 
@@ -182,4 +190,4 @@ void register_components(mixt::Registrar& registrar) {
 
 }  // namespace
 
-MIXT_PLUGIN("adamw", "1.2.0", register_components)
+MIXT_PLUGIN("adamw", "1.3.0", register_components)

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -75,12 +76,38 @@ inline FusedBucketKey fused_bucket_key(const at::Tensor& p) {
   return {static_cast<int>(p.device().type()), p.device().index(), static_cast<int>(p.scalar_type())};
 }
 
+// What a fused kernel of one device gets from step_scaled(): its optional grad_scale and
+// found_inf arguments, copied to that device without a host read. Default: a plain step().
+class KernelScaling {
+ public:
+  KernelScaling() = default;
+  KernelScaling(at::Tensor grad_scale, at::Tensor found_inf)
+      : grad_scale_(std::move(grad_scale)), found_inf_(std::move(found_inf)) {}
+  bool active() const { return found_inf_.defined(); }
+  std::optional<at::Tensor> grad_scale_on(const at::Device& device) const { return on(grad_scale_, device); }
+  std::optional<at::Tensor> found_inf_on(const at::Device& device) const { return on(found_inf_, device); }
+  // found_inf read on the host (a synchronisation on a GPU), once per step, for an update
+  // that cannot be written without knowing it.
+  bool skipped() const {
+    if (!skipped_) skipped_ = active() && found_inf_.item<float>() == 1.0F;
+    return *skipped_;
+  }
+
+ private:
+  static std::optional<at::Tensor> on(const at::Tensor& t, const at::Device& device) {
+    if (!t.defined()) return std::nullopt;
+    return t.to(device, /*non_blocking=*/true);
+  }
+  at::Tensor grad_scale_, found_inf_;
+  mutable std::optional<bool> skipped_;
+};
+
 class GroupedOptimizer : public Optimizer {
  public:
   // `state_names`: the per-parameter state slots ("momentum_buffer", "exp_avg", ...), also
   // their names in checkpoints.
   // `implementation`: step() calls fused_step() or foreach_step() once per group, or
-  // single_step() per parameter with a gradient.
+  // single_step() per parameter with a gradient; step_scaled() only with fused.
   GroupedOptimizer(std::vector<ParameterGroup> groups, std::vector<std::string> state_names,
                    Implementation implementation)
       : groups_(std::move(groups)), state_names_(std::move(state_names)), implementation_(implementation) {
@@ -88,24 +115,18 @@ class GroupedOptimizer : public Optimizer {
     state_.assign(parameter_count_, std::vector<at::Tensor>(state_names_.size()));
   }
 
-  void step() final {
-    at::NoGradGuard no_grad;
-    std::size_t first = 0;
-    for (auto& group : groups_) {
-      switch (implementation_for(group)) {
-        case Implementation::fused:
-          fused_step(group, first);
-          break;
-        case Implementation::foreach:
-          foreach_step(group, first);
-          break;
-        default:
-          for (std::size_t k = 0; k < group.params.size(); ++k) {
-            if (group.params[k].grad().defined()) single_step(group, first + k, group.params[k]);
-          }
-      }
-      first += group.params.size();
+  void step() final { run(KernelScaling()); }
+
+  // The fused kernels take grad_scale and found_inf (torch.optim's fused=True optimizers
+  // advertise _step_supports_amp_scaling the same way); the other implementations do not.
+  bool can_step_scaled() const final { return implementation_ == Implementation::fused; }
+  void step_scaled(const at::Tensor& grad_scale, const at::Tensor& found_inf) final {
+    if (!can_step_scaled()) {
+      throw runtime_error("step_scaled() needs the fused kernels: this optimizer was built without fused: true",
+                          "set optimizer.fused: true, or call step() (mixt::GradScaler checks can_step_scaled())");
     }
+    if (!found_inf.defined()) throw runtime_error("step_scaled() was given no found_inf flag");
+    run(KernelScaling(grad_scale, found_inf));
   }
 
   void zero_grad() override {
@@ -172,8 +193,9 @@ class GroupedOptimizer : public Optimizer {
   // One parameter's update; `index` numbers the parameters across groups (for state()).
   virtual void single_step(const ParameterGroup& group, std::size_t index, at::Tensor& p) = 0;
   // One group's update through a fused kernel; its parameters are state() indices
-  // first_index, first_index + 1, ...
-  virtual void fused_step(ParameterGroup& group, std::size_t first_index) = 0;
+  // first_index, first_index + 1, ... `scaling`: the kernels' grad_scale and found_inf
+  // (inactive for a plain step()); a skipped step must leave the state as if not called.
+  virtual void fused_step(ParameterGroup& group, std::size_t first_index, const KernelScaling& scaling) = 0;
   // The same through the _foreach_ ops (one multi-tensor kernel each).
   virtual void foreach_step(ParameterGroup& group, std::size_t first_index) = 0;
 
@@ -190,6 +212,28 @@ class GroupedOptimizer : public Optimizer {
   at::Tensor& state(std::size_t parameter, std::size_t slot) { return state_[parameter][slot]; }
 
  private:
+  // One step of every group: fused_step() or foreach_step() per group, or single_step() per
+  // parameter with a gradient. `scaling` is active only from step_scaled() (fused only).
+  void run(const KernelScaling& scaling) {
+    at::NoGradGuard no_grad;
+    std::size_t first = 0;
+    for (auto& group : groups_) {
+      switch (implementation_for(group)) {
+        case Implementation::fused:
+          fused_step(group, first, scaling);
+          break;
+        case Implementation::foreach:
+          foreach_step(group, first);
+          break;
+        default:
+          for (std::size_t k = 0; k < group.params.size(); ++k) {
+            if (group.params[k].grad().defined()) single_step(group, first + k, group.params[k]);
+          }
+      }
+      first += group.params.size();
+    }
+  }
+
   static constexpr std::int64_t kFormat = 2;  // 1 was torch::optim's own archive layout
   std::string key(std::size_t i, std::size_t s) const { return "state/" + std::to_string(i) + "/" + state_names_[s]; }
   Implementation implementation_for(const ParameterGroup& group) const {

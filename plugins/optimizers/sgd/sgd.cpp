@@ -8,7 +8,9 @@
 //   foreach: auto   (the default) foreach when every parameter is on CUDA, as torch.optim's
 //                   foreach=None.
 //   fused: true     at::_fused_sgd_, the kernel torch.optim.SGD(fused=True) calls: one pass
-//                   over all parameters per device and dtype (CPU and CUDA).
+//                   over all parameters per device and dtype (CPU and CUDA). Also takes a
+//                   loss scaler's grad_scale and found_inf (step_scaled): no host read, but
+//                   with dampening != 0 one per step until every momentum buffer exists.
 // Each gives torch.optim's parameters bit for bit (tests/unit/optimizer_parity_test.cpp).
 #include <mixt/options.h>
 #include <mixt/plugin.h>
@@ -19,6 +21,7 @@ namespace {
 
 using mixt::optimizers::GroupedOptimizer;
 using mixt::optimizers::Implementation;
+using mixt::optimizers::KernelScaling;
 using mixt::optimizers::ParameterGroup;
 
 struct SgdOptions {
@@ -93,15 +96,25 @@ class Sgd : public GroupedOptimizer {
   // first gradient comes after the others' (a frozen layer thawed, a branch not taken) starts
   // from its gradient, as in the single-tensor path. torch.optim's fused path fails there (a
   // None buffer reaches the kernel: TypeError); on the group's first step both agree.
-  void fused_step(ParameterGroup& group, std::size_t first) override {
+  //
+  // From step_scaled(), the kernel may skip the step on the device (found_inf 1), and a
+  // buffer made for a skipped first step must not hold garbage afterwards (torch 2.11's bug:
+  // empty_like, then an early return). With dampening 0 a new buffer starts at zero and
+  // continues (is_first_step false): 0 * momentum + 1 * grad is the first step's grad
+  // exactly, so no host read. With dampening != 0 the first step differs from a continued
+  // one, so found_inf is read on the host, once per step, while some buffer is missing.
+  void fused_step(ParameterGroup& group, std::size_t first, const KernelScaling& scaling) override {
     const bool with_momentum = o_.momentum != 0;
+    const bool start_at_zero = scaling.active() && o_.dampening == 0;
     for (const auto& [key, members] : fused_buckets(group)) {
       struct Call {
         std::vector<at::Tensor> params, grads, buffers;
       } continuing, starting;  // buffers that exist / buffers this step creates
       for (std::size_t k : members) {
         at::Tensor& buffer = state(first + k, 0);
+        if (with_momentum && !buffer.defined() && start_at_zero) buffer = at::zeros_like(group.params[k].grad());
         const bool starts = with_momentum && !buffer.defined();
+        if (starts && scaling.skipped()) continue;  // no buffer yet, as if the step had not been called
         Call& call = starts ? starting : continuing;
         call.params.push_back(group.params[k]);
         call.grads.push_back(group.params[k].grad());
@@ -111,8 +124,10 @@ class Sgd : public GroupedOptimizer {
       }
       for (Call* call : {&continuing, &starting}) {
         if (call->params.empty()) continue;
+        const at::Device device = call->params.front().device();
         at::_fused_sgd_(call->params, call->grads, call->buffers, group.weight_decay, o_.momentum, group.lr,
-                        o_.dampening, o_.nesterov, /*maximize=*/false, /*is_first_step=*/call == &starting);
+                        o_.dampening, o_.nesterov, /*maximize=*/false, /*is_first_step=*/call == &starting,
+                        scaling.grad_scale_on(device), scaling.found_inf_on(device));
       }
     }
   }
@@ -151,4 +166,4 @@ void register_components(mixt::Registrar& registrar) {
 
 }  // namespace
 
-MIXT_PLUGIN("sgd", "1.2.0", register_components)
+MIXT_PLUGIN("sgd", "1.3.0", register_components)

@@ -21,7 +21,7 @@ class AmpFp16Policy : public mixt::PrecisionPolicy {
   }
   void backward(const at::Tensor& loss) override { scaler_.scale(loss).backward(); }
   void unscale(mixt::Optimizer& optimizer) override { scaler_.unscale_(optimizer); }
-  bool step(mixt::Optimizer& optimizer) override { return scaler_.step(optimizer); }
+  mixt::StepOutcome step(mixt::Optimizer& optimizer) override { return scaler_.step(optimizer); }
   void update() override { scaler_.update(); }
 
   std::vector<std::pair<std::string, double>> metrics() const override {

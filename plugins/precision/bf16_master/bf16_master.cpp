@@ -31,7 +31,7 @@ class Bf16MasterPolicy : public mixt::PrecisionPolicy {
     return mixt::AutocastScope(device, at::kBFloat16);
   }
   void gradients_ready(mixt::Optimizer& /*optimizer*/) override { masters_.hand_gradients(); }
-  bool step(mixt::Optimizer& optimizer) override {
+  mixt::StepOutcome step(mixt::Optimizer& optimizer) override {
     optimizer.step();
     masters_.round_into_model();
     return true;

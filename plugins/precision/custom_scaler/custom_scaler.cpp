@@ -7,7 +7,9 @@
 //     (never below min_scale). growth_interval finite steps in a row grow the scale (never
 //     above max_scale) and refill the hysteresis.
 // The scale lives on the host: step() must read the overflow flag anyway to decide whether
-// to step, so keeping the scaler's bookkeeping in plain doubles costs no extra sync.
+// to step, so keeping the scaler's bookkeeping in plain doubles costs no extra sync. The
+// exception is a static scale with a fused optimizer: nothing to book-keep, so the step is
+// decided on the device (Optimizer::step_scaled) and not read back.
 #include <ATen/ops/_amp_foreach_non_finite_check_and_unscale.h>
 #include <mixt/options.h>
 #include <mixt/plugin.h>
@@ -68,8 +70,15 @@ class CustomScalerPolicy : public mixt::PrecisionPolicy {
     unscaled_ = true;
   }
 
-  bool step(mixt::Optimizer& optimizer) override {
+  mixt::StepOutcome step(mixt::Optimizer& optimizer) override {
     unscale(optimizer);
+    // A static scale needs no host bookkeeping: a fused optimizer skips on the device, and
+    // the trainer reads the flag only if it must (mixt/step_outcome.h). The gradients are
+    // unscaled already, so no grad_scale.
+    if (!o_.dynamic && found_inf_.defined() && optimizer.can_step_scaled()) {
+      optimizer.step_scaled(at::Tensor(), found_inf_);
+      return mixt::StepOutcome::skipped_if(found_inf_.clone());
+    }
     overflow_ = found_inf_.defined() && found_inf_.item<float>() > 0;  // the one sync per step
     if (!overflow_) optimizer.step();
     return !overflow_;
@@ -181,4 +190,4 @@ void register_components(mixt::Registrar& registrar) {
 
 }  // namespace
 
-MIXT_PLUGIN("custom_scaler", "1.0.0", register_components)
+MIXT_PLUGIN("custom_scaler", "1.1.0", register_components)

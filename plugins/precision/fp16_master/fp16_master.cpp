@@ -61,11 +61,12 @@ class Fp16MasterPolicy : public mixt::PrecisionPolicy {
   void gradients_ready(mixt::Optimizer& /*optimizer*/) override { masters_.hand_gradients(); }
   void unscale(mixt::Optimizer& optimizer) override { scaler_.unscale_(optimizer); }
   // A skipped step leaves the masters as they were: rounding them into the model again
-  // changes nothing, so the copy needs no host knowledge of the outcome.
-  bool step(mixt::Optimizer& optimizer) override {
-    const bool applied = scaler_.step(optimizer);
+  // changes nothing, so the copy needs no host knowledge of the outcome (with a fused
+  // optimizer the scaler decides on the device).
+  mixt::StepOutcome step(mixt::Optimizer& optimizer) override {
+    const mixt::StepOutcome outcome = scaler_.step(optimizer);
     masters_.round_into_model();
-    return applied;
+    return outcome;
   }
   void update() override { scaler_.update(); }
 

@@ -7,7 +7,7 @@
 //     { mixt::AutocastScope scope(at::kCUDA, at::kHalf); loss = criterion(model(x), y); }
 //     scaler.scale(loss).backward();
 //     scaler.unscale_(optimizer);                  // optional: only to clip or inspect gradients
-//     bool applied = scaler.step(optimizer);       // skips the step when a gradient is inf/NaN
+//     mixt::StepOutcome applied = scaler.step(optimizer);  // skips the step when a gradient is inf/NaN
 //     scaler.update();                             // backs off on overflow, grows after an interval
 //   }
 //
@@ -15,8 +15,12 @@
 // _amp_update_scale_): the scale tensor is created lazily on the device of the first scaled
 // loss; each optimizer moves READY -> UNSCALED -> STEPPED until update(); misuse raises the
 // same errors (unscale twice, unscale after step, step twice, fp16 gradients). scale(),
-// unscale_() and update() never synchronise with the device; step() reads the found-inf
-// flags once to decide whether to call optimizer.step(), exactly as Python does.
+// unscale_() and update() never synchronise with the device. step() has Python's two paths:
+//   - an optimizer that can_step_scaled() (sgd and adamw with fused: true) gets the scale
+//     (undefined after unscale_()) and the found-inf flag, and applies or skips on the
+//     device: no host read (Python's _step_supports_amp_scaling branch);
+//   - any other optimizer: step() reads the found-inf flags once to decide whether to call
+//     optimizer.step(), as Python's _maybe_opt_step does.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -29,6 +33,7 @@
 
 #include "mixt/distributed.h"
 #include "mixt/optimizer.h"
+#include "mixt/step_outcome.h"
 
 namespace mixt {
 
@@ -44,6 +49,13 @@ struct GradScalerOptions {
   // when only one rank overflowed. Null (the default) for a single process; a policy
   // passes PrecisionContext::communicator.
   const Communicator* communicator = nullptr;
+  // With an optimizer that can_step_scaled(): true, step() hands it the scale and found-inf
+  // flag and never reads the device; false, it takes the general path (one host read per
+  // step), as for any other optimizer. The same numbers while the scale is a power of two
+  // (the defaults keep it one); otherwise the last bit of a gradient can differ: the fused
+  // kernel divides by the scale (as PyTorch's fused path), unscale_() multiplies by its
+  // float32 reciprocal (as PyTorch's general path).
+  bool step_on_device = true;
 };
 
 // GradScaler.state_dict(): the same five entries, under the same keys in checkpoints
@@ -66,9 +78,12 @@ class GradScaler {
   // Divides the optimizer's gradients by the scale in place and records, per device,
   // whether any was inf/NaN. At most once per optimizer between update()s.
   void unscale_(Optimizer& optimizer);
-  // unscale_() if not done yet, then optimizer.step() unless a gradient was inf/NaN.
-  // Returns whether optimizer.step() ran. At most once per optimizer between update()s.
-  bool step(Optimizer& optimizer);
+  // unscale_() if not done yet, then optimizer.step() unless a gradient was inf/NaN; or, for
+  // an optimizer that can_step_scaled(), the inf check alone (Python's _check_inf_per_device:
+  // gradients left scaled) if not unscaled yet, then optimizer.step_scaled(scale or undefined,
+  // found_inf). Returns whether the step ran: decided on the host, or for step_scaled() a
+  // device flag read only when asked. At most once per optimizer between update()s.
+  StepOutcome step(Optimizer& optimizer);
   // Backs the scale off if any optimizer saw inf/NaN since the last update, else counts a
   // good step and grows the scale every growth_interval of them. Resets every optimizer
   // to READY.
@@ -121,6 +136,9 @@ class GradScaler {
   void check_initialized(const char* function) const;
   std::vector<std::pair<at::Device, at::Tensor>> unscale_grads(Optimizer& optimizer, const at::Tensor& inv_scale,
                                                                const at::Tensor& found_inf, bool allow_fp16);
+  // found_inf_per_device all-reduced (max) over the ranks, when there are several.
+  void agree_across_ranks(OptimizerState& state) const;
+  StepOutcome step_scaled(Optimizer& optimizer, OptimizerState& state);
   std::int64_t growth_tracker_value() const;
 
   GradScalerOptions options_;

@@ -198,16 +198,7 @@ void Trainer::train_epoch(TrainResult& result) {
     batches_in_weights_ = state_.batches_in_epoch;  // from here a failure keeps this step
     const StepAgreement agreed =
         coordinator_.agree_on_step(mean_loss(loss_sum, micro_batches, accumulate), interrupt_requested());
-    // A skipped step's inf/NaN loss is the policy's business (a loss scaler backs off); an
-    // applied one has put inf/NaN into the weights.
-    if (options_.stop_on_nonfinite_loss) {
-      if (agreed.on_host || applied.known()) {
-        if (applied.applied()) loss_watch_.observe(agreed.loss, state_.global_step);
-      } else {
-        loss_watch_.observe_unless_skipped(agreed.loss, applied.skipped_flag(agreed.loss.device()),
-                                           state_.global_step);
-      }
-    }
+    if (options_.stop_on_nonfinite_loss) watch_loss(agreed, applied);
     const bool logged = step % options_.log_every == 0;
     if (logged || agreed.on_host) skipped_.settle();  // the loss is read there: one more scalar costs nothing
     const StepEnd end{state_,         step,          steps,

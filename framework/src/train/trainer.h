@@ -91,6 +91,8 @@ class Trainer {
   // trainer_checks.cpp: what stops a run whose weights went bad before a checkpoint
   // holds them, and what is worth a warning.
   bool weights_finite() const;
+  // Hands an applied step's loss to the non-finite loss watch (trainer.stop_on_nonfinite_loss).
+  void watch_loss(const StepAgreement& agreed, const StepOutcome& applied);
   // Throws when an applied step's loss was inf or NaN (trainer.stop_on_nonfinite_loss).
   void check_loss_finite() const;
   // Throws when the weights themselves hold inf or NaN (a step applied with non-finite

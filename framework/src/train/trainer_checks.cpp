@@ -18,6 +18,17 @@ bool Trainer::weights_finite() const {
   return finite.empty() || at::stack(finite).all().item<bool>();
 }
 
+// A skipped step's inf/NaN loss is the policy's business (a loss scaler backs off); an
+// applied one has put inf/NaN into the weights. An outcome still on the device is combined
+// with the loss there: no read.
+void Trainer::watch_loss(const StepAgreement& agreed, const StepOutcome& applied) {
+  if (agreed.on_host || applied.known()) {
+    if (applied.applied()) loss_watch_.observe(agreed.loss, state_.global_step);
+  } else {
+    loss_watch_.observe_unless_skipped(agreed.loss, applied.skipped_flag(agreed.loss.device()), state_.global_step);
+  }
+}
+
 void Trainer::check_loss_finite() const {
   if (!options_.stop_on_nonfinite_loss) return;
   const std::optional<std::int64_t> step = loss_watch_.first_step();

@@ -20,8 +20,11 @@ std::string format(const char* pattern, double value) {
   return text;
 }
 
+// "<0.01%" rather than "0.00%" for a few values in millions: they are there.
 std::string percent(std::int64_t part, std::int64_t whole) {
-  return whole == 0 ? "-" : format("%.2f%%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+  if (whole == 0) return "-";
+  const double share = 100.0 * static_cast<double>(part) / static_cast<double>(whole);
+  return part > 0 && share < 0.005 ? "<0.01%" : format("%.2f%%", share);
 }
 
 std::string number(double value) {

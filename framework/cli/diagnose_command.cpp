@@ -45,19 +45,13 @@ std::string scale_path(const diagnose::Observations& o) {
          number(lowest) + ", " + std::to_string(changes) + " changes)";
 }
 
-std::string list(const std::vector<std::string>& names) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < names.size(); ++i) text += (i ? ", " : "") + names[i];
-  return text + "]";
-}
-
 void print_table(const Diagnosis& d, const diagnose::DiagnoseOptions& options) {
   const diagnose::Observations& o = d.observed;
   std::int64_t nonfinite_losses = 0;
   for (const auto& s : o.steps) nonfinite_losses += !std::isfinite(s.loss);
   std::printf("mixt diagnose: %s, precision %s on %s, %zu steps\n", d.recipe.c_str(), d.policy.c_str(),
               d.device.c_str(), o.steps.size());
-  if (!d.recipe_fp32_modules.empty()) std::printf("  the recipe keeps %s in float32\n", list(d.recipe_fp32_modules).c_str());
+  if (!d.recipe_fp32_modules.empty()) std::printf("  the recipe keeps %s in float32\n", diagnose::flow_list(d.recipe_fp32_modules).c_str());
   std::printf("  skipped steps  %lld of %zu\n", static_cast<long long>(o.skipped()), o.steps.size());
   std::printf("  inf/NaN loss   %lld of %zu steps\n", static_cast<long long>(nonfinite_losses), o.steps.size());
   std::printf("  loss scale     %s\n", scale_path(o).c_str());
@@ -110,7 +104,7 @@ void print_table(const Diagnosis& d, const diagnose::DiagnoseOptions& options) {
   }
   for (std::size_t i = 0; i < d.trials.size(); ++i) {
     const auto& t = d.trials[i];
-    std::printf("  trial %zu  %-40s %lld steps, %lld skipped, loss %s: %s\n", i + 1, list(t.fp32_modules).c_str(),
+    std::printf("  trial %zu  %-40s %lld steps, %lld skipped, loss %s: %s\n", i + 1, diagnose::flow_list(t.fp32_modules).c_str(),
                 static_cast<long long>(t.steps), static_cast<long long>(t.skipped),
                 t.losses_finite ? "finite" : "inf/NaN", t.healthy ? "healthy" : "not healthy");
   }

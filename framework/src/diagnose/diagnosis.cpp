@@ -13,10 +13,14 @@
 
 namespace mixt::diagnose {
 
+std::string flow_list(const std::vector<std::string>& names) {
+  std::string list = "[";
+  for (std::size_t i = 0; i < names.size(); ++i) list += (i ? ", " : "") + names[i];
+  return list + "]";
+}
+
 std::string fp32_modules_line(const std::vector<std::string>& modules) {
-  std::string line = "precision.fp32_modules: [";
-  for (std::size_t i = 0; i < modules.size(); ++i) line += (i ? ", " : "") + modules[i];
-  return line + "]";
+  return "precision.fp32_modules: " + flow_list(modules);
 }
 
 namespace {
@@ -26,6 +30,11 @@ struct RunResult {
   std::optional<std::string> stopped;
   std::string policy, device;
   std::vector<std::string> recipe_fp32_modules;
+
+  // A run that stopped early (its weights went inf/NaN) is not healthy either.
+  bool healthy(const DiagnoseOptions& options) const {
+    return !stopped && observed.healthy(options.max_skipped_fraction);
+  }
 };
 
 // The optimizer's parameters by name: the model's own trainable ones, or (a master-weight
@@ -46,11 +55,7 @@ std::vector<std::string> parameter_names(const Model& model, const Optimizer& op
 // written, nothing evaluated, warnings kept from the terminal (the report says what matters).
 RunResult run_steps(Session& session, const std::filesystem::path& recipe, std::vector<std::string> overrides,
                     const std::optional<std::vector<std::string>>& fp32_modules, const DiagnoseOptions& options) {
-  if (fp32_modules) {
-    std::string list;
-    for (const std::string& module : *fp32_modules) list += (list.empty() ? "" : ", ") + module;
-    overrides.push_back("precision.fp32_modules=[" + list + "]");
-  }
+  if (fp32_modules) overrides.push_back("precision.fp32_modules=" + flow_list(*fp32_modules));
   Experiment e = session.prepare(recipe, overrides);
   if (e.parallel) {
     throw usage_error("mixt diagnose runs as a single process", "run it without torchrun");
@@ -175,25 +180,28 @@ Diagnosis diagnose(Session& session, const std::filesystem::path& recipe, const 
   d.policy = observed.policy;
   d.device = observed.device;
   d.recipe_fp32_modules = observed.recipe_fp32_modules;
+  d.healthy = observed.healthy(options);
   d.observed = std::move(observed.observed);
   d.stopped = observed.stopped;
-  d.healthy = d.observed.healthy(options.max_skipped_fraction) && !d.stopped;
   if (d.healthy) return d;
 
-  // The candidates: every module the model routed and the recipe does not keep already;
-  // the first one to go non-finite, and those whose outputs left float16's range, first.
-  std::vector<std::string> candidates;
-  const auto add = [&](const std::string& name) {
-    if (std::find(d.recipe_fp32_modules.begin(), d.recipe_fp32_modules.end(), name) == d.recipe_fp32_modules.end() &&
-        std::find(candidates.begin(), candidates.end(), name) == candidates.end()) {
-      candidates.push_back(name);
+  // The candidates: every module the model routed and the recipe does not keep already.
+  // First those whose outputs left float16's range (the first to go non-finite leading),
+  // the likeliest fixes, then the rest in call order.
+  std::vector<std::string> flagged, candidates;
+  const auto add = [&](std::vector<std::string>& list, const std::string& name) {
+    const auto& kept = d.recipe_fp32_modules;
+    if (std::find(kept.begin(), kept.end(), name) == kept.end() &&
+        std::find(list.begin(), list.end(), name) == list.end()) {
+      list.push_back(name);
     }
   };
-  if (d.observed.first_nonfinite) add(d.observed.first_nonfinite->module);
+  if (d.observed.first_nonfinite) add(flagged, d.observed.first_nonfinite->module);
   for (const auto& [name, counts] : d.observed.modules) {
-    if (counts.beyond_float16 > 0 || counts.nonfinite > 0) add(name);
+    if (counts.beyond_float16 > 0 || counts.nonfinite > 0) add(flagged, name);
   }
-  for (const auto& module : d.observed.modules) add(module.first);
+  candidates = flagged;
+  for (const auto& module : d.observed.modules) add(candidates, module.first);
   if (candidates.empty()) return d;
 
   const auto with_recipes = [&](const std::vector<std::string>& tried) {
@@ -209,7 +217,7 @@ Diagnosis diagnose(Session& session, const std::filesystem::path& recipe, const 
                  fp32_modules_line(modules) + " ...");
         RunResult run = run_steps(session, recipe, overrides, modules, options);
         Trial trial{modules, static_cast<std::int64_t>(run.observed.steps.size()), run.observed.skipped(),
-                    run.observed.losses_finite(), run.observed.healthy(options.max_skipped_fraction) && !run.stopped};
+                    run.observed.losses_finite(), run.healthy(options)};
         progress("trial " + std::to_string(number) + ": " + std::to_string(trial.steps) + " steps, " +
                  std::to_string(trial.skipped) + " skipped, loss " + (trial.losses_finite ? "finite" : "inf/NaN") +
                  (trial.healthy ? ": healthy" : ": not healthy"));
@@ -217,16 +225,8 @@ Diagnosis diagnose(Session& session, const std::filesystem::path& recipe, const 
       },
       options.max_trials);
 
-  // The likeliest fix alone first (the first module to go non-finite), then every module
-  // whose outputs left float16's range, then all of them; from the first healthy set down.
-  std::vector<std::string> flagged;
-  for (const std::string& name : candidates) {
-    const auto found = std::find_if(d.observed.modules.begin(), d.observed.modules.end(),
-                                    [&](const auto& module) { return module.first == name; });
-    if (found != d.observed.modules.end() && (found->second.beyond_float16 > 0 || found->second.nonfinite > 0)) {
-      flagged.push_back(name);
-    }
-  }
+  // The likeliest fix alone first, then every flagged module, then all of them; from the
+  // first healthy set down.
   std::optional<std::vector<std::string>> found;
   if (search.healthy({candidates.front()}).value_or(false)) {
     found = std::vector<std::string>{candidates.front()};

@@ -53,6 +53,8 @@ using TrialProgress = std::function<void(const std::string& line)>;
 Diagnosis diagnose(Session& session, const std::filesystem::path& recipe, const std::vector<std::string>& overrides,
                    const DiagnoseOptions& options, const TrialProgress& progress);
 
+// "[layer4, fc]": a YAML flow list of names.
+std::string flow_list(const std::vector<std::string>& names);
 // "precision.fp32_modules: [layer4, fc]"
 std::string fp32_modules_line(const std::vector<std::string>& modules);
 

@@ -41,9 +41,9 @@ UnderflowCounts count_flushed_in_float16(const at::Tensor& gradient, double scal
   const at::Tensor g = gradient.detach().to(at::kFloat);
   const at::Tensor nonzero = at::isfinite(g) & g.ne(0);
   const at::Tensor flushed = nonzero & g.mul(scale).to(at::kHalf).eq(0);
-  const at::Tensor stacked = at::stack({nonzero.sum(), flushed.sum()}).cpu();
-  counts.nonzero = stacked[0].item<std::int64_t>();
-  counts.flushed = stacked[1].item<std::int64_t>();
+  const at::Tensor stacked = at::stack({nonzero.sum(), flushed.sum()}).cpu();  // one read for both
+  counts.nonzero = stacked.data_ptr<std::int64_t>()[0];
+  counts.flushed = stacked.data_ptr<std::int64_t>()[1];
   return counts;
 }
 

@@ -1,22 +1,9 @@
 #include "diagnose/module_watch.h"
 
 #include <algorithm>
-#include <cmath>
+#include <iterator>
 
 namespace mixt::diagnose {
-
-std::int64_t Observations::skipped() const {
-  return std::count_if(steps.begin(), steps.end(), [](const StepRecord& s) { return !s.applied; });
-}
-
-bool Observations::losses_finite() const {
-  return std::all_of(steps.begin(), steps.end(), [](const StepRecord& s) { return std::isfinite(s.loss); });
-}
-
-bool Observations::healthy(double max_skipped_fraction) const {
-  return !steps.empty() && losses_finite() &&
-         static_cast<double>(skipped()) <= max_skipped_fraction * static_cast<double>(steps.size());
-}
 
 ModuleWatch::ModuleWatch(const torch::nn::Module& model, Observations& into) : model_(model), into_(into) {
   set_submodule_observer(model_, this);

@@ -8,6 +8,8 @@
 //   gradients_ready()        hand_gradients(): the model's gradients become the masters'
 //   step()                   optimizer.step() on the masters, then round_into_model()
 //   save()/load()            the masters, as "master_weights" (what `mixt export` writes)
+//
+// cast_model() and lies_under() serve any policy that casts its model (bf16_true too).
 #pragma once
 
 #include <torch/nn/module.h>

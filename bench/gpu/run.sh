@@ -8,7 +8,7 @@
 # Parts: nvidia-smi; autocast dtypes on CUDA vs torch.autocast op by op; tf32 vs fp32
 # cuBLAS/cuDNN math; GradScaler parity; Fashion-MNIST per policy; ResNet-50 batch 256
 # channels_last, mixt vs PyTorch eager, a row per policy (images/s, p50/p95, allocator
-# peak); NCCL at world size 1 under torchrun, on the pinned-memory loader path.
+# peak); the same with activation checkpointing; NCCL at world size 1 under torchrun, on the pinned-memory loader path.
 set -uo pipefail
 PACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CPU=0
@@ -26,10 +26,12 @@ DATA=(data.train.root="$PACK/data/fashion-mnist" data.val.root="$PACK/data/fashi
 if ((CPU)); then
   DEVICE=cpu; STEPS=5; BATCH=2; BENCH_STEPS=1; BENCH_WARMUP=0; POLICIES=(fp32 amp_bf16); BACKEND=gloo
   MEMORY_POLICIES=fp32,bf16_master,bf16_true
+  CHECKPOINTING_POLICIES=fp32
   DATA+=(data.val.limit=500)
 else
   DEVICE=cuda; STEPS=300; BATCH=256; BENCH_STEPS=30; BENCH_WARMUP=10; POLICIES=(fp32 tf32 amp_fp16 amp_bf16 custom_scaler)
   MEMORY_POLICIES=fp32,amp_fp16,amp_bf16,bf16_master,fp16_master,bf16_true
+  CHECKPOINTING_POLICIES=fp32,amp_bf16,bf16_master
   BACKEND=nccl
 fi
 
@@ -77,6 +79,13 @@ timeout $((CPU ? 120 : 150)) bin/mixt bench recipes/resnet50/synthetic.yaml --pr
   --steps $((CPU ? 1 : 3)) --warmup $((CPU ? 0 : 2)) --batch "$BATCH" trainer.device="$DEVICE" \
   optimizer.lr="$(python3 -c "print(0.256 * $BATCH / 256)")" scheduler=null output="$OUT/memory" > "$OUT/memory.md" 2>&1
 ended memory $?; grep -E "^\| |peak memory" "$OUT/memory.md"
+
+part "ResNet-50 activation checkpointing, none vs all (mixt bench, batch $BATCH)"
+timeout $((CPU ? 120 : 150)) bin/mixt bench recipes/resnet50/synthetic.yaml --precision "$CHECKPOINTING_POLICIES" \
+  --activation-checkpointing none,all --steps $((CPU ? 1 : 3)) --warmup $((CPU ? 0 : 2)) --batch "$BATCH" \
+  trainer.device="$DEVICE" optimizer.lr="$(python3 -c "print(0.256 * $BATCH / 256)")" scheduler=null \
+  output="$OUT/checkpointing" > "$OUT/checkpointing.md" 2>&1
+ended checkpointing $?; grep -E "^\| |peak memory" "$OUT/checkpointing.md"
 
 part "$BACKEND at world size 1 under torchrun"
 timeout 90 torchrun --no-python --nproc-per-node=1 bin/mixt run recipes/fashion_mnist.yaml trainer.device="$DEVICE" \

@@ -116,13 +116,14 @@ json interrupted_row(const std::string& policy) { return {{"policy", policy}, {"
 // An interrupt of `mixt bench` stops the worker too: a terminal's Ctrl-C reaches both, a
 // signal to `mixt bench` alone (kill, a job scheduler) is passed on, and a worker whose
 // parent died gets SIGTERM.
-json run_worker(const BenchOptions& options, const std::string& policy) {
+json run_worker(const BenchOptions& options, const std::string& policy, const std::string& checkpointing) {
   if (interrupt_requested()) return interrupted_row(policy);
   std::vector<std::string> args = {"/proc/self/exe", "bench-worker", options.recipe, "--precision", policy,
                                    "--steps", std::to_string(options.steps), "--warmup",
                                    std::to_string(options.warmup)};
   if (options.batch) args.insert(args.end(), {"--batch", std::to_string(*options.batch)});
   args.insert(args.end(), options.overrides.begin(), options.overrides.end());
+  if (!checkpointing.empty()) args.push_back("trainer.activation_checkpointing=" + checkpointing);
   int pipe_fds[2];
   if (::pipe(pipe_fds) != 0) return {{"policy", policy}, {"error", "cannot create a pipe"}};
   const pid_t parent = ::getpid();
@@ -186,19 +187,23 @@ double figure(const json& row, const char* key) {
   return it != row.end() && it->is_number() ? it->get<double>() : NAN;
 }
 
-std::string markdown_table(const std::vector<json>& rows) {
+// With --activation-checkpointing, a column says which setting each row ran with.
+std::string markdown_table(const std::vector<json>& rows, bool checkpointing_column) {
   std::ostringstream out;
-  out << "| policy | images/s | step p50 (ms) | step p95 (ms) | peak memory (MiB) | loss | skipped | note |\n"
-      << "|---|---:|---:|---:|---:|---:|---:|---|\n";
+  out << "| policy" << (checkpointing_column ? " | activation checkpointing" : "")
+      << " | images/s | step p50 (ms) | step p95 (ms) | peak memory (MiB) | loss | skipped | note |\n"
+      << "|---" << (checkpointing_column ? "|---" : "") << "|---:|---:|---:|---:|---:|---:|---|\n";
   for (const auto& r : rows) {
+    const std::string first =
+        r["policy"].get<std::string>() +
+        (checkpointing_column ? " | " + r.value("activation_checkpointing", std::string("-")) : std::string());
     if (r.contains("error")) {
-      out << "| " << r["policy"].get<std::string>() << " | - | - | - | - | - | - | " << r["error"].get<std::string>()
-          << " |\n";
+      out << "| " << first << " | - | - | - | - | - | - | " << r["error"].get<std::string>() << " |\n";
       continue;
     }
     std::string note = r["memory_kind"].get<std::string>();
     if (!r["loss_finite"].get<bool>()) note = "NON-FINITE LOSS: numbers not meaningful; " + note;
-    out << "| " << r["policy"].get<std::string>() << " | " << format("%.1f", figure(r, "images_per_s")) << " | "
+    out << "| " << first << " | " << format("%.1f", figure(r, "images_per_s")) << " | "
         << format("%.2f", figure(r, "step_ms_p50")) << " | " << format("%.2f", figure(r, "step_ms_p95")) << " | "
         << format("%.0f", figure(r, "peak_memory_mib")) << " | " << format("%.4f", figure(r, "loss")) << " | "
         << r["skipped_steps"].get<std::int64_t>() << " | " << note << " |\n";
@@ -298,6 +303,27 @@ json bench_environment() {
 }
 }  // namespace
 
+std::vector<std::string> split_checkpointing_settings(const std::string& text) {
+  std::vector<std::string> settings;
+  std::string current;
+  int depth = 0;
+  const auto flush = [&] {
+    const auto first = current.find_first_not_of(' ');
+    if (first != std::string::npos) settings.push_back(current.substr(first, current.find_last_not_of(' ') - first + 1));
+    current.clear();
+  };
+  for (const char ch : text) {
+    if (ch == ',' && depth == 0) {
+      flush();
+      continue;
+    }
+    depth += ch == '[' ? 1 : ch == ']' ? -1 : 0;
+    current += ch;
+  }
+  flush();
+  return settings;
+}
+
 int bench(const BenchOptions& options) {
   const Recipe recipe = load_recipe(options.recipe, options.overrides);
   const Config root = recipe.config();
@@ -317,13 +343,20 @@ int bench(const BenchOptions& options) {
   install_interrupt_handlers("mixt bench: stopping; the rows that finished are kept (again to quit at once)");
   std::vector<json> rows;
   bool failed = false;
+  // The recipe's own setting when --activation-checkpointing is not given.
+  const std::vector<std::string> checkpointing =
+      options.checkpointing.empty() ? std::vector<std::string>{""} : options.checkpointing;
   for (const auto& policy : policies) {
-    if (interrupt_requested()) break;
-    std::fprintf(stderr, "mixt bench: %s ...\n", policy.c_str());
-    rows.push_back(run_worker(options, policy));
-    failed = failed || rows.back().contains("error");
+    for (const auto& setting : checkpointing) {
+      if (interrupt_requested()) break;
+      std::fprintf(stderr, "mixt bench: %s%s ...\n", policy.c_str(),
+                   setting.empty() ? "" : (", activation checkpointing " + setting).c_str());
+      rows.push_back(run_worker(options, policy, setting));
+      if (!setting.empty()) rows.back()["activation_checkpointing"] = setting;
+      failed = failed || rows.back().contains("error");
+    }
   }
-  const std::string table = markdown_table(rows);
+  const std::string table = markdown_table(rows, !options.checkpointing.empty());
   RunDirectory run(output, name + "-bench");
   const json environment = bench_environment();
   json report = {{"recipe", options.recipe}, {"steps", options.steps}, {"warmup", options.warmup},

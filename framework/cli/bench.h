@@ -17,8 +17,15 @@ struct BenchOptions {
   std::int64_t steps = 50;
   std::int64_t warmup = 10;
   std::optional<std::int64_t> batch;  // none: the recipe's batch size
+  // trainer.activation_checkpointing values (none, all, [names]), each a row per policy;
+  // empty: the recipe's own.
+  std::vector<std::string> checkpointing;
   std::vector<std::string> overrides;
 };
+
+// "none,all,[layer1, layer2]" → {"none", "all", "[layer1, layer2]"}: commas inside brackets
+// belong to a list of names.
+std::vector<std::string> split_checkpointing_settings(const std::string& text);
 
 int bench(const BenchOptions& options);
 // One policy, one JSON line on stdout.

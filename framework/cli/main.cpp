@@ -113,6 +113,9 @@ int main(int argc, char** argv) {
   bench->add_option("--warmup", bench_options.warmup, "untimed steps first")->capture_default_str();
   std::int64_t batch = 0;
   bench->add_option("--batch", batch, "batch size (default: the recipe's)");
+  std::string checkpointing;
+  bench->add_option("--activation-checkpointing", checkpointing,
+                    "rows per setting of trainer.activation_checkpointing, e.g. none,all or none,[layer1,layer2]");
   bench->add_option("overrides", bench_options.overrides, "key=value overrides");
   // One policy in a process of its own; `mixt bench` runs it.
   auto* worker = app.add_subcommand("bench-worker", "")->group("");
@@ -173,6 +176,7 @@ int main(int argc, char** argv) {
         if (!policy.empty()) bench_options.policies.push_back(policy);
       }
       if (bench->count("--batch") + worker->count("--batch") > 0) bench_options.batch = batch;
+      bench_options.checkpointing = mixt::cli::split_checkpointing_settings(checkpointing);
       return *bench ? mixt::cli::bench(bench_options) : mixt::cli::bench_worker(bench_options);
     }
     if (*export_) return mixt::cli::export_weights(checkpoint, format, output, ema);

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "mixt/helpers/batch_norm.h"
 #include "mixt/helpers/fp32_modules.h"
@@ -19,11 +20,36 @@
 namespace mixt::models {
 
 // `module` run as the model's child `name`, so that `precision.fp32_modules` can keep it in
-// float32 (mixt/helpers/fp32_modules.h); every zoo model routes torchvision's top-level
-// children (ViT its encoder layers too) this way. Unlisted, it is the plain call.
+// float32 and `trainer.activation_checkpointing` can name it (mixt/helpers/fp32_modules.h);
+// every zoo model routes torchvision's top-level children this way. Unlisted, it is the
+// plain call. The lambdas hold pointers to the model's members: a recomputed call runs
+// them again in the backward pass.
 template <class Module>
 at::Tensor routed(const torch::nn::Module& model, const char* name, Module& module, const at::Tensor& x) {
-  return mixt::call_submodule(model, name, x, [&](const at::Tensor& in) { return module->forward(in); });
+  return mixt::call_submodule(model, name, x, [m = &module](const at::Tensor& in) { return (*m)->forward(in); });
+}
+
+// routed() for one of the model's repeated units: `trainer.activation_checkpointing: all`
+// recomputes it.
+template <class Module>
+at::Tensor routed_block(const torch::nn::Module& model, const char* name, Module& module, const at::Tensor& x) {
+  return mixt::call_block(model, name, x, [m = &module](const at::Tensor& in) { return (*m)->forward(in); });
+}
+
+// `children` (a Chain or torch::nn::Sequential) routed as the model's child `name`, each of
+// its children in turn as the block `name.0`, `name.1`, ... (torchvision's names).
+template <class Container>
+at::Tensor routed_blocks(const torch::nn::Module& model, const char* name, Container& children, const at::Tensor& x) {
+  return mixt::call_submodule(
+      model, name, x, [&model, prefix = std::string(name), c = &children](const at::Tensor& in) {
+        at::Tensor y = in;
+        std::size_t i = 0;
+        for (torch::nn::AnyModule& child : **c) {
+          y = mixt::call_block(model, prefix + "." + std::to_string(i++), y,
+                               [block = &child](const at::Tensor& b) { return block->forward(b); });
+        }
+        return y;
+      });
 }
 
 // torchvision nests nn.Sequential inside nn.Sequential; torch::nn::Sequential cannot hold
@@ -46,6 +72,8 @@ class ChainImpl : public torch::nn::Module {
     for (auto& item : items_) y = item.forward(y);
     return y;
   }
+  std::vector<torch::nn::AnyModule>::iterator begin() { return items_.begin(); }
+  std::vector<torch::nn::AnyModule>::iterator end() { return items_.end(); }
 
  private:
   std::vector<torch::nn::AnyModule> items_;

@@ -18,6 +18,7 @@ namespace {
 
 using mixt::models::Chain;
 using mixt::models::routed;
+using mixt::models::routed_blocks;
 using mixt::models::stochastic_depth;
 using mixt::models::ZooFacts;
 
@@ -123,7 +124,7 @@ class ConvNeXt : public mixt::Model {
   }
 
   at::Tensor forward(const at::Tensor& x) override {
-    const at::Tensor features = routed(*this, "features", features_, x);
+    const at::Tensor features = routed_blocks(*this, "features", features_, x);
     return routed(*this, "classifier", classifier_, at::adaptive_avg_pool2d(features, {1, 1}));
   }
 

@@ -90,7 +90,7 @@ class EfficientNet : public mixt::Model {
   }
 
   at::Tensor forward(const at::Tensor& x) override {
-    const at::Tensor features = routed(*this, "features", features_, x);
+    const at::Tensor features = routed_blocks(*this, "features", features_, x);
     return routed(*this, "classifier", classifier_, at::adaptive_avg_pool2d(features, {1, 1}).flatten(1));
   }
 

@@ -42,7 +42,7 @@ MobileNet::MobileNet(Chain features, Chain classifier) {
 }
 
 at::Tensor MobileNet::forward(const at::Tensor& x) {
-  const at::Tensor features = routed(*this, "features", features_, x);
+  const at::Tensor features = routed_blocks(*this, "features", features_, x);
   return routed(*this, "classifier", classifier_, at::adaptive_avg_pool2d(features, {1, 1}).flatten(1));
 }
 

@@ -61,10 +61,10 @@ torch::nn::Sequential ResNet::make_layer(const ResNetOptions& o, std::int64_t pl
 at::Tensor ResNet::forward(const at::Tensor& input) {
   at::Tensor x = routed(*this, "bn1", bn1, routed(*this, "conv1", conv1, input)).relu_();
   x = at::max_pool2d(x, {3, 3}, {2, 2}, {1, 1});
-  x = routed(*this, "layer1", layer1, x);
-  x = routed(*this, "layer2", layer2, x);
-  x = routed(*this, "layer3", layer3, x);
-  x = routed(*this, "layer4", layer4, x);
+  x = routed_blocks(*this, "layer1", layer1, x);
+  x = routed_blocks(*this, "layer2", layer2, x);
+  x = routed_blocks(*this, "layer3", layer3, x);
+  x = routed_blocks(*this, "layer4", layer4, x);
   x = at::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
   return routed(*this, "fc", fc, x);
 }

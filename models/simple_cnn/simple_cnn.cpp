@@ -45,12 +45,13 @@ class SimpleCnn : public mixt::Model {
   }
 
   // Both halves go through mixt::call_submodule so a recipe may keep either in fp32
-  // (precision.fp32_modules: [classifier]).
+  // (precision.fp32_modules: [classifier]); the features are the block that
+  // trainer.activation_checkpointing: all recomputes.
   at::Tensor forward(const at::Tensor& input) override {
     const at::Tensor features =
-        mixt::call_submodule(*this, "features", input, [&](const at::Tensor& x) { return features_->forward(x); });
+        mixt::call_block(*this, "features", input, [this](const at::Tensor& x) { return features_->forward(x); });
     return mixt::call_submodule(*this, "classifier", features.flatten(1),
-                                [&](const at::Tensor& x) { return classifier_->forward(x); });
+                                [this](const at::Tensor& x) { return classifier_->forward(x); });
   }
 
  private:

@@ -16,6 +16,7 @@ namespace {
 
 using mixt::models::Act;
 using mixt::models::routed;
+using mixt::models::routed_block;
 using mixt::models::ActivationImpl;
 
 constexpr std::int64_t M = 0;  // a 2x2 max pool in the configurations below
@@ -61,7 +62,7 @@ class Vgg : public mixt::Model {
   }
 
   at::Tensor forward(const at::Tensor& x) override {
-    const at::Tensor features = routed(*this, "features", features_, x);
+    const at::Tensor features = routed_block(*this, "features", features_, x);
     return routed(*this, "classifier", classifier_, at::adaptive_avg_pool2d(features, {7, 7}).flatten(1));
   }
 

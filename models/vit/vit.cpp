@@ -20,6 +20,7 @@
 namespace {
 
 using mixt::models::routed;
+using mixt::models::routed_block;
 using mixt::models::ZooFacts;
 
 struct VitOptions {
@@ -110,7 +111,7 @@ class Encoder : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& input, const torch::nn::Module& model) {
     at::Tensor x = dropout_->forward(input + pos_embedding_);
     for (std::size_t i = 0; i < blocks_.size(); ++i) {
-      x = routed(model, ("encoder.layers.encoder_layer_" + std::to_string(i)).c_str(), blocks_[i], x);
+      x = routed_block(model, ("encoder.layers.encoder_layer_" + std::to_string(i)).c_str(), blocks_[i], x);
     }
     return ln_->forward(x);
   }
@@ -146,7 +147,7 @@ class VisionTransformer : public mixt::Model {
     const std::int64_t n = input.size(0);
     at::Tensor x = routed(*this, "conv_proj", conv_proj_, input).reshape({n, o_.hidden_dim, -1}).permute({0, 2, 1});
     x = at::cat({class_token_.expand({n, -1, -1}), x}, 1);
-    x = mixt::call_submodule(*this, "encoder", x, [&](const at::Tensor& in) { return encoder_->forward(in, *this); });
+    x = mixt::call_submodule(*this, "encoder", x, [this](const at::Tensor& in) { return encoder_->forward(in, *this); });
     return routed(*this, "heads", head_, x.select(1, 0));
   }
 

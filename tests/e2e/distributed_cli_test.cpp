@@ -1,6 +1,7 @@
 // End to end, data parallel: the real `mixt run` as two ranks of a Gloo process group on
 // loopback (started here with torchrun's environment variables, or by torchrun itself),
 // on real (small) Fashion-MNIST data.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -334,6 +335,39 @@ TEST(DataParallel, SyncBatchnormTwoRanksMatchOneProcess) {
             line_with(synced[0].log, "test accuracy").substr(0, 22))
       << single.output << "\n---\n"
       << synced[0].log;
+}
+
+// Activation checkpointing under data parallelism: with the gradient all-reduces started
+// from hooks during backward (overlap) and batch-norm statistics taken over both ranks (whose
+// all-reduce the recomputed forward runs again), two ranks that recompute every block end
+// bit for bit where two ranks that keep their activations do; rank 0 says so at start-up.
+TEST(DataParallel, ActivationCheckpointingKeepsTheWeightsOfOverlapAndSyncBatchnormExact) {
+  TempDir dir;
+  const fs::path recipe =
+      dir.write("r.yaml", testing::replace_once(kRecipe, "hidden: 32 }", "hidden: 32, batch_norm: true }"));
+  const std::vector<std::string> common = {"data.train.batch_size=32", "trainer.distributed.overlap=true",
+                                           "trainer.distributed.sync_batchnorm=true"};
+  const auto with = [&](const char* output, const char* setting) {
+    std::vector<std::string> overrides = common;
+    overrides.push_back(std::string("output=") + output);
+    overrides.push_back(std::string("trainer.activation_checkpointing=") + setting);
+    return overrides;
+  };
+  const auto kept = run_ranks(dir, 2, {with("kept", "none")});
+  ASSERT_EQ(kept[0].exit_code, 0) << kept[0].log << "\n---\n" << kept[1].log;
+  const auto recomputed = run_ranks(dir, 2, {with("recomputed", "all")});
+  ASSERT_EQ(recomputed[0].exit_code, 0) << recomputed[0].log << "\n---\n" << recomputed[1].log;
+  ASSERT_EQ(recomputed[1].exit_code, 0) << recomputed[1].log;
+  EXPECT_THAT(recomputed[0].log, ::testing::HasSubstr("activation checkpointing: 1 submodule recomputed in the "
+                                                      "backward pass (features)"));
+  EXPECT_THAT(kept[0].log, ::testing::Not(::testing::HasSubstr("activation checkpointing:")));
+
+  const auto weights = [&](const char* output) {
+    return checkpoint_weights(recipe, only_run_directory(dir.path() / output) / "checkpoints" / "epoch-0001");
+  };
+  const auto w_kept = weights("kept");
+  ASSERT_EQ(w_kept.count("features.1.running_var"), 1u) << "the batch-norm buffers are compared too";
+  EXPECT_EQ(max_difference(w_kept, weights("recomputed")), 0.0);
 }
 
 TEST(DataParallel, SyncBatchnormOnAModelWithoutBatchNormWarnsAndBadBackendsFail) {

@@ -6,6 +6,7 @@
 
 #include "distributed/sync_batchnorm.h"
 #include "first_line.h"
+#include "mixt/helpers/activation_checkpointing.h"
 #include "mixt/helpers/fp32_modules.h"
 #include "mixt/helpers/state_dict.h"
 #include "mixt/options.h"
@@ -24,17 +25,35 @@ const Option<bool> kEnabled{"enabled", true,
 const Option<std::vector<std::string>> kFp32Modules{
     "fp32_modules", {}, "submodules kept in float32 under autocast; read by mixt for every policy"};
 
+// The names of the model's submodules, for checking the names a recipe lists.
+std::vector<std::string> submodule_names(const Model& model) {
+  std::vector<std::string> known;
+  for (const auto& item : model.named_modules(/*name_prefix=*/"", /*include_self=*/false)) known.push_back(item.key());
+  return known;
+}
+
 // precision.fp32_modules: read here, for every policy, and checked against the model.
 void apply_fp32_modules(const Config& precision_section, Model& model) {
   const std::vector<std::string> names = kFp32Modules.read(precision_section);
-  std::vector<std::string> known;
-  for (const auto& item : model.named_modules(/*name_prefix=*/"", /*include_self=*/false)) known.push_back(item.key());
+  const std::vector<std::string> known = submodule_names(model);
   for (const std::string& name : names) {
     if (std::find(known.begin(), known.end(), name) != known.end()) continue;
     precision_section.fail("fp32_modules", "the model has no submodule named '" + name + "'",
                            suggestion_hint(name, known, "its submodules"));
   }
   set_fp32_modules(model, names);
+}
+
+// trainer.activation_checkpointing: names checked against the model, as fp32_modules are.
+void apply_activation_checkpointing(const Config& trainer_section, const ActivationCheckpointing& choice,
+                                    Model& model) {
+  const std::vector<std::string> known = submodule_names(model);
+  for (const std::string& name : choice.names) {
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    trainer_section.fail("activation_checkpointing", "the model has no submodule named '" + name + "'",
+                         suggestion_hint(name, known, "its submodules"));
+  }
+  set_activation_checkpointing(model, choice);
 }
 
 // After the precision policy's setup() and under its autocast, as training runs the model:
@@ -174,17 +193,27 @@ void build_callbacks(Components& c, const Config& recipe, const Registry& regist
 }
 }  // namespace
 
-void check_fp32_modules_routed(const Model& model, const SourceLocation& where) {
-  const std::vector<std::string> unrouted = unrouted_fp32_modules(model);
-  if (unrouted.empty()) return;
+namespace {
+[[noreturn]] void fail_unrouted(const std::vector<std::string>& unrouted, const std::string& what,
+                                const SourceLocation& where, const std::string& key) {
   std::string names;
   for (const auto& name : unrouted) names += (names.empty() ? "'" : ", '") + name + "'";
-  throw Error(ErrorKind::recipe,
-              "the model never ran " + names + " through mixt::call_submodule, so it cannot keep it in fp32", where,
-              "precision.fp32_modules",
+  throw Error(ErrorKind::recipe, "the model never ran " + names + " through mixt::call_submodule, so it cannot " + what,
+              where, key,
               "list a submodule the model routes (see mixt/helpers/fp32_modules.h; the zoo's models route their top-level "
-              "blocks, as torchvision names them: conv1, layer1 ... fc), or "
-              "remove the option");
+              "blocks, as torchvision names them: conv1, layer1 ... fc, and their blocks: layer1.0, "
+              "encoder.layers.encoder_layer_0, features.1 ...), or remove the option");
+}
+}  // namespace
+
+void check_listed_submodules_routed(const Components& c) {
+  if (const auto unrouted = unrouted_fp32_modules(*c.model); !unrouted.empty()) {
+    fail_unrouted(unrouted, "keep it in fp32", c.fp32_modules_where, "precision.fp32_modules");
+  }
+  if (const auto unrouted = unrouted_checkpointed_submodules(*c.model); !unrouted.empty()) {
+    fail_unrouted(unrouted, "recompute it in the backward pass", c.activation_checkpointing_where,
+                  "trainer.activation_checkpointing");
+  }
 }
 
 std::vector<OptionDoc> framework_option_docs(ComponentKind kind) {
@@ -277,11 +306,13 @@ Components build_components(const Config& recipe, const Registry& registry,
   c.precision->setup(*c.model, c.device);
   apply_fp32_modules(precision_section, *c.model);
   c.fp32_modules_where = precision_section.location("fp32_modules");
+  apply_activation_checkpointing(trainer_section, options.activation_checkpointing, *c.model);
+  c.activation_checkpointing_where = trainer_section.location("activation_checkpointing");
   check_model_fits_train_data(c, model_section);
   check_val_fits_model(c, data);
   // That blank forward pass also found a listed submodule the model never routes, so `mixt
   // check` says so before any run directory exists.
-  if (!c.train->sample_shape().empty()) check_fp32_modules_routed(*c.model, c.fp32_modules_where);
+  if (!c.train->sample_shape().empty()) check_listed_submodules_routed(c);
 
   const Config optimizer_section = recipe.section("optimizer");
   OptimizerContext optimizer_context;

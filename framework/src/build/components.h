@@ -34,6 +34,7 @@ struct Components {
   std::vector<NamedCallback> callbacks;  // the recipe's `callbacks:`, in its order
   std::vector<ComponentRecord> records;  // what built what, for run dirs and checkpoints
   SourceLocation fp32_modules_where;     // precision.fp32_modules in the recipe, for errors after step 1
+  SourceLocation activation_checkpointing_where;  // trainer.activation_checkpointing, likewise
   // data.train's keys that decide an epoch's order ("shuffle=false, ..."), as the recipe
   // spells them: part of what a mid-epoch checkpoint's position means.
   std::string train_order_keys;
@@ -44,11 +45,12 @@ struct Components {
 // loads what matches and warns about the rest.
 std::shared_ptr<Model> build_model(const Config& section, const Registry& registry, const ModelContext& context);
 
-// A recipe listing fp32_modules for a model that never routes them through
-// mixt::call_submodule would silently train in reduced precision: a recipe error at
-// `where`. Called after a blank forward pass when the components are built (so `mixt
-// check` finds it) and after the first training step (a model may route only in training).
-void check_fp32_modules_routed(const Model& model, const SourceLocation& where);
+// A recipe listing fp32_modules (or submodules to recompute) for a model that never routes
+// them through mixt::call_submodule would silently train in reduced precision (or keep
+// every activation): a recipe error at the option. Called after a blank forward pass when
+// the components are built (so `mixt check` finds it) and after the first training step (a
+// model may route only in training).
+void check_listed_submodules_routed(const Components& c);
 
 // The options mixt itself reads from a component's section, whatever the plugin: a
 // model's weights and strict, a precision policy's fp32_modules. `mixt describe` lists

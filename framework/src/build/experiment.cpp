@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "checkpoint/checkpoint.h"
+#include "mixt/helpers/activation_checkpointing.h"
 #include "mixt/version.h"
 
 namespace mixt {
@@ -228,6 +231,29 @@ void record_job_run_directory(const Experiment& e, const fs::path& run_path) {
   fs::rename(temporary, link);
 }
 
+// The start-up line of trainer.activation_checkpointing: what the blank forward pass of
+// build_components saw recompute, so a user sees the trade before the first step.
+void note_activation_checkpointing(const Experiment& e, Progress& progress) {
+  if (!e.options.activation_checkpointing.enabled()) return;
+  const std::vector<std::string> names = checkpointed_submodules(*e.components.model);
+  if (names.empty()) {
+    warn("trainer.activation_checkpointing: all, but the model routes no block through mixt::call_block: nothing "
+         "is recomputed (name its submodules instead)");
+    return;
+  }
+  std::string listed;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i == 6 && names.size() > 8) {
+      listed += ", ... " + names.back();
+      break;
+    }
+    listed += (i ? ", " : "") + names[i];
+  }
+  progress.note("activation checkpointing: " + std::to_string(names.size()) +
+                (names.size() == 1 ? " submodule" : " submodules") + " recomputed in the backward pass (" + listed +
+                ")");
+}
+
 }  // namespace
 
 TrainResult run_experiment(Experiment& e, bool terminal, fs::path* run_dir) {
@@ -268,6 +294,7 @@ TrainResult run_experiment(Experiment& e, bool terminal, fs::path* run_dir) {
                   (e.parallel->world_size() == 1 ? " rank, " : " ranks, ") +
                   e.parallel->backend_name() + " backend, " + e.components.device.str());
   }
+  note_activation_checkpointing(e, progress);
   return trainer.fit();
 }
 

@@ -194,7 +194,7 @@ void Trainer::train_epoch(TrainResult& result) {
     ++state_.global_step;
     skipped_.add(applied, c_.device);
     // After this process's first step, a resumed run's too (global_step is not 1 then).
-    if (++result.optimizer_steps == 1) check_fp32_modules_routed(*c_.model, c_.fp32_modules_where);
+    if (++result.optimizer_steps == 1) check_listed_submodules_routed(c_);
     batches_in_weights_ = state_.batches_in_epoch;  // from here a failure keeps this step
     const StepAgreement agreed =
         coordinator_.agree_on_step(mean_loss(loss_sum, micro_batches, accumulate), interrupt_requested());

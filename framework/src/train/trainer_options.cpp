@@ -44,6 +44,34 @@ struct Declarations {
                                             "stop (exit 1) when an applied step's loss is inf or NaN"};
 };
 
+// `none`, `all` or a list of names: a scalar and a list under one key, which Option<T> cannot
+// read, so it is read here and documented by hand.
+const OptionDoc kActivationCheckpointing{
+    "activation_checkpointing", "none",
+    "recompute in the backward pass instead of keeping activations: none, all (every block the model routes) or a "
+    "list of submodule names"};
+
+ActivationCheckpointing read_activation_checkpointing(const Config& s) {
+  const std::string& key = kActivationCheckpointing.name;
+  if (!s.has(key)) return {};
+  std::optional<std::string> word;
+  try {
+    word = s.string(key, "none");
+  } catch (const Error&) {  // not a scalar: a list of names (or a mistake strings() reports)
+  }
+  if (!word) {
+    ActivationCheckpointing listed{false, s.strings(key, {})};
+    for (const std::string& name : listed.names) {
+      if (name.empty()) s.fail(key, "an empty submodule name", "name the model's submodules as precision.fp32_modules does");
+    }
+    return listed;
+  }
+  if (*word == "none") return {};
+  if (*word == "all") return {true, {}};
+  s.fail(key, "expected none, all or a list of submodule names, got '" + *word + "'",
+         "write [" + *word + "] to recompute the submodule of that name");
+}
+
 const Declarations& declarations() {
   static const Declarations declared;
   return declared;
@@ -67,6 +95,7 @@ TrainerOptions TrainerOptions::read(const Config& s) {
   o.channels_last = k.channels_last.read(s);
   o.cudnn_benchmark = k.cudnn_benchmark.read(s);
   o.stop_on_nonfinite_loss = k.stop_on_nonfinite_loss.read(s);
+  o.activation_checkpointing = read_activation_checkpointing(s);
   o.distributed = distributed::DistributedOptions::read(s.section("distributed"));
   return o;
 }
@@ -86,7 +115,8 @@ std::vector<OptionDoc> trainer_option_docs() {
                                  k.label_smoothing,
                                  k.channels_last,
                                  k.cudnn_benchmark,
-                                 k.stop_on_nonfinite_loss};
+                                 k.stop_on_nonfinite_loss,
+                                 kActivationCheckpointing};
   for (OptionDoc doc : distributed::DistributedOptions::docs()) {
     doc.name = "distributed." + doc.name;
     docs.push_back(std::move(doc));

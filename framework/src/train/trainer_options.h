@@ -9,6 +9,7 @@
 
 #include "distributed/options.h"
 #include "mixt/config.h"
+#include "mixt/helpers/activation_checkpointing.h"
 #include "mixt/plugin.h"
 
 namespace mixt {
@@ -28,6 +29,7 @@ struct TrainerOptions {
   bool channels_last = false;           // NHWC memory format for 4-D parameters and inputs
   bool cudnn_benchmark = false;         // let cuDNN time and pick convolution algorithms
   bool stop_on_nonfinite_loss = true;   // an applied step with an inf/NaN loss ends the run (exit 1)
+  ActivationCheckpointing activation_checkpointing;  // none (the default), all blocks, or named submodules
   distributed::DistributedOptions distributed;  // trainer.distributed (used under torchrun)
 
   static TrainerOptions read(const Config& section);

@@ -7,6 +7,8 @@
 // the *global* batch (every rank's samples), updates the running statistics with them, and
 // its backward all-reduces the two per-channel gradient sums the input gradient needs.
 // Nothing changes in evaluation mode, in a single process, or without sync_batchnorm.
+// A forward recomputed by activation checkpointing leaves the running statistics as the
+// first run left them (mixt/helpers/activation_checkpointing.h).
 //
 // Why a subclass and not a module swap as in Python: a LibTorch model calls its layers
 // through typed members (`bn1_->forward(x)`), so the framework cannot replace a layer after
@@ -21,6 +23,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <torch/nn/functional/batchnorm.h>
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/pimpl.h>
 
@@ -28,6 +31,7 @@
 #include <optional>
 
 #include "mixt/distributed.h"
+#include "mixt/helpers/activation_checkpointing.h"
 
 namespace mixt {
 
@@ -76,6 +80,23 @@ at::Tensor synchronised_forward(Base& layer, const Communicator& communicator, c
   return sync_batch_norm(input, layer.weight, layer.bias, layer.running_mean, layer.running_var, factor,
                          layer.options.eps(), communicator);
 }
+
+// A training-mode forward run again by activation checkpointing: the output depends on the
+// batch's statistics alone, and the running ones were updated when it first ran. The same
+// kernels as that run, updating copies of the running statistics that are then dropped
+// (torch.utils.checkpoint updates them twice).
+template <class Base>
+at::Tensor recomputed_forward(Base& layer, const Communicator* communicator, const at::Tensor& input) {
+  const auto scratch = [](const at::Tensor& t) { return t.defined() ? t.clone() : t; };
+  const double factor = layer.options.momentum().value_or(0.0);
+  if (communicator) {
+    return sync_batch_norm(input, layer.weight, layer.bias, scratch(layer.running_mean), scratch(layer.running_var),
+                           factor, layer.options.eps(), *communicator);
+  }
+  return torch::nn::functional::detail::batch_norm(input, scratch(layer.running_mean), scratch(layer.running_var),
+                                                   layer.weight, layer.bias, /*training=*/true, factor,
+                                                   layer.options.eps());
+}
 }  // namespace detail
 
 // clone() is overridden because torch's (Cloneable<torch::nn::BatchNorm2dImpl>) copies as
@@ -97,6 +118,10 @@ at::Tensor synchronised_forward(Base& layer, const Communicator& communicator, c
       return copy;                                                                                         \
     }                                                                                                      \
     at::Tensor forward(const at::Tensor& input) {                                                          \
+      if (is_training() && recomputing()) {                                                                \
+        _check_input_dim(input);                                                                           \
+        return detail::recomputed_forward(*this, synchronises(true) ? communicator() : nullptr, input);    \
+      }                                                                                                    \
       if (!synchronises(is_training())) return torch::nn::BatchNorm##D##dImpl::forward(input);             \
       _check_input_dim(input);                                                                             \
       return detail::synchronised_forward(*this, *communicator(), input);                                  \

@@ -12,7 +12,8 @@
 //   }
 //
 // A listed name then runs under FullPrecisionScope (autocast(enabled=False)) with a
-// float16/bfloat16 input cast to float32; anything else runs unchanged. The framework reads
+// float16/bfloat16 input cast to float32; anything else runs unchanged. The same seam
+// carries activation checkpointing: call_block marks the model's repeated units. The framework reads
 // the recipe's list, checks every name against the model's named_modules(), and after the
 // first training step fails a run whose model never routed a listed name.
 #pragma once
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "mixt/autocast.h"
+#include "mixt/helpers/activation_checkpointing.h"
 
 namespace mixt {
 
@@ -47,18 +49,46 @@ void set_submodule_observer(const torch::nn::Module& model, SubmoduleObserver* o
 // The observer of `model`, or null (the common case, without a lock).
 SubmoduleObserver* submodule_observer(const torch::nn::Module& model);
 
+namespace detail {
+template <class Fn>
+at::Tensor run_routed(const torch::nn::Module& model, std::string_view name, const at::Tensor& input, Fn& fn) {
+  if (!keeps_in_fp32(model, name)) return fn(input);
+  FullPrecisionScope full_precision(input.device().type());
+  const bool reduced = input.scalar_type() == at::kHalf || input.scalar_type() == at::kBFloat16;
+  return fn(reduced ? input.to(at::kFloat) : input);
+}
+
+template <class Fn>
+at::Tensor route(const torch::nn::Module& model, std::string_view name, const at::Tensor& input, Fn&& fn, bool block) {
+  at::Tensor output;
+  if (checkpoints_activations(model, name, block) && at::GradMode::is_enabled()) {
+    output = recompute_in_backward(
+        [&model, name = std::string(name), fn](const at::Tensor& in) mutable { return run_routed(model, name, in, fn); },
+        input);
+  } else {
+    output = run_routed(model, name, input, fn);
+  }
+  if (SubmoduleObserver* observer = submodule_observer(model); observer && !recomputing()) {
+    observer->observe(name, output);
+  }
+  return output;
+}
+}  // namespace detail
+
+// fn(input), run as the model's submodule `name`: in float32 when precision.fp32_modules
+// lists it, recomputed in the backward pass when trainer.activation_checkpointing names it.
+// `fn` may be called again during backward (mixt/helpers/activation_checkpointing.h):
+// capture members or values, not references to the caller's locals.
 template <class Fn>
 at::Tensor call_submodule(const torch::nn::Module& model, std::string_view name, const at::Tensor& input, Fn&& fn) {
-  at::Tensor output;
-  if (!keeps_in_fp32(model, name)) {
-    output = fn(input);
-  } else {
-    FullPrecisionScope full_precision(input.device().type());
-    const bool reduced = input.scalar_type() == at::kHalf || input.scalar_type() == at::kBFloat16;
-    output = fn(reduced ? input.to(at::kFloat) : input);
-  }
-  if (SubmoduleObserver* observer = submodule_observer(model)) observer->observe(name, output);
-  return output;
+  return detail::route(model, name, input, std::forward<Fn>(fn), /*block=*/false);
+}
+
+// call_submodule() for one of the model's repeated units (a residual block, an encoder
+// layer, a stage): the calls that `trainer.activation_checkpointing: all` recomputes.
+template <class Fn>
+at::Tensor call_block(const torch::nn::Module& model, std::string_view name, const at::Tensor& input, Fn&& fn) {
+  return detail::route(model, name, input, std::forward<Fn>(fn), /*block=*/true);
 }
 
 }  // namespace mixt

@@ -38,8 +38,8 @@ void write_confusion_heat_map(const std::filesystem::path& file, const at::Tenso
 
   if (labelled) {
     const double scale = std::min(0.45, cell / 40.0);
-    cv::putText(image, "rows: label, columns: predicted", cv::Point(left, 16), cv::FONT_HERSHEY_SIMPLEX, 0.45,
-                cv::Scalar(0, 0, 0), 1, cv::LINE_AA);
+    cv::putText(image, "rows: label, columns: predicted (in the same order)", cv::Point(left, 16),
+                cv::FONT_HERSHEY_SIMPLEX, 0.45, cv::Scalar(0, 0, 0), 1, cv::LINE_AA);
     for (int i = 0; i < classes; ++i) {
       const std::string name = names[static_cast<std::size_t>(i)].substr(0, 18);
       cv::putText(image, name, cv::Point(4, top + i * cell + cell / 2 + 4), cv::FONT_HERSHEY_SIMPLEX, 0.4,

@@ -16,7 +16,7 @@ namespace mixt::cli {
 void write_confusion_heat_map(const std::filesystem::path& file, const at::Tensor& confusion,
                               const std::vector<std::string>& names);
 
-// Whether this build can draw one (OpenCV was found).
-bool can_draw_heat_maps();
+// Before the evaluation: a usage error for `file` when this build cannot draw one (no OpenCV).
+void check_heat_maps_drawable(const std::filesystem::path& file);
 
 }  // namespace mixt::cli

@@ -1,6 +1,8 @@
 #include "evaluate_command.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -137,6 +139,47 @@ void load_checkpoint_weights(Components& c, const fs::path& checkpoint, bool ema
   }
 }
 
+// The model.weights file, as the recipe (or the command line) names it.
+std::string recipe_weights(const Recipe& recipe) {
+  const RecipeEntry* model = recipe.root->find("model");
+  const RecipeEntry* weights = model && model->value->is_map() ? model->value->find("weights") : nullptr;
+  return weights ? weights->value->scalar : "";
+}
+
+// The recipe to build (the split in data.val, the policy asked for, no trainer.resume) and
+// the checkpoint to load: none for a recipe, or when model.weights= names other weights.
+struct Plan {
+  Recipe recipe;
+  fs::path checkpoint;
+  bool named_weights = false;  // the model section has weights: (from the recipe or the command line)
+};
+
+Plan plan_evaluation(const Target& target, const EvaluateOptions& options) {
+  Plan plan;
+  plan.recipe = load_recipe(target.recipe, options.overrides);
+  use_precision(plan.recipe, options.precision);
+  score_split(plan.recipe, options.split);
+  // The run's own trainer.resume (a run that resumed another) is not what is evaluated.
+  if (RecipeEntry* trainer = plan.recipe.root->find("trainer"); trainer && trainer->value->is_map()) {
+    trainer->value->erase("resume");
+  }
+  plan.named_weights = plan.recipe.config().section("model").has("weights");
+  // A run directory with model.weights= on the command line: those weights, under the run's
+  // recipe (the recipe.yaml's own model.weights are what the run started from).
+  const bool weights_given = std::any_of(options.overrides.begin(), options.overrides.end(),
+                                         [](const std::string& o) { return o.rfind("model.weights=", 0) == 0; });
+  plan.checkpoint = weights_given ? fs::path() : target.checkpoint;
+  if (RecipeEntry* model = plan.recipe.root->find("model");
+      !plan.checkpoint.empty() && model && model->value->is_map()) {
+    model->value->erase("weights");  // replaced by the checkpoint's: the file may be long gone
+  }
+  if (options.ema && plan.checkpoint.empty()) {
+    throw usage_error("--ema reads the ema callback's average from a checkpoint, not from model.weights",
+                      "leave out model.weights=, or export the average with mixt export --ema and name that file");
+  }
+  return plan;
+}
+
 }  // namespace
 
 int evaluate(const EvaluateOptions& options) {
@@ -147,9 +190,7 @@ int evaluate(const EvaluateOptions& options) {
   if (options.split.empty()) throw usage_error("--split needs a data section's name, e.g. --split val");
   check_writable("--confusion", options.confusion_csv);
   check_writable("--confusion-png", options.confusion_png);
-  if (!options.confusion_png.empty() && !can_draw_heat_maps()) {
-    write_confusion_heat_map(options.confusion_png, {}, {});  // says why, with the alternative
-  }
+  if (!options.confusion_png.empty()) check_heat_maps_drawable(options.confusion_png);
   const Target target = resolve_target(options.target);
   if (options.ema && target.checkpoint.empty()) {
     throw usage_error(
@@ -158,20 +199,15 @@ int evaluate(const EvaluateOptions& options) {
   }
   install_interrupt_handlers("mixt: stopping the evaluation (again to quit at once)");
 
-  Recipe recipe = load_recipe(target.recipe, options.overrides);
-  use_precision(recipe, options.precision);
-  score_split(recipe, options.split);
-  // The run's own trainer.resume (a run that resumed another) is not what is evaluated.
-  if (RecipeEntry* trainer = recipe.root->find("trainer"); trainer && trainer->value->is_map()) {
-    trainer->value->erase("resume");
-  }
-  const bool named_weights = recipe.config().section("model").has("weights");
+  Plan plan = plan_evaluation(target, options);
+  const fs::path& checkpoint = plan.checkpoint;
+  const bool named_weights = plan.named_weights;
   Session session;
-  Experiment e = session.prepare(std::move(recipe));
+  Experiment e = session.prepare(std::move(plan.recipe));
   Components& c = e.components;
   if (!c.val) throw usage_error("data." + options.split + " is empty (null)", "name a data section with --split");
-  if (!target.checkpoint.empty()) {
-    load_checkpoint_weights(c, target.checkpoint, options.ema);
+  if (!checkpoint.empty()) {
+    load_checkpoint_weights(c, checkpoint, options.ema);
   } else if (!named_weights) {
     warn("model.weights is not set: these figures are those of untrained (seed " + std::to_string(e.options.seed) +
          ") weights; name a run directory or checkpoint, or model.weights=FILE.safetensors");
@@ -182,10 +218,13 @@ int evaluate(const EvaluateOptions& options) {
   Trainer trainer(c, e.options, nullptr, quiet);
   const bool wants_matrix =
       options.per_class || options.json || !options.confusion_csv.empty() || !options.confusion_png.empty();
+  // On stderr, so that --json's stdout stays one document: a large set takes minutes.
+  std::fprintf(stderr, "mixt evaluate: %lld samples of data.%s ...\n", static_cast<long long>(c.val->size()),
+               options.split.c_str());
   EvaluationReport report;
   report.evaluation = trainer.evaluate(*c.val, wants_matrix ? &report.confusion : nullptr);
   if (report.evaluation.interrupted) throw Error(ErrorKind::interrupted, "interrupted during the evaluation");
-  report.source = target.checkpoint.empty() ? options.target : target.checkpoint.string();
+  report.source = !checkpoint.empty() ? checkpoint.string() : named_weights ? recipe_weights(e.recipe) : options.target;
   report.weights = options.ema ? "ema" : "model";
   report.split = options.split;
   for (const ComponentRecord& record : c.records) {
@@ -193,10 +232,12 @@ int evaluate(const EvaluateOptions& options) {
   }
   if (report.confusion.defined()) report.class_names = class_names(target, c, report.confusion.size(0));
 
-  if (!options.confusion_csv.empty())
+  if (!options.confusion_csv.empty()) {
     write_file(options.confusion_csv, confusion_csv(report.confusion, report.class_names));
-  if (!options.confusion_png.empty())
+  }
+  if (!options.confusion_png.empty()) {
     write_confusion_heat_map(options.confusion_png, report.confusion, report.class_names);
+  }
   if (options.json) {
     std::printf("%s\n", report_json(report).dump(2).c_str());
   } else {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "child_process.h"
 #include "test_support.h"
 
 namespace mixt {
@@ -95,6 +96,29 @@ TEST_F(EvaluateCli, ExportedWeightsGiveTheSameFigures) {
   std::vector<std::string> args = {"r.yaml", "model.weights=w.safetensors"};
   args.insert(args.end(), kShortRun.begin(), kShortRun.end());
   expect_the_runs_figures(evaluate_json(args), "");
+  // Under the run's own recipe: the weights named win over its checkpoint.
+  const nlohmann::json with_run = evaluate_json({run_->string(), "model.weights=w.safetensors"});
+  expect_the_runs_figures(with_run, "");
+  EXPECT_EQ(with_run["source"], "w.safetensors");
+
+  // A run that started from those weights is scored on its checkpoint, though the file it
+  // started from is gone.
+  TempDir fine_tune;
+  fine_tune.write("r.yaml", testing::kTinyRecipe);
+  fs::copy_file(dir_->path() / "w.safetensors", fine_tune.path() / "start.safetensors");
+  const CommandResult run = run_mixt(
+      {"run", "r.yaml", "model.weights=start.safetensors", "data.train.limit=128", "trainer.epochs=1"},
+      fine_tune.path());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  fs::remove(fine_tune.path() / "start.safetensors");
+  const CommandResult again = run_mixt({"evaluate", "runs/tiny"}, fine_tune.path());
+  EXPECT_EQ(again.exit_code, 2) << again.output;  // runs/tiny is no run directory: the hint names it
+  EXPECT_THAT(again.output, HasSubstr("did you mean runs/tiny/"));
+  fs::path fine_tuned;
+  for (const auto& entry : fs::directory_iterator(fine_tune.path() / "runs" / "tiny")) fine_tuned = entry.path();
+  const CommandResult scored = run_mixt({"evaluate", fine_tuned.string()}, fine_tune.path());
+  EXPECT_EQ(scored.exit_code, 0) << scored.output;
+  EXPECT_THAT(scored.output, HasSubstr("samples  512"));
 }
 
 TEST_F(EvaluateCli, AMasterWeightPolicysCheckpointGivesItsRunsFigures) {
@@ -162,6 +186,21 @@ TEST_F(EvaluateCli, AnotherSplitOrPolicyIsScoredOnRequest) {
   EXPECT_EQ(bf16["samples"], 512);
 }
 
+TEST_F(EvaluateCli, CtrlCStopsTheEvaluationWithExit130) {
+  // 10,000 samples one at a time: seconds of evaluation to interrupt.
+  testing::ChildProcess child({MIXT_EXECUTABLE, "evaluate", run_->string(), "data.val.limit=10000",
+                               "data.val.batch_size=1"},
+                              {}, dir_->path(), dir_->path() / "interrupted.txt");
+  const auto said = [&] { return testing::read_file(dir_->path() / "interrupted.txt"); };
+  for (int i = 0; i < 3000 && said().find("10000 samples of data.val") == std::string::npos; ++i) {
+    ASSERT_FALSE(child.wait_for(0.01)) << said();
+  }
+  child.signal(SIGINT);
+  EXPECT_EQ(child.wait_for(60), 130) << said();
+  EXPECT_THAT(said(), HasSubstr("mixt: interrupted during the evaluation"));
+  EXPECT_THAT(said(), Not(HasSubstr("top-1")));
+}
+
 TEST_F(EvaluateCli, BadInputIsAOneLineUsageError) {
   const auto expect_usage_error = [&](const std::vector<std::string>& args, const std::string& message) {
     const CommandResult result = run_mixt(args, dir_->path());
@@ -176,6 +215,8 @@ TEST_F(EvaluateCli, BadInputIsAOneLineUsageError) {
   dir_->write("notes.txt", "not a checkpoint");
   expect_usage_error({"evaluate", "notes.txt"}, "notes.txt is neither a recipe (.yaml) nor a mixt checkpoint");
   expect_usage_error({"evaluate", "r.yaml", "--ema"}, "--ema reads the ema callback's average from a checkpoint");
+  expect_usage_error({"evaluate", run_->string(), "--ema", "model.weights=w.safetensors"},
+                     "--ema reads the ema callback's average from a checkpoint, not from model.weights");
   expect_usage_error({"evaluate", run_->string(), "--confusion", "no/such/dir/m.csv"}, "--confusion no/such/dir/m.csv");
   expect_usage_error({"evaluate", run_->string(), "--precision", "fp64"}, "");
   expect_usage_error({"evaluate", run_->string(), "model.channels=[4, 8]"}, "");

@@ -211,6 +211,17 @@ std::string markdown_table(const std::vector<json>& rows, bool checkpointing_col
   return out.str();
 }
 
+// The workers' speed notes (an emulated bfloat16, a slow float16), each once: what the
+// table's figures mean on this machine, under the table as on start-up.
+std::string speed_notes(const std::vector<json>& rows) {
+  std::string notes;
+  for (const auto& r : rows) {
+    const std::string note = r.value("speed_note", "");
+    if (!note.empty() && notes.find(note) == std::string::npos) notes += "note: " + note + "\n";
+  }
+  return notes;
+}
+
 }  // namespace
 
 int bench_worker(const BenchOptions& options) {
@@ -276,7 +287,8 @@ int bench_worker(const BenchOptions& options) {
       {"memory_kind", memory_kind},
       {"loss", loss},
       {"loss_finite", std::isfinite(loss)},
-      {"skipped_steps", skipped}};
+      {"skipped_steps", skipped},
+      {"speed_note", e.components.speed_note}};
   std::printf("%s\n", line.dump().c_str());
   return 0;
 }
@@ -357,6 +369,7 @@ int bench(const BenchOptions& options) {
     }
   }
   const std::string table = markdown_table(rows, !options.checkpointing.empty());
+  const std::string notes = speed_notes(rows);
   RunDirectory run(output, name + "-bench");
   const json environment = bench_environment();
   json report = {{"recipe", options.recipe}, {"steps", options.steps}, {"warmup", options.warmup},
@@ -365,8 +378,10 @@ int bench(const BenchOptions& options) {
   run.write_text("bench.md", "# mixt bench " + options.recipe + "\n\nmixt " + version() + ", LibTorch " +
                                  TORCH_VERSION + ", " + environment["cpu"].get<std::string>() + " (" +
                                  std::to_string(environment["cpu_cores"].get<long>()) + " cores), " +
-                                 environment["date"].get<std::string>() + "\n\n" + table);
-  std::printf("%s\nwritten to %s\n", table.c_str(), run.path().string().c_str());
+                                 environment["date"].get<std::string>() + "\n\n" + table +
+                                 (notes.empty() ? "" : "\n" + notes));
+  std::printf("%s%s\nwritten to %s\n", table.c_str(), notes.empty() ? "" : ("\n" + notes).c_str(),
+              run.path().string().c_str());
   if (interrupt_requested()) {
     std::fflush(stdout);
     std::fprintf(stderr, "mixt bench: interrupted; the table holds the policies that finished\n");

@@ -11,6 +11,7 @@
 #include "bench.h"
 #include "commands.h"
 #include "diagnose_command.h"
+#include "evaluate_command.h"
 #include "first_line.h"
 #include "mixt/error.h"
 #include "recipe/closest_match.h"
@@ -57,7 +58,8 @@ int report_usage(const CLI::App& app, const CLI::ParseError& error, int argc, ch
   if (parsed.empty() && argv[1][0] != '-') {
     message = "unknown command '" + std::string(argv[1]) + "'";
     hint = mixt::suggestion_hint(argv[1], commands, "commands");
-  } else if (dynamic_cast<const CLI::ExtrasError*>(&error) && (command == "run" || command == "check" || command == "diagnose")) {
+  } else if (dynamic_cast<const CLI::ExtrasError*>(&error) &&
+             (command == "run" || command == "check" || command == "diagnose" || command == "evaluate")) {
     hint = "recipe settings are key=value overrides, without dashes: trainer.epochs=2 optimizer.lr=0.1";
   } else {
     hint = command.empty() ? "mixt --help lists the commands" : "mixt " + command + " --help shows its usage";
@@ -138,6 +140,24 @@ int main(int argc, char** argv) {
   predict->add_option("--output", output, "safetensors file to write the outputs to")->required();
   predict->add_option("overrides", overrides, "key=value overrides, e.g. model.weights=w.safetensors");
 
+  mixt::cli::EvaluateOptions evaluate_options;
+  auto* evaluate = app.add_subcommand("evaluate", "score trained weights on a recipe's data: loss, top-1, top-5");
+  evaluate
+      ->add_option("target", evaluate_options.target,
+                   "a run directory, its checkpoints/ or a checkpoint file (each brings its recipe.yaml), or a "
+                   "recipe with model.weights=FILE.safetensors")
+      ->required();
+  evaluate->add_option("overrides", evaluate_options.overrides, "key=value overrides, as for mixt run");
+  evaluate->add_option("--split", evaluate_options.split, "the data.* section to score")->capture_default_str();
+  evaluate->add_option("--precision", evaluate_options.precision,
+                       "a precision policy instead of the recipe's (with its defaults), e.g. fp32");
+  evaluate->add_flag("--ema", evaluate_options.ema, "the ema callback's average of the weights (from a checkpoint)");
+  evaluate->add_flag("--per-class", evaluate_options.per_class, "top-1 accuracy of each class, by name");
+  evaluate->add_option("--confusion", evaluate_options.confusion_csv, "write the confusion matrix as CSV to FILE");
+  evaluate->add_option("--confusion-png", evaluate_options.confusion_png,
+                       "draw the confusion matrix as a PNG heat map");
+  evaluate->add_flag("--json", evaluate_options.json, "the figures, per-class accuracy and matrix as JSON on stdout");
+
   mixt::diagnose::DiagnoseOptions diagnose_options;
   bool json = false;
   auto* diagnose = app.add_subcommand("diagnose", "find where a recipe's precision overflows or underflows, and the fix");
@@ -166,6 +186,7 @@ int main(int argc, char** argv) {
   try {
     if (*run) return mixt::cli::run(recipe, overrides);
     if (*check) return mixt::cli::check(recipe, overrides);
+    if (*evaluate) return mixt::cli::evaluate(evaluate_options);
     if (*diagnose) return mixt::cli::diagnose(recipe, overrides, diagnose_options, json);
     if (*list) return mixt::cli::list(kind, glob, recipe);
     if (*describe) return mixt::cli::describe(kind, name, recipe);

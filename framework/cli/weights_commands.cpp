@@ -9,8 +9,8 @@
 #include "build/experiment.h"
 #include "build/session.h"
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/checkpoint_weights.h"
 #include "commands.h"
-#include "mixt/helpers/named_tensors_archive.h"
 #include "mixt/helpers/safetensors.h"
 #include "mixt/helpers/state_dict.h"
 #include "mixt/version.h"
@@ -37,41 +37,6 @@ void refuse_pickle_name(const std::string& option, const std::string& output, co
 }
 }  // namespace
 
-namespace {
-// The ema callback's average from a checkpoint's callbacks archive (keys "INDEX_NAME").
-NamedTensors ema_weights(CheckpointContents& contents, const fs::path& file) {
-  torch::serialize::InputArchive callbacks;
-  if (contents.archive.try_read("callbacks", callbacks)) {
-    for (const std::string& key : callbacks.keys()) {
-      if (key.substr(key.find('_') + 1) != "ema") continue;
-      torch::serialize::InputArchive ema;
-      callbacks.read(key, ema);
-      NamedTensors tensors = read_named_tensors(ema);
-      if (!tensors.empty()) return tensors;
-    }
-  }
-  throw Error(ErrorKind::recipe, "this checkpoint holds no EMA weights: its run had no ema callback",
-              SourceLocation{file.string()}, {},
-              "add `callbacks: [{name: ema}]` to the recipe, or export the model's own weights without --ema");
-}
-
-// The model's weights, with the precision policy's masters in place of the parameters they
-// are the real values of (a float32 master of a bfloat16 model: PrecisionPolicy::save).
-NamedTensors model_weights(CheckpointContents& contents, torch::serialize::InputArchive& model) {
-  NamedTensors tensors = flatten_archive(model);
-  torch::serialize::InputArchive precision, masters;
-  if (!contents.archive.try_read("precision", precision) || !precision.try_read("master_weights", masters)) {
-    return tensors;
-  }
-  std::map<std::string, at::Tensor> real;
-  for (auto& [name, tensor] : read_named_tensors(masters)) real.emplace(name, tensor);
-  for (auto& [name, tensor] : tensors) {
-    if (const auto found = real.find(name); found != real.end()) tensor = found->second;
-  }
-  return tensors;
-}
-}  // namespace
-
 int export_weights(const std::string& checkpoint, const std::string& format, const std::string& output, bool ema) {
   if (format != "safetensors") {
     throw usage_error("unknown export format '" + format + "'", "mixt export writes --format safetensors");
@@ -79,11 +44,7 @@ int export_weights(const std::string& checkpoint, const std::string& format, con
   refuse_pickle_name("-o", output, "mixt export");
   const fs::path file = resolve_checkpoint(checkpoint, "checkpoint");
   CheckpointContents contents = read_checkpoint(file);
-  torch::serialize::InputArchive model;
-  if (!contents.archive.try_read("model", model)) {
-    throw Error(ErrorKind::recipe, "this checkpoint holds no model state", SourceLocation{file.string()});
-  }
-  NamedTensors tensors = ema ? ema_weights(contents, file) : model_weights(contents, model);
+  NamedTensors tensors = checkpoint_weights(contents, file, ema);
   // float32, as torchvision's weights are: a bfloat16 or float16 tensor (a bf16_true model,
   // a master-weight policy's buffers) widens exactly.
   for (auto& item : tensors) {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <set>
 
+#include "build/speed_notes.h"
 #include "distributed/sync_batchnorm.h"
 #include "first_line.h"
 #include "mixt/helpers/activation_checkpointing.h"
@@ -305,6 +306,9 @@ Components build_components(const Config& recipe, const Registry& registry,
   record(c, registry, ComponentKind::precision, precision_section);
   c.precision->setup(*c.model, c.device);
   apply_fp32_modules(precision_section, *c.model);
+  c.speed_note =
+      speed_note(registry.find(ComponentKind::precision, precision_section).name, *c.precision, *c.model, c.device);
+  if (!c.speed_note.empty()) warn_once(c.speed_note);
   c.fp32_modules_where = precision_section.location("fp32_modules");
   apply_activation_checkpointing(trainer_section, options.activation_checkpointing, *c.model);
   c.activation_checkpointing_where = trainer_section.location("activation_checkpointing");

@@ -35,6 +35,9 @@ struct Components {
   std::vector<ComponentRecord> records;  // what built what, for run dirs and checkpoints
   SourceLocation fp32_modules_where;     // precision.fp32_modules in the recipe, for errors after step 1
   SourceLocation activation_checkpointing_where;  // trainer.activation_checkpointing, likewise
+  // What the policy costs on this device when it computes in a type the device only
+  // emulates (build/speed_notes.h), warned at start-up; empty when nothing to say.
+  std::string speed_note;
   // data.train's keys that decide an epoch's order ("shuffle=false, ..."), as the recipe
   // spells them: part of what a mid-epoch checkpoint's position means.
   std::string train_order_keys;

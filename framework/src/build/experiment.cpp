@@ -94,11 +94,15 @@ std::string train_order_keys(const RecipeNode& root) {
 
 Experiment prepare_experiment(const fs::path& recipe_file, const std::vector<std::string>& overrides,
                               PluginLoader& loader, Registry& registry, const Warn& warn) {
+  return prepare_experiment(load_recipe(recipe_file, overrides), loader, registry, warn);
+}
+
+Experiment prepare_experiment(Recipe recipe, PluginLoader& loader, Registry& registry, const Warn& warn) {
   Experiment e;
-  e.recipe = load_recipe(recipe_file, overrides);
+  e.recipe = std::move(recipe);
   load_recipe_plugins(e.recipe, loader, warn);
   const Config root = e.recipe.config();
-  e.name = root.string("name", recipe_file.stem().string());
+  e.name = root.string("name", e.recipe.file.stem().string());
   check_run_name(root, e.name);
   e.output = kRecipeOutput.read(root);
   if (std::any_of(e.output.native().begin(), e.output.native().end(),

@@ -45,6 +45,8 @@ void load_recipe_plugins(const Recipe& recipe, PluginLoader& loader, const Warn&
 Experiment prepare_experiment(const std::filesystem::path& recipe_file,
                               const std::vector<std::string>& overrides, PluginLoader& loader,
                               Registry& registry, const Warn& warn);
+// The same for a recipe already loaded (and edited: `mixt evaluate` names the split it scores).
+Experiment prepare_experiment(Recipe recipe, PluginLoader& loader, Registry& registry, const Warn& warn);
 
 // Trains; writes the run directory (rank 0 only, in a distributed run). Returns the result
 // and the run directory. Under torchelastic, the first attempt makes a new run directory,

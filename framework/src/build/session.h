@@ -31,6 +31,7 @@ class Session {
   Experiment prepare(const std::filesystem::path& recipe, const std::vector<std::string>& overrides) {
     return prepare_experiment(recipe, overrides, loader_, registry_, warn);
   }
+  Experiment prepare(Recipe recipe) { return prepare_experiment(std::move(recipe), loader_, registry_, warn); }
 
  private:
   Registry registry_;

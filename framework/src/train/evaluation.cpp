@@ -1,7 +1,9 @@
-// The evaluation after each epoch: loss, top-1 and top-k over data.val, summed over ranks.
+// The evaluation after each epoch (and `mixt evaluate`'s): loss, top-1 and top-k over
+// data.val, summed over ranks, and the confusion matrix when asked for.
 #include <algorithm>
 
 #include "train/accuracy.h"
+#include "train/confusion_matrix.h"
 #include "train/interrupt.h"
 #include "train/trainer.h"
 
@@ -32,7 +34,7 @@ Evaluation Trainer::evaluate_with_callbacks(Dataset& dataset, const std::string&
   return eval;
 }
 
-Evaluation Trainer::evaluate(Dataset& dataset) {
+Evaluation Trainer::evaluate(Dataset& dataset, at::Tensor* confusion) {
   Model& model = *c_.model;
   model.eval();
   at::NoGradGuard no_grad;
@@ -40,6 +42,7 @@ Evaluation Trainer::evaluate(Dataset& dataset) {
   at::Tensor loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(c_.device));
   at::Tensor correct = at::zeros({2}, at::TensorOptions().dtype(at::kLong).device(c_.device));  // top-1, top-k
   std::int64_t samples = 0, top_k = 0;
+  at::Tensor confusion_sum;  // on the device, when asked for
   while (std::optional<Batch> batch = dataset.next_batch()) {
     // Ctrl-C: the epoch's checkpoint is written before its evaluation, so stop now, unless
     // the evaluation ends in a collective (data parallel: the stop is agreed at the epoch's end).
@@ -56,6 +59,10 @@ Evaluation Trainer::evaluate(Dataset& dataset) {
     loss_sum += at::cross_entropy_loss(logits.to(at::kFloat), targets, {}, at::Reduction::Sum).to(at::kDouble);
     if (top_k == 0) top_k = top_k_for(logits.size(1));
     correct += count_top1_and_top_k(logits, targets, top_k);
+    if (confusion) {
+      const at::Tensor counts = confusion_counts(logits, targets, logits.size(1));
+      confusion_sum = confusion_sum.defined() ? confusion_sum + counts : counts;
+    }
     samples += inputs.size(0);
   }
   model.train();
@@ -64,6 +71,12 @@ Evaluation Trainer::evaluate(Dataset& dataset) {
   const std::vector<double> sums =
       coordinator_.sum({loss_sum.item<double>(), static_cast<double>(counts[0].item<std::int64_t>()),
                         static_cast<double>(counts[1].item<std::int64_t>()), static_cast<double>(samples)});
+  if (confusion && confusion_sum.defined()) {
+    const at::Tensor local = confusion_sum.to(at::kCPU).contiguous();
+    const std::vector<double> cells = coordinator_.sum(
+        std::vector<double>(local.data_ptr<std::int64_t>(), local.data_ptr<std::int64_t>() + local.numel()));
+    *confusion = at::tensor(cells, at::kDouble).to(at::kLong).view(local.sizes());
+  }
   Evaluation eval;
   eval.samples = static_cast<std::int64_t>(sums[3]);
   eval.top_k = top_k > 0 ? static_cast<int>(top_k) : 5;

@@ -55,7 +55,9 @@ class Trainer {
   bool finished() const { return state_.epoch >= options_.epochs; }
   const TrainState& state() const { return state_; }
   // The model's current weights on `dataset` (train/evaluation.cpp); no callback is called.
-  Evaluation evaluate(Dataset& dataset);
+  // `confusion`, when given, receives the [classes, classes] confusion matrix (int64, on the
+  // CPU, summed over ranks; train/confusion_matrix.h).
+  Evaluation evaluate(Dataset& dataset, at::Tensor* confusion = nullptr);
   void save_checkpoint(const std::filesystem::path& file, const std::vector<std::int64_t>& data_positions = {}) {
     skipped_.settle();
     checkpointer_.save(file, data_positions);

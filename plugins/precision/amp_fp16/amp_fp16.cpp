@@ -4,7 +4,6 @@
 // Options and defaults are GradScaler's own.
 #include <mixt/plugin.h>
 
-#include "../common/float16_on_cpu.h"
 #include "../common/grad_scaler_policy.h"
 
 namespace {
@@ -13,9 +12,6 @@ class AmpFp16Policy : public mixt::PrecisionPolicy {
  public:
   explicit AmpFp16Policy(mixt::GradScalerOptions options) : scaler_(options) {}
 
-  void setup(torch::nn::Module&, at::Device device) override {
-    mixt::precision::note_float16_on_cpu("amp_fp16", device);
-  }
   mixt::AutocastScope autocast(at::DeviceType device) const override {
     return mixt::AutocastScope(device, at::kHalf);
   }

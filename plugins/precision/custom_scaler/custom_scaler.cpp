@@ -14,7 +14,6 @@
 #include <mixt/options.h>
 #include <mixt/plugin.h>
 
-#include "../common/float16_on_cpu.h"
 #include "../common/scaler_options.h"
 
 #include <algorithm>
@@ -39,9 +38,6 @@ class CustomScalerPolicy : public mixt::PrecisionPolicy {
   CustomScalerPolicy(ScalerOptions options, const mixt::Communicator* communicator)
       : o_(options), scale_(options.init_scale), hysteresis_left_(options.hysteresis), communicator_(communicator) {}
 
-  void setup(torch::nn::Module&, at::Device device) override {
-    mixt::precision::note_float16_on_cpu("custom_scaler", device);
-  }
   mixt::AutocastScope autocast(at::DeviceType device) const override {
     return mixt::AutocastScope(device, at::kHalf);
   }

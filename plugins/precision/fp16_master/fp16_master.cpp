@@ -13,7 +13,6 @@
 #include <mixt/plugin.h>
 #include <torch/nn/modules/batchnorm.h>
 
-#include "../common/float16_on_cpu.h"
 #include "../common/grad_scaler_policy.h"
 
 #include <set>
@@ -41,8 +40,7 @@ class Fp16MasterPolicy : public mixt::PrecisionPolicy {
   Fp16MasterPolicy(mixt::GradScalerOptions options, std::vector<std::string> fp32_modules, bool keep_batchnorm_fp32)
       : scaler_(options), fp32_modules_(std::move(fp32_modules)), keep_batchnorm_fp32_(keep_batchnorm_fp32) {}
 
-  void setup(torch::nn::Module& model, at::Device device) override {
-    mixt::precision::note_float16_on_cpu("fp16_master", device);
+  void setup(torch::nn::Module& model, at::Device /*device*/) override {
     std::vector<std::string> kept = fp32_modules_;
     if (keep_batchnorm_fp32_) {
       for (std::string& layer : batch_norm_layers(model)) kept.push_back(std::move(layer));

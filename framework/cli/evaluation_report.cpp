@@ -1,0 +1,100 @@
+#include "evaluation_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "train/confusion_matrix.h"
+
+namespace mixt::cli {
+
+namespace {
+std::string percent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f%%", 100.0 * fraction);
+  return std::isfinite(fraction) ? text : "-";
+}
+
+// A CSV field: quoted when it holds a comma, a quote or a line break (RFC 4180).
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+std::int64_t row_sum(const at::Tensor& confusion, std::int64_t row) {
+  return confusion[row].sum().item<std::int64_t>();
+}
+}  // namespace
+
+std::string report_text(const EvaluationReport& report, bool per_class) {
+  const Evaluation& e = report.evaluation;
+  char text[512];
+  std::snprintf(text, sizeof(text),
+                "%s (%s weights) on data.%s, precision %s\n"
+                "  samples  %lld\n  loss     %.4f\n  top-1    %s\n  top-%d    %s\n",
+                report.source.c_str(), report.weights.c_str(), report.split.c_str(), report.precision.c_str(),
+                static_cast<long long>(e.samples), e.loss, percent(e.top1).c_str(), e.top_k, percent(e.top5).c_str());
+  std::string out = text;
+  if (!per_class || !report.confusion.defined()) return out;
+  const std::vector<double> accuracy = per_class_accuracy(report.confusion);
+  int width = 5;  // "class"
+  for (const std::string& name : report.class_names) width = std::max(width, static_cast<int>(name.size()));
+  std::snprintf(text, sizeof(text), "per-class top-1 accuracy:\n  %-*s  %8s  %8s  %8s\n", width, "class", "samples",
+                "correct", "accuracy");
+  out += text;
+  for (std::size_t i = 0; i < accuracy.size(); ++i) {
+    const auto row = static_cast<std::int64_t>(i);
+    std::snprintf(text, sizeof(text), "  %-*s  %8lld  %8lld  %8s\n", width, report.class_names[i].c_str(),
+                  static_cast<long long>(row_sum(report.confusion, row)),
+                  static_cast<long long>(report.confusion[row][row].item<std::int64_t>()),
+                  percent(accuracy[i]).c_str());
+    out += text;
+  }
+  return out;
+}
+
+nlohmann::json report_json(const EvaluationReport& report) {
+  const Evaluation& e = report.evaluation;
+  nlohmann::json out = {{"source", report.source},
+                        {"weights", report.weights},
+                        {"split", report.split},
+                        {"precision", report.precision},
+                        {"samples", e.samples},
+                        {"loss", e.loss},
+                        {"top1", e.top1},
+                        {"top_k", e.top_k},
+                        {"top" + std::to_string(e.top_k), e.top5}};
+  if (!report.confusion.defined()) return out;
+  const std::vector<double> accuracy = per_class_accuracy(report.confusion);
+  nlohmann::json classes = nlohmann::json::array(), matrix = nlohmann::json::array();
+  for (std::size_t i = 0; i < accuracy.size(); ++i) {
+    const auto row = static_cast<std::int64_t>(i);
+    classes.push_back({{"class", report.class_names[i]},
+                       {"samples", row_sum(report.confusion, row)},
+                       {"correct", report.confusion[row][row].item<std::int64_t>()},
+                       {"accuracy", accuracy[i]}});  // NaN, written as null: a class without samples
+    const at::Tensor counts = report.confusion[row].contiguous();
+    matrix.push_back(
+        std::vector<std::int64_t>(counts.data_ptr<std::int64_t>(), counts.data_ptr<std::int64_t>() + counts.numel()));
+  }
+  out["per_class"] = classes;
+  out["confusion"] = matrix;
+  return out;
+}
+
+std::string confusion_csv(const at::Tensor& confusion, const std::vector<std::string>& names) {
+  std::string out = csv_field("label \\ predicted");
+  for (const std::string& name : names) out += "," + csv_field(name);
+  out += "\n";
+  for (std::int64_t i = 0; i < confusion.size(0); ++i) {
+    out += csv_field(names[static_cast<std::size_t>(i)]);
+    for (std::int64_t j = 0; j < confusion.size(1); ++j)
+      out += "," + std::to_string(confusion[i][j].item<std::int64_t>());
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace mixt::cli

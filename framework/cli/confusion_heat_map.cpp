@@ -1,3 +1,6 @@
+// The heat map's drawing, in a module of its own (libmixt_confusion_heat_map.so) that
+// `mixt evaluate --confusion-png` loads when asked: OpenCV and its dependencies stay out of
+// the mixt program, which then runs where OpenCV is not installed (the GPU pack).
 #include "confusion_heat_map.h"
 
 #include <algorithm>
@@ -8,8 +11,6 @@
 #include "mixt/error.h"
 
 namespace mixt::cli {
-
-void check_heat_maps_drawable(const std::filesystem::path& /*file*/) {}
 
 void write_confusion_heat_map(const std::filesystem::path& file, const at::Tensor& confusion,
                               const std::vector<std::string>& names) {
@@ -66,3 +67,9 @@ void write_confusion_heat_map(const std::filesystem::path& file, const at::Tenso
 }
 
 }  // namespace mixt::cli
+
+// The entry point confusion_heat_map_loader.cpp looks up (unmangled, so dlsym finds it).
+extern "C" __attribute__((visibility("default"))) void mixt_write_confusion_heat_map(
+    const std::filesystem::path& file, const at::Tensor& confusion, const std::vector<std::string>& names) {
+  mixt::cli::write_confusion_heat_map(file, confusion, names);
+}

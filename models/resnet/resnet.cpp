@@ -59,8 +59,13 @@ torch::nn::Sequential ResNet::make_layer(const ResNetOptions& o, std::int64_t pl
 }
 
 at::Tensor ResNet::forward(const at::Tensor& input) {
-  at::Tensor x = routed(*this, "bn1", bn1, routed(*this, "conv1", conv1, input)).relu_();
-  x = at::max_pool2d(x, {3, 3}, {2, 2}, {1, 1});
+  // The stem (conv1, bn1, relu, maxpool: torchvision has no module for it) is a block of its
+  // own, "stem": at 112x112 its saved tensors are the largest a step keeps, so
+  // activation_checkpointing: all recomputes it too.
+  at::Tensor x = mixt::call_block(*this, "stem", input, [this](const at::Tensor& in) {
+    const at::Tensor y = routed(*this, "bn1", bn1, routed(*this, "conv1", conv1, in)).relu_();
+    return at::max_pool2d(y, {3, 3}, {2, 2}, {1, 1});
+  });
   x = routed_blocks(*this, "layer1", layer1, x);
   x = routed_blocks(*this, "layer2", layer2, x);
   x = routed_blocks(*this, "layer3", layer3, x);

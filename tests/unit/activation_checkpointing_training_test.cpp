@@ -5,6 +5,7 @@
 // recipe with `activation_checkpointing: none`, in the same process (same thread count).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <ATen/Parallel.h>
 #include <torch/serialize/output-archive.h>
 
 #include <sstream>
@@ -52,6 +53,9 @@ struct Case {
 };
 
 Components build(const Case& c, TrainerOptions& options) {
+  // One thread, as the suite's other training tests: ctest runs two test processes at once,
+  // and two-thread ATen pools on two cores starve each other (minutes instead of seconds).
+  at::set_num_threads(1);
   at::manual_seed(0);
   const RecipeNodePtr root = parse_yaml(
       "model: " + c.model + "\nprecision: " + c.precision +
@@ -124,9 +128,10 @@ const char* kResNet50 = "{name: resnet50}";
 
 TEST(ActivationCheckpointingTraining, ResNet50Fp32) {
   const Trained recomputed = train({kResNet50, "{name: fp32}", "all", 1, 8});
-  // The blocks of torchvision's names, every bottleneck of layer1 ... layer4.
-  ASSERT_EQ(recomputed.checkpointed.size(), 16U);
-  EXPECT_EQ(recomputed.checkpointed.front(), "layer1.0");
+  // The stem, then the blocks of torchvision's names, every bottleneck of layer1 ... layer4.
+  ASSERT_EQ(recomputed.checkpointed.size(), 17U);
+  EXPECT_EQ(recomputed.checkpointed[0], "stem");
+  EXPECT_EQ(recomputed.checkpointed[1], "layer1.0");
   EXPECT_EQ(recomputed.checkpointed.back(), "layer4.2");
   expect_all_is_exact({kResNet50}, "resnet50 fp32");
 }
@@ -203,8 +208,8 @@ TEST(ActivationCheckpointingTraining, AResumeInTheMiddleEqualsTheUninterruptedRu
   EXPECT_TRUE(reference.optimizer_state == after_resume.optimizer_state) << "optimizer state";
 }
 
-// Recipe errors: an unknown name at its file:line:column with the closest match, and a
-// value that is neither none, all nor a list.
+// Recipe errors: an unknown name at its file:line:column with the closest match, a name
+// the model never routes, and a value that is neither none, all nor a list.
 TEST(ActivationCheckpointingRecipe, UnknownNamesAndValuesAreRecipeErrors) {
   TrainerOptions options;
   try {
@@ -215,6 +220,17 @@ TEST(ActivationCheckpointingRecipe, UnknownNamesAndValuesAreRecipeErrors) {
     EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("r.yaml:5:"));
     EXPECT_THAT(e.message(), ::testing::HasSubstr("no submodule named 'layr2'"));
     EXPECT_THAT(e.hint(), ::testing::HasSubstr("layer2"));
+  }
+  // A submodule the model has but never routes (a convolution inside a block): found by the
+  // blank forward pass when the components are built, before any training.
+  try {
+    build({kResNet50, "{name: fp32}", "[layer1.0.conv1]", 1, 8}, options);
+    ADD_FAILURE() << "a submodule the model never routes was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::recipe);
+    EXPECT_THAT(e.message(), ::testing::HasSubstr("never ran 'layer1.0.conv1' through mixt::call_submodule"));
+    EXPECT_THAT(e.message(), ::testing::HasSubstr("recompute it in the backward pass"));
+    EXPECT_EQ(e.key_path(), "trainer.activation_checkpointing");
   }
   try {
     build({kResNet50, "{name: fp32}", "everything", 1, 8}, options);

@@ -53,10 +53,9 @@ const OptionDoc kActivationCheckpointing{
 
 ActivationCheckpointing read_activation_checkpointing(const Config& s) {
   const std::string& key = kActivationCheckpointing.name;
-  if (!s.has(key)) return {};
   std::optional<std::string> word;
   try {
-    word = s.string(key, "none");
+    word = s.string(key, kActivationCheckpointing.default_value);
   } catch (const Error&) {  // not a scalar: a list of names (or a mistake strings() reports)
   }
   if (!word) {

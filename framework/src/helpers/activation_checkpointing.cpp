@@ -43,6 +43,20 @@ class RecomputingScope {
   bool previous_;
 };
 
+// Turns the autocast cast cache off for a scope, and back to what it was.
+class CastCacheOff {
+ public:
+  CastCacheOff() : previous_(at::autocast::is_autocast_cache_enabled()) {
+    at::autocast::set_autocast_cache_enabled(false);
+  }
+  ~CastCacheOff() { at::autocast::set_autocast_cache_enabled(previous_); }
+  CastCacheOff(const CastCacheOff&) = delete;
+  CastCacheOff& operator=(const CastCacheOff&) = delete;
+
+ private:
+  bool previous_;
+};
+
 struct AutocastState {
   at::DeviceType device = at::kCPU;
   bool enabled = false;
@@ -95,15 +109,8 @@ struct RecomputeFunction : public torch::autograd::Function<RecomputeFunction> {
     {
       // The casts of this run must not stay in the cache: made without grad, they would be
       // what a later use of the same weight in this autocast region finds.
-      const bool cache = at::autocast::is_autocast_cache_enabled();
-      at::autocast::set_autocast_cache_enabled(false);
-      try {
-        output = run->forward(input);
-      } catch (...) {
-        at::autocast::set_autocast_cache_enabled(cache);
-        throw;
-      }
-      at::autocast::set_autocast_cache_enabled(cache);
+      const CastCacheOff no_cache;
+      output = run->forward(input);
     }
     ctx->saved_data["run"] = c10::IValue::make_capsule(run);
     ctx->save_for_backward({input});
@@ -163,19 +170,20 @@ at::Tensor recompute_in_backward(BlockForward forward, const at::Tensor& input) 
 bool recomputing() { return recomputing_now; }
 
 namespace {
-// Most runs checkpoint nothing: a count lets their routed calls skip the lock.
+// Most runs checkpoint nothing: a count lets their routed calls skip the lock (a model
+// destroyed with its choice still set keeps it counted: only the fast path is lost).
 std::atomic<int> checkpointing_models{0};
 }  // namespace
 
 void set_activation_checkpointing(const torch::nn::Module& model, ActivationCheckpointing choice) {
   std::lock_guard<std::mutex> lock(routing::mutex());
   routing::RoutedModel& entry = routing::find_or_add(model);
-  const bool was = entry.checkpointing.enabled();
+  const bool was = entry.checkpoints();
+  entry.checkpoint_all_blocks = choice.all_blocks;
   entry.checkpoint_listed = {choice.names.begin(), choice.names.end()};
-  entry.checkpointing = std::move(choice);
   entry.checkpoint_routed.clear();
   entry.checkpointed.clear();
-  const bool is = entry.checkpointing.enabled();
+  const bool is = entry.checkpoints();
   if (was != is) checkpointing_models.fetch_add(is ? 1 : -1);
   routing::drop_if_empty(model);
 }
@@ -184,9 +192,9 @@ bool checkpoints_activations(const torch::nn::Module& model, std::string_view na
   if (checkpointing_models.load(std::memory_order_relaxed) <= 0) return false;
   std::lock_guard<std::mutex> lock(routing::mutex());
   routing::RoutedModel* entry = routing::find(model);
-  if (!entry || !entry->checkpointing.enabled()) return false;
+  if (!entry) return false;
   const bool listed = entry->checkpoint_listed.count(name) > 0;
-  if (!listed && !(block && entry->checkpointing.all_blocks)) return false;
+  if (!listed && !(block && entry->checkpoint_all_blocks)) return false;
   if (entry->checkpoint_routed.insert(std::string(name)).second) entry->checkpointed.emplace_back(name);
   return true;
 }

@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "mixt/helpers/activation_checkpointing.h"
 
 namespace mixt::routing {
 
@@ -20,10 +19,11 @@ struct RoutedModel {
   std::weak_ptr<const torch::nn::Module> owner;
   bool owned = false;
   std::set<std::string, std::less<>> fp32_listed, fp32_routed;
-  ActivationCheckpointing checkpointing;
+  bool checkpoint_all_blocks = false;  // activation_checkpointing: all
   std::set<std::string, std::less<>> checkpoint_listed, checkpoint_routed;
   std::vector<std::string> checkpointed;  // routed and recomputing, in routing order
-  bool empty() const { return fp32_listed.empty() && !checkpointing.enabled(); }
+  bool checkpoints() const { return checkpoint_all_blocks || !checkpoint_listed.empty(); }
+  bool empty() const { return fp32_listed.empty() && !checkpoints(); }
 };
 
 std::mutex& mutex();

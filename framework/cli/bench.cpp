@@ -21,13 +21,13 @@
 
 #include <torch/version.h>
 
-#include "build/experiment.h"
-#include "build/session.h"
+#include "experiment/experiment.h"
+#include "experiment/session.h"
 #include "commands.h"
 #include "mixt/version.h"
-#include "recipe/closest_match.h"
-#include "train/interrupt.h"
-#include "train/run_directory.h"
+#include "common/closest_match.h"
+#include "common/interrupt.h"
+#include "common/run_directory.h"
 
 namespace mixt::cli {
 

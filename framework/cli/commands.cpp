@@ -9,12 +9,12 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "build/experiment.h"
-#include "build/session.h"
+#include "experiment/experiment.h"
+#include "experiment/session.h"
 #include "checkpoint/checkpointer.h"
 #include "mixt/version.h"
-#include "recipe/closest_match.h"
-#include "train/interrupt.h"
+#include "common/closest_match.h"
+#include "common/interrupt.h"
 
 namespace mixt::cli {
 

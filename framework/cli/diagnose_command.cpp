@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "build/session.h"
+#include "experiment/session.h"
 
 namespace mixt::cli {
 

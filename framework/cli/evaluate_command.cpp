@@ -8,13 +8,13 @@
 #include <filesystem>
 #include <fstream>
 
-#include "build/session.h"
+#include "experiment/session.h"
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_weights.h"
 #include "confusion_heat_map.h"
 #include "evaluation_report.h"
 #include "mixt/helpers/state_dict.h"
-#include "train/interrupt.h"
+#include "common/interrupt.h"
 
 namespace mixt::cli {
 

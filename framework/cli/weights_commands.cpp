@@ -5,16 +5,16 @@
 #include <cstdio>
 #include <map>
 
-#include "build/components.h"
-#include "build/experiment.h"
-#include "build/session.h"
+#include "assembly/components.h"
+#include "experiment/experiment.h"
+#include "experiment/session.h"
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_weights.h"
 #include "commands.h"
 #include "mixt/helpers/safetensors.h"
 #include "mixt/helpers/state_dict.h"
 #include "mixt/version.h"
-#include "train/trainer_options.h"
+#include "assembly/trainer_options.h"
 
 namespace mixt::cli {
 

@@ -1,5 +1,6 @@
 // examples/csv_callback built out of tree against an installed mixt, as docs/plugins.md
 // says, then run, resumed, listed and described: the callback kind end to end.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,10 +11,6 @@
 
 namespace mixt {
 namespace {
-
-namespace fs = std::filesystem;
-using testing::CommandResult;
-using testing::TempDir;
 
 // The CSV's rows after its header, each as its row and step numbers.
 std::vector<std::pair<long, long>> csv_rows(const fs::path& file) {
@@ -65,18 +62,18 @@ TEST(CallbackExample, BuildsRunsAndResumesAsDocumented) {
   const CommandResult listed =
       testing::run_shell("MIXT_PLUGIN_PATH=build \"$HOME/.local/mixt/bin/mixt\" list callback", example, home);
   ASSERT_EQ(listed.exit_code, 0) << listed.output;
-  EXPECT_NE(listed.output.find("csv_log"), std::string::npos) << listed.output;
+  EXPECT_THAT(listed.output, HasSubstr("csv_log"));
   // --recipe loads the recipe's plugins: as run does (MIXT_PLUGIN_PATH is not needed then).
   const CommandResult described = testing::run_shell(
       "\"$HOME/.local/mixt/bin/mixt\" describe callback csv_log --recipe recipe.yaml", example, home);
   ASSERT_EQ(described.exit_code, 0) << described.output;
-  EXPECT_NE(described.output.find("every"), std::string::npos) << described.output;
-  EXPECT_NE(described.output.find("steps.csv"), std::string::npos) << described.output;
+  EXPECT_THAT(described.output, HasSubstr("every"));
+  EXPECT_THAT(described.output, HasSubstr("steps.csv"));
   const CommandResult without = testing::run_shell("\"$HOME/.local/mixt/bin/mixt\" list callback", example, home);
-  EXPECT_EQ(without.output.find("csv_log"), std::string::npos) << without.output;
+  EXPECT_THAT(without.output, Not(HasSubstr("csv_log")));
   const CommandResult with_recipe =
       testing::run_shell("\"$HOME/.local/mixt/bin/mixt\" list callback --recipe recipe.yaml", example, home);
-  EXPECT_NE(with_recipe.output.find("csv_log"), std::string::npos) << with_recipe.output;
+  EXPECT_THAT(with_recipe.output, HasSubstr("csv_log"));
 }
 
 }  // namespace

@@ -10,10 +10,6 @@
 namespace mixt {
 namespace {
 
-using ::testing::HasSubstr;
-using testing::CommandResult;
-using testing::TempDir;
-
 std::string line_with(const std::string& text, const std::string& prefix) {
   const auto at = text.find(prefix);
   return at == std::string::npos ? "" : text.substr(at, text.find('\n', at) - at);

@@ -1,6 +1,7 @@
 // End to end: the real `mixt` binary on real (small) data, and every kind of bad input
 // answered with one clear message and exit code 2 — never a raw library message, an
 // abort or a core dump.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -16,21 +17,14 @@
 namespace mixt {
 namespace {
 
-using testing::CommandResult;
-using testing::run_mixt;
-using testing::TempDir;
-namespace fs = std::filesystem;
-
 const std::string kFixtures = MIXT_FIXTURE_PLUGIN_DIR;
-
-using testing::kTinyRecipe;
 
 void expect_clean_failure(const CommandResult& result, const std::string& expected) {
   EXPECT_EQ(result.exit_code, 2) << result.output;
-  EXPECT_NE(result.output.find("mixt: error: " + expected), std::string::npos) << result.output;
-  EXPECT_EQ(result.output.find("terminate called"), std::string::npos) << result.output;
-  EXPECT_EQ(result.output.find("Exception raised from"), std::string::npos) << result.output;
-  EXPECT_EQ(result.output.find("what():"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("mixt: error: " + expected));
+  EXPECT_THAT(result.output, Not(HasSubstr("terminate called")));
+  EXPECT_THAT(result.output, Not(HasSubstr("Exception raised from")));
+  EXPECT_THAT(result.output, Not(HasSubstr("what():")));
 }
 
 // The tiny recipe under the test fixture policy `fixture_inf_injection` with `options`
@@ -51,9 +45,9 @@ CommandResult check_recipe(const TempDir& dir, const std::string& text, std::vec
 TEST(Cli, VersionNamesMixtLibTorchAndCuda) {
   const CommandResult result = run_mixt({"--version"});
   EXPECT_EQ(result.exit_code, 0);
-  EXPECT_NE(result.output.find("mixt 0.1.0"), std::string::npos) << result.output;
-  EXPECT_NE(result.output.find("LibTorch 2.11.0"), std::string::npos) << result.output;
-  EXPECT_NE(result.output.find("CUDA"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("mixt 0.1.0"));
+  EXPECT_THAT(result.output, HasSubstr("LibTorch 2.11.0"));
+  EXPECT_THAT(result.output, HasSubstr("CUDA"));
 }
 
 TEST(Cli, HelpEverywhereAndBadUsageIsExitTwo) {
@@ -62,11 +56,11 @@ TEST(Cli, HelpEverywhereAndBadUsageIsExitTwo) {
                                              {"describe", "--help"}}) {
     const CommandResult result = run_mixt(args);
     EXPECT_EQ(result.exit_code, 0) << result.output;
-    EXPECT_NE(result.output.find("Usage"), std::string::npos) << result.output;
+    EXPECT_THAT(result.output, HasSubstr("Usage"));
   }
   const CommandResult bare = run_mixt({});
   EXPECT_EQ(bare.exit_code, 2);
-  EXPECT_NE(bare.output.find("Subcommands:"), std::string::npos) << bare.output;  // the help, not "required"
+  EXPECT_THAT(bare.output, HasSubstr("Subcommands:"));  // the help, not "required"
   EXPECT_EQ(run_mixt({"frobnicate"}).exit_code, 2);
   EXPECT_EQ(run_mixt({"run"}).exit_code, 2);
 }
@@ -84,8 +78,8 @@ TEST(Cli, ABadCommandLineSaysWhatWasMeant) {
   for (const auto& [args, expected] : cases) {
     const CommandResult result = run_mixt(args);
     EXPECT_EQ(result.exit_code, 2) << result.output;
-    EXPECT_NE(result.output.find(expected), std::string::npos) << result.output;
-    EXPECT_EQ(result.output.find("Run with --help"), std::string::npos) << result.output;
+    EXPECT_THAT(result.output, HasSubstr(expected));
+    EXPECT_THAT(result.output, Not(HasSubstr("Run with --help")));
   }
 }
 
@@ -93,62 +87,60 @@ TEST(Cli, ListAndDescribe) {
   const CommandResult list = run_mixt({"list"});
   EXPECT_EQ(list.exit_code, 0);
   for (const char* name : {"simple_cnn", "sgd", "adamw", "fp32", "fashion_mnist", "libmixt_optimizer_sgd.so"}) {
-    EXPECT_NE(list.output.find(name), std::string::npos) << name << "\n" << list.output;
+    EXPECT_THAT(list.output, HasSubstr(name)) << name << "\n" << list.output;
   }
   const CommandResult optimizers = run_mixt({"list", "optimizer", "s*"});
-  EXPECT_NE(optimizers.output.find("sgd"), std::string::npos);
-  EXPECT_EQ(optimizers.output.find("adamw"), std::string::npos) << optimizers.output;
+  EXPECT_THAT(optimizers.output, HasSubstr("sgd"));
+  EXPECT_THAT(optimizers.output, Not(HasSubstr("adamw")));
   EXPECT_EQ(run_mixt({"list", "optimizers", "s*"}).output, optimizers.output);  // the plural reads the same
   EXPECT_EQ(run_mixt({"list", "models"}).output, run_mixt({"list", "model"}).output);
 
   const CommandResult describe = run_mixt({"describe", "optimizer", "sgd"});
   EXPECT_EQ(describe.exit_code, 0);
-  EXPECT_NE(describe.output.find("momentum"), std::string::npos) << describe.output;
-  EXPECT_NE(describe.output.find("(required)"), std::string::npos) << describe.output;
+  EXPECT_THAT(describe.output, HasSubstr("momentum"));
+  EXPECT_THAT(describe.output, HasSubstr("(required)"));
   // The options mixt reads for every model and every policy, whatever the plugin lists.
   const CommandResult cnn = run_mixt({"describe", "model", "simple_cnn"});
-  EXPECT_NE(cnn.output.find("\n  weights                none "), std::string::npos) << cnn.output;
-  EXPECT_NE(cnn.output.find("\n  strict                 true "), std::string::npos) << cnn.output;
+  EXPECT_THAT(cnn.output, HasSubstr("\n  weights                none "));
+  EXPECT_THAT(cnn.output, HasSubstr("\n  strict                 true "));
   const CommandResult bf16 = run_mixt({"describe", "precision", "amp_bf16"});
-  EXPECT_NE(bf16.output.find("\n  fp32_modules           [] "), std::string::npos) << bf16.output;
+  EXPECT_THAT(bf16.output, HasSubstr("\n  fp32_modules           [] "));
 
   // The trainer's options too (no plugin, no name).
   const CommandResult trainer = run_mixt({"describe", "trainer"});
   EXPECT_EQ(trainer.exit_code, 0) << trainer.output;
-  EXPECT_NE(trainer.output.find("  keep_checkpoints "), std::string::npos) << trainer.output;
-  EXPECT_NE(trainer.output.find("  distributed.sync_batchnorm false"), std::string::npos) << trainer.output;
+  EXPECT_THAT(trainer.output, HasSubstr("  keep_checkpoints "));
+  EXPECT_THAT(trainer.output, HasSubstr("  distributed.sync_batchnorm false"));
   expect_clean_failure(run_mixt({"describe", "optimizer"}), "mixt describe optimizer needs a name");
 
   const CommandResult unknown = run_mixt({"describe", "optimizer", "sdg"});
   expect_clean_failure(unknown, "unknown optimizer 'sdg'");
-  EXPECT_NE(unknown.output.find("did you mean 'sgd'?"), std::string::npos) << unknown.output;
-  EXPECT_NE(unknown.output.find("when its .so (or its directory) is on MIXT_PLUGIN_PATH"), std::string::npos)
+  EXPECT_THAT(unknown.output, HasSubstr("did you mean 'sgd'?"));
+  EXPECT_THAT(unknown.output, HasSubstr("when its .so (or its directory) is on MIXT_PLUGIN_PATH"))
       << unknown.output;
   const CommandResult misspelt = run_mixt({"list", "modle"});
   expect_clean_failure(misspelt, "no component kind or name matches 'modle'");
-  EXPECT_NE(misspelt.output.find("did you mean 'model'?"), std::string::npos) << misspelt.output;
+  EXPECT_THAT(misspelt.output, HasSubstr("did you mean 'model'?"));
 
   // One argument that is no kind is a name pattern over every kind.
   const CommandResult by_name = run_mixt({"list", "*sgd"});
   EXPECT_EQ(by_name.exit_code, 0) << by_name.output;
-  EXPECT_NE(by_name.output.find("optimizer:\n  sgd "), std::string::npos) << by_name.output;
-  EXPECT_EQ(by_name.output.find("adamw"), std::string::npos) << by_name.output;
+  EXPECT_THAT(by_name.output, HasSubstr("optimizer:\n  sgd "));
+  EXPECT_THAT(by_name.output, Not(HasSubstr("adamw")));
 }
 
 TEST(Cli, CheckAcceptsTheShippedRecipe) {
   const CommandResult result = run_mixt({"check", MIXT_SOURCE_DIR "/recipes/fashion_mnist.yaml"});
   EXPECT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_NE(result.output.find(": ok"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr(": ok"));
   // Fashion-MNIST's published sizes; 60000 / 128 rounded up; the recipe's simple_cnn
   // counted by hand: conv 1->32 (320) + conv 32->64 (18496) + linear 64*7*7->128 (401536)
   // + linear 128->10 (1290).
-  EXPECT_NE(result.output.find("data.train 60000 samples, 10 classes, each [1, 28, 28]; 469 batches per epoch"),
-            std::string::npos)
+  EXPECT_THAT(result.output, HasSubstr("data.train 60000 samples, 10 classes, each [1, 28, 28]; 469 batches per epoch"))
       << result.output;
-  EXPECT_NE(result.output.find("data.val   10000 samples, 10 classes, each [1, 28, 28]; 10 batches per epoch"),
-            std::string::npos)
+  EXPECT_THAT(result.output, HasSubstr("data.val   10000 samples, 10 classes, each [1, 28, 28]; 10 batches per epoch"))
       << result.output;
-  EXPECT_NE(result.output.find("model     421,642 parameters"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("model     421,642 parameters"));
 }
 
 // --- bad input, one test each -------------------------------------------------------
@@ -159,7 +151,7 @@ TEST(Cli, ANullOverrideDropsAnOptionTheNewComponentDoesNotHave) {
   TempDir dir;
   const CommandResult kept = check_recipe(dir, kTinyRecipe, {"optimizer.name=adamw"});
   EXPECT_EQ(kept.exit_code, 2) << kept.output;
-  EXPECT_NE(kept.output.find("unknown key 'momentum' in 'optimizer'"), std::string::npos) << kept.output;
+  EXPECT_THAT(kept.output, HasSubstr("unknown key 'momentum' in 'optimizer'"));
   const CommandResult dropped = check_recipe(dir, kTinyRecipe, {"optimizer.name=adamw", "optimizer.momentum=null"});
   EXPECT_EQ(dropped.exit_code, 0) << dropped.output;
   const CommandResult replaced = check_recipe(dir, kTinyRecipe, {"optimizer={name: adamw, lr: 0.001}"});
@@ -172,7 +164,7 @@ TEST(CliBadInput, YamlSyntaxError) {
   TempDir dir;
   const auto result = check_recipe(dir, "model: {name: simple_cnn\ntrainer: {epochs: 1}\n");
   expect_clean_failure(result, "r.yaml:");
-  EXPECT_NE(result.output.find("YAML syntax error"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("YAML syntax error"));
 }
 
 TEST(CliBadInput, WrongType) {
@@ -187,7 +179,7 @@ TEST(CliBadInput, UnknownKey) {
   const std::string recipe = testing::replace_once(kTinyRecipe, "momentum", "momentun");
   const auto result = check_recipe(dir, recipe);
   expect_clean_failure(result, "r.yaml:4:35: optimizer.momentun: unknown key 'momentun' in 'optimizer'");
-  EXPECT_NE(result.output.find("did you mean 'momentum'?"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("did you mean 'momentum'?"));
 }
 
 TEST(CliBadInput, UnknownComponent) {
@@ -195,8 +187,8 @@ TEST(CliBadInput, UnknownComponent) {
   const std::string recipe = testing::replace_once(kTinyRecipe, "simple_cnn", "simple_ccn");
   const auto result = check_recipe(dir, recipe);
   expect_clean_failure(result, "r.yaml:2:20: model.name: unknown model 'simple_ccn'");
-  EXPECT_NE(result.output.find("did you mean 'simple_cnn'?"), std::string::npos) << result.output;
-  EXPECT_NE(result.output.find("needs its .so in the recipe's plugins: list"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("did you mean 'simple_cnn'?"));
+  EXPECT_THAT(result.output, HasSubstr("needs its .so in the recipe's plugins: list"));
 }
 
 TEST(CliBadInput, MissingBaseFile) {
@@ -216,7 +208,7 @@ TEST(CliBadInput, OverrideOfAKeyThatDoesNotExist) {
   TempDir dir;
   const auto result = check_recipe(dir, kTinyRecipe, {"trainer.epoch=3"});
   expect_clean_failure(result, "command line 'trainer.epoch=3': trainer.epoch: unknown key 'epoch' in 'trainer'");
-  EXPECT_NE(result.output.find("did you mean 'epochs'?"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("did you mean 'epochs'?"));
 }
 
 // At its place in the recipe, as written, and where it was looked for when that differs.
@@ -246,14 +238,14 @@ TEST(CliBadInput, PluginBuiltForAnotherAbi) {
   TempDir dir;
   const auto result = check_recipe(dir, "plugins: [" + kFixtures + "/libmixt_fixture_wrong_abi.so]\n" + kTinyRecipe);
   expect_clean_failure(result, kFixtures + "/libmixt_fixture_wrong_abi.so: incompatible plugin: built for plugin ABI");
-  EXPECT_NE(result.output.find("hint: rebuild the plugin against mixt 0.1.0"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("hint: rebuild the plugin against mixt 0.1.0"));
 }
 
 TEST(CliBadInput, TwoPluginsRegisteringTheSameName) {
   TempDir dir;
   const auto result = check_recipe(dir, "plugins: [" + kFixtures + "/libmixt_fixture_duplicate.so]\n" + kTinyRecipe);
   expect_clean_failure(result, kFixtures + "/libmixt_fixture_duplicate.so: optimizer 'sgd' is registered twice");
-  EXPECT_NE(result.output.find("libmixt_optimizer_sgd.so"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("libmixt_optimizer_sgd.so"));
 }
 
 TEST(CliBadInput, FactoryThatThrows) {
@@ -273,9 +265,9 @@ TEST(CliRun, AnInterruptDuringSetupStopsBeforeAnythingIsWritten) {
   write_fixture_policy_recipe(dir, "r.yaml", "interrupt_at_setup: true");
   const CommandResult result = run_mixt({"run", "r.yaml"}, dir.path());
   EXPECT_EQ(result.exit_code, 130) << result.output;
-  EXPECT_NE(result.output.find("mixt: stopping before training starts (again to quit at once)"), std::string::npos)
+  EXPECT_THAT(result.output, HasSubstr("mixt: stopping before training starts (again to quit at once)"))
       << result.output;
-  EXPECT_NE(result.output.find("mixt: interrupted before training started; nothing was written"), std::string::npos)
+  EXPECT_THAT(result.output, HasSubstr("mixt: interrupted before training started; nothing was written"))
       << result.output;
   EXPECT_FALSE(fs::exists(dir.path() / "runs")) << result.output;
 }
@@ -287,11 +279,10 @@ TEST(CliRun, OutOfMemorySaysWhatToChange) {
   write_fixture_policy_recipe(dir, "oom.yaml", "oom_step: 1");
   const CommandResult result = run_mixt({"run", "oom.yaml"}, dir.path());
   EXPECT_EQ(result.exit_code, 1) << result.output;
-  EXPECT_NE(result.output.find("mixt: error: out of memory: CUDA out of memory. Tried to allocate 2.00 GiB."),
-            std::string::npos)
+  EXPECT_THAT(result.output, HasSubstr("mixt: error: out of memory: CUDA out of memory. Tried to allocate 2.00 GiB."))
       << result.output;
-  EXPECT_NE(result.output.find("hint: lower data.train.batch_size"), std::string::npos) << result.output;
-  EXPECT_EQ(result.output.find("Exception raised from"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("hint: lower data.train.batch_size"));
+  EXPECT_THAT(result.output, Not(HasSubstr("Exception raised from")));
 }
 
 // The model is built for the training samples: validation data it cannot take is found
@@ -333,8 +324,7 @@ TEST(CliBadInput, AModelWhoseOutputHasTheWrongBatchSizeStopsBeforeTheRunStarts) 
   expect_clean_failure(result,
                        "command line 'model={name: fixture_doubled_batch}': model.name: the model's output for a "
                        "batch of 2 samples has shape [4, 10], expected [2, 10]");
-  EXPECT_NE(result.output.find("hint: a model's forward returns [batch, ModelContext::num_classes] logits"),
-            std::string::npos)
+  EXPECT_THAT(result.output, HasSubstr("hint: a model's forward returns [batch, ModelContext::num_classes] logits"))
       << result.output;
 }
 
@@ -353,7 +343,7 @@ TEST(CliBadInput, ARunNameThatIsNotOneDirectory) {
                          "command line 'name=" + name + "': name: '");
   }
   const CommandResult result = check_recipe(dir, kTinyRecipe, {"name=.."});
-  EXPECT_NE(result.output.find("'..' is not a run name: runs go to <output>/<name>/<timestamp>/"), std::string::npos)
+  EXPECT_THAT(result.output, HasSubstr("'..' is not a run name: runs go to <output>/<name>/<timestamp>/"))
       << result.output;
 }
 
@@ -389,8 +379,8 @@ TEST(CliRun, TrainsWritesTheRunDirectoryAndResumes) {
   dir.write("tiny.yaml", kTinyRecipe);
   const CommandResult result = run_mixt({"run", "tiny.yaml"}, dir.path());
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_NE(result.output.find("test accuracy: "), std::string::npos) << result.output;
-  EXPECT_NE(result.output.find("epoch 2/2: val loss"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("test accuracy: "));
+  EXPECT_THAT(result.output, HasSubstr("epoch 2/2: val loss"));
 
   const fs::path run = only_run_directory(dir.path() / "runs" / "tiny");
   ASSERT_TRUE(fs::exists(run / "recipe.yaml"));
@@ -419,15 +409,15 @@ TEST(CliRun, TrainsWritesTheRunDirectoryAndResumes) {
   const CommandResult resumed =
       run_mixt({"run", "tiny.yaml", "trainer.epochs=3", "trainer.resume=" + run.string()}, dir.path());
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-  EXPECT_NE(resumed.output.find("resumed from"), std::string::npos) << resumed.output;
-  EXPECT_NE(resumed.output.find("epoch 3/3: val loss"), std::string::npos) << resumed.output;
-  EXPECT_EQ(resumed.output.find("epoch 1/3: val loss"), std::string::npos) << resumed.output;
+  EXPECT_THAT(resumed.output, HasSubstr("resumed from"));
+  EXPECT_THAT(resumed.output, HasSubstr("epoch 3/3: val loss"));
+  EXPECT_THAT(resumed.output, Not(HasSubstr("epoch 1/3: val loss")));
 
   // The output directory is not a run directory: the error points at the newest run in it.
   const CommandResult wrong = run_mixt({"export", "runs", "-o", "w.safetensors"}, dir.path());
   EXPECT_EQ(wrong.exit_code, 2) << wrong.output;
-  EXPECT_NE(wrong.output.find("mixt: error: runs: checkpoint: no checkpoint found"), std::string::npos) << wrong.output;
-  EXPECT_NE(wrong.output.find("did you mean runs/tiny/"), std::string::npos) << wrong.output;
+  EXPECT_THAT(wrong.output, HasSubstr("mixt: error: runs: checkpoint: no checkpoint found"));
+  EXPECT_THAT(wrong.output, HasSubstr("did you mean runs/tiny/"));
 
   // A resume that cannot work fails before a run directory is made (an empty one would be
   // the newest run the next `trainer.resume=runs/...` hint pointed at), and `mixt check`
@@ -439,7 +429,7 @@ TEST(CliRun, TrainsWritesTheRunDirectoryAndResumes) {
   const CommandResult misfit =
       run_mixt({"run", "tiny.yaml", "model.channels=[4,16]", "trainer.resume=" + run.string()}, dir.path());
   expect_clean_failure(misfit, "");
-  EXPECT_NE(misfit.output.find("checkpoint does not fit this recipe's model"), std::string::npos) << misfit.output;
+  EXPECT_THAT(misfit.output, HasSubstr("checkpoint does not fit this recipe's model"));
   const CommandResult nowhere = run_mixt({"run", "tiny.yaml", "trainer.resume=runs"}, dir.path());
   expect_clean_failure(nowhere, "command line 'trainer.resume=runs': trainer.resume: no checkpoint found in 'runs'");
   EXPECT_EQ(runs_made(), before);
@@ -450,9 +440,8 @@ TEST(CliRun, TrainsWritesTheRunDirectoryAndResumes) {
   const CommandResult nothing =
       run_mixt({"run", "tiny.yaml", "trainer.epochs=1", "trainer.resume=" + run.string()}, dir.path());
   EXPECT_EQ(nothing.exit_code, 0) << nothing.output;
-  EXPECT_NE(nothing.output.find("mixt: warning: the checkpoint has finished 2 epochs and trainer.epochs (the total, "
-                                "not how many more) is 1: nothing left to train"),
-            std::string::npos)
+  EXPECT_THAT(nothing.output, HasSubstr("mixt: warning: the checkpoint has finished 2 epochs and trainer.epochs (the total, "
+                                "not how many more) is 1: nothing left to train"))
       << nothing.output;
 }
 
@@ -500,8 +489,8 @@ TEST(CliRun, AnEpochWithoutValidationIsStillLogged) {
   ASSERT_EQ(result.exit_code, 0) << result.output;
   const fs::path run = only_run_directory(dir.path() / "runs" / "tiny");
   const std::string log = testing::read_file(run / "log.txt");
-  EXPECT_NE(log.find("epoch 1/2 done"), std::string::npos) << log;
-  EXPECT_NE(log.find("epoch 2/2 done"), std::string::npos) << log;
+  EXPECT_THAT(log, HasSubstr("epoch 1/2 done"));
+  EXPECT_THAT(log, HasSubstr("epoch 2/2 done"));
   std::istringstream metrics(testing::read_file(run / "metrics.jsonl"));
   std::vector<nlohmann::json> epochs;
   for (std::string line; std::getline(metrics, line);) {
@@ -529,8 +518,7 @@ TEST(CliRun, PluginPathsAreRelativeToTheFileThatNamesThem) {
   const CommandResult run = run_mixt({"run", "experiments/short.yaml", "data.val=null"}, dir.path());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const fs::path recipe = only_run_directory(dir.path() / "runs" / "tiny") / "recipe.yaml";
-  EXPECT_NE(testing::read_file(recipe).find(fs::canonical(dir.path()).string() + "/shared/lib/libmixt_fixture_good.so"),
-            std::string::npos)
+  EXPECT_THAT(testing::read_file(recipe), HasSubstr(fs::canonical(dir.path()).string() + "/shared/lib/libmixt_fixture_good.so"))
       << testing::read_file(recipe);
   const CommandResult rerun = run_mixt({"check", recipe.string()}, dir.path() / "experiments");
   EXPECT_EQ(rerun.exit_code, 0) << rerun.output;
@@ -550,7 +538,7 @@ TEST(CliRun, TheResolvedRecipeKeepsANameTakenFromTheFileName) {
   const CommandResult run = run_mixt({"run", "short.yaml", "data.val=null"}, dir.path());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const fs::path resolved = only_run_directory(dir.path() / "runs" / "short") / "recipe.yaml";
-  EXPECT_NE(testing::read_file(resolved).find("name: \"short\""), std::string::npos) << testing::read_file(resolved);
+  EXPECT_THAT(testing::read_file(resolved), HasSubstr("name: \"short\""));
 }
 
 // What `mixt check` passed and `mixt run` then refused, or what hung check itself.
@@ -560,27 +548,26 @@ TEST(CliBadInput, CheckCatchesWhatRunWouldRefuse) {
   // trainer.resume naming a file that is no checkpoint: check read only the path.
   CommandResult result = run_mixt({"check", "r.yaml", "trainer.resume=r.yaml"}, dir.path());
   EXPECT_EQ(result.exit_code, 2) << result.output;
-  EXPECT_NE(result.output.find("not a mixt checkpoint"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("not a mixt checkpoint"));
   // A run name no filesystem takes as a directory name.
   result = run_mixt({"check", "r.yaml", "name=" + std::string(300, 'x')}, dir.path());
   EXPECT_EQ(result.exit_code, 2) << result.output;
-  EXPECT_NE(result.output.find("the run name is 300 bytes long; at most 200"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("the run name is 300 bytes long; at most 200"));
   // A million threads: ATen started them at once and check never returned.
   result = run_mixt({"check", "r.yaml", "trainer.threads=1000000"}, dir.path());
   EXPECT_EQ(result.exit_code, 2) << result.output;
-  EXPECT_NE(result.output.find("trainer.threads: must be in [0, 1024]"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("trainer.threads: must be in [0, 1024]"));
   // A section unset on the command line is blamed on that override, not on the base file.
   for (const std::string unset : {"data.train=null", "data=null"}) {
     result = run_mixt({"check", "r.yaml", unset}, dir.path());
     EXPECT_EQ(result.exit_code, 2) << result.output;
-    EXPECT_NE(result.output.find("mixt: error: command line '" + unset + "': data: missing section"),
-              std::string::npos)
+    EXPECT_THAT(result.output, HasSubstr("mixt: error: command line '" + unset + "': data: missing section"))
         << result.output;
   }
   // `mixt describe bogus`: the kind is what is wrong, not a missing name.
   result = run_mixt({"describe", "optimiser"}, dir.path());
   EXPECT_EQ(result.exit_code, 2) << result.output;
-  EXPECT_NE(result.output.find("unknown component kind 'optimiser'"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("unknown component kind 'optimiser'"));
 }
 
 TEST(CliRun, SigintWritesACheckpointAndExits130) {
@@ -603,13 +590,13 @@ TEST(CliRun, SigintWritesACheckpointAndExits130) {
   EXPECT_EQ(WEXITSTATUS(status), 130) << testing::read_file(dir.path() / "out.txt");
   // Said at once, so a long step or evaluation does not look like a hang.
   const std::string said = testing::read_file(dir.path() / "out.txt");
-  EXPECT_NE(said.find("mixt: stopping after the current step to write a checkpoint"), std::string::npos) << said;
-  EXPECT_EQ(said.find("interrupted twice"), std::string::npos) << said;
+  EXPECT_THAT(said, HasSubstr("mixt: stopping after the current step to write a checkpoint"));
+  EXPECT_THAT(said, Not(HasSubstr("interrupted twice")));
   const fs::path run = only_run_directory(dir.path() / "runs" / "tiny");
   EXPECT_TRUE(fs::exists(run / "checkpoints" / "interrupted"));
   EXPECT_TRUE(fs::exists(run / "checkpoints" / "last"));
   // The run's own record says so too: log.txt ended with the last epoch before.
-  EXPECT_NE(testing::read_file(run / "log.txt").find("interrupted after step "), std::string::npos);
+  EXPECT_THAT(testing::read_file(run / "log.txt"), HasSubstr("interrupted after step "));
 
   // What the interrupt message says to run: the run directory resumes from `interrupted`,
   // the newer of the two, not from the last epoch's checkpoint (that would lose the
@@ -617,11 +604,10 @@ TEST(CliRun, SigintWritesACheckpointAndExits130) {
   const CommandResult resumed =
       run_mixt({"run", "long.yaml", "trainer.epochs=1", "trainer.resume=" + run.string()}, dir.path());
   EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
-  EXPECT_NE(resumed.output.find("resumed from " + fs::canonical(run / "checkpoints" / "interrupted").string()),
-            std::string::npos)
+  EXPECT_THAT(resumed.output, HasSubstr("resumed from " + fs::canonical(run / "checkpoints" / "interrupted").string()))
       << resumed.output;
   // Nothing left to train writes nothing: no second run directory holding a recipe.yaml.
-  EXPECT_NE(resumed.output.find("nothing left to train"), std::string::npos) << resumed.output;
+  EXPECT_THAT(resumed.output, HasSubstr("nothing left to train"));
   EXPECT_EQ(only_run_directory(dir.path() / "runs" / "tiny"), run);
 }
 
@@ -645,7 +631,7 @@ TEST(CliRun, ASigintIgnoredAtStartStaysIgnored) {
   const auto acknowledged = said.find("mixt: stopping after the current step");
   EXPECT_NE(acknowledged, std::string::npos) << said;
   EXPECT_EQ(acknowledged, said.rfind("mixt: stopping after the current step")) << "once, for SIGHUP only\n" << said;
-  EXPECT_NE(said.find("(continue with trainer.resume="), std::string::npos) << said;  // a checkpoint either way
+  EXPECT_THAT(said, HasSubstr("(continue with trainer.resume="));  // a checkpoint either way
 }
 
 TEST(CliBench, OnePolicyPerChildProcessOneTable) {
@@ -655,24 +641,24 @@ TEST(CliBench, OnePolicyPerChildProcessOneTable) {
   const CommandResult misspelt =
       run_mixt({"bench", "tiny.yaml", "--precision", "fp32,amp_fp61", "--steps", "3", "--warmup", "1"}, dir.path());
   EXPECT_EQ(misspelt.exit_code, 2) << misspelt.output;
-  EXPECT_NE(misspelt.output.find("mixt: error: --precision: unknown precision 'amp_fp61'"), std::string::npos)
+  EXPECT_THAT(misspelt.output, HasSubstr("mixt: error: --precision: unknown precision 'amp_fp61'"))
       << misspelt.output;
-  EXPECT_NE(misspelt.output.find("did you mean 'amp_fp16'?"), std::string::npos) << misspelt.output;
-  EXPECT_EQ(misspelt.output.find("mixt bench: fp32"), std::string::npos) << "nothing may run first\n"
+  EXPECT_THAT(misspelt.output, HasSubstr("did you mean 'amp_fp16'?"));
+  EXPECT_THAT(misspelt.output, Not(HasSubstr("mixt bench: fp32"))) << "nothing may run first\n"
                                                                          << misspelt.output;
 
   // --batch 0 (or less) is refused: it used to mean the recipe's batch size without a word.
   const CommandResult no_batch = run_mixt({"bench", "tiny.yaml", "--batch", "0"}, dir.path());
   EXPECT_EQ(no_batch.exit_code, 2) << no_batch.output;
-  EXPECT_NE(no_batch.output.find("mixt: error: --batch must be at least 1, got 0"), std::string::npos)
+  EXPECT_THAT(no_batch.output, HasSubstr("mixt: error: --batch must be at least 1, got 0"))
       << no_batch.output;
 
   // Spaces after the commas, as a quoted shell argument has them, are not part of the names.
   const CommandResult result =
       run_mixt({"bench", "tiny.yaml", "--precision", "fp32, amp_bf16", "--steps", "3", "--warmup", "1"}, dir.path());
   EXPECT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_NE(result.output.find("| fp32 |"), std::string::npos) << result.output;
-  EXPECT_NE(result.output.find("| amp_bf16 |"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("| fp32 |"));
+  EXPECT_THAT(result.output, HasSubstr("| amp_bf16 |"));
 
   const fs::path run = only_run_directory(dir.path() / "runs" / "tiny-bench");
   const auto report = nlohmann::json::parse(testing::read_file(run / "bench.json"));
@@ -694,20 +680,18 @@ TEST(CliBench, OnePolicyPerChildProcessOneTable) {
   }
   EXPECT_EQ(environment["cpu"], line.substr(line.find(": ") + 2));
   const std::string version = run_mixt({"--version"}).output;
-  EXPECT_NE(version.find("mixt " + environment["mixt"].get<std::string>() + "\nLibTorch " +
-                         environment["libtorch"].get<std::string>() + "\n"),
-            std::string::npos)
+  EXPECT_THAT(version, HasSubstr("mixt " + environment["mixt"].get<std::string>() + "\nLibTorch " +
+                         environment["libtorch"].get<std::string>() + "\n"))
       << version << environment.dump();
-  EXPECT_NE(testing::read_file(run / "bench.md").find(", " + environment["date"].get<std::string>()),
-            std::string::npos);
+  EXPECT_THAT(testing::read_file(run / "bench.md"), HasSubstr(", " + environment["date"].get<std::string>()));
 
   // Not enough data for the requested steps: a clear usage error from the worker, and its
   // row marked failed (the other rows would still be measured).
   const CommandResult too_long = run_mixt({"bench", "tiny.yaml", "--steps", "100"}, dir.path());
   EXPECT_EQ(too_long.exit_code, 1) << too_long.output;
-  EXPECT_NE(too_long.output.find("the training data has 16 batches per epoch"), std::string::npos) << too_long.output;
-  EXPECT_NE(too_long.output.find("| fp32 | - |"), std::string::npos) << too_long.output;
-  EXPECT_NE(too_long.output.find("failed (exit 2)"), std::string::npos) << too_long.output;
+  EXPECT_THAT(too_long.output, HasSubstr("the training data has 16 batches per epoch"));
+  EXPECT_THAT(too_long.output, HasSubstr("| fp32 | - |"));
+  EXPECT_THAT(too_long.output, HasSubstr("failed (exit 2)"));
 }
 
 // A policy whose loss turns inf/NaN keeps its row, marked. JSON has no NaN: the worker's
@@ -719,8 +703,8 @@ TEST(CliBench, ANonFiniteLossIsMarkedInItsRow) {
   const CommandResult result = run_mixt(
       {"bench", "tiny.yaml", "--precision", "fp32", "--steps", "3", "--warmup", "1", "optimizer.lr=1e10"}, dir.path());
   EXPECT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_NE(result.output.find("| fp32 | "), std::string::npos) << result.output;
-  EXPECT_NE(result.output.find("NON-FINITE LOSS: numbers not meaningful"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("| fp32 | "));
+  EXPECT_THAT(result.output, HasSubstr("NON-FINITE LOSS: numbers not meaningful"));
   const fs::path run = only_run_directory(dir.path() / "runs" / "tiny-bench");
   const auto report = nlohmann::json::parse(testing::read_file(run / "bench.json"));
   ASSERT_EQ(report["results"].size(), 1u);
@@ -746,11 +730,11 @@ TEST(CliBench, AnInterruptKeepsTheFinishedRowsAndRunsNoMorePolicies) {
   const std::string out = testing::read_file(dir.path() / "out.txt"), err = testing::read_file(dir.path() / "err.txt");
   ASSERT_TRUE(WIFEXITED(status)) << err;
   EXPECT_EQ(WEXITSTATUS(status), 130) << out << err;
-  EXPECT_NE(out.find("| fp32 | "), std::string::npos) << out;
-  EXPECT_EQ(out.find("| fp32 | - |"), std::string::npos) << "fp32 finished before the interrupt\n" << out;
-  EXPECT_NE(out.find("| amp_bf16 | - | - | - | - | - | - | interrupted |"), std::string::npos) << out;
-  EXPECT_EQ(err.find("mixt bench: tf32"), std::string::npos) << err;
-  EXPECT_NE(err.find("mixt bench: stopping; the rows that finished are kept"), std::string::npos) << err;
+  EXPECT_THAT(out, HasSubstr("| fp32 | "));
+  EXPECT_THAT(out, Not(HasSubstr("| fp32 | - |"))) << "fp32 finished before the interrupt\n" << out;
+  EXPECT_THAT(out, HasSubstr("| amp_bf16 | - | - | - | - | - | - | interrupted |"));
+  EXPECT_THAT(err, Not(HasSubstr("mixt bench: tf32")));
+  EXPECT_THAT(err, HasSubstr("mixt bench: stopping; the rows that finished are kept"));
   const fs::path run = only_run_directory(dir.path() / "runs" / "tiny-bench");
   EXPECT_EQ(nlohmann::json::parse(testing::read_file(run / "bench.json"))["results"].size(), 2u);
 }

@@ -1,6 +1,7 @@
 // `mixt diagnose`: on a fixture model whose middle block overflows float16 on purpose
 // (tests/fixtures/plugins/overflowing_model.cpp), it names the block, finds the
 // fp32_modules that make the same steps healthy, and a run with them is healthy.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -11,10 +12,6 @@
 
 namespace mixt {
 namespace {
-
-using testing::CommandResult;
-using testing::run_mixt;
-using testing::TempDir;
 
 const std::string kRecipe =
     "plugins: [" + std::string(MIXT_FIXTURE_PLUGIN_DIR) + "/libmixt_fixture_overflowing_model.so]\n" +
@@ -40,16 +37,16 @@ TEST(DiagnoseCli, NamesTheOverflowingBlockAndAFixThatMakesTheRunHealthy) {
   // says so, naming mixt diagnose.
   const CommandResult plain = run_mixt({"run", "r.yaml", "trainer.max_steps_per_epoch=6", "output=runs"}, dir.path());
   EXPECT_EQ(plain.exit_code, 0) << plain.output;
-  EXPECT_NE(plain.output.find("skipped every step of epoch 1"), std::string::npos) << plain.output;
-  EXPECT_NE(plain.output.find("mixt diagnose"), std::string::npos) << plain.output;
+  EXPECT_THAT(plain.output, HasSubstr("skipped every step of epoch 1"));
+  EXPECT_THAT(plain.output, HasSubstr("mixt diagnose"));
 
   const CommandResult report = run_mixt({"diagnose", "r.yaml", "--steps", "6"}, dir.path());
   ASSERT_EQ(report.exit_code, 0) << report.output;
-  EXPECT_NE(report.output.find("first inf/NaN  output of amplify at step 1"), std::string::npos) << report.output;
-  EXPECT_NE(report.output.find("skipped steps  6 of 6"), std::string::npos) << report.output;
-  EXPECT_NE(report.output.find("fix: add to the recipe\n  precision.fp32_modules: [amplify]"), std::string::npos)
+  EXPECT_THAT(report.output, HasSubstr("first inf/NaN  output of amplify at step 1"));
+  EXPECT_THAT(report.output, HasSubstr("skipped steps  6 of 6"));
+  EXPECT_THAT(report.output, HasSubstr("fix: add to the recipe\n  precision.fp32_modules: [amplify]"))
       << report.output;
-  EXPECT_NE(report.output.find("mixt diagnose: trial 1/8: precision.fp32_modules: [amplify] ..."), std::string::npos)
+  EXPECT_THAT(report.output, HasSubstr("mixt diagnose: trial 1/8: precision.fp32_modules: [amplify] ..."))
       << report.output;
 
   // The fix, applied: no step skipped but the loss scale's first calibration.
@@ -60,7 +57,7 @@ TEST(DiagnoseCli, NamesTheOverflowingBlockAndAFixThatMakesTheRunHealthy) {
   ASSERT_TRUE(std::regex_search(fixed.output, skipped, std::regex(R"(\(([0-9]+) skipped\))"))) << fixed.output;
   EXPECT_LE(std::stoi(skipped[1]), 1) << fixed.output;
   EXPECT_EQ(fixed.output.find("skipped"), fixed.output.find("skipped_steps 0")) << fixed.output;
-  EXPECT_EQ(fixed.output.find("mixt diagnose"), std::string::npos) << fixed.output;
+  EXPECT_THAT(fixed.output, Not(HasSubstr("mixt diagnose")));
 }
 
 TEST(DiagnoseCli, TheJsonReportHoldsModulesParametersTrialsAndTheFix) {
@@ -124,7 +121,7 @@ TEST(DiagnoseCli, AHealthyRecipeHasNothingToFix) {
   EXPECT_TRUE(report["first_nonfinite"].is_null());
   const CommandResult table = run_mixt({"diagnose", "r.yaml", "--steps", "4", "model.overflowing_blocks=0"}, dir.path());
   EXPECT_EQ(table.exit_code, 0) << table.output;
-  EXPECT_NE(table.output.find("healthy: every loss finite"), std::string::npos) << table.output;
+  EXPECT_THAT(table.output, HasSubstr("healthy: every loss finite"));
 }
 
 // A run that diverges in float32 too (a learning rate of 1e30): no fp32_modules can fix it.
@@ -135,7 +132,7 @@ TEST(DiagnoseCli, NoFixFoundIsExitOne) {
                                          "precision.name=fp32", "optimizer.lr=1.0e+30", "model.overflowing_blocks=0"},
                                         dir.path());
   EXPECT_EQ(report.exit_code, 1) << report.output;
-  EXPECT_NE(report.output.find("no fix found"), std::string::npos) << report.output;
+  EXPECT_THAT(report.output, HasSubstr("no fix found"));
 }
 
 TEST(DiagnoseCli, ABadRecipeIsExitTwoWithItsLocation) {
@@ -143,8 +140,8 @@ TEST(DiagnoseCli, ABadRecipeIsExitTwoWithItsLocation) {
   dir.write("r.yaml", testing::replace_once(kRecipe, "name: amp_fp16", "name: amp_fp61"));
   const CommandResult report = run_mixt({"diagnose", "r.yaml"}, dir.path());
   EXPECT_EQ(report.exit_code, 2) << report.output;
-  EXPECT_NE(report.output.find("r.yaml:3:"), std::string::npos) << report.output;
-  EXPECT_NE(report.output.find("amp_fp16"), std::string::npos) << report.output;  // the closest match
+  EXPECT_THAT(report.output, HasSubstr("r.yaml:3:"));
+  EXPECT_THAT(report.output, HasSubstr("amp_fp16"));  // the closest match
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "build/experiment.h"
+#include "experiment/experiment.h"
 #include "checkpoint/checkpoint.h"
 #include "child_process.h"
 #include "data_support.h"
@@ -23,8 +23,6 @@ namespace {
 
 using testing::ChildProcess;
 using testing::rank_environment;
-using testing::TempDir;
-namespace fs = std::filesystem;
 
 const std::string kInfPlugin = std::string(MIXT_FIXTURE_PLUGIN_DIR) + "/libmixt_fixture_inf_injection.so";
 
@@ -126,8 +124,8 @@ void expect_two_ranks_match_one_process(const std::string& precision, double tol
   const auto control = run_ranks(dir, 2, {{"output=control"}});
   ASSERT_EQ(control[0].exit_code, 0) << control[0].log;
 
-  EXPECT_NE(dual[0].log.find("data parallel: 2 ranks, gloo backend, cpu"), std::string::npos) << dual[0].log;
-  EXPECT_EQ(dual[1].log.find("run directory"), std::string::npos) << "rank 1 must stay quiet\n" << dual[1].log;
+  EXPECT_THAT(dual[0].log, HasSubstr("data parallel: 2 ranks, gloo backend, cpu"));
+  EXPECT_THAT(dual[1].log, Not(HasSubstr("run directory"))) << "rank 1 must stay quiet\n" << dual[1].log;
   EXPECT_FALSE(fs::exists(dir.path() / "dual" / "dp" / "rank1")) << "only rank 0 writes";
 
   const auto ckpt = [&](const char* output) {
@@ -213,12 +211,12 @@ TEST(DataParallel, AnInfOnOneRankMakesEveryRankSkipThatStep) {
   const auto ranks = run_ranks(dir, 2, {{}});
   ASSERT_EQ(ranks[0].exit_code, 0) << ranks[0].log << "\n---\n" << ranks[1].log;
   ASSERT_EQ(ranks[1].exit_code, 0) << ranks[1].log;
-  EXPECT_NE(ranks[0].log.find("rank 0 skipped step 2"), std::string::npos) << ranks[0].log;
-  EXPECT_NE(ranks[1].log.find("rank 1 skipped step 2"), std::string::npos) << ranks[1].log;
+  EXPECT_THAT(ranks[0].log, HasSubstr("rank 0 skipped step 2"));
+  EXPECT_THAT(ranks[1].log, HasSubstr("rank 1 skipped step 2"));
   EXPECT_EQ(count(ranks[0].log + ranks[1].log, "skipped step"), 2u) << ranks[0].log << ranks[1].log;
   // Rank 0's metrics: one skipped step, logged from step 2 on.
   const std::string metrics = testing::read_file(only_run_directory(dir.path() / "runs") / "metrics.jsonl");
-  EXPECT_NE(metrics.find("\"skipped_steps\":1.0"), std::string::npos) << metrics;
+  EXPECT_THAT(metrics, HasSubstr("\"skipped_steps\":1.0"));
 }
 
 // Injected before the average (in the policy's backward(), after autograd's), the inf
@@ -231,8 +229,8 @@ TEST(DataParallel, AnInfBeforeTheAverageReachesEveryRank) {
   const auto ranks = run_ranks(dir, 2, {{}});
   ASSERT_EQ(ranks[0].exit_code, 0) << ranks[0].log << "\n---\n" << ranks[1].log;
   ASSERT_EQ(ranks[1].exit_code, 0) << ranks[1].log;
-  EXPECT_NE(ranks[0].log.find("rank 0 skipped step 3"), std::string::npos) << ranks[0].log;
-  EXPECT_NE(ranks[1].log.find("rank 1 skipped step 3"), std::string::npos) << ranks[1].log;
+  EXPECT_THAT(ranks[0].log, HasSubstr("rank 0 skipped step 3"));
+  EXPECT_THAT(ranks[1].log, HasSubstr("rank 1 skipped step 3"));
 }
 
 // Without that all-reduce, rank 1 skips alone and the ranks' weights part: the trainer's
@@ -244,8 +242,7 @@ TEST(DataParallel, RanksThatTakeDifferentStepsAreCaught) {
   ASSERT_TRUE(ranks[0].exit_code && ranks[1].exit_code) << "hung";
   EXPECT_EQ(*ranks[0].exit_code, 1) << ranks[0].log;
   EXPECT_EQ(*ranks[1].exit_code, 1) << ranks[1].log;
-  EXPECT_NE(ranks[0].log.find("mixt: error: the model's parameters differ across ranks after epoch 1"),
-            std::string::npos)
+  EXPECT_THAT(ranks[0].log, HasSubstr("mixt: error: the model's parameters differ across ranks after epoch 1"))
       << ranks[0].log;
   EXPECT_EQ(count(ranks[0].log + ranks[1].log, "skipped step"), 1u);
 }
@@ -261,7 +258,7 @@ TEST(DataParallel, EveryRankKeepsTheSameEmaAndRankLocalWeightsAreCaught) {
   ASSERT_EQ(ranks[1].exit_code, 0) << ranks[1].log;
   const fs::path run = only_run_directory(dir.path() / "runs");
   const std::string metrics = testing::read_file(run / "metrics.jsonl");
-  EXPECT_NE(metrics.find("\"val_top1_ema\""), std::string::npos) << metrics;
+  EXPECT_THAT(metrics, HasSubstr("\"val_top1_ema\""));
   std::size_t event_files = 0;  // the tensorboard callback writes from rank 0 only
   for (const auto& entry : fs::directory_iterator(run)) {
     event_files += entry.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
@@ -275,9 +272,8 @@ TEST(DataParallel, EveryRankKeepsTheSameEmaAndRankLocalWeightsAreCaught) {
   ASSERT_TRUE(parted[0].exit_code && parted[1].exit_code) << "hung";
   EXPECT_EQ(*parted[0].exit_code, 1) << parted[0].log;
   EXPECT_EQ(*parted[1].exit_code, 1) << parted[1].log;
-  EXPECT_NE(parted[0].log.find("mixt: error: the model's parameters differ across ranks with the rank weights in for "
-                               "their evaluation after epoch 1"),
-            std::string::npos)
+  EXPECT_THAT(parted[0].log, HasSubstr("mixt: error: the model's parameters differ across ranks with the rank weights in for "
+                               "their evaluation after epoch 1"))
       << parted[0].log;
 }
 
@@ -294,8 +290,7 @@ TEST(DataParallel, MismatchedRecipesAreDetectedAtStart) {
         << ranks[r].log;
   }
   // Rank 1 also says where its recipe differs from rank 0's, not only a hash.
-  EXPECT_NE(ranks[1].log.find("of the resolved recipe is '  lr: 0.1' here, '  lr: 0.05' on rank 0"),
-            std::string::npos)
+  EXPECT_THAT(ranks[1].log, HasSubstr("of the resolved recipe is '  lr: 0.1' here, '  lr: 0.05' on rank 0"))
       << ranks[1].log;
 }
 
@@ -375,28 +370,26 @@ TEST(DataParallel, SyncBatchnormOnAModelWithoutBatchNormWarnsAndBadBackendsFail)
   dir.write("r.yaml", kRecipe);
   const auto result = testing::run_mixt({"check", "r.yaml", "trainer.distributed.sync_batchnorm=true"}, dir.path());
   EXPECT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_NE(result.output.find("sync_batchnorm"), std::string::npos) << result.output;
-  EXPECT_NE(result.output.find("the model has no batch-norm layers: sync_batchnorm has nothing to synchronise"),
-            std::string::npos)
+  EXPECT_THAT(result.output, HasSubstr("sync_batchnorm"));
+  EXPECT_THAT(result.output, HasSubstr("the model has no batch-norm layers: sync_batchnorm has nothing to synchronise"))
       << result.output;
   const auto backend = testing::run_mixt({"check", "r.yaml", "trainer.distributed.backend=mpi"}, dir.path());
   EXPECT_EQ(backend.exit_code, 2) << backend.output;
-  EXPECT_NE(backend.output.find("unknown backend 'mpi'"), std::string::npos) << backend.output;
+  EXPECT_THAT(backend.output, HasSubstr("unknown backend 'mpi'"));
   // nccl with trainer.device: cpu is wrong on every machine: `mixt check` said ok, and a
   // launch named the key twice without a location.
   const auto nccl = testing::run_mixt(
       {"check", "r.yaml", "trainer.distributed.backend=nccl", "trainer.device=cpu"}, dir.path());
   EXPECT_EQ(nccl.exit_code, 2) << nccl.output;
-  EXPECT_NE(nccl.output.find("command line 'trainer.distributed.backend=nccl': trainer.distributed.backend: nccl "
-                             "needs a CUDA device, but trainer.device is cpu"),
-            std::string::npos)
+  EXPECT_THAT(nccl.output, HasSubstr("command line 'trainer.distributed.backend=nccl': trainer.distributed.backend: nccl "
+                             "needs a CUDA device, but trainer.device is cpu"))
       << nccl.output;
   // Seconds and MiB become int64 milliseconds and bytes: 1e300 overflowed into a negative
   // timeout that failed at once.
   for (const std::string bad : {"trainer.distributed.timeout=1e300", "trainer.distributed.bucket_mb=1e300"}) {
     const auto huge = testing::run_mixt({"check", "r.yaml", bad}, dir.path());
     EXPECT_EQ(huge.exit_code, 2) << huge.output;
-    EXPECT_NE(huge.output.find("must be a number of"), std::string::npos) << huge.output;
+    EXPECT_THAT(huge.output, HasSubstr("must be a number of"));
   }
 }
 
@@ -413,8 +406,8 @@ TEST(DataParallel, ARankWhoseStoreNeverAppearsFailsClearlyAfterTheTimeout) {
   const std::string log = testing::read_file(dir.path() / "1.log");
   ASSERT_TRUE(code) << log;
   EXPECT_EQ(*code, 1) << log;
-  EXPECT_NE(log.find("mixt: error: rank 1 could not reach the c10d store at 127.0.0.1:"), std::string::npos) << log;
-  EXPECT_EQ(log.find("Exception raised from"), std::string::npos) << log;
+  EXPECT_THAT(log, HasSubstr("mixt: error: rank 1 could not reach the c10d store at 127.0.0.1:"));
+  EXPECT_THAT(log, Not(HasSubstr("Exception raised from")));
   EXPECT_LT(seconds, 30.0);
 }
 
@@ -452,8 +445,8 @@ TEST(DataParallel, KillingOneRankMakesTheOtherExitWithinTheTimeout) {
   ASSERT_TRUE(code) << "rank 0 still running 45 s after rank 1 was killed\n" << log;
   std::printf("rank 0 exited %d, %.1f s after rank 1 was killed\n", *code, seconds);
   EXPECT_EQ(*code, 1) << log;
-  EXPECT_NE(log.find("failed on rank 0 of 2 (gloo)"), std::string::npos) << log;
-  EXPECT_EQ(log.find("terminate called"), std::string::npos) << log;
+  EXPECT_THAT(log, HasSubstr("failed on rank 0 of 2 (gloo)"));
+  EXPECT_THAT(log, Not(HasSubstr("terminate called")));
   EXPECT_LT(seconds, 15.0 + 10.0);
 }
 
@@ -472,13 +465,13 @@ TEST(DataParallel, ARankLostMidEpochCostsNoCompletedStep) {
   ASSERT_TRUE(crashed[0].exit_code && crashed[1].exit_code) << crashed[0].log;
   EXPECT_EQ(*crashed[0].exit_code, 1) << crashed[0].log;
   EXPECT_EQ(*crashed[1].exit_code, 17) << crashed[1].log;
-  EXPECT_NE(crashed[0].log.find("the 2 completed steps of epoch 2 are saved in"), std::string::npos) << crashed[0].log;
+  EXPECT_THAT(crashed[0].log, HasSubstr("the 2 completed steps of epoch 2 are saved in"));
   const fs::path run = only_run_directory(dir.path() / "crashed");
   ASSERT_TRUE(fs::exists(run / "checkpoints" / "interrupted")) << crashed[0].log;
 
   const auto resumed = run_ranks(dir, 2, {{"output=crashed", "trainer.resume=" + run.string()}});
   ASSERT_EQ(resumed[0].exit_code, 0) << resumed[0].log;
-  EXPECT_NE(resumed[0].log.find("at epoch 2, step 6"), std::string::npos) << resumed[0].log;
+  EXPECT_THAT(resumed[0].log, HasSubstr("at epoch 2, step 6"));
   const auto straight = run_ranks(dir, 2, {{"output=straight"}});
   ASSERT_EQ(straight[0].exit_code, 0) << straight[0].log;
 
@@ -503,7 +496,7 @@ TEST(DataParallel, ANonFiniteLossStopsEveryRankAfterTheSameStep) {
   const std::string error = "mixt: error: the training loss became inf or NaN at step ";
   for (const auto& rank : ranks) {
     ASSERT_EQ(rank.exit_code, 1) << ranks[0].log << "\n---\n" << ranks[1].log;
-    EXPECT_EQ(rank.log.find("terminate called"), std::string::npos) << rank.log;
+    EXPECT_THAT(rank.log, Not(HasSubstr("terminate called")));
   }
   const std::string stopped = line_with(ranks[0].log, error);
   ASSERT_NE(stopped, "") << ranks[0].log;
@@ -572,7 +565,7 @@ TEST(DataParallel, ALoaderDatasetRunInterruptedMidEpochResumesWhereEachRankStood
   const auto resumed = run_ranks(dir, 2, {{"trainer.resume=" + checkpoint.string(), "precision.interrupt_step=0",
                                            "output=resumed"}});
   for (const auto& rank : resumed) ASSERT_EQ(rank.exit_code, 0) << rank.log;
-  EXPECT_NE(resumed[0].log.find("resumed from"), std::string::npos) << resumed[0].log;
+  EXPECT_THAT(resumed[0].log, HasSubstr("resumed from"));
   const auto last = [&](const char* output) {
     return only_run_directory(dir.path() / output) / "checkpoints" / "epoch-0001";
   };
@@ -601,8 +594,8 @@ TEST(DataParallel, TorchrunRestartResumesFromTheLastCheckpoint) {
   const std::string log = testing::read_file(dir.path() / "torchrun.log");
   ASSERT_TRUE(code) << "torchrun still running\n" << log;
   EXPECT_EQ(*code, 0) << log;
-  EXPECT_NE(log.find("rank 1 crashes at step 6"), std::string::npos) << log;
-  EXPECT_NE(log.find("resumed from"), std::string::npos) << log;
+  EXPECT_THAT(log, HasSubstr("rank 1 crashes at step 6"));
+  EXPECT_THAT(log, HasSubstr("resumed from"));
   const fs::path link = dir.path() / "runs" / "dp" / "elastic-restart-test";
   ASSERT_TRUE(fs::is_symlink(link)) << log;
   const fs::path run = dir.path() / "runs" / "dp" / fs::read_symlink(link);
@@ -647,15 +640,15 @@ TEST(DataParallel, ARestartedJobResumesItsOwnRunWhenAnotherJobTookItsLink) {
   // What the later job does: point the link at its run.
   fs::remove(link);
   fs::create_symlink(other_run.filename(), link);
-  ASSERT_EQ(testing::read_file(dir.path() / "torchrun.log").find("crashes at step"), std::string::npos)
+  ASSERT_THAT(testing::read_file(dir.path() / "torchrun.log"), Not(HasSubstr("crashes at step")))
       << "the crash came before the link was taken: nothing was tested";
 
   const auto code = torchrun.wait_for(240);
   const std::string log = testing::read_file(dir.path() / "torchrun.log");
   ASSERT_TRUE(code) << "torchrun still running\n" << log;
   EXPECT_EQ(*code, 0) << log;
-  EXPECT_NE(log.find("rank 1 crashes at step 14"), std::string::npos) << log;
-  EXPECT_NE(log.find("resumed from " + fs::canonical(own_run).string()), std::string::npos) << log;
+  EXPECT_THAT(log, HasSubstr("rank 1 crashes at step 14"));
+  EXPECT_THAT(log, HasSubstr("resumed from " + fs::canonical(own_run).string()));
   EXPECT_TRUE(fs::exists(own_run / "checkpoints" / "epoch-0004")) << log;
   EXPECT_EQ(count(testing::read_file(own_run / "metrics.jsonl"), "\"event\":\"epoch\""), 4u);
   EXPECT_EQ(testing::read_file(other_run / "metrics.jsonl"), other_metrics) << "the other job's run was written to";

@@ -1,5 +1,6 @@
 // The ema callback in real runs: evaluated beside the model (val_*_ema), exported with
 // `mixt export --ema`, and without effect on the training itself.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -10,11 +11,6 @@
 
 namespace mixt {
 namespace {
-
-namespace fs = std::filesystem;
-using testing::CommandResult;
-using testing::run_mixt;
-using testing::TempDir;
 
 struct TrainedRun {
   fs::path directory;
@@ -83,7 +79,7 @@ TEST(EmaCli, TheAverageIsEvaluatedExportedAndLeavesTrainingAlone) {
 
   const CommandResult none = run_mixt({"export", plain.directory.string(), "--ema", "-o", "x.safetensors"}, dir.path());
   EXPECT_EQ(none.exit_code, 2) << none.output;
-  EXPECT_NE(none.output.find("holds no EMA weights"), std::string::npos) << none.output;
+  EXPECT_THAT(none.output, HasSubstr("holds no EMA weights"));
 }
 
 }  // namespace

@@ -14,13 +14,6 @@
 namespace mixt {
 namespace {
 
-namespace fs = std::filesystem;
-using ::testing::HasSubstr;
-using ::testing::Not;
-using testing::CommandResult;
-using testing::run_mixt;
-using testing::TempDir;
-
 // kTinyRecipe, one epoch of 256 images, with an ema average that differs from the weights.
 const std::vector<std::string> kShortRun = {"data.train.limit=256", "trainer.epochs=1",
                                             "callbacks=[{name: ema, decay: 0.9}]"};

@@ -1,6 +1,7 @@
 // The GPU run's pack (bench/gpu/pack.sh) is self-contained: bench/gpu/pack_check.sh packs
 // it, moves it, hides the build's lib/, yaml-cpp and the dataset package in a private mount
 // namespace, and runs every part of run.sh CPU-sized. Root only (unshare -m).
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -15,8 +16,8 @@ TEST(GpuPack, RunsOnTheCpuWithoutTheBuild) {
       testing::run_command("bash " + testing::shell_quote(MIXT_SOURCE_DIR "/bench/gpu/pack_check.sh") + " " +
                            testing::shell_quote(MIXT_BINARY_DIR));
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_NE(result.output.find("pack_check: the pack runs every part"), std::string::npos) << result.output;
-  EXPECT_NE(result.output.find("| fp32 |"), std::string::npos) << result.output;  // the ResNet-50 row
+  EXPECT_THAT(result.output, HasSubstr("pack_check: the pack runs every part"));
+  EXPECT_THAT(result.output, HasSubstr("| fp32 |"));  // the ResNet-50 row
 }
 
 }  // namespace

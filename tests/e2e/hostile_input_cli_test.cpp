@@ -1,6 +1,7 @@
 // The real `mixt` binary on input that is hostile or accidental: what is not a recipe or a
 // plugin is refused at once (never a hang), process substitution works, and names with
 // control characters are refused in `mixt check`.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,33 +15,28 @@
 namespace mixt {
 namespace {
 
-using testing::CommandResult;
-using testing::run_mixt;
-using testing::TempDir;
-namespace fs = std::filesystem;
-
 TEST(HostileInputCli, WhatIsNotARecipeIsRefusedAndAPipeIsReadOnce) {
   TempDir dir;
   const CommandResult zero = run_mixt({"check", "/dev/zero"}, dir.path());
   EXPECT_EQ(zero.exit_code, 2) << zero.output;
-  EXPECT_NE(zero.output.find("mixt: error: /dev/zero: not a regular file"), std::string::npos) << zero.output;
+  EXPECT_THAT(zero.output, HasSubstr("mixt: error: /dev/zero: not a regular file"));
 
   ASSERT_EQ(::mkfifo((dir.path() / "fifo.yaml").c_str(), 0600), 0);
   const CommandResult fifo = run_mixt({"check", "fifo.yaml"}, dir.path(), "timeout 20");
   EXPECT_EQ(fifo.exit_code, 2) << fifo.output;  // 124 would be the hang
-  EXPECT_NE(fifo.output.find("fifo.yaml: not a regular file"), std::string::npos) << fifo.output;
+  EXPECT_THAT(fifo.output, HasSubstr("fifo.yaml: not a regular file"));
 
   dir.write("r.yaml", testing::kTinyRecipe);
   const CommandResult piped = testing::run_command("cd " + testing::shell_quote(dir.path().string()) +
                                                    " && bash -c " + testing::shell_quote(
                                                        testing::shell_quote(MIXT_EXECUTABLE) + " check <(cat r.yaml)"));
   EXPECT_EQ(piped.exit_code, 0) << piped.output;
-  EXPECT_NE(piped.output.find(": ok"), std::string::npos) << piped.output;
+  EXPECT_THAT(piped.output, HasSubstr(": ok"));
 
   dir.write("p.yaml", "plugins: [fifo.yaml]\n" + testing::kTinyRecipe);
   const CommandResult plugin = run_mixt({"check", "p.yaml"}, dir.path(), "timeout 20");
   EXPECT_EQ(plugin.exit_code, 2) << plugin.output;
-  EXPECT_NE(plugin.output.find("not a regular file, so not a plugin library"), std::string::npos) << plugin.output;
+  EXPECT_THAT(plugin.output, HasSubstr("not a regular file, so not a plugin library"));
 }
 
 TEST(HostileInputCli, ARunNameWithAControlCharacterIsRefused) {
@@ -49,7 +45,7 @@ TEST(HostileInputCli, ARunNameWithAControlCharacterIsRefused) {
     dir.write("r.yaml", testing::replace_once(testing::kTinyRecipe, "name: tiny", "name: " + name));
     const CommandResult result = run_mixt({"check", "r.yaml"}, dir.path(), "timeout 20");
     EXPECT_EQ(result.exit_code, 2) << name << "\n" << result.output;
-    EXPECT_NE(result.output.find("name: the run name holds a control character"), std::string::npos) << result.output;
+    EXPECT_THAT(result.output, HasSubstr("name: the run name holds a control character"));
   }
   EXPECT_FALSE(fs::exists(dir.path() / "runs"));
 }

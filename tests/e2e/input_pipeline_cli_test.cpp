@@ -1,6 +1,7 @@
 // End to end: the real `mixt` binary training on an image_folder tree (Fashion-MNIST
 // JPEGs from tests/fixtures/data/make_image_folder.py, with a corrupt and a truncated file),
 // and data recipe errors answered at their file:line:column with exit code 2.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -11,10 +12,6 @@
 
 namespace mixt {
 namespace {
-
-namespace fs = std::filesystem;
-using testing::run_mixt;
-using testing::TempDir;
 
 std::string recipe(const std::string& root) {
   return "name: folder\n"
@@ -37,12 +34,12 @@ TEST(InputPipelineCli, TrainsOnAnImageFolderTreeSkippingBadFiles) {
   dir.write("r.yaml", recipe((dir.path() / "tree").string()));
   const auto result = run_mixt({"run", "r.yaml"}, dir.path());
   EXPECT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_NE(result.output.find("mixt: warning: skipping bad sample"), std::string::npos) << result.output;
-  EXPECT_NE(result.output.find("corrupt.jpg"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("mixt: warning: skipping bad sample"));
+  EXPECT_THAT(result.output, HasSubstr("corrupt.jpg"));
   EXPECT_TRUE(fs::exists(dir.path() / "runs" / "folder")) << result.output;
   // Counted, not only named once: the two bad files, in training and in validation.
-  EXPECT_NE(result.output.find(", 4 bad samples skipped"), std::string::npos) << result.output;
-  EXPECT_NE(result.output.find("skipped 4 bad samples"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr(", 4 bad samples skipped"));
+  EXPECT_THAT(result.output, HasSubstr("skipped 4 bad samples"));
 }
 
 fs::path only_run_directory(const fs::path& runs) {
@@ -68,7 +65,7 @@ TEST(InputPipelineCli, TheRunDirectoryNamesTheClassesAndPredictTakesItsRecipe) {
   ASSERT_EQ(trained.exit_code, 0) << trained.output;
   const fs::path run = only_run_directory(dir.path() / "runs" / "folder");
   EXPECT_EQ(testing::read_file(run / "classes.txt"), "bag\ncoat\nsandal\n");
-  EXPECT_NE(testing::read_file(run / "recipe.yaml").find("num_classes: 3"), std::string::npos);
+  EXPECT_THAT(testing::read_file(run / "recipe.yaml"), HasSubstr("num_classes: 3"));
 
   ASSERT_EQ(run_mixt({"export", run.string(), "-o", "model.safetensors"}, dir.path()).exit_code, 0);
   save_safetensors(dir.path() / "batch.safetensors", {{"input", at::rand({4, 3, 32, 32})}});
@@ -94,21 +91,18 @@ TEST(InputPipelineCli, ValidationClassesOtherThanTrainingsAreARecipeError) {
 
   auto result = run_mixt({"check", "r.yaml", "data.val.root=" + (dir.path() / "renamed").string()}, dir.path());
   EXPECT_EQ(result.exit_code, 2) << result.output;
-  EXPECT_NE(result.output.find("data.val.name: data.val's classes are not data.train's: label 1 is 'bags' in "
-                               "data.val but 'bag' in data.train; only in data.val: bags; only in data.train: bag"),
-            std::string::npos)
+  EXPECT_THAT(result.output, HasSubstr("data.val.name: data.val's classes are not data.train's: label 1 is 'bags' in "
+                               "data.val but 'bag' in data.train; only in data.val: bags; only in data.train: bag"))
       << result.output;
   result = run_mixt({"check", "r.yaml", "data.val.root=" + (dir.path() / "fewer").string()}, dir.path());
   EXPECT_EQ(result.exit_code, 2) << result.output;
-  EXPECT_NE(result.output.find("label 0 is 'bag' in data.val but 'ankle_boot' in data.train; only in data.train: "
-                               "ankle_boot"),
-            std::string::npos)
+  EXPECT_THAT(result.output, HasSubstr("label 0 is 'bag' in data.val but 'ankle_boot' in data.train; only in data.train: "
+                               "ankle_boot"))
       << result.output;
   result = run_mixt({"check", "r.yaml"}, dir.path());  // the same tree for both
   EXPECT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_NE(result.output.find("classes: ankle_boot, bag, coat, dress, pullover, sandal, shirt, sneaker, trouser, "
-                               "tshirt"),
-            std::string::npos)
+  EXPECT_THAT(result.output, HasSubstr("classes: ankle_boot, bag, coat, dress, pullover, sandal, shirt, sneaker, trouser, "
+                               "tshirt"))
       << result.output;
 }
 
@@ -122,8 +116,7 @@ TEST(InputPipelineCli, AnEpochOfOnlyBadFilesIsARuntimeFailure) {
   dir.write("r.yaml", recipe((dir.path() / "tree").string()));
   const auto result = run_mixt({"run", "r.yaml", "data.val=null"}, dir.path());
   EXPECT_EQ(result.exit_code, 1) << result.output;
-  EXPECT_NE(result.output.find("mixt: error: data.train gave no usable sample in epoch 1: all 3 were skipped as bad"),
-            std::string::npos)
+  EXPECT_THAT(result.output, HasSubstr("mixt: error: data.train gave no usable sample in epoch 1: all 3 were skipped as bad"))
       << result.output;
 }
 
@@ -151,10 +144,10 @@ TEST(InputPipelineCli, ABadBatchOnOneRankStopsEveryRankCleanly) {
     const std::string log = testing::read_file(dir.path() / (std::to_string(rank) + ".log"));
     ASSERT_TRUE(code) << "rank " << rank << " still running\n" << log;
     EXPECT_EQ(*code, 1) << log;
-    EXPECT_EQ(log.find("terminate called"), std::string::npos) << log;
+    EXPECT_THAT(log, Not(HasSubstr("terminate called")));
     logs += log;
   }
-  EXPECT_NE(logs.find("is bad (see the warnings above)"), std::string::npos) << logs;
+  EXPECT_THAT(logs, HasSubstr("is bad (see the warnings above)"));
 }
 
 TEST(InputPipelineCli, MissingRootIsARecipeErrorAtItsLine) {
@@ -162,8 +155,7 @@ TEST(InputPipelineCli, MissingRootIsARecipeErrorAtItsLine) {
   dir.write("r.yaml", recipe("/nonexistent/tree"));
   const auto result = run_mixt({"check", "r.yaml"}, dir.path());
   EXPECT_EQ(result.exit_code, 2) << result.output;
-  EXPECT_NE(result.output.find("r.yaml:6:38: data.train.root: dataset root does not exist: /nonexistent/tree"),
-            std::string::npos)
+  EXPECT_THAT(result.output, HasSubstr("r.yaml:6:38: data.train.root: dataset root does not exist: /nonexistent/tree"))
       << result.output;
 }
 
@@ -172,7 +164,7 @@ TEST(InputPipelineCli, DescribeShowsTransformsAndLoaderOptions) {
   EXPECT_EQ(result.exit_code, 0) << result.output;
   for (const char* option :
        {"root", "index", "transforms", "random_resized_crop", "workers", "prefetch", "on_bad_sample"}) {
-    EXPECT_NE(result.output.find(option), std::string::npos) << option << "\n" << result.output;
+    EXPECT_THAT(result.output, HasSubstr(option)) << option << "\n" << result.output;
   }
 }
 

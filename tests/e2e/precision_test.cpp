@@ -3,6 +3,7 @@
 // amp_fp16 logs loss_scale and skipped_steps to metrics.jsonl and the progress line;
 // fp32_modules errors; and the out-of-tree example of docs/precision.md is installed, built
 // and run with the very commands the document shows.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -12,11 +13,6 @@
 
 namespace mixt {
 namespace {
-
-using testing::CommandResult;
-using testing::run_mixt;
-using testing::TempDir;
-namespace fs = std::filesystem;
 
 const std::string kRecipe = std::string(MIXT_SOURCE_DIR) + "/recipes/fashion_mnist.yaml";
 
@@ -76,7 +72,7 @@ TEST(PrecisionCli, AmpFp16LogsLossScaleAndSkippedSteps) {
                 "data.train.limit=2560", "data.val.limit=500", "output=" + dir.path().string()},
                dir.path());
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_NE(result.output.find("loss_scale 4096 skipped_steps 0"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("loss_scale 4096 skipped_steps 0"));
   const fs::path run = only_run_directory(dir.path());
   std::ifstream metrics(run / "metrics.jsonl");
   std::string line;
@@ -127,8 +123,8 @@ TEST(PrecisionCli, Fp32ModulesAreCheckedAgainstTheModel) {
   CommandResult result = run_mixt({"check", kRecipe, "precision={name: amp_bf16, fp32_modules: [clasifier]}", tiny},
                                   dir.path());
   EXPECT_EQ(result.exit_code, 2) << result.output;
-  EXPECT_NE(result.output.find("no submodule named 'clasifier'"), std::string::npos) << result.output;
-  EXPECT_NE(result.output.find("did you mean 'classifier'"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("no submodule named 'clasifier'"));
+  EXPECT_THAT(result.output, HasSubstr("did you mean 'classifier'"));
   result =
       run_mixt({"run", kRecipe, "precision={name: amp_bf16, fp32_modules: [classifier]}", "trainer.epochs=1",
                 "trainer.max_steps_per_epoch=3", tiny, narrow, "data.val.limit=100", "output=" + dir.path().string()},
@@ -144,7 +140,7 @@ TEST(PrecisionCli, Fp32ModulesAreCheckedAgainstTheModel) {
   result = run_mixt({"check", kRecipe, "precision={name: amp_bf16, fp32_modules: [classifier.0]}", tiny, narrow},
                     dir.path());
   EXPECT_EQ(result.exit_code, 2) << result.output;
-  EXPECT_NE(result.output.find("the model never ran 'classifier.0' through mixt::call_submodule"), std::string::npos)
+  EXPECT_THAT(result.output, HasSubstr("the model never ran 'classifier.0' through mixt::call_submodule"))
       << result.output;
   // Checked after the first step of every process: resuming a run with a name the model
   // does not route trained to the end (the check looked at global step 0 only).
@@ -158,10 +154,9 @@ TEST(PrecisionCli, Fp32ModulesAreCheckedAgainstTheModel) {
     result = run_mixt(args, dir.path());
     EXPECT_EQ(result.exit_code, 2) << result.output;
     // At the option's place, said once (it read "precision.fp32_modules: precision.fp32_modules: ...").
-    EXPECT_NE(result.output.find("mixt: error: command line 'precision={name: amp_bf16, fp32_modules: "
+    EXPECT_THAT(result.output, HasSubstr("mixt: error: command line 'precision={name: amp_bf16, fp32_modules: "
                                  "[classifier.0]}': precision.fp32_modules: the model never ran 'classifier.0' "
-                                 "through mixt::call_submodule"),
-              std::string::npos)
+                                 "through mixt::call_submodule"))
         << result.output;
   }
 }
@@ -178,10 +173,10 @@ TEST(PrecisionCli, CustomPrecisionExampleBuildsAndRunsAsDocumented) {
   const CommandResult result =
       testing::run_shell(script, dir.path(), "HOME=" + testing::shell_quote(dir.path().string()));
   ASSERT_EQ(result.exit_code, 0) << script << "\n" << result.output;
-  EXPECT_NE(result.output.find("loss_scale"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("loss_scale"));
   EXPECT_GE(test_accuracy(result.output), 40) << result.output;  // 30 steps: it learns, nothing more
   // The master-weight example ran second: its run directory holds float32 masters.
-  EXPECT_NE(result.output.find("runs/custom_master_weights/"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("runs/custom_master_weights/"));
   std::smatch accuracies;
   std::string rest = result.output;
   double last = 0;

@@ -3,6 +3,7 @@
 // 3.0517578125e-05 not on batch norm and biases, label smoothing 0.1, cosine schedule
 // with warm-up, 90 epochs), one file per precision policy, and the synthetic-data
 // variant running through `mixt bench`.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -13,7 +14,6 @@
 namespace mixt {
 namespace {
 
-namespace fs = std::filesystem;
 const std::string kRecipes = MIXT_SOURCE_DIR "/recipes/resnet50/";
 
 TEST(ResNet50Recipes, EveryPolicyFileInheritsNvidiasRecipe) {
@@ -43,10 +43,10 @@ TEST(ResNet50Recipes, ImageNetRootThatIsNotThereIsAClearRecipeError) {
   testing::TempDir dir;
   const auto result = testing::run_mixt({"check", kRecipes + "amp_fp16.yaml"}, dir.path());
   EXPECT_EQ(result.exit_code, 2) << result.output;
-  EXPECT_NE(result.output.find("base.yaml:12:"), std::string::npos) << result.output;
-  EXPECT_NE(result.output.find("data.train.root: dataset root does not exist: /data/imagenet/train"), std::string::npos)
+  EXPECT_THAT(result.output, HasSubstr("base.yaml:12:"));
+  EXPECT_THAT(result.output, HasSubstr("data.train.root: dataset root does not exist: /data/imagenet/train"))
       << result.output;
-  EXPECT_NE(result.output.find("on the command line (data.train.root=/path/to/folder)"), std::string::npos)
+  EXPECT_THAT(result.output, HasSubstr("on the command line (data.train.root=/path/to/folder)"))
       << result.output;
 }
 

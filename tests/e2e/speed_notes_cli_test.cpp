@@ -9,12 +9,6 @@
 namespace mixt {
 namespace {
 
-using testing::CommandResult;
-using ::testing::HasSubstr;
-using ::testing::Not;
-using testing::run_mixt;
-using testing::TempDir;
-
 const char* kNoBf16 =
     "this CPU has no native bfloat16 (avx512_bf16/AMX): bfloat16 runs several times slower than "
     "float32 here; fp32 is faster on this machine";

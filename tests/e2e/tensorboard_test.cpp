@@ -2,6 +2,7 @@
 // its EventAccumulator (which checks every record's CRCs) and its real server's HTTP API
 // read back the tags, steps and values of metrics.jsonl; a resumed run's file continues
 // the steps; `enabled: false` turns it off.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -14,10 +15,7 @@
 namespace mixt {
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
-using testing::CommandResult;
-using testing::TempDir;
 
 using Curves = std::map<std::string, std::vector<std::pair<std::int64_t, float>>>;
 
@@ -104,7 +102,7 @@ TEST(TensorBoard, EventFilesHoldMetricsJsonlAsTensorBoardReadsThem) {
     }
   }
   const std::string recipe = events["text"]["recipe"][0][1].get<std::string>();
-  EXPECT_NE(recipe.find("simple_cnn"), std::string::npos) << recipe;
+  EXPECT_THAT(recipe, HasSubstr("simple_cnn"));
 
   // The real server, as a user opens it.
   const json served = read_back("serve", directory);

@@ -1,6 +1,7 @@
 // End to end: weights in and out of the real `mixt` binary — `mixt export` of a trained
 // run, `model.weights:` (strict and not), `mixt predict` against torchvision's logits, and
 // `mixt list model` with torchvision's parameter counts.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "checkpoint/checkpoint.h"
@@ -13,14 +14,8 @@
 namespace mixt {
 namespace {
 
-using testing::CommandResult;
-using testing::run_mixt;
-using testing::TempDir;
-namespace fs = std::filesystem;
-
 const fs::path kParity = MIXT_MODEL_PARITY_DIR;
 
-using testing::kTinyRecipe;
 // kTinyRecipe, shortened: one epoch of 256 images, no validation.
 const std::vector<std::string> kShortRun = {"data.train.limit=256", "data.val=null", "trainer.epochs=1"};
 
@@ -49,9 +44,8 @@ TEST(WeightsCli, ExportedCheckpointRoundTripsWithoutLoss) {
   // A .pth name would promise a torch.save pickle.
   const CommandResult pth = run_mixt({"export", run_dir.string(), "-o", "model.pth"}, dir.path());
   EXPECT_EQ(pth.exit_code, 2) << pth.output;
-  EXPECT_NE(pth.output.find("mixt: error: -o model.pth: mixt export writes safetensors, which torch.load cannot read\n"
-                            "  hint: name it model.safetensors"),
-            std::string::npos)
+  EXPECT_THAT(pth.output, HasSubstr("mixt: error: -o model.pth: mixt export writes safetensors, which torch.load cannot read\n"
+                            "  hint: name it model.safetensors"))
       << pth.output;
   EXPECT_FALSE(fs::exists(dir.path() / "model.pth"));
   // Any case (model.PTH), and predict's --output too.
@@ -85,7 +79,7 @@ TEST(WeightsCli, ExportedCheckpointRoundTripsWithoutLoss) {
   const CommandResult pt =
       run_mixt({"predict", "p.yaml", "--input", "batch.safetensors", "--output", "out.pt"}, dir.path());
   EXPECT_EQ(pt.exit_code, 2) << pt.output;
-  EXPECT_NE(pt.output.find("--output out.pt: mixt predict writes safetensors"), std::string::npos) << pt.output;
+  EXPECT_THAT(pt.output, HasSubstr("--output out.pt: mixt predict writes safetensors"));
   model->eval();
   at::NoGradGuard no_grad;
   EXPECT_TRUE(
@@ -151,21 +145,21 @@ TEST(WeightsCli, MismatchingWeightsAreOneClearError) {
   dir.write("r.yaml", "model: { name: resnet18, weights: " + weights + " }\n");  // 1000 classes vs 10
   CommandResult result = run_mixt(args, dir.path());
   EXPECT_EQ(result.exit_code, 2) << result.output;
-  EXPECT_NE(result.output.find("mixt: error: "), std::string::npos) << result.output;
-  EXPECT_NE(result.output.find("weights do not match the model"), std::string::npos) << result.output;
-  EXPECT_NE(result.output.find("fc.weight: file [10, 512] vs model [1000, 512]"), std::string::npos) << result.output;
-  EXPECT_NE(result.output.find("strict: false"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("mixt: error: "));
+  EXPECT_THAT(result.output, HasSubstr("weights do not match the model"));
+  EXPECT_THAT(result.output, HasSubstr("fc.weight: file [10, 512] vs model [1000, 512]"));
+  EXPECT_THAT(result.output, HasSubstr("strict: false"));
 
   dir.write("r.yaml", "model: { name: resnet18, weights: " + weights + ", strict: false }\n");
   result = run_mixt(args, dir.path());
   EXPECT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_NE(result.output.find("warning"), std::string::npos) << result.output;
-  EXPECT_NE(result.output.find("loaded 120 tensors"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("warning"));
+  EXPECT_THAT(result.output, HasSubstr("loaded 120 tensors"));
 
   dir.write("r.yaml", "model: { name: resnet18, weights: nowhere.safetensors }\n");
   result = run_mixt(args, dir.path());
   EXPECT_EQ(result.exit_code, 2) << result.output;
-  EXPECT_NE(result.output.find("nowhere.safetensors"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("nowhere.safetensors"));
 
   // The model is built for --input's samples: a batch of 3-channel images missing its batch
   // dimension says so, and no weights at all is a warning (untrained outputs).
@@ -173,18 +167,17 @@ TEST(WeightsCli, MismatchingWeightsAreOneClearError) {
   dir.write("r.yaml", "model: { name: resnet18, num_classes: 10, weights: " + weights + " }\n");
   result = run_mixt({"predict", "r.yaml", "--input", "unbatched.safetensors", "--output", "o.safetensors"}, dir.path());
   EXPECT_EQ(result.exit_code, 2) << result.output;
-  EXPECT_NE(result.output.find("mixt predict builds the model for the samples of unbatched.safetensors: [64, 64] "
-                               "(its first dimension, 3, is the batch)"),
-            std::string::npos)
+  EXPECT_THAT(result.output, HasSubstr("mixt predict builds the model for the samples of unbatched.safetensors: [64, 64] "
+                               "(its first dimension, 3, is the batch)"))
       << result.output;
   dir.write("r.yaml", "model: { name: resnet18, num_classes: 10 }\n");
   result = run_mixt(args, dir.path());
   EXPECT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_NE(result.output.find("mixt: warning: model.weights is not set"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("mixt: warning: model.weights is not set"));
 
   result = run_mixt({"export", "nowhere", "--format", "onnx", "-o", "x"}, dir.path());
   EXPECT_EQ(result.exit_code, 2) << result.output;
-  EXPECT_NE(result.output.find("unknown export format 'onnx'"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("unknown export format 'onnx'"));
 
   // predict builds only the model, and read no unknown-key check: a misspelt key predicted
   // with untrained weights (or 1000 classes) and exit 0.
@@ -193,16 +186,16 @@ TEST(WeightsCli, MismatchingWeightsAreOneClearError) {
                      "o.safetensors"},
                     dir.path());
   EXPECT_EQ(result.exit_code, 2) << result.output;
-  EXPECT_NE(result.output.find("model.weigths: unknown key 'weigths' in 'model'"), std::string::npos)
+  EXPECT_THAT(result.output, HasSubstr("model.weigths: unknown key 'weigths' in 'model'"))
       << result.output;
-  EXPECT_NE(result.output.find("did you mean 'weights'"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("did you mean 'weights'"));
 }
 
 TEST(WeightsCli, ListShowsParamsAndGflops) {
   const CommandResult result = run_mixt({"list", "model", "resnet*"});
   EXPECT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_NE(result.output.find("resnet50"), std::string::npos) << result.output;
-  EXPECT_NE(result.output.find("25,557,032 params, 4.089 GFLOPs at 3x224x224"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("resnet50"));
+  EXPECT_THAT(result.output, HasSubstr("25,557,032 params, 4.089 GFLOPs at 3x224x224"));
 }
 
 }  // namespace

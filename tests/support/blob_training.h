@@ -10,28 +10,37 @@
 #include <memory>
 #include <vector>
 
-#include "build/components.h"
+#include "assembly/components.h"
 #include "mixt/helpers/data_loader.h"
 #include "mixt/helpers/fp32_modules.h"
 #include "plugins.h"
 #include "recipe/recipe_loader.h"
 #include "recipe/recipe_node.h"
-#include "train/interrupt.h"
+#include "common/interrupt.h"
 #include "train/progress.h"
-#include "train/trainer_options.h"
+#include "assembly/trainer_options.h"
 
 namespace mixt::testing {
 
-// Two Gaussian blobs per class in 8 dimensions: 4 classes, 256 samples, batches of 16.
-// Optionally requests an interrupt, serves a NaN input, or fails as a bad file does under
-// on_bad_sample: fail, at the n-th batch it serves; or fails to start a given epoch. The
-// batches given to overflow_at (by serving order) are multiplied by 1e6: beyond
-// float16's range (65504), well inside bfloat16's.
+// What a BlobDataset does besides serving batches, at the n-th batch it serves (counted
+// over the run from 0) or at an epoch's start; -1: never.
+struct BlobEvents {
+  std::int64_t interrupt_at = -1;         // requests an interrupt, as SIGINT does
+  std::int64_t nan_at = -1;               // serves a NaN input
+  std::int64_t fail_at = -1;              // fails as a bad file does under on_bad_sample: fail
+  std::int64_t fail_starting_epoch = -1;  // fails to start this epoch (0-based)
+};
+
+// Two Gaussian blobs per class in 8 dimensions: 4 classes, 256 samples, batches of 16,
+// with the `events` asked for. The batches given to overflow_at (by serving order) are
+// multiplied by 1e6: beyond float16's range (65504), well inside bfloat16's.
 class BlobDataset : public Dataset {
  public:
-  explicit BlobDataset(std::uint64_t seed, std::int64_t interrupt_at = -1, std::int64_t nan_at = -1,
-                       std::int64_t fail_at = -1, std::int64_t fail_starting_epoch = -1)
-      : interrupt_at_(interrupt_at), nan_at_(nan_at), fail_at_(fail_at), fail_starting_epoch_(fail_starting_epoch) {
+  explicit BlobDataset(std::uint64_t seed, BlobEvents events = {})
+      : interrupt_at_(events.interrupt_at),
+        nan_at_(events.nan_at),
+        fail_at_(events.fail_at),
+        fail_starting_epoch_(events.fail_starting_epoch) {
     auto generator = at::make_generator<at::CPUGeneratorImpl>(99);
     const at::Tensor centers = at::randn({4, 8}, generator) * 3;
     labels_ = at::arange(256, at::kLong) % 4;
@@ -129,10 +138,10 @@ struct Fixture {
   Components components;
   Progress progress{false, 1000};
 
-  explicit Fixture(std::int64_t interrupt_at = -1, std::int64_t nan_at = -1, std::int64_t fail_at = -1,
-                   std::int64_t fail_starting_epoch = -1) {
+  // `events`: what the training data does when (the validation data does nothing).
+  explicit Fixture(BlobEvents events = {}) {
     at::manual_seed(0);
-    components.train = std::make_unique<BlobDataset>(5, interrupt_at, nan_at, fail_at, fail_starting_epoch);
+    components.train = std::make_unique<BlobDataset>(5, events);
     components.val = std::make_unique<BlobDataset>(5);
     components.precision = std::make_unique<PrecisionPolicy>();
     use_model(std::make_shared<TinyMlp>());

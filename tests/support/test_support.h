@@ -2,6 +2,7 @@
 // `mixt` binary with its exit code and output captured.
 #pragma once
 
+#include <gmock/gmock.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -168,3 +169,15 @@ inline std::string documented_commands(const std::string& document, const std::s
 }
 
 }  // namespace mixt::testing
+
+// What nearly every test file names, made visible in namespace mixt once here rather than
+// by a preamble of using-declarations in each file.
+namespace mixt {
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::CommandResult;
+using testing::kTinyRecipe;
+using testing::run_mixt;
+using testing::TempDir;
+}  // namespace mixt

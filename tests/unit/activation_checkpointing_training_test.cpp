@@ -13,14 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "build/components.h"
+#include "assembly/components.h"
 #include "checkpoint/checkpointer.h"
 #include "mixt/helpers/activation_checkpointing.h"
 #include "plugins.h"
 #include "recipe/recipe_loader.h"
 #include "test_support.h"
 #include "train/progress.h"
-#include "train/run_directory.h"
+#include "common/run_directory.h"
 #include "train/trainer.h"
 
 namespace mixt {

@@ -1,20 +1,21 @@
 // The callback contract, through the real trainer on the blobs problem: the order of the
 // calls over epochs with validation, under gradient accumulation, on an interrupt and on
 // resume; a callback's own state across trainer.resume; and a callback that throws.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "blob_training.h"
+#include "expect_error.h"
 #include "test_support.h"
-#include "train/run_directory.h"
+#include "common/run_directory.h"
 #include "train/trainer.h"
 
 namespace mixt {
 namespace {
 
-namespace fs = std::filesystem;
 using testing::Fixture;
 using testing::options;
 
@@ -221,7 +222,7 @@ TEST(Callbacks, SeeOneStepEndPerOptimizerStepUnderAccumulation) {
 TEST(Callbacks, AreToldOfAnInterruptAfterItsCheckpointIsWritten) {
   testing::TempDir dir;
   clear_interrupt_request();
-  Fixture f(/*interrupt_at=*/21);  // the 22nd batch: step 6 of epoch 2
+  Fixture f({.interrupt_at = 21});  // the 22nd batch: step 6 of epoch 2
   auto recorder = add_recorder(f);
   RunDirectory run(dir.path(), "interrupted");
   EXPECT_THROW(Trainer(f.components, options(2), &run, f.progress).fit(), Error);
@@ -236,7 +237,7 @@ TEST(Callbacks, AreToldOfAnInterruptAfterItsCheckpointIsWritten) {
 TEST(Callbacks, KeepTheirStateAcrossResumeAndSeeTheRestOfTheRun) {
   testing::TempDir dir;
   clear_interrupt_request();
-  Fixture first(/*interrupt_at=*/21);
+  Fixture first({.interrupt_at = 21});
   auto counted = std::make_shared<StepCounter>();
   first.components.callbacks.push_back({counted, "counter", "fixture", ""});
   RunDirectory run(dir.path(), "interrupted");
@@ -263,18 +264,16 @@ TEST(Callbacks, OneThatThrowsIsNamedAndTheCheckpointsStay) {
   Fixture f;
   f.components.callbacks.push_back({std::make_shared<ThrowsAtStep>(20), "thrower", "fixture_plugin", "libf.so"});
   RunDirectory run(dir.path(), "thrown");
-  try {
+  SCOPED_TRACE(::testing::Message() << "expected the callback's failure");
+  const Error e = testing::thrown_error([&] {
     Trainer(f.components, options(2), &run, f.progress).fit();
-    FAIL() << "expected the callback's failure";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.exit_code(), 1);
-    EXPECT_NE(e.message().find("callback 'thrower' (plugin 'fixture_plugin') failed in on_step_end: disk quota "
-                               "exceeded"),
-              std::string::npos)
-        << e.message();
-    EXPECT_EQ(e.where().file, "libf.so");
-    EXPECT_NE(e.hint().find("4 completed steps of epoch 2"), std::string::npos) << e.hint();
-  }
+  });
+  EXPECT_EQ(e.exit_code(), 1);
+  EXPECT_THAT(e.message(), HasSubstr("callback 'thrower' (plugin 'fixture_plugin') failed in on_step_end: disk quota "
+                             "exceeded"))
+      << e.message();
+  EXPECT_EQ(e.where().file, "libf.so");
+  EXPECT_THAT(e.hint(), HasSubstr("4 completed steps of epoch 2"));
   EXPECT_TRUE(fs::exists(run.checkpoints() / "epoch-0001"));
   EXPECT_TRUE(fs::exists(run.checkpoints() / "interrupted"));
 }

@@ -1,7 +1,10 @@
 // The cifar10 dataset plugin on a tiny tree in the real binary format, written by
 // tests/fixtures/data/make_cifar10.py: record i has label i % 10 and pixel
 // (i * 7 + channel * 50 + row + 2 * column) % 256.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "expect_error.h"
 
 #include <nlohmann/json.hpp>
 
@@ -9,8 +12,6 @@
 
 namespace mixt {
 namespace {
-
-namespace fs = std::filesystem;
 
 using testing::BuiltPlugins;
 using testing::collect_epoch;
@@ -67,13 +68,11 @@ TEST_F(Cifar10, AFileOfTheWrongSizeIsARecipeError) {
   testing::TempDir broken;
   fs::copy(root(), broken.path(), fs::copy_options::recursive);
   fs::resize_file(broken.path() / "test_batch.bin", 3073 * 2 + 5);
-  try {
+  const Error e = testing::thrown_error([&] {
     make_dataset(plugins, "{name: cifar10, split: test, root: " + broken.path().string() + "}");
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.exit_code(), 2);
-    EXPECT_NE(std::string(e.what()).find("not a multiple of the 3073-byte record"), std::string::npos) << e.what();
-  }
+  });
+  EXPECT_EQ(e.exit_code(), 2);
+  EXPECT_THAT(e.what(), HasSubstr("not a multiple of the 3073-byte record"));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // compared with the ones it lists, and the defaults it fell back on with the ones the list
 // shows. Keys read only on some paths are not all seen; the direction checked is the one
 // that hides options.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -18,12 +19,10 @@
 #include "mixt/options.h"
 #include "recipe/recipe_loader.h"
 #include "recipe/recipe_node.h"
-#include "train/trainer_options.h"
+#include "assembly/trainer_options.h"
 
 namespace mixt {
 namespace {
-
-using testing::TempDir;
 
 std::string as_yaml(const FallbackValue& value) {
   return std::visit([](const auto& v) { return format_yaml(v); }, value);
@@ -127,7 +126,7 @@ TEST(ComponentDocs, EveryOptionAShippedComponentReadsIsDescribed) {
           build(kind, "{" + options + ", " + key + ": 1}");
           ADD_FAILURE() << name << " reads '" << key << "', which mixt describe does not list";
         } catch (const Error& e) {
-          EXPECT_NE(e.key_path().find(key), std::string::npos) << name << ": " << e.what();
+          EXPECT_THAT(e.key_path(), HasSubstr(key)) << name << ": " << e.what();
         }
       }
       ++checked;

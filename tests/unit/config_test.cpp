@@ -1,9 +1,14 @@
 // Config: typed option reads with file:line:column errors, and the unknown-key check.
 #include "mixt/config.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "expect_error.h"
+
 #include "recipe/recipe_loader.h"
+
+using ::testing::HasSubstr;
 
 namespace mixt {
 namespace {
@@ -34,14 +39,12 @@ TEST(Config, ReadsTypedValuesAndFallbacks) {
 
 TEST(Config, WrongTypeNamesFileLineColumnAndKeyPath) {
   const Config c = section_of("model: {name: x}\noptimizer:\n  name: sgd\n  lr: fast\n", "optimizer");
-  try {
+  const Error e = testing::thrown_error([&] {
     c.number("lr");
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    // "fast" starts on line 4, column 7 (counted by hand).
-    EXPECT_STREQ(e.what(), "r.yaml:4:7: optimizer.lr: expected a number, got \"fast\"");
-    EXPECT_EQ(e.exit_code(), 2);
-  }
+  });
+  // "fast" starts on line 4, column 7 (counted by hand).
+  EXPECT_STREQ(e.what(), "r.yaml:4:7: optimizer.lr: expected a number, got \"fast\"");
+  EXPECT_EQ(e.exit_code(), 2);
 }
 
 // NaN passes every range check a plugin writes (lr < 0 is false for NaN); no option means
@@ -74,12 +77,10 @@ TEST(Config, MissingRequiredOptionIsAnError) {
 // An absent section has no line of its own; its errors still name the recipe file.
 TEST(Config, AnAbsentSectionsErrorsNameTheFile) {
   const Config absent = section_of("model: {name: x}\n", "trainer");
-  try {
+  const Error e = testing::thrown_error([&] {
     absent.number("lr");
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "r.yaml: trainer.lr: missing required option");
-  }
+  });
+  EXPECT_STREQ(e.what(), "r.yaml: trainer.lr: missing required option");
 }
 
 TEST(Config, IntegerRejectsFractions) {
@@ -92,13 +93,11 @@ TEST(Config, UnknownKeyIsReportedWithClosestKnownKey) {
   const Config c = section_of("trainer:\n  epochs: 2\n  seeed: 3\n", "trainer", &root);
   c.integer("epochs", 1);
   c.integer("seed", 0);
-  try {
+  const Error e = testing::thrown_error([&] {
     check_unknown_keys(*root);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "r.yaml:3:3: trainer.seeed: unknown key 'seeed' in 'trainer'");
-    EXPECT_NE(e.hint().find("did you mean 'seed'?"), std::string::npos) << e.hint();
-  }
+  });
+  EXPECT_STREQ(e.what(), "r.yaml:3:3: trainer.seeed: unknown key 'seeed' in 'trainer'");
+  EXPECT_THAT(e.hint(), HasSubstr("did you mean 'seed'?"));
 }
 
 // `mixt run r.yaml epochs=3` meant trainer.epochs: the hint names the section that knows it.

@@ -1,5 +1,5 @@
 // The CPU feature test behind the bfloat16 speed note: /proc/cpuinfo text as Linux writes it.
-#include "cpu_features.h"
+#include "common/cpu_features.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,10 @@
 // mixt::DataLoader: order against torch.utils.data.DistributedSampler (golden values in
 // tests/golden/distributed_sampler.json, made by tests/golden/make_sampler_golden.py),
 // results independent of the worker count, drop_last, bad samples, bounded prefetch.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "expect_error.h"
 
 #include <algorithm>
 #include <ATen/Parallel.h>
@@ -13,6 +16,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
+
+using ::testing::HasSubstr;
 
 namespace mixt {
 namespace {
@@ -252,13 +257,11 @@ TEST(DataLoader, OnBadSampleFailStopsNamingTheSample) {
   DataLoader loader(std::make_shared<CountingSource>(12, std::set<std::int64_t>{6}), o);
   loader.start_epoch(0);
   loader.next_batch();
-  try {
+  const Error e = testing::thrown_error([&] {
     loader.next_batch();
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.exit_code(), 1);
-    EXPECT_NE(std::string(e.what()).find("bad sample sample-6.jpg: cannot decode"), std::string::npos) << e.what();
-  }
+  });
+  EXPECT_EQ(e.exit_code(), 1);
+  EXPECT_THAT(e.what(), HasSubstr("bad sample sample-6.jpg: cannot decode"));
 }
 
 // Records how many threads ATen would use inside load().

@@ -1,6 +1,7 @@
 // The c10d layer on its own: torchrun's environment, and a real two-rank Gloo process
 // group on loopback (tests/support/distributed_probe.cpp launched once per rank) whose
 // all-reduce, broadcast and bucketed gradient average must be exact.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -9,6 +10,7 @@
 #include "child_process.h"
 #include "distributed/environment.h"
 #include "mixt/error.h"
+#include "expect_error.h"
 #include "test_support.h"
 
 namespace mixt {
@@ -17,7 +19,6 @@ namespace {
 using distributed::LaunchEnvironment;
 using testing::ChildProcess;
 using testing::rank_environment;
-using testing::TempDir;
 
 // Sets environment variables for one test and restores them after.
 class ScopedEnvironment {
@@ -73,13 +74,12 @@ TEST(LaunchEnvironment, AgentStoreOnlyForTheExactStringTrue) {
 TEST(LaunchEnvironment, BadValuesAreUsageErrors) {
   {
     ScopedEnvironment env({{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}});
-    try {
+    SCOPED_TRACE(::testing::Message() << "RANK >= WORLD_SIZE accepted");
+    const Error e = testing::thrown_error([&] {
       LaunchEnvironment::from_process_environment();
-      FAIL() << "RANK >= WORLD_SIZE accepted";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.exit_code(), 2);
-      EXPECT_NE(std::string(e.what()).find("RANK='2'"), std::string::npos) << e.what();
-    }
+    });
+    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_THAT(e.what(), HasSubstr("RANK='2'"));
   }
   {
     ScopedEnvironment env({{"RANK", "0"}, {"LOCAL_RANK", "0"}});
@@ -101,10 +101,10 @@ TEST(GlooProcessGroup, TwoRanksOnLoopbackAreExact) {
   ASSERT_TRUE(code0 && code1) << "a rank hung\n" << log0 << "\n---\n" << log1;
   EXPECT_EQ(*code0, 0) << log0;
   EXPECT_EQ(*code1, 0) << log1;
-  EXPECT_NE(log0.find("backend gloo, rank 0 of 2"), std::string::npos) << log0;
-  EXPECT_NE(log0.find("PROBE OK rank 0 of 2"), std::string::npos) << log0;
-  EXPECT_NE(log1.find("PROBE OK rank 1 of 2"), std::string::npos) << log1;
-  EXPECT_EQ(log0.find("MISMATCH"), std::string::npos) << log0;
+  EXPECT_THAT(log0, HasSubstr("backend gloo, rank 0 of 2"));
+  EXPECT_THAT(log0, HasSubstr("PROBE OK rank 0 of 2"));
+  EXPECT_THAT(log1, HasSubstr("PROBE OK rank 1 of 2"));
+  EXPECT_THAT(log0, Not(HasSubstr("MISMATCH")));
 }
 
 TEST(GlooProcessGroup, ADeadPeerIsAnErrorNotAHang) {
@@ -118,8 +118,8 @@ TEST(GlooProcessGroup, ADeadPeerIsAnErrorNotAHang) {
   const std::string log0 = testing::read_file(dir.path() / "0.log");
   ASSERT_TRUE(code0) << "rank 0 hung with a dead peer\n" << log0;
   EXPECT_EQ(*code0, 0) << log0;
-  EXPECT_NE(log0.find("caught after"), std::string::npos) << log0;
-  EXPECT_NE(log0.find("distributed all_reduce(sum) failed on rank 0 of 2 (gloo)"), std::string::npos) << log0;
+  EXPECT_THAT(log0, HasSubstr("caught after"));
+  EXPECT_THAT(log0, HasSubstr("distributed all_reduce(sum) failed on rank 0 of 2 (gloo)"));
   EXPECT_LT(seconds, 45.0);  // the probe's timeout is 30 s
   EXPECT_EQ(rank1.wait_for(10), 9);
 }
@@ -137,8 +137,8 @@ TEST(GlooProcessGroup, LibmixtLinksNoLibgloo) {
     return r;
   }();
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_NE(result.output.find("[libtorch_cpu.so]"), std::string::npos) << result.output;
-  EXPECT_EQ(result.output.find("gloo"), std::string::npos) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("[libtorch_cpu.so]"));
+  EXPECT_THAT(result.output, Not(HasSubstr("gloo")));
 }
 
 }  // namespace

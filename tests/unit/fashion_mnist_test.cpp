@@ -2,12 +2,14 @@
 // values are published facts of the dataset: 60,000 training and 10,000 test images of
 // 28x28, ten classes of exactly 6,000 (train) and 1,000 (test) images each, and the
 // first training label is 9 (ankle boot).
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "plugins.h"
 #include "recipe/recipe_loader.h"
+#include "expect_error.h"
 #include "test_support.h"
 
 namespace mixt {
@@ -71,15 +73,12 @@ TEST(FashionMnist, ShuffleDependsOnlyOnSeedAndEpoch) {
 
 TEST(FashionMnist, MissingRootIsARecipeErrorAtTheKey) {
   testing::BuiltPlugins plugins;
-  try {
+  const Error e = testing::thrown_error([&] {
     make(plugins, "{name: fashion_mnist, root: /nonexistent/fmnist}");
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.exit_code(), 2);
-    EXPECT_NE(std::string(e.what()).find("data.root: dataset root does not exist: /nonexistent/fmnist"),
-              std::string::npos)
-        << e.what();
-  }
+  });
+  EXPECT_EQ(e.exit_code(), 2);
+  EXPECT_THAT(e.what(), HasSubstr("data.root: dataset root does not exist: /nonexistent/fmnist"))
+      << e.what();
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include "mixt/error.h"
 #include "mixt/helpers/torch_optimizer.h"
 
+#include "expect_error.h"
+
 namespace mixt {
 namespace {
 
@@ -20,14 +22,7 @@ struct Problem {
   at::Tensor loss(float value = 1.0f) { return (weight * value).sum(); }
 };
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.message();
-  }
-  return "(no error)";
-}
+std::string error_of(const std::function<void()>& f) { return testing::thrown_error(f).message(); }
 
 TEST(GradScaler, DefaultsAreTorchs) {
   GradScaler scaler;

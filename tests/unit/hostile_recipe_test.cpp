@@ -1,5 +1,6 @@
 // Recipes as hostile or accidental input: what a small file can make mixt do is bounded in
 // memory and time, and each bound is a recipe error that names the file and the limit.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -8,21 +9,15 @@
 
 #include "mixt/config.h"
 #include "recipe/recipe_loader.h"
+#include "expect_error.h"
 #include "test_support.h"
 
 namespace mixt {
 namespace {
 
-namespace fs = std::filesystem;
-using testing::TempDir;
-
 std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.where().str() + ": " + e.message();
-  }
-  return "(no error)";
+  const Error e = testing::thrown_error(f);
+  return e.where().str() + ": " + e.message();
 }
 
 // Nine levels of nine aliases each: 9^9 (387 million) values from under a kilobyte.
@@ -38,7 +33,7 @@ TEST(HostileRecipe, AnAliasBombIsARecipeErrorNotAnAllocationFailure) {
   const fs::path file = dir.write("bomb.yaml", text);
   EXPECT_LT(fs::file_size(file), 1000u);
   const std::string error = error_of([&] { load_recipe(file); });
-  EXPECT_NE(error.find("bomb.yaml: the recipe expands to more than 100000 values"), std::string::npos) << error;
+  EXPECT_THAT(error, HasSubstr("bomb.yaml: the recipe expands to more than 100000 values"));
 }
 
 // Each level merges the one before it twice: 2^29 copies of the first map.
@@ -53,7 +48,7 @@ TEST(HostileRecipe, AMergeKeyBombStopsAtTheBoundQuickly) {
   const fs::path file = dir.write("merge.yaml", text);
   const auto start = std::chrono::steady_clock::now();
   const std::string error = error_of([&] { load_recipe(file); });
-  EXPECT_NE(error.find("expands to more than 100000 values"), std::string::npos) << error;
+  EXPECT_THAT(error, HasSubstr("expands to more than 100000 values"));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
 }
 
@@ -74,7 +69,7 @@ TEST(HostileRecipe, ManyKeysAreReadAndMergedInLinearTime) {
   EXPECT_EQ(loaded.config().string("b44999"), "1");
   EXPECT_EQ(loaded.config().string("r44999"), "2");
   const std::string error = error_of([&] { load_recipe(dir.write("dup.yaml", "a: 1\nb: 2\na: 3\n")); });
-  EXPECT_NE(error.find("dup.yaml:3:1: duplicate key 'a'"), std::string::npos) << error;
+  EXPECT_THAT(error, HasSubstr("dup.yaml:3:1: duplicate key 'a'"));
 }
 
 // d1 names d0 twice, d2 names d1 twice, ...: 2^40 loads without each file merged once.
@@ -100,23 +95,23 @@ TEST(HostileRecipe, ABaseChainDeeperThanTheBoundIsARecipeError) {
     dir.write("c" + std::to_string(n) + ".yaml", "base: c" + std::to_string(n - 1) + ".yaml\n");
   }
   const std::string error = error_of([&] { load_recipe(dir.path() / "c40.yaml"); });
-  EXPECT_NE(error.find("base: chains more than 32 files deep"), std::string::npos) << error;
+  EXPECT_THAT(error, HasSubstr("base: chains more than 32 files deep"));
   EXPECT_NO_THROW(load_recipe(dir.path() / "c30.yaml"));
 }
 
 TEST(HostileRecipe, DevicesAndFifosAreNotRecipes) {
-  EXPECT_NE(error_of([] { load_recipe("/dev/zero"); }).find("/dev/zero: not a regular file"), std::string::npos);
+  EXPECT_THAT(error_of([] { load_recipe("/dev/zero"); }), HasSubstr("/dev/zero: not a regular file"));
   TempDir dir;
   const fs::path fifo = dir.path() / "r.yaml";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   // Opening a FIFO without a writer would block: the check comes before the open.
-  EXPECT_NE(error_of([&] { load_recipe(fifo); }).find("not a regular file"), std::string::npos);
+  EXPECT_THAT(error_of([&] { load_recipe(fifo); }), HasSubstr("not a regular file"));
 }
 
 TEST(HostileRecipe, AFileLargerThanARecipeCanBeIsRefused) {
   TempDir dir;
   const fs::path file = dir.write("big.yaml", "a: \"" + std::string(2 << 20, 'x') + "\"\n");
-  EXPECT_NE(error_of([&] { load_recipe(file); }).find("big.yaml: the file is larger than 1 MiB"), std::string::npos);
+  EXPECT_THAT(error_of([&] { load_recipe(file); }), HasSubstr("big.yaml: the file is larger than 1 MiB"));
 }
 
 TEST(HostileRecipe, EchoedValuesAreCut) {
@@ -125,8 +120,7 @@ TEST(HostileRecipe, EchoedValuesAreCut) {
   const fs::path file = dir.write("r.yaml", "optimizer: {lr: \"" + huge + "x\"}\n");
   const Recipe recipe = load_recipe(file);
   const std::string error = error_of([&] { recipe.config().section("optimizer").number("lr"); });
-  EXPECT_NE(error.find("expected a number, got \"" + std::string(80, '7') + "...\" (100001 characters)"),
-            std::string::npos)
+  EXPECT_THAT(error, HasSubstr("expected a number, got \"" + std::string(80, '7') + "...\" (100001 characters)"))
       << error.substr(0, 300);
   EXPECT_LT(error.size(), 300u);
 }
@@ -136,12 +130,10 @@ TEST(HostileRecipe, ANonZeroNumberThatRoundsToZeroIsARecipeError) {
   const Recipe recipe = load_recipe(dir.write("r.yaml", "optimizer: {lr: 1e-400, eps: 1e-310, zero: 0.0e-400, "
                                                         "betas: [0.9, 1e-999]}\n"));
   const Config optimizer = recipe.config().section("optimizer");
-  EXPECT_NE(error_of([&] { optimizer.number("lr"); }).find("r.yaml:1:17: \"1e-400\" is too close to zero"),
-            std::string::npos);
-  EXPECT_NE(error_of([&] { optimizer.number("eps", 1e-8); }).find("is too close to zero"), std::string::npos);
+  EXPECT_THAT(error_of([&] { optimizer.number("lr"); }), HasSubstr("r.yaml:1:17: \"1e-400\" is too close to zero"));
+  EXPECT_THAT(error_of([&] { optimizer.number("eps", 1e-8); }), HasSubstr("is too close to zero"));
   EXPECT_EQ(optimizer.number("zero"), 0.0);  // zero written as zero is zero
-  EXPECT_NE(error_of([&] { optimizer.numbers("betas", {}); }).find("\"1e-999\" is too close to zero"),
-            std::string::npos);
+  EXPECT_THAT(error_of([&] { optimizer.numbers("betas", {}); }), HasSubstr("\"1e-999\" is too close to zero"));
 }
 
 TEST(HostileRecipe, ListOptionsAreBounded) {
@@ -149,9 +141,7 @@ TEST(HostileRecipe, ListOptionsAreBounded) {
   std::string channels = "[1";
   for (int i = 0; i < 20000; ++i) channels += ", 1";
   const Recipe recipe = load_recipe(dir.write("r.yaml", "model: {channels: " + channels + "]}\n"));
-  EXPECT_NE(error_of([&] { recipe.config().section("model").integers("channels", {}); })
-                .find("the list has 20001 items; an option takes at most 10000"),
-            std::string::npos);
+  EXPECT_THAT(error_of([&] { recipe.config().section("model").integers("channels", {}); }), HasSubstr("the list has 20001 items; an option takes at most 10000"));
 }
 
 }  // namespace

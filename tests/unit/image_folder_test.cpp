@@ -1,7 +1,10 @@
 // The image_folder dataset plugin on a real tree: Fashion-MNIST test images written as
 // JPEG/PNG/BMP class folders by tests/fixtures/data/make_image_folder.py (60 images,
 // classes sorted by name), plus a corrupt and a truncated JPEG.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "expect_error.h"
 #include <mixt/helpers/data_loader.h>
 
 #include <fstream>
@@ -11,12 +14,9 @@
 namespace mixt {
 namespace {
 
-namespace fs = std::filesystem;
-
 using testing::BuiltPlugins;
 using testing::collect_epoch;
 using testing::make_dataset;
-using testing::TempDir;
 
 class ImageFolder : public ::testing::Test {
  protected:
@@ -142,11 +142,10 @@ TEST_F(ImageFolder, DecompressionBombsAreBadSamplesBeforeDecoding) {
   std::string warnings;
   const std::int64_t files = read_all("", &delivered, &warnings);
   EXPECT_EQ(delivered, files - 2) << warnings;
-  EXPECT_NE(warnings.find("coat/bomb.jpg: its header claims 60000 x 60000 pixels, more than max_image_pixels "
-                          "(89478485)"),
-            std::string::npos)
+  EXPECT_THAT(warnings, HasSubstr("coat/bomb.jpg: its header claims 60000 x 60000 pixels, more than max_image_pixels "
+                          "(89478485)"))
       << warnings;
-  EXPECT_NE(warnings.find("coat/bomb.png: its header claims 20000 x 20000 pixels"), std::string::npos) << warnings;
+  EXPECT_THAT(warnings, HasSubstr("coat/bomb.png: its header claims 20000 x 20000 pixels"));
   read_all("max_image_pixels: 4095, ", &delivered, &warnings);
   EXPECT_EQ(delivered, 0) << warnings;  // 64 x 64 = 4096 pixels each
   EXPECT_THROW(make_dataset(plugins, section(bombs(), "max_image_pixels: 0")), Error);
@@ -154,14 +153,12 @@ TEST_F(ImageFolder, DecompressionBombsAreBadSamplesBeforeDecoding) {
 
 TEST_F(ImageFolder, OnBadSampleFailStopsWithTheFileNamed) {
   auto data = make_dataset(plugins, section(bad(), std::string("batch_size: 64, on_bad_sample: fail, ") + kSmallTrain));
-  try {
+  const Error e = testing::thrown_error([&] {
     collect_epoch(*data, 0);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.exit_code(), 1);
-    EXPECT_NE(std::string(e.what()).find("/bag/"), std::string::npos) << e.what();
-    EXPECT_NE(e.hint().find("on_bad_sample: skip"), std::string::npos) << e.hint();
-  }
+  });
+  EXPECT_EQ(e.exit_code(), 1);
+  EXPECT_THAT(e.what(), HasSubstr("/bag/"));
+  EXPECT_THAT(e.hint(), HasSubstr("on_bad_sample: skip"));
 }
 
 std::string recipe_error(BuiltPlugins& plugins, const std::string& yaml) {
@@ -176,8 +173,7 @@ std::string recipe_error(BuiltPlugins& plugins, const std::string& yaml) {
 
 TEST_F(ImageFolder, MissingRootIsARecipeErrorAtTheKey) {
   const std::string error = recipe_error(plugins, "{name: image_folder, root: /nonexistent/imagenet}");
-  EXPECT_NE(error.find("test.yaml:1:34: data.root: dataset root does not exist: /nonexistent/imagenet"),
-            std::string::npos)
+  EXPECT_THAT(error, HasSubstr("test.yaml:1:34: data.root: dataset root does not exist: /nonexistent/imagenet"))
       << error;
 }
 
@@ -193,8 +189,7 @@ TEST_F(ImageFolder, ARootThatIsAFileSaysSo) {
   TempDir tree;
   std::ofstream(tree.path() / "list.txt") << "not a folder";
   const std::string error = recipe_error(plugins, section(tree.path() / "list.txt", "workers: 0"));
-  EXPECT_NE(error.find("data.root: dataset root is not a folder: " + (tree.path() / "list.txt").string()),
-            std::string::npos)
+  EXPECT_THAT(error, HasSubstr("data.root: dataset root is not a folder: " + (tree.path() / "list.txt").string()))
       << error;
 }
 
@@ -211,8 +206,7 @@ TEST_F(ImageFolder, ASymbolicLinkLoopIsARecipeErrorNamingTheLink) {
   EXPECT_EQ(make_dataset(plugins, section(tree.path(), "workers: 0, " + std::string(kSmallTrain)))->size(), 2);
   fs::create_directory_symlink("..", tree.path() / "dog" / "inner" / "up");
   const std::string error = recipe_error(plugins, section(tree.path(), "workers: 0"));
-  EXPECT_NE(error.find("data.root: symbolic link loop: " + (tree.path() / "dog" / "inner" / "up").string()),
-            std::string::npos)
+  EXPECT_THAT(error, HasSubstr("data.root: symbolic link loop: " + (tree.path() / "dog" / "inner" / "up").string()))
       << error;
 }
 
@@ -224,7 +218,7 @@ TEST_F(ImageFolder, AnIndexPathThatIsAFolderIsARecipeErrorAndAnUnwritableOneAWar
   fs::create_directories(tree.path() / "cache");
   const std::string error =
       recipe_error(plugins, section(good(), "index: " + (tree.path() / "cache").string() + ", workers: 0"));
-  EXPECT_NE(error.find("data.index: " + (tree.path() / "cache").string() + " is a folder"), std::string::npos)
+  EXPECT_THAT(error, HasSubstr("data.index: " + (tree.path() / "cache").string() + " is a folder"))
       << error;
   const fs::path unwritable = tree.path() / "missing" / "index.txt";  // its folder does not exist
   EXPECT_EQ(make_dataset(plugins, section(good(), "index: " + unwritable.string() + ", " + kSmallTrain))->size(), 60);
@@ -238,19 +232,18 @@ TEST_F(ImageFolder, EmptyClassFolderIsARecipeError) {
   fs::copy_file(good() / "bag" / "002.jpg", tree.path() / "cat" / "1.jpg");
   std::ofstream(tree.path() / "dog" / "notes.txt") << "not an image";
   const std::string error = recipe_error(plugins, section(tree.path(), "workers: 0"));
-  EXPECT_NE(error.find("data.root: class folder " + (tree.path() / "dog").string() + " has no images"),
-            std::string::npos)
+  EXPECT_THAT(error, HasSubstr("data.root: class folder " + (tree.path() / "dog").string() + " has no images"))
       << error;
 }
 
 TEST_F(ImageFolder, UnbatchableTransformsAreARecipeError) {
   const std::string error = recipe_error(plugins, section(good(), "transforms: [{name: resize, size: 40}, to_tensor]"));
-  EXPECT_NE(error.find("data.transforms: these transforms give images of different sizes"), std::string::npos) << error;
+  EXPECT_THAT(error, HasSubstr("data.transforms: these transforms give images of different sizes"));
 }
 
 TEST_F(ImageFolder, TransformsThatDoNotFitTheChannelsAreARecipeError) {
   const std::string error = recipe_error(plugins, section(good(), "channels: 1"));  // ImageNet's 3-channel normalize
-  EXPECT_NE(error.find("data.transforms: normalize: the image has 1 channels but mean has 3 values"), std::string::npos)
+  EXPECT_THAT(error, HasSubstr("data.transforms: normalize: the image has 1 channels but mean has 3 values"))
       << error;
   auto grey = make_dataset(plugins, section(good(),
                                             "channels: 1, batch_size: 60, transforms: [{name: center_crop, size: 28}, "
@@ -290,7 +283,7 @@ TEST_F(ImageFolder, AnIndexCutShortIsRebuiltNotReadAsFewerFiles) {
     EXPECT_EQ(testing::read_file(index), whole);  // rewritten whole
   }
   for (const auto& entry : fs::directory_iterator(tree.path())) {
-    EXPECT_EQ(entry.path().string().find(".tmp"), std::string::npos) << entry.path();
+    EXPECT_THAT(entry.path().string(), Not(HasSubstr(".tmp"))) << entry.path();
   }
 }
 

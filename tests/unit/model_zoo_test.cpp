@@ -5,6 +5,7 @@
 //  - per family: torchvision's random weights loaded from safetensors give the same logits
 //    in eval mode (<= 1e-5 relative) and the same BN running statistics after one
 //    train-mode forward (fixtures made at test time by make_model_zoo_golden.py parity).
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -17,12 +18,11 @@
 #include "mixt/helpers/state_dict.h"
 #include "plugins.h"
 #include "recipe/recipe_loader.h"
+#include "expect_error.h"
 #include "test_support.h"
 
 namespace mixt {
 namespace {
-
-namespace fs = std::filesystem;
 
 const testing::BuiltPlugins& plugins() {
   static const testing::BuiltPlugins built;
@@ -77,8 +77,8 @@ TEST_P(ModelNames, ListShowsTorchvisionParamsAndGflops) {
   }
   char gflops[32];
   std::snprintf(gflops, sizeof(gflops), "%.3f GFLOPs", expected.at("gflops").get<double>());
-  EXPECT_NE(entry->info.summary.find(grouped + " params"), std::string::npos) << entry->info.summary;
-  EXPECT_NE(entry->info.summary.find(gflops), std::string::npos) << entry->info.summary;
+  EXPECT_THAT(entry->info.summary, HasSubstr(grouped + " params"));
+  EXPECT_THAT(entry->info.summary, HasSubstr(gflops));
 }
 
 std::vector<std::string> zoo_names() {
@@ -150,12 +150,11 @@ TEST(ModelZoo, NumClassesAndZeroInitResidual) {
 TEST(ModelZoo, WrongInputChannelsIsARecipeError) {
   ModelContext grey;
   grey.sample_shape = {1, 28, 28};
-  try {
+  SCOPED_TRACE(::testing::Message() << "accepted 1-channel images");
+  const Error e = testing::thrown_error([&] {
     build("{name: resnet18}", grey);
-    FAIL() << "accepted 1-channel images";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("3-channel images"), std::string::npos) << e.what();
-  }
+  });
+  EXPECT_THAT(e.what(), HasSubstr("3-channel images"));
 }
 
 // --- parity with torchvision on the same weights ---------------------------------------
@@ -237,7 +236,7 @@ TEST(ModelZooGolden, IsGeneratedOnceForItsGeneratorAndTorchVersions) {
   const testing::CommandResult again = testing::run_command("python3 " + testing::shell_quote(script) + " parity " +
                                                             testing::shell_quote(kParity.string()));
   EXPECT_EQ(again.exit_code, 0) << again.output;
-  EXPECT_NE(again.output.find("up to date"), std::string::npos) << again.output;
+  EXPECT_THAT(again.output, HasSubstr("up to date"));
   EXPECT_EQ(fs::last_write_time(kParity / "resnet18.weights.safetensors"), written);
 }
 

@@ -3,6 +3,7 @@
 // required option without its key is Config's missing-key error.
 #include "mixt/options.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +13,8 @@
 #include <vector>
 
 #include "recipe/recipe_loader.h"
+
+using ::testing::HasSubstr;
 
 namespace mixt {
 namespace {
@@ -180,15 +183,13 @@ TEST(Options, RequiredWithoutTheKeyIsTheMissingKeyError) {
   } catch (const Error& e) {
     expected = e.what();
   }
-  ASSERT_NE(expected.find("missing required option"), std::string::npos) << expected;
+  ASSERT_THAT(expected, HasSubstr("missing required option"));
   const Error e = error_of(Required<double>{"lr", "learning rate", at_least(0)}, yaml);
   EXPECT_EQ(std::string(e.what()), expected);
   EXPECT_EQ(e.key_path(), "c.lr");
   EXPECT_EQ(e.hint(), "add `lr: <a number>` to this section");
-  EXPECT_NE(std::string(error_of(Required<std::string>{"root", ""}, yaml).what()).find("c.root: missing required"),
-            std::string::npos);
-  EXPECT_NE(std::string(error_of(Required<std::int64_t>{"size", ""}, yaml).what()).find("c.size: missing required"),
-            std::string::npos);
+  EXPECT_THAT(std::string(error_of(Required<std::string>{"root", ""}, yaml).what()), HasSubstr("c.root: missing required"));
+  EXPECT_THAT(std::string(error_of(Required<std::int64_t>{"size", ""}, yaml).what()), HasSubstr("c.size: missing required"));
 }
 
 }  // namespace

@@ -2,8 +2,10 @@
 // purpose) and the real in-tree plugins.
 #include "plugins/plugin_loader.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "expect_error.h"
 #include "test_support.h"
 
 namespace mixt {
@@ -37,54 +39,51 @@ TEST(PluginLoader, LoadsAGoodPluginAndRegistersItsComponents) {
 
 TEST(PluginLoader, MissingFile) {
   const std::string error = load_error(kFixtures + "/libmixt_nothing_here.so");
-  EXPECT_NE(error.find("libmixt_nothing_here.so: plugin file not found"), std::string::npos) << error;
+  EXPECT_THAT(error, HasSubstr("libmixt_nothing_here.so: plugin file not found"));
 }
 
 TEST(PluginLoader, FileThatIsNotASharedLibrary) {
   const std::string error = load_error(kFixtures + "/libmixt_fixture_text.so");
-  EXPECT_NE(error.find("libmixt_fixture_text.so: not a loadable shared library"), std::string::npos) << error;
+  EXPECT_THAT(error, HasSubstr("libmixt_fixture_text.so: not a loadable shared library"));
 }
 
 TEST(PluginLoader, SharedLibraryWithoutEntryPoint) {
   const std::string error = load_error(kFixtures + "/libfixture_not_a_plugin.so");
-  EXPECT_NE(error.find("not a mixt plugin: no entry point 'mixt_plugin_info'"), std::string::npos) << error;
+  EXPECT_THAT(error, HasSubstr("not a mixt plugin: no entry point 'mixt_plugin_info'"));
 }
 
 TEST(PluginLoader, WrongAbiNamesBothVersionsAndTheFix) {
   const std::string error = load_error(kFixtures + "/libmixt_fixture_wrong_abi.so");
   const std::string plugin_abi = std::to_string(MIXT_ABI_MAJOR + 1) + ".0";
   const std::string host_abi = std::to_string(MIXT_ABI_MAJOR) + "." + std::to_string(MIXT_ABI_MINOR);
-  EXPECT_NE(error.find("libmixt_fixture_wrong_abi.so: incompatible plugin: built for plugin ABI " + plugin_abi),
-            std::string::npos)
+  EXPECT_THAT(error, HasSubstr("libmixt_fixture_wrong_abi.so: incompatible plugin: built for plugin ABI " + plugin_abi))
       << error;
-  EXPECT_NE(error.find("supports plugin ABI " + host_abi), std::string::npos) << error;
-  EXPECT_NE(error.find("rebuild the plugin against mixt"), std::string::npos) << error;
+  EXPECT_THAT(error, HasSubstr("supports plugin ABI " + host_abi));
+  EXPECT_THAT(error, HasSubstr("rebuild the plugin against mixt"));
 }
 
 TEST(PluginLoader, WrongBuildFingerprintNamesBoth) {
   const std::string error = load_error(kFixtures + "/libmixt_fixture_wrong_fingerprint.so");
-  EXPECT_NE(error.find("built with [torch 1.13.1; cxx11abi 0; cuda 0; gcc 9]"), std::string::npos) << error;
-  EXPECT_NE(error.find(std::string("this mixt with [") + build_fingerprint() + "]"), std::string::npos) << error;
+  EXPECT_THAT(error, HasSubstr("built with [torch 1.13.1; cxx11abi 0; cuda 0; gcc 9]"));
+  EXPECT_THAT(error, HasSubstr(std::string("this mixt with [") + build_fingerprint() + "]"));
 }
 
 TEST(PluginLoader, EmptyDescriptorFieldIsRejected) {
   const std::string error = load_error(kFixtures + "/libmixt_fixture_empty_field.so");
-  EXPECT_NE(error.find("descriptor has an empty field"), std::string::npos) << error;
+  EXPECT_THAT(error, HasSubstr("descriptor has an empty field"));
 }
 
 TEST(PluginLoader, DuplicateComponentNamesBothFiles) {
   Registry registry;
   PluginLoader loader(registry);
   loader.load(MIXT_PLUGIN_DIR "/libmixt_optimizer_sgd.so");
-  try {
+  const Error e = testing::thrown_error([&] {
     loader.load(kFixtures + "/libmixt_fixture_duplicate.so");
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find("optimizer 'sgd' is registered twice"), std::string::npos) << what;
-    EXPECT_NE(what.find("libmixt_optimizer_sgd.so"), std::string::npos) << what;
-    EXPECT_NE(what.find("libmixt_fixture_duplicate.so"), std::string::npos) << what;
-  }
+  });
+  const std::string what = e.what();
+  EXPECT_THAT(what, HasSubstr("optimizer 'sgd' is registered twice"));
+  EXPECT_THAT(what, HasSubstr("libmixt_optimizer_sgd.so"));
+  EXPECT_THAT(what, HasSubstr("libmixt_fixture_duplicate.so"));
   // What it registered before the duplicate went with it (ARegistrationThatFailsPartWay...).
   EXPECT_EQ(registry.find(ComponentKind::precision, "fixture_before_the_duplicate"), nullptr);
   EXPECT_NE(registry.find(ComponentKind::optimizer, "sgd"), nullptr);
@@ -101,12 +100,12 @@ TEST(PluginLoader, ADuplicateFoundByADirectoryScanIsSkippedNamingBothFiles) {
   std::vector<std::string> warnings;
   loader.load_directory(dir.path(), [&](const std::string& w) { warnings.push_back(w); });
   ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_NE(warnings[0].find("skipping " + (dir.path() / "libmixt_b_copy.so").string()), std::string::npos)
+  EXPECT_THAT(warnings[0], HasSubstr("skipping " + (dir.path() / "libmixt_b_copy.so").string()))
       << warnings[0];
-  EXPECT_NE(warnings[0].find("is registered twice"), std::string::npos) << warnings[0];
-  EXPECT_NE(warnings[0].find("libmixt_a_good.so"), std::string::npos) << warnings[0];
+  EXPECT_THAT(warnings[0], HasSubstr("is registered twice"));
+  EXPECT_THAT(warnings[0], HasSubstr("libmixt_a_good.so"));
   ASSERT_EQ(loader.loaded().size(), 1u);
-  EXPECT_NE(loader.loaded()[0].file.find("libmixt_a_good.so"), std::string::npos);
+  EXPECT_THAT(loader.loaded()[0].file, HasSubstr("libmixt_a_good.so"));
 }
 
 // A registration that fails after adding a component leaves nothing of it behind: the
@@ -122,8 +121,7 @@ TEST(PluginLoader, ARegistrationThatFailsPartWayLeavesNothingBehind) {
     std::vector<std::string> warnings;
     loader.load_directory(dir.path(), [&](const std::string& w) { warnings.push_back(w); });
     ASSERT_EQ(warnings.size(), 1u);
-    EXPECT_NE(warnings[0].find("plugin 'fixture_partial_registration' failed to register: no licence"),
-              std::string::npos)
+    EXPECT_THAT(warnings[0], HasSubstr("plugin 'fixture_partial_registration' failed to register: no licence"))
         << warnings[0];
     EXPECT_EQ(registry.find(ComponentKind::precision, "fixture_partial"), nullptr);
     EXPECT_NE(registry.find(ComponentKind::precision, "fixture_policy"), nullptr);
@@ -133,11 +131,10 @@ TEST(PluginLoader, ARegistrationThatFailsPartWayLeavesNothingBehind) {
 
 TEST(PluginLoader, APluginThatRegistersNothingIsAnError) {
   const std::string error = load_error(kFixtures + "/libmixt_fixture_registers_nothing.so");
-  EXPECT_NE(error.find("libmixt_fixture_registers_nothing.so: plugin 'fixture_registers_nothing' registered no "
-                       "components"),
-            std::string::npos)
+  EXPECT_THAT(error, HasSubstr("libmixt_fixture_registers_nothing.so: plugin 'fixture_registers_nothing' registered no "
+                       "components"))
       << error;
-  EXPECT_NE(error.find("hint: its register function must call the registrar's add_model"), std::string::npos)
+  EXPECT_THAT(error, HasSubstr("hint: its register function must call the registrar's add_model"))
       << error;
 }
 

@@ -3,6 +3,7 @@
 // amp_bf16 never skips the same data; scaler state survives a checkpoint; recipe errors;
 // tf32/fp32 math modes; precision.fp32_modules through mixt::call_submodule.
 #include <ATen/CPUGeneratorImpl.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/linear.h>
@@ -13,10 +14,11 @@
 #include <set>
 
 #include "blob_training.h"
-#include "build/components.h"
+#include "assembly/components.h"
 #include "mixt/helpers/fp32_modules.h"
 #include "plugins.h"
 #include "recipe/recipe_loader.h"
+#include "expect_error.h"
 #include "test_support.h"
 #include "train/trainer.h"
 
@@ -134,19 +136,18 @@ TEST(PrecisionPolicies, MostStepsSkippedOrANonFiniteValidationLossIsWarnedAbout)
   const TrainResult result = run.fit();
   const std::string said = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(result.skipped_steps, 10);
-  EXPECT_NE(said.find("mixt: warning: the precision policy skipped 10 of the 16 steps of epoch 1 (inf/NaN "
+  EXPECT_THAT(said, HasSubstr("mixt: warning: the precision policy skipped 10 of the 16 steps of epoch 1 (inf/NaN "
                       "gradients), so the weights barely trained; run `mixt diagnose` on the recipe: it finds the "
-                      "submodules to keep in float32 (precision.fp32_modules)"),
-            std::string::npos)
+                      "submodules to keep in float32 (precision.fp32_modules)"))
       << said;
   ASSERT_TRUE(result.final_eval);
   EXPECT_FALSE(std::isfinite(result.final_eval->loss));
-  EXPECT_NE(said.find("mixt: warning: the validation loss after epoch 1 is "), std::string::npos) << said;
+  EXPECT_THAT(said, HasSubstr("mixt: warning: the validation loss after epoch 1 is "));
 
   Training fine("{name: amp_fp16, init_scale: 1024}", {3, 9});  // 2 of 16: the scaler's business
   ::testing::internal::CaptureStderr();
   fine.fit();
-  EXPECT_EQ(::testing::internal::GetCapturedStderr().find("warning"), std::string::npos);
+  EXPECT_THAT(::testing::internal::GetCapturedStderr(), Not(HasSubstr("warning")));
 }
 
 TEST(PrecisionPolicies, AmpFp16WithAccumulationSkipsTheStepThatHoldsTheOverflow) {
@@ -192,14 +193,13 @@ TEST(PrecisionPolicies, AmpBf16NeverSkipsTheSameData) {
 }
 
 TEST(PrecisionPolicies, AmpBf16RejectsScalerOptionsAndSaysWhy) {
-  try {
+  SCOPED_TRACE(::testing::Message() << "expected a recipe error");
+  const Error e = testing::thrown_error([&] {
     make_policy("{name: amp_bf16, init_scale: 1024}");
-    FAIL() << "expected a recipe error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.exit_code(), 2);
-    EXPECT_NE(std::string(e.what()).find("does not scale the loss"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("test.yaml:1:"), std::string::npos) << e.what();
-  }
+  });
+  EXPECT_EQ(e.exit_code(), 2);
+  EXPECT_THAT(e.what(), HasSubstr("does not scale the loss"));
+  EXPECT_THAT(e.what(), HasSubstr("test.yaml:1:"));
 }
 
 TEST(PrecisionPolicies, AmpFp16RejectsTorchsInvalidFactors) {
@@ -221,7 +221,7 @@ TEST(PrecisionPolicies, AScaleOutsideFloat32sRangeIsARecipeError) {
       ADD_FAILURE() << "expected a recipe error for " << recipe;
     } catch (const Error& e) {
       EXPECT_EQ(e.exit_code(), 2) << recipe;
-      EXPECT_NE(std::string(e.what()).find("must lie in float32's normal range"), std::string::npos) << e.what();
+      EXPECT_THAT(e.what(), HasSubstr("must lie in float32's normal range"));
     }
   }
 }
@@ -231,13 +231,12 @@ TEST(PrecisionPolicies, AScaleOutsideFloat32sRangeIsARecipeError) {
 TEST(PrecisionPolicies, AmpBf16OffersNoScalerOptionForAnUnknownKey) {
   const RecipeNodePtr root = parse_yaml("precision: {name: amp_bf16, fooo: 1}", "test.yaml");
   plugins().registry.make_precision(Config(root, "").section("precision"), {});
-  try {
+  SCOPED_TRACE(::testing::Message() << "expected an unknown key");
+  const Error e = testing::thrown_error([&] {
     check_unknown_keys(*root);
-    FAIL() << "expected an unknown key";
-  } catch (const Error& e) {
-    EXPECT_NE(e.message().find("unknown key 'fooo'"), std::string::npos) << e.message();
-    EXPECT_EQ(e.hint().find("init_scale"), std::string::npos) << e.hint();
-  }
+  });
+  EXPECT_THAT(e.message(), HasSubstr("unknown key 'fooo'"));
+  EXPECT_THAT(e.hint(), Not(HasSubstr("init_scale")));
 }
 
 // Resumed, custom_scaler keeps the recipe's options: a dynamic scale within the recipe's
@@ -274,18 +273,16 @@ TEST(PrecisionPolicies, ResumingADisabledScalersCheckpointEnabledIsARecipeError)
   }
   Training second("{name: amp_fp16}");
   TrainerOptions o;
-  try {
+  SCOPED_TRACE(::testing::Message() << "expected a recipe error");
+  const Error e = testing::thrown_error([&] {
     Trainer(second.components, o, nullptr, second.progress).resume(dir.path() / "ckpt");
-    FAIL() << "expected a recipe error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.exit_code(), 2);
-    EXPECT_EQ(e.key_path(), "trainer.resume");
-    EXPECT_NE(std::string(e.what()).find("ckpt"), std::string::npos) << e.what();
-    EXPECT_NE(e.message().find("the checkpoint's precision state does not fit this recipe: The source state dict "
-                               "is empty"),
-              std::string::npos)
-        << e.message();
-  }
+  });
+  EXPECT_EQ(e.exit_code(), 2);
+  EXPECT_EQ(e.key_path(), "trainer.resume");
+  EXPECT_THAT(e.what(), HasSubstr("ckpt"));
+  EXPECT_THAT(e.message(), HasSubstr("the checkpoint's precision state does not fit this recipe: The source state dict "
+                             "is empty"))
+      << e.message();
 }
 
 TEST(PrecisionPolicies, ScalerStateIsRestoredFromACheckpoint) {
@@ -394,7 +391,7 @@ TEST(PrecisionContract, TheBlankForwardPassRunsAfterSetup) {
     ADD_FAILURE() << "built a model the policy had cast away from its input";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::recipe);
-    EXPECT_NE(e.message().find("the model cannot take the training samples"), std::string::npos) << e.message();
+    EXPECT_THAT(e.message(), HasSubstr("the model cannot take the training samples"));
   }
 }
 

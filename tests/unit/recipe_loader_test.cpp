@@ -1,14 +1,14 @@
 // Recipes: base: inheritance, _delete_, overrides, and the errors of each.
 #include "recipe/recipe_loader.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "expect_error.h"
 #include "test_support.h"
 
 namespace mixt {
 namespace {
-
-using testing::TempDir;
 
 std::string scalar_at(const Recipe& recipe, const std::string& section, const std::string& key) {
   return recipe.config().section(section).string(key);
@@ -69,13 +69,11 @@ TEST(RecipeLoader, OverrideOfAKeyNobodyKnowsIsRejectedAfterBuilding) {
   const auto file = dir.write("r.yaml", "trainer: {epochs: 1}\n");
   const Recipe recipe = load_recipe(file, {"trainer.epoch=3"});
   recipe.config().section("trainer").integer("epochs", 1);
-  try {
+  const Error e = testing::thrown_error([&] {
     check_unknown_keys(*recipe.root);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("command line 'trainer.epoch=3'"), std::string::npos) << e.what();
-    EXPECT_NE(e.hint().find("did you mean 'epochs'?"), std::string::npos) << e.hint();
-  }
+  });
+  EXPECT_THAT(e.what(), HasSubstr("command line 'trainer.epoch=3'"));
+  EXPECT_THAT(e.hint(), HasSubstr("did you mean 'epochs'?"));
 }
 
 TEST(RecipeLoader, OverrideThroughAScalarIsAnError) {
@@ -91,14 +89,13 @@ TEST(RecipeLoader, AnOverrideWithNoValueIsAUsageErrorNotTheDefault) {
   TempDir dir;
   const auto file = dir.write("r.yaml", "trainer: {epochs: 5}\n");
   for (const std::string empty : {"trainer.epochs=", "trainer.epochs= "}) {
-    try {
+    SCOPED_TRACE(::testing::Message() << "expected an error for '" << empty << "'");
+    const Error e = testing::thrown_error([&] {
       load_recipe(file, {empty});
-      FAIL() << "expected an error for '" << empty << "'";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.exit_code(), 2);
-      EXPECT_NE(std::string(e.what()).find("has no value"), std::string::npos) << e.what();
-      EXPECT_NE(e.hint().find("trainer.epochs=null"), std::string::npos) << e.hint();
-    }
+    });
+    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_THAT(e.what(), HasSubstr("has no value"));
+    EXPECT_THAT(e.hint(), HasSubstr("trainer.epochs=null"));
   }
   // Unsetting on purpose still works.
   EXPECT_FALSE(load_recipe(file, {"trainer.epochs=null"}).config().section("trainer").has("epochs"));
@@ -107,27 +104,23 @@ TEST(RecipeLoader, AnOverrideWithNoValueIsAUsageErrorNotTheDefault) {
 TEST(RecipeLoader, SyntaxErrorHasLineAndColumn) {
   TempDir dir;
   const auto file = dir.write("bad.yaml", "trainer:\n  epochs: 2\n  seed: [1, 2\n");
-  try {
+  const Error e = testing::thrown_error([&] {
     load_recipe(file);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find("bad.yaml:"), std::string::npos) << what;
-    EXPECT_NE(what.find("YAML syntax error"), std::string::npos) << what;
-    EXPECT_GT(e.where().line, 0);
-    EXPECT_EQ(e.exit_code(), 2);
-  }
+  });
+  const std::string what = e.what();
+  EXPECT_THAT(what, HasSubstr("bad.yaml:"));
+  EXPECT_THAT(what, HasSubstr("YAML syntax error"));
+  EXPECT_GT(e.where().line, 0);
+  EXPECT_EQ(e.exit_code(), 2);
 }
 
 TEST(RecipeLoader, ATabInTheIndentationIsNamedInTheHint) {
   TempDir dir;
   const auto file = dir.write("tab.yaml", "name: x\ntrainer:\n\tepochs: 2\n");
-  try {
+  const Error e = testing::thrown_error([&] {
     load_recipe(file);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(e.hint().find("line 3 is indented with a tab"), std::string::npos) << e.what() << e.hint();
-  }
+  });
+  EXPECT_THAT(e.hint(), HasSubstr("line 3 is indented with a tab")) << e.what() << e.hint();
 }
 
 TEST(RecipeLoader, ADirectoryIsNotARecipeAndItsRecipesAreNamed) {
@@ -135,13 +128,11 @@ TEST(RecipeLoader, ADirectoryIsNotARecipeAndItsRecipesAreNamed) {
   dir.write("recipes/b.yaml", "name: b\n");
   dir.write("recipes/a.yaml", "name: a\n");
   dir.write("recipes/notes.txt", "not a recipe\n");
-  try {
+  const Error e = testing::thrown_error([&] {
     load_recipe(dir.path() / "recipes");
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("recipes: a directory, not a recipe file"), std::string::npos) << e.what();
-    EXPECT_EQ(e.hint(), "name a recipe file there: a.yaml, b.yaml");
-  }
+  });
+  EXPECT_THAT(e.what(), HasSubstr("recipes: a directory, not a recipe file"));
+  EXPECT_EQ(e.hint(), "name a recipe file there: a.yaml, b.yaml");
 }
 
 TEST(RecipeLoader, AnEmptyRecipeIsAnErrorButAnEmptyBaseAddsNothing) {
@@ -149,13 +140,11 @@ TEST(RecipeLoader, AnEmptyRecipeIsAnErrorButAnEmptyBaseAddsNothing) {
   dir.write("empty_base.yaml", "# nothing yet\n");
   const auto child = dir.write("child.yaml", "base: empty_base.yaml\ntrainer: {epochs: 3}\n");
   EXPECT_EQ(scalar_at(load_recipe(child), "trainer", "epochs"), "3");
-  try {
+  const Error e = testing::thrown_error([&] {
     load_recipe(dir.path() / "empty_base.yaml");
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("empty_base.yaml: the recipe is empty"), std::string::npos) << e.what();
-    EXPECT_EQ(e.exit_code(), 2);
-  }
+  });
+  EXPECT_THAT(e.what(), HasSubstr("empty_base.yaml: the recipe is empty"));
+  EXPECT_EQ(e.exit_code(), 2);
 }
 
 // The merge key as the YAML 1.1 merge specification (yaml.org/type/merge.html) defines it:
@@ -183,40 +172,34 @@ TEST(RecipeLoader, TheMergeKeySharesAnAnchoredMap) {
   EXPECT_EQ(scalar_at(recipe, "optimizer", "momentum"), "0.9");
 
   const auto bad = dir.write("bad_merge.yaml", "trainer:\n  <<: 3\n");
-  try {
+  const Error e = testing::thrown_error([&] {
     load_recipe(bad);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("bad_merge.yaml:2:7: <<: expected a map"), std::string::npos) << e.what();
-  }
+  });
+  EXPECT_THAT(e.what(), HasSubstr("bad_merge.yaml:2:7: <<: expected a map"));
 }
 
 TEST(RecipeLoader, MissingBaseNamesTheChain) {
   TempDir dir;
   const auto file = dir.write("child.yaml", "base: nowhere.yaml\ntrainer: {epochs: 1}\n");
-  try {
+  const Error e = testing::thrown_error([&] {
     load_recipe(file);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("base file not found: "), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("nowhere.yaml"), std::string::npos) << e.what();
-    EXPECT_EQ(e.where().line, 1);
-    EXPECT_EQ(e.where().column, 7);
-  }
+  });
+  EXPECT_THAT(e.what(), HasSubstr("base file not found: "));
+  EXPECT_THAT(e.what(), HasSubstr("nowhere.yaml"));
+  EXPECT_EQ(e.where().line, 1);
+  EXPECT_EQ(e.where().column, 7);
 }
 
 TEST(RecipeLoader, BaseCycleIsAnErrorNamingTheCycle) {
   TempDir dir;
   dir.write("a.yaml", "base: b.yaml\n");
   dir.write("b.yaml", "base: a.yaml\n");
-  try {
+  const Error e = testing::thrown_error([&] {
     load_recipe(dir.path() / "a.yaml");
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find("base: cycle:"), std::string::npos) << what;
-    EXPECT_NE(what.find("a.yaml -> "), std::string::npos) << what;
-  }
+  });
+  const std::string what = e.what();
+  EXPECT_THAT(what, HasSubstr("base: cycle:"));
+  EXPECT_THAT(what, HasSubstr("a.yaml -> "));
 }
 
 Error load_error(const std::filesystem::path& file, const std::vector<std::string>& overrides = {}) {
@@ -240,17 +223,17 @@ TEST(RecipeLoader, WhatUsedToBeIgnoredOrRawIsARecipeErrorAtItsPlace) {
 
   dir.write("common.yaml", "trainer: {epochs: 1}\n");
   e = load_error(dir.write("top.yaml", "base: common.yaml\n_delete_: true\n"));
-  EXPECT_NE(e.message().find("_delete_ belongs in a section"), std::string::npos) << e.what();
+  EXPECT_THAT(e.message(), HasSubstr("_delete_ belongs in a section")) << e.what();
   EXPECT_EQ(e.where().line, 2);
 
   e = load_error(dir.path() / "common.yaml", {"trainer._delete_=true"});
   EXPECT_EQ(e.kind(), ErrorKind::usage);
-  EXPECT_NE(e.message().find("_delete_ is for recipe files"), std::string::npos) << e.what();
+  EXPECT_THAT(e.message(), HasSubstr("_delete_ is for recipe files")) << e.what();
 
   std::filesystem::create_directory(dir.path() / "folder");
   for (const std::string base : {"folder", "\"\""}) {
     e = load_error(dir.write("dir.yaml", "name: x\nbase: " + base + "\n"));
-    EXPECT_NE(e.message().find("base: names a directory, not a recipe file"), std::string::npos) << e.what();
+    EXPECT_THAT(e.message(), HasSubstr("base: names a directory, not a recipe file")) << e.what();
     EXPECT_EQ(e.where().line, 2) << base;
     EXPECT_EQ(e.exit_code(), 2);
   }
@@ -258,14 +241,14 @@ TEST(RecipeLoader, WhatUsedToBeIgnoredOrRawIsARecipeErrorAtItsPlace) {
   // `name="a"b`: YAML kept "a" and dropped the rest without a word.
   e = load_error(dir.path() / "common.yaml", {"name=\"a\"b"});
   EXPECT_EQ(e.kind(), ErrorKind::usage);
-  EXPECT_NE(e.message().find("starts with a quote but does not end with it"), std::string::npos) << e.what();
+  EXPECT_THAT(e.message(), HasSubstr("starts with a quote but does not end with it")) << e.what();
   EXPECT_EQ(load_error(dir.path() / "common.yaml", {"name=\"a b\""}).message(), "(loaded)");
 
   std::filesystem::create_symlink("loop2.yaml", dir.path() / "loop1.yaml");
   std::filesystem::create_symlink("loop1.yaml", dir.path() / "loop2.yaml");
   e = load_error(dir.write("looped.yaml", "base: loop1.yaml\n"));
   EXPECT_EQ(e.exit_code(), 2) << e.what();
-  EXPECT_NE(e.message().find("cannot resolve"), std::string::npos) << e.what();
+  EXPECT_THAT(e.message(), HasSubstr("cannot resolve")) << e.what();
   EXPECT_EQ(e.where().line, 1);
 }
 

@@ -2,9 +2,14 @@
 // and factory failures reported with the component and its plugin.
 #include "plugins/registry.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "expect_error.h"
+
 #include "recipe/recipe_loader.h"
+
+using ::testing::HasSubstr;
 
 namespace mixt {
 namespace {
@@ -35,14 +40,12 @@ TEST(Registry, DuplicateNameNamesBothPluginFiles) {
   registry.begin_plugin({"/p/libmixt_a.so", "a", "1.0"});
   registry.add_precision("fp32", {}, no_op_policy());
   registry.begin_plugin({"/p/libmixt_b.so", "b", "1.0"});
-  try {
+  const Error e = testing::thrown_error([&] {
     registry.add_precision("fp32", {}, no_op_policy());
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find("/p/libmixt_a.so"), std::string::npos) << what;
-    EXPECT_NE(what.find("/p/libmixt_b.so"), std::string::npos) << what;
-  }
+  });
+  const std::string what = e.what();
+  EXPECT_THAT(what, HasSubstr("/p/libmixt_a.so"));
+  EXPECT_THAT(what, HasSubstr("/p/libmixt_b.so"));
 }
 
 TEST(Registry, UnknownNameSuggestsTheClosestAtTheRecipeLocation) {
@@ -52,14 +55,12 @@ TEST(Registry, UnknownNameSuggestsTheClosestAtTheRecipeLocation) {
   registry.add_precision("fp32", {}, no_op_policy());
   RecipeNodePtr root;
   const Config config = section("trainer: {}\nprecision: {name: amp_fp61}\n", root);
-  try {
+  const Error e = testing::thrown_error([&] {
     registry.make_precision(config, {});
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "r.yaml:2:19: precision.name: unknown precision 'amp_fp61'");
-    EXPECT_NE(e.hint().find("did you mean 'amp_fp16'?"), std::string::npos) << e.hint();
-    EXPECT_NE(e.hint().find("amp_bf16, amp_fp16, fp32"), std::string::npos) << e.hint();
-  }
+  });
+  EXPECT_STREQ(e.what(), "r.yaml:2:19: precision.name: unknown precision 'amp_fp61'");
+  EXPECT_THAT(e.hint(), HasSubstr("did you mean 'amp_fp16'?"));
+  EXPECT_THAT(e.hint(), HasSubstr("amp_bf16, amp_fp16, fp32"));
 }
 
 TEST(Registry, FactoryExceptionsNameTheComponentAndPlugin) {
@@ -70,13 +71,11 @@ TEST(Registry, FactoryExceptionsNameTheComponentAndPlugin) {
   });
   registry.end_plugin();
   RecipeNodePtr root;
-  try {
+  const Error e = testing::thrown_error([&] {
     registry.make_precision(section("precision: {name: boom}", root), {});
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::plugin);
-    EXPECT_STREQ(e.what(), "/p/libmixt_boom.so: precision 'boom' (plugin 'boom') failed to build: kaput");
-  }
+  });
+  EXPECT_EQ(e.kind(), ErrorKind::plugin);
+  EXPECT_STREQ(e.what(), "/p/libmixt_boom.so: precision 'boom' (plugin 'boom') failed to build: kaput");
 }
 
 TEST(Registry, ListFiltersByKindAndWildcard) {
@@ -93,12 +92,10 @@ TEST(Registry, ListFiltersByKindAndWildcard) {
 }
 
 TEST(Registry, UnknownKindListsTheKinds) {
-  try {
+  const Error e = testing::thrown_error([&] {
     parse_kind("modle");
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(e.hint().find("did you mean 'model'?"), std::string::npos) << e.hint();
-  }
+  });
+  EXPECT_THAT(e.hint(), HasSubstr("did you mean 'model'?"));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // safetensors I/O and state dicts: exact round trips, the byte layout of the format,
 // PyTorch's state_dict naming and order, and strict / non-strict loading; weights and
 // checkpoint files written whole or not at all.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -15,18 +16,16 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "checkpoint/atomic_file.h"
+#include "common/atomic_file.h"
 #include "checkpoint/checkpoint.h"
 #include "mixt/error.h"
 #include "mixt/helpers/safetensors.h"
 #include "mixt/helpers/state_dict.h"
+#include "expect_error.h"
 #include "test_support.h"
 
 namespace mixt {
 namespace {
-
-using testing::TempDir;
-namespace fs = std::filesystem;
 
 TEST(Safetensors, RoundTripsEveryDtypeExactly) {
   TempDir dir;
@@ -89,8 +88,8 @@ TEST(Safetensors, DamagedFilesAreClearErrors) {
       ADD_FAILURE() << "no error for " << what;
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::recipe);
-      EXPECT_NE(std::string(e.what()).find("not a valid safetensors file"), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find("bad.safetensors"), std::string::npos) << e.what();
+      EXPECT_THAT(e.what(), HasSubstr("not a valid safetensors file"));
+      EXPECT_THAT(e.what(), HasSubstr("bad.safetensors"));
     }
   };
   expect_error("", "empty file");
@@ -109,9 +108,7 @@ TEST(Safetensors, DamagedFilesAreClearErrors) {
     load_safetensors(dir.path() / "missing.safetensors");
     ADD_FAILURE() << "no error for a missing file";
   } catch (const Error& e) {
-    EXPECT_NE(
-        std::string(e.what()).find("missing.safetensors: cannot read safetensors file: No such file or directory"),
-        std::string::npos)
+    EXPECT_THAT(e.what(), HasSubstr("missing.safetensors: cannot read safetensors file: No such file or directory"))
         << e.what();
   }
 }
@@ -148,16 +145,15 @@ TEST(StateDict, StrictLoadListsEveryProblemAndLoadsNothing) {
     if (name == "layer.0.weight") t = at::zeros({3, 4});           // wrong shape
   }
   const at::Tensor before = target.bn->weight.clone();
-  try {
+  SCOPED_TRACE(::testing::Message() << "strict load accepted mismatching weights");
+  const Error e = testing::thrown_error([&] {
     load_state_dict(target, tensors, /*strict=*/true, "w.safetensors");
-    FAIL() << "strict load accepted mismatching weights";
-  } catch (const Error& e) {
-    const std::string text = e.what();
-    EXPECT_NE(text.find("missing in the file (1): conv1.weight"), std::string::npos) << text;
-    EXPECT_NE(text.find("unexpected in the file (1): extra.weight"), std::string::npos) << text;
-    EXPECT_NE(text.find("layer.0.weight: file [3, 4] vs model [2, 4]"), std::string::npos) << text;
-    EXPECT_NE(text.find("w.safetensors"), std::string::npos) << text;
-  }
+  });
+  const std::string text = e.what();
+  EXPECT_THAT(text, HasSubstr("missing in the file (1): conv1.weight"));
+  EXPECT_THAT(text, HasSubstr("unexpected in the file (1): extra.weight"));
+  EXPECT_THAT(text, HasSubstr("layer.0.weight: file [3, 4] vs model [2, 4]"));
+  EXPECT_THAT(text, HasSubstr("w.safetensors"));
   EXPECT_TRUE(at::equal(before, target.bn->weight));
 }
 
@@ -214,7 +210,7 @@ TEST(AtomicWrite, NoFreeInodesIsNamedAsSuch) {
     ADD_FAILURE() << "the write succeeded without a free inode";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::runtime);
-    EXPECT_NE(e.hint().find("no free inodes"), std::string::npos) << e.what() << " / " << e.hint();
+    EXPECT_THAT(e.hint(), HasSubstr("no free inodes")) << e.what() << " / " << e.hint();
   }
 }
 

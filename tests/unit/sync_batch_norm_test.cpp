@@ -4,6 +4,7 @@
 // Each rank's loss is Σ y·g over its samples, so the sum of the ranks' losses is the
 // reference's loss: input gradients must match row for row, and the ranks' weight and bias
 // gradients must add up to the reference's.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/sequential.h>
@@ -19,6 +20,8 @@
 #include "mixt/error.h"
 #include "mixt/helpers/batch_norm.h"
 #include "recipe/recipe_loader.h"
+
+using ::testing::HasSubstr;
 
 namespace mixt {
 namespace {
@@ -320,7 +323,7 @@ TEST(SyncBatchNorm, TheFrameworkAttachesToMixtLayersAndNamesTorchOnes) {
     EXPECT_EQ(e.kind(), ErrorKind::recipe);
     EXPECT_EQ(e.where().str().rfind("r.yaml:3:", 0), 0u) << e.where().str();
     const std::string text = e.message();
-    EXPECT_NE(text.find("batch-norm layers 2 are torch::nn batch norm"), std::string::npos) << text;
+    EXPECT_THAT(text, HasSubstr("batch-norm layers 2 are torch::nn batch norm"));
   }
 
   torch::nn::Sequential ours(torch::nn::Conv2d(1, 2, 3), BatchNorm2d(2), torch::nn::Conv2d(2, 2, 3), BatchNorm2d(2));
@@ -332,7 +335,7 @@ TEST(SyncBatchNorm, TheFrameworkAttachesToMixtLayersAndNamesTorchOnes) {
   torch::nn::Sequential none(torch::nn::Conv2d(1, 2, 3));
   EXPECT_EQ(synchronise_batch_norm(*none, &communicator, distributed_section(), warn), 0u);
   ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_NE(warnings[0].find("no batch-norm layers"), std::string::npos) << warnings[0];
+  EXPECT_THAT(warnings[0], HasSubstr("no batch-norm layers"));
 }
 
 }  // namespace

@@ -64,7 +64,7 @@ struct Outcome {
 // `with_scheduler`: the scheduler reads each outcome before the trainer counts it; without
 // one, the skipped steps are summed on the device and settled on logged steps.
 Outcome train(bool step_on_device, const std::string& optimizer, bool clip, bool with_scheduler) {
-  testing::Fixture f(-1, /*nan_at=*/9);
+  testing::Fixture f({.nan_at = 9});
   f.root = parse_yaml("optimizer: " + optimizer, "test");
   f.use_model(f.components.model);
   // The first step overflows float16 before any optimizer state exists; so do two later ones.

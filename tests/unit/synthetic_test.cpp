@@ -1,5 +1,8 @@
 // The synthetic dataset plugin: inputs made once, of the shape asked, reused every batch.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "expect_error.h"
 
 #include "data_support.h"
 
@@ -46,24 +49,20 @@ TEST(Synthetic, BatchesAreCountedWithTheRecipesBatchSize) {
   EXPECT_EQ(testing::make_dataset(plugins, "{name: synthetic, shape: [2], size: 10, batch_size: 16, drop_last: true}")
                 ->batches_per_epoch(),
             0);
-  try {
+  const Error e = testing::thrown_error([&] {
     testing::make_dataset(plugins, "{name: synthetic, shape: [2], size: 9223372036854775807}");
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("data.size: must be in [1, 10^12]"), std::string::npos) << e.what();
-  }
+  });
+  EXPECT_THAT(e.what(), HasSubstr("data.size: must be in [1, 10^12]"));
 }
 
 TEST(Synthetic, BadShapeIsARecipeError) {
   testing::BuiltPlugins plugins;
-  try {
+  const Error e = testing::thrown_error([&] {
     testing::make_dataset(plugins, "{name: synthetic, shape: [3, 0, 4]}");
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.exit_code(), 2);
-    EXPECT_NE(std::string(e.what()).find("data.shape: every dimension must be positive"), std::string::npos)
-        << e.what();
-  }
+  });
+  EXPECT_EQ(e.exit_code(), 2);
+  EXPECT_THAT(e.what(), HasSubstr("data.shape: every dimension must be positive"))
+      << e.what();
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The tensorboard callback's file: TFRecord's masked CRC-32C against the published CRC-32C
 // check value, and a disk that fills up for a while: one warning, the run goes on, and
 // TensorBoard reads every record flushed before it filled and after it had room again. Reading back whole runs is tests/e2e/tensorboard_test.cpp.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -13,8 +14,6 @@
 
 namespace mixt {
 namespace {
-
-namespace fs = std::filesystem;
 
 // CRC-32C("123456789") = 0xE3069283 (RFC 3720 B.4's check value); TFRecord masks it as
 // ((crc >> 15) | (crc << 17)) + 0xa282ead8 (tensorflow/core/lib/hash/crc32c.h Mask).
@@ -59,7 +58,7 @@ TEST(TensorBoardFile, AFullDiskIsOneWarningAndTheFlushedCurvesSurvive) {
   tensorboard->on_epoch_end(EpochEnd{state, nullptr, {}, 0, 0});
   tensorboard->on_fit_end(state);
   const std::string said = ::testing::internal::GetCapturedStderr();
-  EXPECT_NE(said.find("mixt: warning: tensorboard: cannot write"), std::string::npos) << said;
+  EXPECT_THAT(said, HasSubstr("mixt: warning: tensorboard: cannot write"));
   EXPECT_EQ(said.find("warning"), said.rfind("warning")) << "warned more than once:\n" << said;
 
   const testing::CommandResult read = testing::run_command(

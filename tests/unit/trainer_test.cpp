@@ -4,6 +4,7 @@
 #include "train/trainer.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <torch/nn/modules/batchnorm.h>
@@ -30,16 +31,16 @@
 #include "plugins.h"
 #include "recipe/recipe_loader.h"
 #include "recipe/recipe_node.h"
+#include "expect_error.h"
 #include "test_support.h"
-#include "train/interrupt.h"
+#include "common/interrupt.h"
 #include "train/out_of_memory.h"
 
 namespace mixt {
 namespace {
 
-
-namespace fs = std::filesystem;
 using testing::BlobDataset;
+using testing::BlobEvents;
 using testing::BlobSource;
 using testing::Fixture;
 using testing::InterruptibleLoaderDataset;
@@ -88,7 +89,7 @@ TEST(Trainer, DataThatDeliversNothingIsARuntimeError) {
     ADD_FAILURE() << "a validation without a sample ended done";
   } catch (const Error& e) {
     EXPECT_EQ(e.exit_code(), 1);
-    EXPECT_NE(e.message().find("data.val gave no usable sample after epoch 1"), std::string::npos) << e.message();
+    EXPECT_THAT(e.message(), HasSubstr("data.val gave no usable sample after epoch 1"));
   }
 }
 
@@ -112,14 +113,13 @@ TEST(Trainer, InterruptedMidEpochAndResumedEqualsUninterrupted) {
   Trainer(straight.components, options(2), nullptr, straight.progress).fit();
 
   clear_interrupt_request();
-  Fixture first(/*interrupt_at=*/21);  // stops inside the second epoch, after batch 22 of 32
+  Fixture first({.interrupt_at = 21});  // stops inside the second epoch, after batch 22 of 32
   RunDirectory run(dir.path(), "interrupted");
-  try {
+  SCOPED_TRACE(::testing::Message() << "expected the interrupt");
+  const Error e = testing::thrown_error([&] {
     Trainer(first.components, options(2), &run, first.progress).fit();
-    FAIL() << "expected the interrupt";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.exit_code(), 130);
-  }
+  });
+  EXPECT_EQ(e.exit_code(), 130);
   clear_interrupt_request();
   const auto checkpoint = run.checkpoints() / "interrupted";
   ASSERT_TRUE(std::filesystem::exists(checkpoint));
@@ -139,7 +139,7 @@ TEST(Trainer, InterruptedMidEpochAndResumedEqualsUninterrupted) {
 TEST(Trainer, ResumingMidEpochWithAnotherDataOrderIsARecipeError) {
   testing::TempDir dir;
   clear_interrupt_request();
-  Fixture first(/*interrupt_at=*/21);
+  Fixture first({.interrupt_at = 21});
   RunDirectory run(dir.path(), "interrupted");
   EXPECT_THROW(Trainer(first.components, options(2), &run, first.progress).fit(), Error);
   clear_interrupt_request();
@@ -159,9 +159,9 @@ TEST(Trainer, ResumingMidEpochWithAnotherDataOrderIsARecipeError) {
       ADD_FAILURE() << change << ": resumed mid-epoch with another data order";
     } catch (const Error& e) {
       EXPECT_EQ(e.exit_code(), 2);
-      EXPECT_NE(e.message().find("checkpoint stopped in the middle of epoch 2 (after batch 6)"), std::string::npos)
+      EXPECT_THAT(e.message(), HasSubstr("checkpoint stopped in the middle of epoch 2 (after batch 6)"))
           << e.message();
-      EXPECT_NE(e.message().find(expected), std::string::npos) << e.message();
+      EXPECT_THAT(e.message(), HasSubstr(expected));
     }
     Fixture at_epoch_end;
     at_epoch_end.components.train_order_keys = resumed.components.train_order_keys;
@@ -176,18 +176,17 @@ TEST(Trainer, AnInterruptDuringTheEvaluationStopsAtTheEpochsCheckpoint) {
   testing::TempDir dir;
   clear_interrupt_request();
   Fixture first;
-  first.components.val = std::make_unique<BlobDataset>(5, /*interrupt_at=*/2);
+  first.components.val = std::make_unique<BlobDataset>(5, BlobEvents{.interrupt_at = 2});
   RunDirectory run(dir.path(), "evaluation");
-  try {
+  SCOPED_TRACE(::testing::Message() << "expected the interrupt");
+  const Error e = testing::thrown_error([&] {
     Trainer(first.components, options(3), &run, first.progress).fit();
-    FAIL() << "expected the interrupt";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.exit_code(), 130);
-  }
+  });
+  EXPECT_EQ(e.exit_code(), 130);
   clear_interrupt_request();
   EXPECT_TRUE(std::filesystem::exists(run.checkpoints() / "epoch-0001"));
   EXPECT_FALSE(std::filesystem::exists(run.checkpoints() / "interrupted"));
-  EXPECT_EQ(testing::read_file(run.path() / "metrics.jsonl").find("val_loss"), std::string::npos);
+  EXPECT_THAT(testing::read_file(run.path() / "metrics.jsonl"), Not(HasSubstr("val_loss")));
 
   Fixture straight;
   Trainer(straight.components, options(3), nullptr, straight.progress).fit();
@@ -208,19 +207,18 @@ TEST(Trainer, AFailureMidEpochSavesTheCompletedStepsAndResumingThemEqualsUninter
   Fixture straight;
   Trainer(straight.components, options(2), nullptr, straight.progress).fit();
 
-  Fixture failing(/*interrupt_at=*/-1, /*nan_at=*/-1, /*fail_at=*/21);  // batch 6 of epoch 2
+  Fixture failing({.fail_at = 21});  // batch 6 of epoch 2
   RunDirectory run(dir.path(), "failed");
-  try {
+  SCOPED_TRACE(::testing::Message() << "expected the failure");
+  const Error e = testing::thrown_error([&] {
     Trainer(failing.components, options(2), &run, failing.progress).fit();
-    FAIL() << "expected the failure";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::runtime);
-    EXPECT_NE(e.message().find("bad sample blob-7"), std::string::npos) << e.message();
-    const std::string saved = "fix or remove the file\n  the 5 completed steps of epoch 2 are saved in " +
-                              (run.checkpoints() / "interrupted").string() +
-                              ": once fixed, continue with trainer.resume=" + run.path().string();
-    EXPECT_NE(e.hint().find(saved), std::string::npos) << e.hint();
-  }
+  });
+  EXPECT_EQ(e.kind(), ErrorKind::runtime);
+  EXPECT_THAT(e.message(), HasSubstr("bad sample blob-7"));
+  const std::string saved = "fix or remove the file\n  the 5 completed steps of epoch 2 are saved in " +
+                            (run.checkpoints() / "interrupted").string() +
+                            ": once fixed, continue with trainer.resume=" + run.path().string();
+  EXPECT_THAT(e.hint(), HasSubstr(saved));
   const auto checkpoint = run.checkpoints() / "interrupted";
   ASSERT_TRUE(std::filesystem::exists(checkpoint));
 
@@ -234,7 +232,7 @@ TEST(Trainer, AFailureMidEpochSavesTheCompletedStepsAndResumingThemEqualsUninter
   // previous epoch's checkpoint as the newest.
   for (const auto& [fail_at, fail_starting_epoch] : {std::pair<std::int64_t, std::int64_t>{16, -1}, {-1, 1}}) {
     testing::TempDir other;
-    Fixture early(-1, -1, fail_at, fail_starting_epoch);
+    Fixture early({.fail_at = fail_at, .fail_starting_epoch = fail_starting_epoch});
     RunDirectory early_run(other.path(), "failed");
     EXPECT_THROW(Trainer(early.components, options(2), &early_run, early.progress).fit(), Error);
     EXPECT_FALSE(std::filesystem::exists(early_run.checkpoints() / "interrupted"))
@@ -245,7 +243,7 @@ TEST(Trainer, AFailureMidEpochSavesTheCompletedStepsAndResumingThemEqualsUninter
   // An evaluation that fails (a bad validation file) comes after the epoch's checkpoint.
   testing::TempDir third;
   Fixture evaluated;
-  evaluated.components.val = std::make_unique<BlobDataset>(5, -1, -1, /*fail_at=*/0);
+  evaluated.components.val = std::make_unique<BlobDataset>(5, BlobEvents{.fail_at = 0});
   RunDirectory evaluated_run(third.path(), "failed");
   EXPECT_THROW(Trainer(evaluated.components, options(2), &evaluated_run, evaluated.progress).fit(), Error);
   EXPECT_TRUE(std::filesystem::exists(evaluated_run.checkpoints() / "epoch-0001"));
@@ -288,9 +286,8 @@ TEST(Trainer, ResumingMidEpochOnALoaderDatasetLoadsOnlyTheRest) {
     ADD_FAILURE() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::recipe);
-    EXPECT_NE(std::string(e.what()).find("checkpoint stopped after batch 6 of epoch 2, but the training data has 4 "
-                                         "batches per epoch"),
-              std::string::npos)
+    EXPECT_THAT(e.what(), HasSubstr("checkpoint stopped after batch 6 of epoch 2, but the training data has 4 "
+                                         "batches per epoch"))
         << e.what();
   }
 }
@@ -307,22 +304,20 @@ bool all_finite(const std::vector<at::Tensor>& tensors) {
 // with one checkpoint kept, writing it would have deleted the last good one.
 TEST(Trainer, ANonFiniteLossStopsTheRunAndKeepsTheLastGoodCheckpoint) {
   testing::TempDir dir;
-  Fixture f(/*interrupt_at=*/-1, /*nan_at=*/20);
+  Fixture f({.nan_at = 20});
   RunDirectory run(dir.path(), "diverged");
   TrainerOptions o = options(3);  // log_every 1000: only the epoch's end looks at the loss
   o.keep_checkpoints = 1;
-  try {
+  SCOPED_TRACE(::testing::Message() << "expected the run to stop");
+  const Error e = testing::thrown_error([&] {
     Trainer(f.components, o, &run, f.progress).fit();
-    FAIL() << "expected the run to stop";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.exit_code(), 1);
-    EXPECT_NE(e.message().find("the training loss became inf or NaN at step 21 (epoch 2)"), std::string::npos)
-        << e.message();
-    EXPECT_NE(e.message().find("the newest checkpoint (" + (run.checkpoints() / "last").string() + ")"),
-              std::string::npos)
-        << e.message();
-    EXPECT_NE(e.hint().find("trainer.stop_on_nonfinite_loss=false"), std::string::npos) << e.hint();
-  }
+  });
+  EXPECT_EQ(e.exit_code(), 1);
+  EXPECT_THAT(e.message(), HasSubstr("the training loss became inf or NaN at step 21 (epoch 2)"))
+      << e.message();
+  EXPECT_THAT(e.message(), HasSubstr("the newest checkpoint (" + (run.checkpoints() / "last").string() + ")"))
+      << e.message();
+  EXPECT_THAT(e.hint(), HasSubstr("trainer.stop_on_nonfinite_loss=false"));
   EXPECT_FALSE(all_finite(f.weights())) << "the fixture must really corrupt the weights";
   EXPECT_TRUE(std::filesystem::exists(run.checkpoints() / "epoch-0001"));
   EXPECT_FALSE(std::filesystem::exists(run.checkpoints() / "epoch-0002"));
@@ -335,7 +330,7 @@ TEST(Trainer, ANonFiniteLossStopsTheRunAndKeepsTheLastGoodCheckpoint) {
 }
 
 TEST(Trainer, WithStopOnNonFiniteLossOffTheRunTrainsOn) {
-  Fixture f(-1, /*nan_at=*/20);
+  Fixture f({.nan_at = 20});
   TrainerOptions o = options(2);
   o.stop_on_nonfinite_loss = false;
   EXPECT_EQ(Trainer(f.components, o, nullptr, f.progress).fit().optimizer_steps, 32);
@@ -356,7 +351,7 @@ class SkipNonFiniteSteps : public PrecisionPolicy {
 };
 
 TEST(Trainer, ANonFiniteLossOnAStepThePolicySkippedDoesNotStopTheRun) {
-  Fixture f(-1, /*nan_at=*/20);
+  Fixture f({.nan_at = 20});
   f.components.precision = std::make_unique<SkipNonFiniteSteps>();
   const TrainResult result = Trainer(f.components, options(2), nullptr, f.progress).fit();
   EXPECT_EQ(result.skipped_steps, 1);
@@ -390,16 +385,14 @@ TEST(Trainer, WeightsBrokenWithEveryLossFiniteAreNeverCheckpointed) {
   Fixture f;
   f.components.precision = std::make_unique<BreakTheWeightsOnStep>(16);  // epoch 1's last step
   RunDirectory run(dir.path(), "broken");
-  try {
+  SCOPED_TRACE(::testing::Message() << "expected the run to stop");
+  const Error e = testing::thrown_error([&] {
     Trainer(f.components, options(2), &run, f.progress).fit();
-    FAIL() << "expected the run to stop";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.exit_code(), 1);
-    EXPECT_NE(e.message().find("the weights hold inf or NaN after epoch 1 although every applied step's loss was "
-                               "finite; training stopped and no checkpoint was written from them"),
-              std::string::npos)
-        << e.message();
-  }
+  });
+  EXPECT_EQ(e.exit_code(), 1);
+  EXPECT_THAT(e.message(), HasSubstr("the weights hold inf or NaN after epoch 1 although every applied step's loss was "
+                             "finite; training stopped and no checkpoint was written from them"))
+      << e.message();
   EXPECT_FALSE(std::filesystem::exists(run.checkpoints() / "epoch-0001"));
 }
 
@@ -527,11 +520,10 @@ TEST(Trainer, ABatchOfOneIntoBatchNormNamesTheStepAndSaysDropLast) {
   f.use_model(std::make_shared<BatchNormMlp>());
   const Error e = error_of_one_epoch(f);
   EXPECT_EQ(e.kind(), ErrorKind::runtime);
-  EXPECT_NE(e.message().find("epoch 1, step 2: training forward pass on a batch of shape [1, 8] failed: "
-                             "Expected more than 1 value per channel when training"),
-            std::string::npos)
+  EXPECT_THAT(e.message(), HasSubstr("epoch 1, step 2: training forward pass on a batch of shape [1, 8] failed: "
+                             "Expected more than 1 value per channel when training"))
       << e.message();
-  EXPECT_NE(e.hint().find("set data.train.drop_last: true"), std::string::npos) << e.hint();
+  EXPECT_THAT(e.hint(), HasSubstr("set data.train.drop_last: true"));
 }
 
 // A model whose forward pass runs out of GPU memory (what the CUDA allocator throws).
@@ -547,9 +539,8 @@ TEST(Trainer, OutOfMemoryInTheForwardPassNamesTheStepAndWhatToChange) {
   f.use_model(std::make_shared<OutOfMemoryModel>());
   const Error e = error_of_one_epoch(f);
   EXPECT_EQ(e.kind(), ErrorKind::runtime);
-  EXPECT_NE(e.message().find("epoch 1, step 1: training forward pass on a batch of shape [16, 8] failed: CUDA out "
-                             "of memory"),
-            std::string::npos)
+  EXPECT_THAT(e.message(), HasSubstr("epoch 1, step 1: training forward pass on a batch of shape [16, 8] failed: CUDA out "
+                             "of memory"))
       << e.message();
   EXPECT_EQ(e.hint(), kOutOfMemoryHint);
 }
@@ -562,15 +553,13 @@ TEST(Trainer, ResumingIntoAModelOfAnotherShapeIsARecipeError) {
   Fixture wider;
   wider.components.model = std::make_shared<TinyMlp>(/*width=*/32);
   Trainer trainer(wider.components, options(2), nullptr, wider.progress);
-  try {
+  const Error e = testing::thrown_error([&] {
     trainer.resume(dir.path() / "ckpt");
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::recipe);
-    EXPECT_NE(e.message().find("checkpoint does not fit this recipe's model"), std::string::npos) << e.message();
-    EXPECT_NE(e.message().find("shape mismatch (3): hidden.weight: file [16, 8] vs model [32, 8]"), std::string::npos)
-        << e.message();
-  }
+  });
+  EXPECT_EQ(e.kind(), ErrorKind::recipe);
+  EXPECT_THAT(e.message(), HasSubstr("checkpoint does not fit this recipe's model"));
+  EXPECT_THAT(e.message(), HasSubstr("shape mismatch (3): hidden.weight: file [16, 8] vs model [32, 8]"))
+      << e.message();
   for (const auto& p : wider.components.model->named_parameters()) {
     EXPECT_EQ(p.value().size(0), p.key() == "out.weight" || p.key() == "out.bias" ? 4 : 32) << p.key();
   }
@@ -618,276 +607,6 @@ TEST(Trainer, ResumingWithOtherComponentsNamesBoth) {
     ADD_FAILURE() << "resumed a scheduled run without its scheduler";
   } catch (const Error& e) {
     EXPECT_EQ(e.message(), "checkpoint was written by a run with scheduler 'cosine', this recipe has no scheduler");
-  }
-}
-
-// A disk that fills up for a while (a tmpfs of 64 KiB, filled): the line that did not fit
-// is cut back, so once there is room again the next line starts on a line of its own and
-// every line of metrics.jsonl parses. Root only (it mounts the tmpfs).
-TEST(RunDirectory, ALineThatDidNotFitIsCutBackSoTheNextLineIsWhole) {
-  testing::TempDir dir;
-  const fs::path disk = dir.path() / "disk";
-  const testing::MountedTmpfs tmpfs(disk, "size=64k");
-  if (!tmpfs.mounted()) GTEST_SKIP() << "mounting a small tmpfs needs root";
-  fs::path metrics;
-  {
-    RunDirectory run(disk, "full");
-    metrics = run.path() / "metrics.jsonl";
-    run.append_metrics({{"step", 1}});
-    tmpfs.fill();
-    ::testing::internal::CaptureStderr();
-    run.append_metrics({{"step", 2}, {"note", std::string(6000, 'n')}});  // fits the page's rest only in part
-    const std::string said = ::testing::internal::GetCapturedStderr();
-    EXPECT_NE(said.find("cannot append to " + metrics.string()), std::string::npos) << said;
-    fs::remove(tmpfs.filler());
-    run.append_metrics({{"step", 3}});
-  }
-  std::ifstream in(metrics);
-  std::vector<std::int64_t> steps;
-  for (std::string line; std::getline(in, line);) {
-    try {
-      steps.push_back(nlohmann::json::parse(line).at("step").get<std::int64_t>());
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "a line that is not JSON: " << line.substr(0, 80) << "... ("
-                    << std::string(e.what()).substr(0, 100) << ")";
-    }
-  }
-  EXPECT_EQ(steps, (std::vector<std::int64_t>{1, 3}));
-}
-
-// metrics.jsonl on a full disk (/dev/full fails every write with ENOSPC): one warning, and
-// the run goes on; the lines used to vanish without a word.
-TEST(RunDirectory, AMetricsFileThatCannotBeWrittenIsWarnedAboutOnce) {
-  testing::TempDir dir;
-  fs::path path;
-  {
-    RunDirectory made(dir.path(), "full");
-    path = made.path();
-  }
-  fs::remove(path / "metrics.jsonl");
-  fs::create_symlink("/dev/full", path / "metrics.jsonl");
-  RunDirectory reopened(path, RunDirectory::Reopen{});
-  ::testing::internal::CaptureStderr();
-  reopened.append_metrics({{"step", 1}});
-  reopened.append_metrics({{"step", 2}});
-  reopened.append_log("still written");
-  const std::string said = ::testing::internal::GetCapturedStderr();
-  EXPECT_NE(said.find("mixt: warning: cannot append to " + (path / "metrics.jsonl").string() +
-                      " (No space left on device): lines are missing from it"),
-            std::string::npos)
-      << said;
-  EXPECT_EQ(said.find("cannot append", said.find("cannot append") + 1), std::string::npos) << said;
-  EXPECT_EQ(testing::read_file(path / "log.txt"), "still written\n");
-}
-
-// A crash between an epoch's file going into place and `last` (then `interrupted`) being
-// updated leaves both behind the newest: resuming the run directory reads the headers.
-TEST(Checkpoints, ResumingADirectoryTakesTheNewestByItsHeaderNotTheLink) {
-  Fixture f;
-  testing::TempDir dir;
-  RunDirectory run(dir.path(), "crash");
-  Trainer(f.components, options(2), &run, f.progress).fit();
-  const fs::path checkpoints = run.checkpoints();
-  fs::remove(checkpoints / "last");
-  fs::create_symlink("epoch-0001", checkpoints / "last");
-  fs::copy_file(checkpoints / "epoch-0001", checkpoints / "interrupted");
-  EXPECT_EQ(resolve_checkpoint(run.path()), checkpoints / "epoch-0002");
-  EXPECT_EQ(resolve_checkpoint(checkpoints), checkpoints / "epoch-0002");
-}
-
-// `last` that cannot be re-pointed (a directory named last.tmp in the way) is a mixt error
-// naming the link, not a raw filesystem error; the epoch's file is complete and found.
-TEST(Checkpoints, ALinkThatCannotBeMadeIsAMixtErrorAndTheEpochIsKept) {
-  Fixture f;
-  testing::TempDir dir;
-  RunDirectory run(dir.path(), "link");
-  fs::create_directories(run.checkpoints() / "last.tmp" / "in-the-way");
-  try {
-    Trainer(f.components, options(1), &run, f.progress).fit();
-    ADD_FAILURE() << "the run went on without its link";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::runtime);
-    EXPECT_NE(std::string(e.what()).find("cannot point " + (run.checkpoints() / "last").string() + " at epoch-0001"),
-              std::string::npos)
-        << e.what();
-  }
-  EXPECT_EQ(resolve_checkpoint(run.path()), run.checkpoints() / "epoch-0001");
-}
-
-// A restarted job reopens its run directory: what its predecessor was writing when it died
-// (epoch-0003.tmp) is removed.
-TEST(RunDirectory, ReopeningRemovesTheTemporariesOfAKilledWrite) {
-  testing::TempDir dir;
-  fs::path path;
-  {
-    RunDirectory made(dir.path(), "restart");
-    path = made.path();
-  }
-  fs::create_directories(path / "checkpoints");
-  std::ofstream(path / "checkpoints" / "epoch-0003.tmp") << "half";
-  RunDirectory reopened(path, RunDirectory::Reopen{});
-  EXPECT_FALSE(fs::exists(path / "checkpoints" / "epoch-0003.tmp"));
-}
-
-// `mixt describe trainer`, the trainer table of docs/recipes.md and TrainerOptions::read
-// name the same keys: an option added to one and not the others fails here.
-TEST(TrainerOptionDocs, NameEveryKeyTheTrainerReadsAndTheDocsTableToo) {
-  const RecipeNodePtr root = parse_yaml("trainer: {distributed: {}}", "test");
-  TrainerOptions::read(Config(root, "").section("trainer"));
-  const RecipeNode& trainer = *root->find("trainer")->value;
-  std::set<std::string> read, documented, top_level;
-  for (const auto& key : trainer.known_keys) {
-    if (key != "distributed") read.insert(key);
-  }
-  for (const auto& key : trainer.find("distributed")->value->known_keys) read.insert("distributed." + key);
-  for (const OptionDoc& option : trainer_option_docs()) {
-    documented.insert(option.name);
-    top_level.insert(option.name.substr(0, option.name.find('.')));
-  }
-  EXPECT_EQ(documented, read);
-
-  // The table under "### `trainer`": rows "| `key` | default | meaning |".
-  const std::string doc = testing::read_file(fs::path(MIXT_SOURCE_DIR) / "docs" / "recipes.md");
-  const auto start = doc.find("### `trainer`");
-  ASSERT_NE(start, std::string::npos);
-  std::istringstream table(doc.substr(start, doc.find("\n## ", start) - start));
-  std::set<std::string> in_table;
-  for (std::string line; std::getline(table, line);) {
-    if (line.rfind("| `", 0) == 0) in_table.insert(line.substr(3, line.find('`', 3) - 3));
-  }
-  EXPECT_EQ(in_table, top_level);
-}
-
-// Rewrites a checkpoint written here (on the CPU) as if its tensors had been saved from
-// cuda:0: the storage location in the archive's data.pkl is the only difference.
-void as_if_saved_on_cuda(const fs::path& file) {
-  std::string bytes = testing::read_file(file);
-  std::uint64_t header_size = 0;
-  std::memcpy(&header_size, bytes.data() + sizeof(kCheckpointMagic) + sizeof(std::uint32_t), sizeof(header_size));
-  const std::size_t zip_start = sizeof(kCheckpointMagic) + sizeof(std::uint32_t) + sizeof(header_size) + header_size;
-  std::istringstream zip(bytes.substr(zip_start, bytes.size() - zip_start - 20));  // less format 2's trailer
-  caffe2::serialize::PyTorchStreamReader reader(&zip);
-  std::string rewritten;
-  {
-    caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, std::size_t size) {
-      rewritten.append(static_cast<const char*>(data), size);
-      return size;
-    });
-    writer.setMinVersion(reader.version());
-    for (const std::string& name : reader.getAllRecords()) {
-      if (name == "version" || name == ".data/version" || name == "byteorder") continue;  // the writer's own
-      auto [data, size] = reader.getRecord(name);
-      std::string record(static_cast<const char*>(data.get()), size);
-      if (name == "data.pkl") {
-        // BINUNICODE "cpu" -> "cuda:0" (memoised: written once, referred to after).
-        const std::string cpu("X\x03\0\0\0cpu", 8), cuda("X\x06\0\0\0cuda:0", 11);
-        const auto at = record.find(cpu);
-        ASSERT_NE(at, std::string::npos);
-        record.replace(at, cpu.size(), cuda);
-      }
-      writer.writeRecord(name, record.data(), record.size());
-    }
-    writer.writeEndOfFile();
-  }
-  // Written as format 1 (no trailer), which mixt before format 2 wrote and still reads.
-  const std::uint32_t format_1 = 1;
-  bytes.replace(sizeof(kCheckpointMagic), sizeof(format_1), reinterpret_cast<const char*>(&format_1),
-                sizeof(format_1));
-  std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes.substr(0, zip_start) << rewritten;
-}
-
-// A checkpoint from a GPU run is read on a machine without one (mixt export on a laptop),
-// by a CPU run, or by another rank's GPU: its tensors land on the reader's device, and the
-// model's parameters stay where the model is (Module::load would move them to the file's).
-// One epoch of the fixture saved to `file`; returns the weights it saved.
-std::vector<at::Tensor> train_one_epoch_and_save(const fs::path& file) {
-  Fixture saved;
-  Trainer trained(saved.components, options(1), nullptr, saved.progress);
-  trained.fit();
-  trained.save_checkpoint(file);
-  return saved.weights();
-}
-
-TEST(Trainer, ACheckpointSavedOnAGpuResumesOnTheCpu) {
-  testing::TempDir dir;
-  const std::vector<at::Tensor> saved = train_one_epoch_and_save(dir.path() / "ckpt");
-  as_if_saved_on_cuda(dir.path() / "ckpt");
-
-  CheckpointContents contents = read_checkpoint(dir.path() / "ckpt");  // as mixt export reads it
-  torch::serialize::InputArchive model;
-  contents.archive.read("model", model);
-  for (const auto& [name, tensor] : flatten_archive(model)) EXPECT_TRUE(tensor.device().is_cpu()) << name;
-  Fixture resumed;
-  Trainer(resumed.components, options(2), nullptr, resumed.progress).resume(dir.path() / "ckpt");
-  EXPECT_TRUE(same(resumed.weights(), saved));
-  for (const auto& p : resumed.components.model->parameters()) EXPECT_TRUE(p.device().is_cpu());
-}
-
-std::string resume_error(const fs::path& checkpoint) {
-  Fixture f;
-  try {
-    Trainer(f.components, options(2), nullptr, f.progress).resume(checkpoint);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.exit_code(), 2) << e.what();
-    return e.message();
-  }
-  return "(resumed)";
-}
-
-// LibTorch reads the zip inside a checkpoint without checking its CRCs: a flipped bit in a
-// tensor loaded silently. The trailer of format 2 (size, CRC-32, end marker) catches it, and
-// tells a file cut short from one that is not a checkpoint; a header that is JSON but not
-// mixt's object was a raw json exception with exit 1.
-TEST(Trainer, ADamagedOrTruncatedCheckpointIsRefusedAsSuch) {
-  testing::TempDir dir;
-  train_one_epoch_and_save(dir.path() / "good");
-  const std::string bytes = testing::read_file(dir.path() / "good");
-  EXPECT_EQ(resume_error(dir.path() / "good"), "(resumed)");
-
-  std::string flipped = bytes;
-  flipped[bytes.size() / 2] = static_cast<char>(flipped[bytes.size() / 2] ^ 0x01);
-  std::ofstream(dir.path() / "flipped", std::ios::binary) << flipped;
-  EXPECT_EQ(resume_error(dir.path() / "flipped"), "damaged checkpoint (its bytes do not match the CRC-32 written with "
-                                                  "them)");
-  std::ofstream(dir.path() / "short", std::ios::binary) << bytes.substr(0, bytes.size() - 100);
-  EXPECT_EQ(resume_error(dir.path() / "short"), "damaged checkpoint (cut short: it does not end with its end marker)");
-  std::ofstream(dir.path() / "twelve", std::ios::binary) << bytes.substr(0, 12);
-  EXPECT_EQ(resume_error(dir.path() / "twelve"), "damaged checkpoint (cut short in its header)");
-
-  std::uint64_t header_size = 0;
-  std::memcpy(&header_size, bytes.data() + 12, sizeof(header_size));
-  std::string array_header = bytes.substr(0, 12);
-  const std::uint64_t two = 2;
-  array_header.append(reinterpret_cast<const char*>(&two), sizeof(two));
-  array_header += "[]" + bytes.substr(20 + header_size);
-  std::ofstream(dir.path() / "array", std::ios::binary) << array_header;
-  EXPECT_EQ(resume_error(dir.path() / "array"), "damaged checkpoint (its header is not the JSON object mixt writes)");
-}
-
-// A run directory copied without its `last` link (or with `last` pointing at a removed
-// file) still has its epoch checkpoints: "no checkpoint found" sent users looking.
-TEST(Trainer, ARunDirectoryWithoutItsLastLinkResumesFromItsNewestEpoch) {
-  testing::TempDir dir;
-  Fixture first;
-  RunDirectory run(dir.path(), "run");
-  Trainer(first.components, options(2), &run, first.progress).fit();
-  fs::remove(run.checkpoints() / "last");
-  EXPECT_EQ(resolve_checkpoint(run.path()), run.checkpoints() / "epoch-0002");
-  fs::create_symlink("epoch-0009", run.checkpoints() / "last");  // dangling
-  EXPECT_EQ(resolve_checkpoint(run.path()), run.checkpoints() / "epoch-0002");
-  EXPECT_TRUE(has_checkpoint(run.path()));
-}
-
-TEST(Trainer, CheckpointFromAnotherFileIsRejected) {
-  testing::TempDir dir;
-  Fixture f;
-  Trainer trainer(f.components, options(1), nullptr, f.progress);
-  const auto bogus = dir.write("bogus.ckpt", "definitely not a checkpoint");
-  try {
-    trainer.resume(bogus);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("not a mixt checkpoint"), std::string::npos) << e.what();
   }
 }
 

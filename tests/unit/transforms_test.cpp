@@ -6,7 +6,10 @@
 // rounding. Against the PIL path (the classic ImageFolder pipeline) PIL's own bilinear
 // filter rounds differently: pixels may differ by one grey level (1/255/std ~ 0.0175 after
 // normalisation), and on average by far less.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "expect_error.h"
 #include <mixt/helpers/transforms.h>
 
 #include <cmath>
@@ -14,6 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "recipe/recipe_loader.h"
+
+using ::testing::HasSubstr;
 
 namespace mixt {
 namespace {
@@ -173,33 +178,23 @@ TEST(Transforms, ColorJitterAdjustmentsMatchTorchvision) {
 }
 
 TEST(Transforms, AMisspeltTransformIsOfferedTheRightName) {
-  try {
+  const Error e = testing::thrown_error([&] {
     pipeline_from("transforms: [{name: rezise, size: 3}, to_tensor]");
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.hint().rfind("did you mean 'resize'? known: random_resized_crop, resize,", 0), 0u) << e.hint();
-  }
+  });
+  EXPECT_EQ(e.hint().rfind("did you mean 'resize'? known: random_resized_crop, resize,", 0), 0u) << e.hint();
 }
 
 TEST(Transforms, RecipeMistakesAreErrorsAtTheItem) {
-  EXPECT_NE(error_of("transforms: [{name: resise, size: 3}, to_tensor]").find("test.yaml:1:"), std::string::npos);
-  EXPECT_NE(error_of("transforms: [{name: resise, size: 3}, to_tensor]")
-                .find("data.transforms[0].name: unknown transform 'resise'"),
-            std::string::npos);
-  EXPECT_NE(error_of("transforms: [normalize, to_tensor]").find("normalize must come after to_tensor"),
-            std::string::npos);
-  EXPECT_NE(error_of("transforms: [to_tensor, random_horizontal_flip]").find("must come before to_tensor"),
-            std::string::npos);
-  EXPECT_NE(error_of("transforms: [to_tensor, to_tensor]").find("data.transforms[1].name: to_tensor is already in"),
-            std::string::npos);
-  EXPECT_NE(error_of("transforms: [{name: resize, size: 8}]").find("never make a tensor"), std::string::npos);
-  EXPECT_NE(error_of("transforms: [imagenet_train, to_tensor]").find("must be the only item"), std::string::npos);
-  EXPECT_NE(
-      error_of("transforms: [{name: resize}, to_tensor]").find("data.transforms[0].size: missing required option"),
-      std::string::npos);
+  EXPECT_THAT(error_of("transforms: [{name: resise, size: 3}, to_tensor]"), HasSubstr("test.yaml:1:"));
+  EXPECT_THAT(error_of("transforms: [{name: resise, size: 3}, to_tensor]"), HasSubstr("data.transforms[0].name: unknown transform 'resise'"));
+  EXPECT_THAT(error_of("transforms: [normalize, to_tensor]"), HasSubstr("normalize must come after to_tensor"));
+  EXPECT_THAT(error_of("transforms: [to_tensor, random_horizontal_flip]"), HasSubstr("must come before to_tensor"));
+  EXPECT_THAT(error_of("transforms: [to_tensor, to_tensor]"), HasSubstr("data.transforms[1].name: to_tensor is already in"));
+  EXPECT_THAT(error_of("transforms: [{name: resize, size: 8}]"), HasSubstr("never make a tensor"));
+  EXPECT_THAT(error_of("transforms: [imagenet_train, to_tensor]"), HasSubstr("must be the only item"));
+  EXPECT_THAT(error_of("transforms: [{name: resize}, to_tensor]"), HasSubstr("data.transforms[0].size: missing required option"));
   const std::string shorthand = error_of("transforms: [{center_crop: 28}, to_tensor]");
-  EXPECT_NE(shorthand.find("data.transforms[0].center_crop: a transform with options is a map with a name"),
-            std::string::npos)
+  EXPECT_THAT(shorthand, HasSubstr("data.transforms[0].center_crop: a transform with options is a map with a name"))
       << shorthand;
 }
 
@@ -207,12 +202,11 @@ TEST(Transforms, UnknownKeysInsideAnItemAreReported) {
   const RecipeNodePtr root =
       parse_yaml("data: {transforms: [{name: resize, size: 8, sise: 3}, to_tensor]}", "test.yaml");
   read_transforms(Config(root, "").section("data"), "transforms", TransformPipeline{});
-  try {
+  SCOPED_TRACE(::testing::Message() << "expected an unknown-key error");
+  const Error e = testing::thrown_error([&] {
     check_unknown_keys(*root);
-    FAIL() << "expected an unknown-key error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown key 'sise'"), std::string::npos) << e.what();
-  }
+  });
+  EXPECT_THAT(e.what(), HasSubstr("unknown key 'sise'"));
 }
 
 }  // namespace

@@ -39,7 +39,7 @@ class Dataset {
 // in the same order (the same count with other names would silently score the wrong
 // labels), prints the names in `mixt check`, and writes them to the run directory as
 // classes.txt, line i naming output i. A dataset that does not derive from it just skips
-// all that. (ABI 1.4: a separate class, so older plugins' Datasets keep their layout.)
+// all that. A separate class, so a Dataset that lacks it keeps its layout.
 class NamedClasses {
  public:
   // Defined in libmixt: one type_info for the host's dynamic_cast from a plugin's Dataset.

@@ -11,6 +11,9 @@
 // same value). A failed check is a recipe error at the value: "r.yaml:3:14: optimizer.momentum:
 // must not be negative". Checks that relate two options stay in the factory.
 //
+// Options that fill a struct are bound to its fields with OptionsOf<S> (below): the field's
+// initialiser is then the one default, read, checked and documented from that one place.
+//
 // Header-only templates over Config and OptionDoc: no SDK class layout changes, so this
 // header needs no ABI bump. OptionDoc may still be written by hand.
 #pragma once
@@ -305,6 +308,56 @@ class Optional : public option_detail::Declared<T> {
   }
   OptionDoc doc() const { return this->doc_with("none"); }
   operator OptionDoc() const { return doc(); }
+};
+
+namespace option_detail {
+// The type an option of a field of type F is read as: integers as std::int64_t, floating
+// point as double (then converted back to the field's type).
+template <class F>
+using read_as_t = std::conditional_t<
+    std::is_same_v<F, bool>, bool,
+    std::conditional_t<std::is_integral_v<F>, std::int64_t, std::conditional_t<std::is_floating_point_v<F>, double, F>>>;
+template <class T>
+struct identity {  // std::type_identity (C++20): keeps a Check<T> argument out of deduction
+  using type = T;
+};
+}  // namespace option_detail
+
+// Options bound to the fields of a struct: each field's initialiser is its default, so the
+// struct holds the only one; read() fills a struct from a Config, docs() lists them in order.
+//
+//   struct SgdOptions { double momentum = 0.0; bool nesterov = false; };
+//   const auto kOptions = mixt::OptionsOf<SgdOptions>()
+//       .add(&SgdOptions::momentum, "momentum", "momentum factor", mixt::at_least(0))
+//       .add(&SgdOptions::nesterov, "nesterov", "Nesterov momentum");
+//   SgdOptions o = kOptions.read(c);       // ComponentInfo{"SGD", kOptions.docs()}
+//
+// A field that needs more than one option's reading (an enum, two keys checked together)
+// is set by the factory after read(), with its OptionDoc added to docs() by hand.
+template <class S>
+class OptionsOf {
+ public:
+  template <class F, class T = option_detail::read_as_t<F>>
+  OptionsOf add(F S::*field, std::string name, std::string help,
+                typename option_detail::identity<Check<T>>::type check = {}) const {
+    OptionsOf more = *this;
+    const Option<T> option(std::move(name), static_cast<T>(S{}.*field), std::move(help), std::move(check));
+    more.docs_.push_back(option.doc());
+    more.readers_.push_back([option, field](const Config& c, S& into) { into.*field = static_cast<F>(option.read(c)); });
+    return more;
+  }
+
+  // A struct with the defaults, each bound field read (in the order they were added).
+  S read(const Config& c) const {
+    S out{};
+    for (const auto& read_into : readers_) read_into(c, out);
+    return out;
+  }
+  const std::vector<OptionDoc>& docs() const { return docs_; }
+
+ private:
+  std::vector<OptionDoc> docs_;
+  std::vector<std::function<void(const Config&, S&)>> readers_;
 };
 
 }  // namespace mixt

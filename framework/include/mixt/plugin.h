@@ -25,6 +25,7 @@
 #include "mixt/dataset.h"
 #include "mixt/model.h"
 #include "mixt/optimizer.h"
+#include "mixt/option_doc.h"
 #include "mixt/precision.h"
 #include "mixt/scheduler.h"
 #include "mixt/version.h"
@@ -32,13 +33,6 @@
 namespace mixt {
 
 enum class ComponentKind { model, optimizer, scheduler, precision, dataset, callback };
-
-// One documented option: shown by `mixt describe KIND NAME`; usually a mixt/options.h declaration.
-struct OptionDoc {
-  std::string name;
-  std::string default_value;  // as it would be written in YAML; empty = required
-  std::string help;
-};
 
 struct ComponentInfo {
   std::string summary;             // one line, shown by `mixt list`

@@ -6,18 +6,25 @@
 // under the policy's autocast (mixt check and mixt run alike), so a policy's casts and
 // layouts are checked before anything is written.
 //
-// One optimizer step is, in this order:
+// One optimizer step is, in this order (the one listing of it: Trainer::train_epoch follows
+// it line by line, and the docs link here):
 //
-//   precision.begin_step(step, logged);                   // the step about to run
-//   for each micro-batch:
+//   precision.begin_step(step, logged);                   // the step about to run: its 1-based
+//                                                         // global number, whether it is logged
+//   optimizer.zero_grad();
+//   for each micro-batch (trainer.accumulate: N):
 //     { auto scope = precision.autocast(device);          // RAII autocast region (or none)
-//       out = model(x); loss = criterion(out, y) / accumulate; }
+//       loss = cross_entropy(model(precision.prepare_input(x)), y) / N; }
 //     precision.backward(loss);                           // scale (if it scales) + backward
-//   precision.unscale(optimizer);                         // only when clipping
-//   clip_grad_norm_ (optional)
+//   [data parallel: the gradients are averaged over the ranks]
+//   precision.gradients_ready(optimizer);                 // e.g. masters take the model's gradients
+//   if (trainer.clip_grad_norm > 0) {
+//     precision.unscale(optimizer);                       // true gradients before clipping
+//     clip_grad_norm_(optimizer.parameters(), max_norm); }
 //   StepOutcome applied = precision.step(optimizer);      // unscale if needed, check inf/nan, step or skip
 //   precision.update();                                   // loss-scale update
-//   if (applied.applied()) scheduler.step();              // a host read only for a device outcome
+//   if (scheduler && applied.applied()) scheduler.step(); // a host read only for a device outcome
+//   [skipped steps counted; the ranks agree on the loss and on stopping; callbacks' on_step_end]
 //
 // A policy also sets global math modes in setup() (TF32 on or explicitly off), may cast or
 // lay out the model, reports metrics, and saves/loads its state in checkpoints.

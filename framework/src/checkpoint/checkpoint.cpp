@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "checkpoint/atomic_file.h"
-#include "first_line.h"
+#include "common/atomic_file.h"
+#include "common/first_line.h"
 #include "mixt/error.h"
 
 namespace mixt {

@@ -5,9 +5,9 @@
 #include <cstring>
 #include <mutex>
 
-#include "checkpoint/atomic_file.h"
+#include "common/atomic_file.h"
 #include "checkpoint/checkpoint.h"
-#include "helpers/state_dict_check.h"
+#include "sdk/helpers/state_dict_check.h"
 #include "mixt/version.h"
 
 namespace mixt {

@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "build/components.h"
+#include "assembly/components.h"
 #include "mixt/train_state.h"
-#include "train/coordinator.h"
-#include "train/run_directory.h"
-#include "train/trainer_options.h"
+#include "common/coordinator.h"
+#include "common/run_directory.h"
+#include "assembly/trainer_options.h"
 
 namespace mixt {
 

@@ -1,4 +1,5 @@
 // The loader's recipe options, shared by every dataset plugin built on DataLoader.
+#include <algorithm>
 #include <thread>
 
 #include "mixt/helpers/data_loader.h"
@@ -6,14 +7,20 @@
 
 namespace mixt {
 
+std::int64_t default_loader_workers() {
+  return std::min<std::int64_t>(4, std::thread::hardware_concurrency());
+}
+
 namespace {
+// The defaults are LoaderOptions' initialisers, written once (a dataset may pass its own batch size).
+const LoaderOptions kDefaults;
 const Option<std::int64_t> kBatchSize{"batch_size", kDefaultBatchSize, "samples per batch", at_least(1)};
 const Contextual<bool> kShuffle{"shuffle", "true for train",
                                 "reshuffle every epoch (DistributedSampler order from seed + epoch)"};
-const Option<bool> kDropLast{"drop_last", false, "drop the last incomplete batch"};
+const Option<bool> kDropLast{"drop_last", kDefaults.drop_last, "drop the last incomplete batch"};
 const Contextual<std::int64_t> kWorkers{"workers", "min(4, cores)", "loader threads (0: load in the training thread)",
                                         at_least(0)};
-const Option<std::int64_t> kPrefetch{"prefetch", 0, "batches prepared ahead of training (0: 2 per worker)",
+const Option<std::int64_t> kPrefetch{"prefetch", kDefaults.prefetch, "batches prepared ahead of training (0: 2 per worker)",
                                      at_least(0)};
 const Option<std::string> kOnBadSample{"on_bad_sample", "skip",
                                        "skip: count and warn once per file; fail: stop, naming the file",
@@ -26,7 +33,7 @@ LoaderOptions read_loader_options(const Config& c, const DatasetContext& context
   o.batch_size = kBatchSize.with_fallback(batch_size_default).read(c);
   o.shuffle = kShuffle.read(c, shuffle_default);
   o.drop_last = kDropLast.read(c);
-  o.workers = kWorkers.read(c, std::min<std::int64_t>(4, std::thread::hardware_concurrency()));
+  o.workers = kWorkers.read(c, kDefaults.workers);
   o.prefetch = kPrefetch.read(c);
   o.on_bad_sample = kOnBadSample.read(c) == "skip" ? OnBadSample::skip : OnBadSample::fail;
   o.seed = context.seed;

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "mixt/options.h"
-#include "recipe/closest_match.h"
+#include "common/closest_match.h"
 
 namespace mixt {
 

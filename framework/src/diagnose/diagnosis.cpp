@@ -9,7 +9,7 @@
 #include "diagnose/observing_policy.h"
 #include "train/progress.h"
 #include "train/trainer.h"
-#include "warnings.h"
+#include "common/warnings.h"
 
 namespace mixt::diagnose {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "build/session.h"
+#include "experiment/session.h"
 #include "diagnose/observations.h"
 
 namespace mixt::diagnose {

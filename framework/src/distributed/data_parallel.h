@@ -17,7 +17,7 @@
 #include "distributed/gradient_buckets.h"
 #include "distributed/options.h"
 #include "distributed/process_group.h"
-#include "train/coordinator.h"
+#include "common/coordinator.h"
 
 namespace mixt::distributed {
 

@@ -4,7 +4,7 @@
 
 #include <utility>
 
-#include "recipe/closest_match.h"
+#include "common/closest_match.h"
 
 namespace mixt {
 

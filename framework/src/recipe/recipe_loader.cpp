@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "recipe/closest_match.h"
+#include "common/closest_match.h"
 
 namespace mixt {
 

@@ -4,7 +4,7 @@
 
 #include "train/accuracy.h"
 #include "train/confusion_matrix.h"
-#include "train/interrupt.h"
+#include "common/interrupt.h"
 #include "train/trainer.h"
 
 namespace mixt {

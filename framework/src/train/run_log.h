@@ -8,7 +8,7 @@
 
 #include "mixt/callback.h"
 #include "train/progress.h"
-#include "train/run_directory.h"
+#include "common/run_directory.h"
 
 namespace mixt {
 

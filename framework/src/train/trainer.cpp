@@ -7,9 +7,9 @@
 #include <chrono>
 
 #include "mixt/helpers/fp32_modules.h"
-#include "train/interrupt.h"
+#include "common/interrupt.h"
 #include "train/out_of_memory.h"
-#include "warnings.h"
+#include "common/warnings.h"
 
 namespace mixt {
 
@@ -136,10 +136,9 @@ TrainResult Trainer::fit() {
   return result;
 }
 
-// One epoch. The optimizer step below is the precision contract of mixt/precision.h,
-// top to bottom: autocast forward, policy backward, gradients averaged over ranks,
-// optional unscale + clip, policy step, policy update, scheduler only when the step was
-// applied, then the callbacks.
+// One epoch: an optimizer step per iteration, as mixt/precision.h lists it (the one
+// listing), with the trainer's parts in between: the gradients averaged over ranks, then
+// the agreement on the step and the callbacks.
 void Trainer::train_epoch(TrainResult& result) {
   Dataset& data = *c_.train;
   PrecisionPolicy& precision = *c_.precision;

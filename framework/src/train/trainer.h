@@ -11,18 +11,18 @@
 #include <string>
 #include <vector>
 
-#include "build/components.h"
+#include "assembly/components.h"
 #include "checkpoint/checkpointer.h"
 #include "mixt/callback.h"
 #include "mixt/train_state.h"
-#include "train/coordinator.h"
-#include "train/named_callback.h"
+#include "common/coordinator.h"
+#include "assembly/named_callback.h"
 #include "train/nonfinite_loss_watch.h"
 #include "train/progress.h"
-#include "train/run_directory.h"
+#include "common/run_directory.h"
 #include "train/run_log.h"
 #include "train/skipped_step_count.h"
-#include "train/trainer_options.h"
+#include "assembly/trainer_options.h"
 
 namespace mixt {
 

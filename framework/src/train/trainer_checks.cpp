@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "train/trainer.h"
-#include "warnings.h"
+#include "common/warnings.h"
 
 namespace mixt {
 

@@ -3,7 +3,7 @@
 // epoch's completed steps when the weights are still good).
 #include "train/trainer.h"
 
-#include "train/interrupt.h"
+#include "common/interrupt.h"
 
 namespace mixt {
 

@@ -155,16 +155,18 @@ class AdamW : public GroupedOptimizer {
   AdamWOptions o_;
 };
 
+// The defaults are AdamWOptions' initialisers (torch.optim.AdamW's), written once.
+const AdamWOptions kDefaults;
 const mixt::Option<double> kLr{"lr", 1e-3, "learning rate", mixt::at_least(0)};
 const mixt::Option<std::vector<double>> kBetas{
-    "betas", {0.9, 0.999}, "coefficients of the running averages",
+    "betas", {kDefaults.beta1, kDefaults.beta2}, "coefficients of the running averages",
     [](const std::vector<double>& b) -> std::optional<std::string> {
       if (b.size() == 2 && b[0] >= 0 && b[0] < 1 && b[1] >= 0 && b[1] < 1) return std::nullopt;
       return "expected two numbers in [0, 1), e.g. [0.9, 0.999]";
     }};
-const mixt::Option<double> kEps{"eps", 1e-8, "added to the denominator", mixt::above(0)};
+const mixt::Option<double> kEps{"eps", kDefaults.eps, "added to the denominator", mixt::above(0)};
 const mixt::Option<double> kWeightDecay{"weight_decay", 1e-2, "decoupled weight decay", mixt::at_least(0)};
-const mixt::Option<bool> kAmsgrad{"amsgrad", false, "use the AMSGrad variant"};
+const mixt::Option<bool> kAmsgrad{"amsgrad", kDefaults.amsgrad, "use the AMSGrad variant"};
 
 std::unique_ptr<mixt::Optimizer> make_adamw(const mixt::Config& c, const mixt::OptimizerContext& context) {
   const std::vector<double> betas = kBetas.read(c);

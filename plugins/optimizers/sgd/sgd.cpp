@@ -136,10 +136,12 @@ class Sgd : public GroupedOptimizer {
 };
 
 const mixt::Required<double> kLr{"lr", "learning rate", mixt::at_least(0)};
-const mixt::Option<double> kMomentum{"momentum", 0.0, "momentum factor", mixt::at_least(0)};
-const mixt::Option<double> kDampening{"dampening", 0.0, "dampening for momentum"};
+// The defaults are SgdOptions' initialisers (torch.optim.SGD's), written once.
+const SgdOptions kDefaults;
+const mixt::Option<double> kMomentum{"momentum", kDefaults.momentum, "momentum factor", mixt::at_least(0)};
+const mixt::Option<double> kDampening{"dampening", kDefaults.dampening, "dampening for momentum"};
 const mixt::Option<double> kWeightDecay{"weight_decay", 0.0, "L2 penalty added to the gradient", mixt::at_least(0)};
-const mixt::Option<bool> kNesterov{"nesterov", false, "Nesterov momentum"};
+const mixt::Option<bool> kNesterov{"nesterov", kDefaults.nesterov, "Nesterov momentum"};
 
 std::unique_ptr<mixt::Optimizer> make_sgd(const mixt::Config& c, const mixt::OptimizerContext& context) {
   const double lr = kLr.read(c);

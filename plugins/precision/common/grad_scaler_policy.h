@@ -15,7 +15,7 @@
 namespace mixt::precision {
 
 inline const GradScalerOptions kGradScalerDefaults;
-inline const Option<double> kInitScale{"init_scale", kGradScalerDefaults.init_scale, "initial loss scale (2^16)",
+inline const Option<double> kInitScale{"init_scale", kGradScalerDefaults.init_scale, "initial loss scale",
                                        in_float32_range()};
 inline const Option<double> kGrowthFactor{
     "growth_factor", kGradScalerDefaults.growth_factor, "scale multiplier after growth_interval finite steps (> 1)",

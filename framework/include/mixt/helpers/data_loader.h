@@ -39,7 +39,7 @@
 #include "mixt/config.h"
 #include "mixt/dataset.h"
 #include "mixt/helpers/sample_rng.h"
-#include "mixt/plugin.h"
+#include "mixt/option_doc.h"
 
 namespace mixt {
 
@@ -71,11 +71,14 @@ enum class OnBadSample { skip, fail };
 // The loader's batch_size unless a dataset passes its own (cifar10: 128).
 inline constexpr std::int64_t kDefaultBatchSize = 64;
 
+// The loader threads a recipe's dataset gets when it names none: min(4, cores).
+std::int64_t default_loader_workers();
+
 struct LoaderOptions {
   std::int64_t batch_size = kDefaultBatchSize;
   bool shuffle = true;
   bool drop_last = false;
-  std::int64_t workers = 2;   // 0: batches are built in the thread that asks for them
+  std::int64_t workers = default_loader_workers();  // 0: batches are built in the thread that asks for them
   std::int64_t prefetch = 0;  // batches built or being built ahead of the consumer; 0: 2 per worker
   OnBadSample on_bad_sample = OnBadSample::skip;
   std::uint64_t seed = 0;

@@ -29,7 +29,7 @@
 
 #include "mixt/config.h"
 #include "mixt/helpers/sample_rng.h"
-#include "mixt/plugin.h"
+#include "mixt/option_doc.h"
 
 namespace mixt {
 

@@ -10,8 +10,8 @@
 
 #include "mixt/plugin.h"
 #include "plugins/registry.h"
-#include "train/named_callback.h"
-#include "train/trainer_options.h"
+#include "assembly/named_callback.h"
+#include "assembly/trainer_options.h"
 
 namespace mixt {
 
@@ -36,7 +36,7 @@ struct Components {
   SourceLocation fp32_modules_where;     // precision.fp32_modules in the recipe, for errors after step 1
   SourceLocation activation_checkpointing_where;  // trainer.activation_checkpointing, likewise
   // What the policy costs on this device when it computes in a type the device only
-  // emulates (build/speed_notes.h), warned at start-up; empty when nothing to say.
+  // emulates (assembly/speed_notes.h), warned at start-up; empty when nothing to say.
   std::string speed_note;
   // data.train's keys that decide an epoch's order ("shuffle=false, ..."), as the recipe
   // spells them: part of what a mid-epoch checkpoint's position means.

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "checkpoint/atomic_file.h"
+#include "common/atomic_file.h"
 #include "mixt/error.h"
 
 namespace mixt {

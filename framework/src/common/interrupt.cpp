@@ -1,4 +1,4 @@
-#include "train/interrupt.h"
+#include "common/interrupt.h"
 
 #include <atomic>
 #include <cstddef>

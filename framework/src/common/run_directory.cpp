@@ -1,14 +1,14 @@
-#include "train/run_directory.h"
+#include "common/run_directory.h"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 
-#include "checkpoint/atomic_file.h"
+#include "common/atomic_file.h"
 #include "mixt/error.h"
-#include "train/interrupt.h"
-#include "warnings.h"
+#include "common/interrupt.h"
+#include "common/warnings.h"
 
 namespace mixt {
 

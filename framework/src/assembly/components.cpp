@@ -1,19 +1,19 @@
-#include "build/components.h"
+#include "assembly/components.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <set>
 
-#include "build/speed_notes.h"
+#include "assembly/speed_notes.h"
 #include "distributed/sync_batchnorm.h"
-#include "first_line.h"
+#include "common/first_line.h"
 #include "mixt/helpers/activation_checkpointing.h"
 #include "mixt/helpers/fp32_modules.h"
 #include "mixt/helpers/state_dict.h"
 #include "mixt/options.h"
-#include "recipe/closest_match.h"
+#include "common/closest_match.h"
 #include "recipe/recipe_loader.h"
-#include "warnings.h"
+#include "common/warnings.h"
 
 namespace mixt {
 

@@ -20,7 +20,7 @@
 #include <atomic>
 #include <optional>
 
-#include "helpers/routed_models.h"
+#include "sdk/helpers/routed_models.h"
 #include "mixt/autocast.h"
 
 namespace mixt {

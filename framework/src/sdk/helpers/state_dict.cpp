@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "helpers/state_dict_check.h"
+#include "sdk/helpers/state_dict_check.h"
 #include "mixt/error.h"
 
 namespace mixt {

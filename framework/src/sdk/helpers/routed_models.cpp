@@ -1,4 +1,4 @@
-#include "helpers/routed_models.h"
+#include "sdk/helpers/routed_models.h"
 
 #include <map>
 

@@ -1,4 +1,4 @@
-#include "recipe/closest_match.h"
+#include "common/closest_match.h"
 
 #include <algorithm>
 #include <numeric>

@@ -1,4 +1,4 @@
-#include "warnings.h"
+#include "common/warnings.h"
 
 #include <cstdio>
 #include <mutex>

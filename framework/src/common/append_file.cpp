@@ -1,4 +1,4 @@
-#include "train/append_file.h"
+#include "common/append_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <set>
 
-#include "helpers/routed_models.h"
+#include "sdk/helpers/routed_models.h"
 
 namespace mixt {
 

@@ -1,4 +1,4 @@
-#include "checkpoint/atomic_file.h"
+#include "common/atomic_file.h"
 
 #include <fcntl.h>
 #include <sys/statvfs.h>

@@ -1,4 +1,4 @@
-#include "build/experiment.h"
+#include "experiment/experiment.h"
 
 #include <ATen/Parallel.h>
 

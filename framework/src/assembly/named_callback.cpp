@@ -1,8 +1,8 @@
-#include "train/named_callback.h"
+#include "assembly/named_callback.h"
 
 #include <c10/util/Exception.h>
 
-#include "first_line.h"
+#include "common/first_line.h"
 #include "mixt/error.h"
 
 namespace mixt {

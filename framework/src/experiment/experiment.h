@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "build/components.h"
+#include "assembly/components.h"
 #include "distributed/data_parallel.h"
 #include "plugins/plugin_loader.h"
 #include "plugins/registry.h"

@@ -1,12 +1,12 @@
-#include "build/speed_notes.h"
+#include "assembly/speed_notes.h"
 
 #include <ATen/autocast_mode.h>
 
 #include <mutex>
 #include <set>
 
-#include "cpu_features.h"
-#include "warnings.h"
+#include "common/cpu_features.h"
+#include "common/warnings.h"
 
 namespace mixt {
 

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "build/experiment.h"
+#include "experiment/experiment.h"
 #include "plugins/plugin_loader.h"
 #include "plugins/registry.h"
-#include "warnings.h"
+#include "common/warnings.h"
 
 namespace mixt {
 

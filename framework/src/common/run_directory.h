@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "train/append_file.h"
+#include "common/append_file.h"
 
 namespace mixt {
 

@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "mixt/error.h"
-#include "warnings.h"
+#include "common/warnings.h"
 
 // OpenMP's per-thread team size (libgomp, loaded with LibTorch). Weak, so a LibTorch
 // built without OpenMP still links.

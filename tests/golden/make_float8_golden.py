@@ -18,6 +18,10 @@ policy must match it bit for bit:
   updated by torch.optim.AdamW and rounded into the model after each step; the loss of
   every step and the final masters.
 
+- "delayed": the same 20 steps under fp8_delayed, against a reference of Transformer
+  Engine's delayed scaling written here (torchao has none since 0.9): losses, every step's
+  scales, the final masters, for two settings of amax_history_len, amax_compute and margin.
+
 One thread, as the C++ test runs (the CPU matmuls' sums could otherwise be split
 differently). Regenerate with
     python3 tests/golden/make_float8_golden.py > tests/golden/float8_tensorwise.json
@@ -173,6 +177,113 @@ def training_case(steps=20):
     }
 
 
+# --- Delayed scaling, as Transformer Engine documents it (DelayedScaling recipe,
+# transformer_engine/pytorch/fp8.py): each tensor's amax goes into slot 0 of its history
+# (the max over the step's forward passes; the output gradient's in backward); after the
+# optimizer step, amax = max over the history ("max") or slot 0 ("most_recent"), the history
+# rolls by -1 and slot 0 is zeroed, and scale = (fp8_max / amax) / 2^margin where amax is
+# positive and finite (else the old scale). Scales start at 1. A reference of its own:
+# torch ops in the order mixt's fp8_delayed uses them, the matmuls as torchao's.
+E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
+
+
+def to_float8(x, scale, dtype):
+    m = torch.finfo(dtype).max
+    return (x.to(torch.float32) * scale).clamp(min=-m, max=m).to(dtype)
+
+
+def scaled_mm(a, a_scale, b, b_scale, dtype, fast):
+    if not (a.stride(0) > a.stride(1) and a.stride(1) == 1):
+        a = a.contiguous()
+    if b.stride(0) > b.stride(1) and b.stride(1) == 1:
+        b = b.t().contiguous().t()
+    with torch.autocast("cpu", enabled=False):
+        return torch._scaled_mm(a, b, scale_a=a_scale.reciprocal(), scale_b=b_scale.reciprocal(), out_dtype=dtype,
+                                use_fast_accum=fast)
+
+
+class DelayedMatmul(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, state):
+        history, scales = state
+        x2 = x.reshape(-1, x.shape[-1])
+        with torch.no_grad():
+            history[0, 0] = torch.maximum(history[0, 0], x2.abs().max().float())
+            history[1, 0] = torch.maximum(history[1, 0], weight.abs().max().float())
+        x8 = to_float8(x2, scales[0], E4M3)
+        w8 = to_float8(weight.t(), scales[1], E4M3)
+        ctx.save_for_backward(x8, w8)
+        ctx.state, ctx.shape = state, x.shape
+        return scaled_mm(x8, scales[0], w8, scales[1], x.dtype, True).reshape(*x.shape[:-1], weight.shape[0])
+
+    @staticmethod
+    def backward(ctx, grad):
+        x8, w8 = ctx.saved_tensors
+        history, scales = ctx.state
+        g = grad.reshape(-1, grad.shape[-1])
+        history[2, 0] = torch.maximum(history[2, 0], g.abs().max().float())
+        g8 = to_float8(g, scales[2], E5M2)
+        grad_input = scaled_mm(g8, scales[2], w8.t(), scales[1], g.dtype, False).reshape(ctx.shape)
+        grad_weight = scaled_mm(g8.t(), scales[2], x8, scales[0], g.dtype, False)
+        return grad_input, grad_weight, None
+
+
+class DelayedLinear(torch.nn.Module):
+    def __init__(self, linear, history_len):
+        super().__init__()
+        self.weight, self.bias = linear.weight, linear.bias
+        self.history = torch.zeros(3, history_len)
+        self.scales = torch.ones(3)
+
+    def forward(self, x):
+        if torch.is_autocast_enabled("cpu"):
+            x = x.to(torch.get_autocast_dtype("cpu"))
+        return DelayedMatmul.apply(x, self.weight, (self.history, self.scales)) + self.bias.to(x.dtype)
+
+    @torch.no_grad()
+    def update(self, amax_compute, margin):
+        amax = self.history.max(dim=1).values if amax_compute == "max" else self.history[:, 0].clone()
+        self.history.copy_(torch.roll(self.history, -1, 1))
+        self.history[:, 0] = 0.0
+        fp8_max = torch.tensor([torch.finfo(E4M3).max, torch.finfo(E4M3).max, torch.finfo(E5M2).max])
+        new = (amax.reciprocal() * fp8_max) / (2.0 ** margin)
+        self.scales.copy_(torch.where((amax > 0.0) & torch.isfinite(amax), new, self.scales))
+
+
+def delayed_case(options, steps=20):
+    torch.manual_seed(1)
+    sizes = [32, 48, 64, 32, 10]
+    model = mlp(sizes)
+    initial = [{"weight": values(m.weight), "bias": values(m.bias)} for m in linears(model)]
+    model = model.to(torch.bfloat16)
+    masters = [p.detach().float() for p in model.parameters()]
+    delayed = [DelayedLinear(model[i], options["amax_history_len"]) for i in (2, 4)]
+    model[2], model[4] = delayed
+    optimizer = torch.optim.AdamW(masters, lr=0.01, weight_decay=0.01)
+    batches, losses, scales = [], [], []
+    for _ in range(steps):
+        x = torch.randn(8, sizes[0]) * 2
+        labels = torch.randint(0, sizes[-1], (8,))
+        batches.append({"input": values(x), "labels": labels.tolist()})
+        optimizer.zero_grad()
+        with torch.autocast("cpu", torch.bfloat16):
+            loss = F.cross_entropy(model(x), labels)
+        loss.backward()
+        for master, p in zip(masters, model.parameters()):
+            master.grad = p.grad.float()
+            p.grad = None
+        optimizer.step()
+        with torch.no_grad():
+            for master, p in zip(masters, model.parameters()):
+                p.copy_(master)
+        for layer in delayed:
+            layer.update(options["amax_compute"], options["margin"])
+        losses.append(loss.item())
+        scales.append([values(layer.scales) for layer in delayed])
+    return {"options": options, "sizes": sizes, "layers": initial, "batches": batches, "losses": losses,
+            "scales": scales, "masters": [values(m) for m in masters]}
+
+
 def main():
     torch.set_num_threads(1)
     golden = {
@@ -181,6 +292,8 @@ def main():
         "layers": [layers_case(torch.bfloat16), layers_case(torch.float32)],
         "vit": vit_case(),
         "training": training_case(),
+        "delayed": [delayed_case({"amax_history_len": 4, "amax_compute": "max", "margin": 0}),
+                    delayed_case({"amax_history_len": 16, "amax_compute": "most_recent", "margin": 1})],
     }
     print(json.dumps(golden))
 

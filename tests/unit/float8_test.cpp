@@ -9,6 +9,7 @@
 #include <torch/nn/modules/container/sequential.h>
 
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -259,6 +260,93 @@ TEST(Fp8TensorwisePolicy, TwentyAdamWStepsEqualTorchaoBitwise) {
     ++i;
   }
   EXPECT_EQ(i, c["masters"].size());
+}
+
+// fp8_delayed against the delayed-scaling reference of the generator, stopped after step 10,
+// checkpointed (policy and optimizer), rebuilt and resumed: the same 20 losses, the scales
+// after every step and the final masters, bit for bit.
+TEST(Fp8DelayedPolicy, TwentyStepsWithAResumeEqualTheReferenceBitwise) {
+  at::set_num_threads(1);
+  for (const auto& c : golden()["delayed"]) {
+    SCOPED_TRACE(c["options"].dump());
+    nlohmann::json section = c["options"];
+    section["name"] = "fp8_delayed";
+    const auto sizes = c["sizes"].get<std::vector<std::int64_t>>();
+    const RecipeNodePtr optimizer_root = parse_yaml("optimizer: {name: adamw, lr: 0.01, weight_decay: 0.01}", "t");
+    struct Run {
+      torch::nn::Sequential model;
+      std::unique_ptr<PrecisionPolicy> policy;
+      std::unique_ptr<Optimizer> optimizer;
+    };
+    const auto build = [&](const torch::nn::Sequential* from) {
+      Run run{mlp(sizes), make_policy(section.dump()), nullptr};
+      load_layers(run.model, c["layers"], at::kFloat);
+      if (from) {  // the checkpoint's model: the bfloat16 weights as they were
+        at::NoGradGuard no_grad;
+        for (const auto& item : (*from)->named_parameters()) {
+          run.model->named_parameters()[item.key()].set_data(item.value().detach().clone());
+        }
+      }
+      run.policy->setup(*run.model, at::kCPU);
+      run.optimizer = plugins().registry.make_optimizer(Config(optimizer_root, "").section("optimizer"),
+                                                        OptimizerContext{run.policy->optimizer_parameters(*run.model)});
+      return run;
+    };
+    Run run = build(nullptr);
+    EXPECT_THAT(float8_layer_names(*run.model), ElementsAre("2", "4"));
+    const std::int64_t in = sizes[0];
+    for (std::size_t step = 0; step < c["batches"].size(); ++step) {
+      if (step == 10) {
+        std::stringstream policy_state, optimizer_state;
+        {
+          torch::serialize::OutputArchive policy_archive, optimizer_archive;
+          run.policy->save(policy_archive);
+          run.optimizer->save(optimizer_archive);
+          policy_archive.save_to(policy_state);
+          optimizer_archive.save_to(optimizer_state);
+        }
+        Run resumed = build(&run.model);
+        torch::serialize::InputArchive policy_archive, optimizer_archive;
+        policy_archive.load_from(policy_state);
+        optimizer_archive.load_from(optimizer_state);
+        resumed.policy->load(policy_archive);
+        resumed.optimizer->load(optimizer_archive);
+        run = std::move(resumed);
+      }
+      const auto& batch = c["batches"][step];
+      run.policy->begin_step(static_cast<std::int64_t>(step) + 1, false);
+      run.optimizer->zero_grad();
+      at::Tensor loss;
+      {
+        const AutocastScope scope = run.policy->autocast(at::kCPU);
+        loss = at::cross_entropy_loss(run.model->forward(tensor_of(batch["input"], {-1, in})),
+                                      at::tensor(batch["labels"].get<std::vector<std::int64_t>>()));
+      }
+      run.policy->backward(loss);
+      run.policy->gradients_ready(*run.optimizer);
+      run.policy->step(*run.optimizer);
+      run.policy->update();
+      EXPECT_EQ(loss.item<float>(), c["losses"][step].get<float>()) << "step " << step + 1;
+      torch::serialize::OutputArchive archive;
+      run.policy->save(archive);
+      std::stringstream bytes;
+      archive.save_to(bytes);
+      torch::serialize::InputArchive read;
+      read.load_from(bytes);
+      at::Tensor scales;
+      read.read("fp8_scales", scales);
+      std::vector<float> expected;  // per float8 layer: input, weight, output gradient
+      for (const auto& layer : c["scales"][step]) {
+        for (const auto& value : layer) expected.push_back(value.get<float>());
+      }
+      EXPECT_EQ(first_difference(scales, at::tensor(expected).reshape({2, 3})), "") << "scales after step " << step + 1;
+    }
+    std::size_t i = 0;
+    for (const at::Tensor& master : run.optimizer->parameters()) {
+      EXPECT_EQ(first_difference(master, tensor_of(c["masters"][i], master.sizes())), "") << "master " << i;
+      ++i;
+    }
+  }
 }
 
 TEST(Fp8TensorwisePolicy, OptionsChooseTheLayers) {

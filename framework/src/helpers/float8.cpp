@@ -76,7 +76,8 @@ class Float8Matmul : public torch::autograd::Function<Float8Matmul> {
     const at::Tensor &x8 = saved[0], &input_scale = saved[1], &w8_t = saved[2], &weight_scale = saved[3];
     const at::Tensor g = grads[0].reshape({-1, grads[0].size(-1)});
     if (const auto amax = ctx->saved_data.find("grad_output_amax"); amax != ctx->saved_data.end()) {
-      amax->second.toTensor().copy_(at::max(at::abs(g)));
+      at::Tensor recorded = amax->second.toTensor();
+      recorded.copy_(at::maximum(recorded, at::max(at::abs(g)).to(recorded.scalar_type())));
     }
     const auto given = ctx->saved_data.find("grad_output_scale");
     const at::Tensor g_scale = given != ctx->saved_data.end() ? given->second.toTensor() : dynamic_scale(g, kE5m2);

@@ -35,7 +35,7 @@ at::Tensor cast_to_float8(const at::Tensor& x, const at::Tensor& scale, at::Scal
 // The scales one call of float8_linear() casts with: float32 scalars, each undefined for
 // dynamic per-tensor scaling (scale_for_float8(max |x|) of the tensor about to be cast:
 // torchao's tensorwise recipe). A policy with delayed scaling passes the scales its amax
-// history gives, and a grad_output_amax scalar into which the backward writes
+// history gives, and a grad_output_amax scalar (float32) that the backward raises to
 // max |grad_output| (the forward's amaxes it can take itself, from input and weight).
 struct Float8LinearScales {
   at::Tensor input, weight, grad_output;

@@ -12,6 +12,7 @@
 #include "experiment/experiment.h"
 #include "experiment/session.h"
 #include "checkpoint/checkpointer.h"
+#include "mixt/helpers/linear.h"
 #include "mixt/version.h"
 #include "common/closest_match.h"
 #include "common/interrupt.h"
@@ -58,6 +59,64 @@ int run(const std::string& recipe, const std::vector<std::string>& overrides) {
   return 0;
 }
 
+namespace {
+
+// Counts one layer's forward FLOPs (2 x rows x in x out), then computes it as before.
+class CountingLinear : public LinearFunction {
+ public:
+  CountingLinear(std::shared_ptr<LinearFunction> inner, double& flops) : inner_(std::move(inner)), flops_(flops) {}
+  at::Tensor forward(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) override {
+    flops_ += 2.0 * static_cast<double>(input.numel()) * static_cast<double>(weight.size(0));
+    return inner_ ? inner_->forward(input, weight, bias) : at::linear(input, weight, bias);
+  }
+
+ private:
+  std::shared_ptr<LinearFunction> inner_;
+  double& flops_;
+};
+
+// How many of the model's linear layers (mixt/helpers/linear.h) the precision policy
+// computes its own way (float8, for the fp8_* policies), and their share of the linear
+// layers' FLOPs in one forward pass of a blank sample.
+void print_linear_layers(const Components& c, std::vector<std::int64_t> sample_shape) {
+  const std::vector<LinearLayer> layers = linear_layers(*c.model);
+  if (layers.empty()) return;
+  std::vector<double> flops(layers.size(), 0.0);
+  std::vector<std::shared_ptr<LinearFunction>> installed;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    installed.push_back(layers[i].owner->linear_function(layers[i].map));
+    layers[i].set_function(std::make_shared<CountingLinear>(installed.back(), flops[i]));
+  }
+  {
+    sample_shape.insert(sample_shape.begin(), 1);
+    at::NoGradGuard no_grad;
+    AutocastScope scope = c.precision->autocast(c.device.type());
+    c.model->eval();
+    c.model->forward(c.precision->prepare_input(at::zeros(sample_shape, at::TensorOptions().device(c.device))));
+    c.model->train();
+  }
+  std::size_t own = 0;
+  double own_flops = 0.0, all_flops = 0.0;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    layers[i].set_function(installed[i]);
+    all_flops += flops[i];
+    if (installed[i]) {
+      ++own;
+      own_flops += flops[i];
+    }
+  }
+  const char* plural = layers.size() == 1 ? "" : "s";
+  if (own == 0) {
+    std::printf("  linear    %zu layer%s (at::linear)\n", layers.size(), plural);
+    return;
+  }
+  std::printf("  linear    %zu layer%s, %zu computed by the precision policy (float8 under fp8_*): %.1f%% of their "
+              "FLOPs\n",
+              layers.size(), plural, own, all_flops > 0 ? 100.0 * own_flops / all_flops : 0.0);
+}
+
+}  // namespace
+
 int check(const std::string& recipe, const std::vector<std::string>& overrides) {
   Session session;
   // Building the components proves the model takes the data (a forward pass on a blank batch).
@@ -101,6 +160,7 @@ int check(const std::string& recipe, const std::vector<std::string>& overrides) 
     grouped += digits[i];
   }
   std::printf("  model     %s parameters\n", grouped.c_str());
+  print_linear_layers(e.components, e.components.train->sample_shape());
   return 0;
 }
 

@@ -8,7 +8,7 @@
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
-#include <torch/nn/modules/linear.h>
+#include <mixt/helpers/linear.h>
 #include <torch/nn/modules/normalization.h>
 
 #include "../common/layers.h"
@@ -62,7 +62,7 @@ class CNBlockImpl : public torch::nn::Module {
                      torch::nn::Conv2d(torch::nn::Conv2dOptions(dim, dim, 7).padding(3).groups(dim)),
                      std::make_shared<PermuteImpl>(std::vector<std::int64_t>{0, 2, 3, 1}),
                      torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim}).eps(kEps)),
-                     torch::nn::Linear(dim, 4 * dim), torch::nn::GELU(), torch::nn::Linear(4 * dim, dim),
+                     mixt::Linear(dim, 4 * dim), torch::nn::GELU(), mixt::Linear(4 * dim, dim),
                      std::make_shared<PermuteImpl>(std::vector<std::int64_t>{0, 3, 1, 2})));
     layer_scale_ = register_parameter("layer_scale", at::full({dim, 1, 1}, layer_scale));
   }
@@ -107,7 +107,7 @@ class ConvNeXt : public mixt::Model {
     features_ = register_module("features", features);
     classifier_ = register_module(
         "classifier", Chain(std::make_shared<LayerNorm2dImpl>(last), std::make_shared<FlattenImpl>(),
-                                            torch::nn::Linear(last, num_classes)));
+                                            mixt::Linear(last, num_classes)));
 
     // torchvision: trunc_normal_(std=0.02) on conv and linear weights, truncated at +-2
     // (absolute, i.e. 100 standard deviations: a plain normal draw is the same law).

@@ -5,7 +5,7 @@
 #include <mixt/plugin.h>
 #include <torch/nn/init.h>
 #include <torch/nn/modules/dropout.h>
-#include <torch/nn/modules/linear.h>
+#include <mixt/helpers/linear.h>
 
 #include <cmath>
 
@@ -74,7 +74,7 @@ class EfficientNet : public mixt::Model {
     features->push_back(conv_norm_activation({stages[6].out, last, 1, 1, 1, Act::silu}));
     features_ = register_module("features", features);
     classifier_ = register_module("classifier",
-                                  Chain(torch::nn::Dropout(dropout), torch::nn::Linear(last, num_classes)));
+                                  Chain(torch::nn::Dropout(dropout), mixt::Linear(last, num_classes)));
 
     at::NoGradGuard no_grad;  // torchvision's init
     for (auto& module : modules(/*include_self=*/false)) {

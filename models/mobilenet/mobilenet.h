@@ -6,7 +6,7 @@
 #include <mixt/model.h>
 #include "../common/layers.h"
 #include <torch/nn/modules/dropout.h>
-#include <torch/nn/modules/linear.h>
+#include <mixt/helpers/linear.h>
 
 #include <cstdint>
 #include <string>

@@ -75,7 +75,7 @@ std::shared_ptr<Model> make_mobilenet_v2(std::int64_t num_classes, double dropou
     }
   }
   features->push_back(conv_norm_activation({channels, last_channel, 1, 1, 1, Act::relu6}));
-  Chain classifier(torch::nn::Dropout(dropout), torch::nn::Linear(last_channel, num_classes));
+  Chain classifier(torch::nn::Dropout(dropout), mixt::Linear(last_channel, num_classes));
   return std::make_shared<MobileNet>(features, classifier);
 }
 

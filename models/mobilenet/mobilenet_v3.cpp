@@ -64,9 +64,9 @@ std::shared_ptr<Model> make_mobilenet_v3(const std::string& variant, std::int64_
   for (const BlockConfig& b : blocks) features->push_back(std::make_shared<InvertedResidualV3Impl>(b));
   const std::int64_t last_conv = 6 * blocks.back().out;
   features->push_back(conv_norm_activation({blocks.back().out, last_conv, 1, 1, 1, Act::hardswish, kNorm}));
-  Chain classifier(torch::nn::Linear(last_conv, last_channel),
+  Chain classifier(mixt::Linear(last_conv, last_channel),
                                    std::make_shared<ActivationImpl>(Act::hardswish), torch::nn::Dropout(dropout),
-                                   torch::nn::Linear(last_channel, num_classes));
+                                   mixt::Linear(last_channel, num_classes));
   return std::make_shared<MobileNet>(features, classifier);
 }
 

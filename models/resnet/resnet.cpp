@@ -15,7 +15,7 @@ ResNet::ResNet(const ResNetOptions& o) {
   layer3 = register_module("layer3", make_layer(o, 256, o.layers.at(2), 2));
   layer4 = register_module("layer4", make_layer(o, 512, o.layers.at(3), 2));
   const std::int64_t expansion = o.bottleneck ? BottleneckImpl::expansion : BasicBlockImpl::expansion;
-  fc = register_module("fc", torch::nn::Linear(512 * expansion, o.num_classes));
+  fc = register_module("fc", mixt::Linear(512 * expansion, o.num_classes));
 
   // torchvision's initialisation: He-normal (fan_out) convolutions, BN at (1, 0), the
   // Linear layer keeps its default.

@@ -7,7 +7,7 @@
 #include <mixt/helpers/batch_norm.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
-#include <torch/nn/modules/linear.h>
+#include <mixt/helpers/linear.h>
 
 #include <cstdint>
 #include <vector>
@@ -65,7 +65,7 @@ class ResNet : public Model {
   torch::nn::Conv2d conv1{nullptr};
   mixt::BatchNorm2d bn1{nullptr};
   torch::nn::Sequential layer1{nullptr}, layer2{nullptr}, layer3{nullptr}, layer4{nullptr};
-  torch::nn::Linear fc{nullptr};
+  mixt::Linear fc{nullptr};
 };
 
 }  // namespace mixt::models

@@ -12,7 +12,7 @@
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/dropout.h>
-#include <torch/nn/modules/linear.h>
+#include <mixt/helpers/linear.h>
 #include <torch/nn/modules/pooling.h>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/container/functional.h>
@@ -36,10 +36,10 @@ class SimpleCnn : public mixt::Model {
       width /= 2;
     }
     torch::nn::Sequential classifier;
-    classifier->push_back(torch::nn::Linear(previous * height * width, hidden));
+    classifier->push_back(mixt::Linear(previous * height * width, hidden));
     classifier->push_back(torch::nn::ReLU());
     classifier->push_back(torch::nn::Dropout(dropout));
-    classifier->push_back(torch::nn::Linear(hidden, num_classes));
+    classifier->push_back(mixt::Linear(hidden, num_classes));
     features_ = register_module("features", features);
     classifier_ = register_module("classifier", classifier);
   }

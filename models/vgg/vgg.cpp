@@ -7,7 +7,7 @@
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/dropout.h>
-#include <torch/nn/modules/linear.h>
+#include <mixt/helpers/linear.h>
 
 #include "../common/layers.h"
 #include "../common/zoo.h"
@@ -43,9 +43,9 @@ class Vgg : public mixt::Model {
       channels = v;
     }
     torch::nn::Sequential classifier(
-        torch::nn::Linear(512 * 7 * 7, 4096), std::make_shared<ActivationImpl>(Act::relu), torch::nn::Dropout(dropout),
-        torch::nn::Linear(4096, 4096), std::make_shared<ActivationImpl>(Act::relu), torch::nn::Dropout(dropout),
-        torch::nn::Linear(4096, num_classes));
+        mixt::Linear(512 * 7 * 7, 4096), std::make_shared<ActivationImpl>(Act::relu), torch::nn::Dropout(dropout),
+        mixt::Linear(4096, 4096), std::make_shared<ActivationImpl>(Act::relu), torch::nn::Dropout(dropout),
+        mixt::Linear(4096, num_classes));
     features_ = register_module("features", features);
     classifier_ = register_module("classifier", classifier);
 

@@ -9,7 +9,7 @@
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/dropout.h>
-#include <torch/nn/modules/linear.h>
+#include <mixt/helpers/linear.h>
 #include <torch/nn/modules/normalization.h>
 
 #include <cmath>
@@ -34,27 +34,30 @@ torch::nn::LayerNorm layer_norm(std::int64_t dim) {
 }
 
 // nn.MultiheadAttention(batch_first=True) with its parameter names: in_proj_weight,
-// in_proj_bias (q, k and v stacked) and out_proj.
-class SelfAttentionImpl : public torch::nn::Module {
+// in_proj_bias (q, k and v stacked) and out_proj. The stacked projection is the linear map
+// "in_proj" (mixt/helpers/linear.h), so a precision policy can compute it as it computes
+// out_proj.
+class SelfAttentionImpl : public torch::nn::Module, public mixt::LinearMaps {
  public:
   SelfAttentionImpl(std::int64_t dim, std::int64_t heads, double dropout) : heads_(heads), dropout_(dropout) {
     in_proj_weight = register_parameter("in_proj_weight", at::empty({3 * dim, dim}));
     in_proj_bias = register_parameter("in_proj_bias", at::zeros({3 * dim}));
-    out_proj = register_module("out_proj", torch::nn::Linear(dim, dim));
+    out_proj = register_module("out_proj", mixt::Linear(dim, dim));
     at::NoGradGuard no_grad;
     torch::nn::init::xavier_uniform_(in_proj_weight);
     torch::nn::init::zeros_(out_proj->bias);
   }
   at::Tensor forward(const at::Tensor& x) {  // x: N x L x E
     const std::int64_t n = x.size(0), l = x.size(1), e = x.size(2);
-    auto qkv = at::linear(x, in_proj_weight, in_proj_bias).chunk(3, -1);
+    auto qkv = linear("in_proj", x, in_proj_weight, in_proj_bias).chunk(3, -1);
     auto split = [&](const at::Tensor& t) { return t.reshape({n, l, heads_, e / heads_}).transpose(1, 2); };
     at::Tensor y = at::scaled_dot_product_attention(split(qkv[0]), split(qkv[1]), split(qkv[2]), {},
                                                     is_training() ? dropout_ : 0.0);
     return out_proj->forward(y.transpose(1, 2).reshape({n, l, e}));
   }
+  std::vector<Map> linear_maps() const override { return {{"in_proj", in_proj_weight, in_proj_bias}}; }
   at::Tensor in_proj_weight, in_proj_bias;
-  torch::nn::Linear out_proj{nullptr};
+  mixt::Linear out_proj{nullptr};
 
  private:
   std::int64_t heads_;
@@ -71,8 +74,8 @@ class EncoderBlockImpl : public torch::nn::Module {
     ln_2 = register_module("ln_2", layer_norm(o.hidden_dim));
     // torchvision's MLPBlock: Linear, GELU, Dropout, Linear, Dropout.
     mlp = register_module(
-        "mlp", torch::nn::Sequential(torch::nn::Linear(o.hidden_dim, o.mlp_dim), torch::nn::GELU(),
-                                     torch::nn::Dropout(o.dropout), torch::nn::Linear(o.mlp_dim, o.hidden_dim),
+        "mlp", torch::nn::Sequential(mixt::Linear(o.hidden_dim, o.mlp_dim), torch::nn::GELU(),
+                                     torch::nn::Dropout(o.dropout), mixt::Linear(o.mlp_dim, o.hidden_dim),
                                      torch::nn::Dropout(o.dropout)));
     at::NoGradGuard no_grad;
     for (auto& module : mlp->modules(/*include_self=*/false)) {
@@ -131,7 +134,7 @@ class VisionTransformer : public mixt::Model {
     class_token_ = register_parameter("class_token", at::zeros({1, 1, o.hidden_dim}));
     encoder_ = register_module("encoder", std::make_shared<Encoder>(o));
     auto heads = register_module("heads", std::make_shared<torch::nn::Module>());
-    head_ = heads->register_module("head", torch::nn::Linear(o.hidden_dim, o.num_classes));
+    head_ = heads->register_module("head", mixt::Linear(o.hidden_dim, o.num_classes));
 
     at::NoGradGuard no_grad;  // torchvision's init (trunc_normal_ at +-2 absolute: a normal draw in practice)
     const double fan_in = 3.0 * static_cast<double>(o.patch_size * o.patch_size);
@@ -156,7 +159,7 @@ class VisionTransformer : public mixt::Model {
   torch::nn::Conv2d conv_proj_{nullptr};
   at::Tensor class_token_;
   std::shared_ptr<Encoder> encoder_;
-  torch::nn::Linear head_{nullptr};
+  mixt::Linear head_{nullptr};
 };
 
 const VitOptions kVitDefaults;  // ViT-B

@@ -1,0 +1,121 @@
+#include "mixt/helpers/float8.h"
+
+#include <ATen/autocast_mode.h>
+#include <torch/autograd.h>
+
+#include <limits>
+#include <vector>
+
+namespace mixt {
+
+namespace {
+
+constexpr at::ScalarType kE4m3 = at::kFloat8_e4m3fn;
+constexpr at::ScalarType kE5m2 = at::kFloat8_e5m2;
+
+double float8_max(at::ScalarType dtype) {
+  switch (dtype) {
+    case at::kFloat8_e4m3fn: return static_cast<double>(std::numeric_limits<c10::Float8_e4m3fn>::max());
+    case at::kFloat8_e5m2: return static_cast<double>(std::numeric_limits<c10::Float8_e5m2>::max());
+    case at::kFloat8_e4m3fnuz: return static_cast<double>(std::numeric_limits<c10::Float8_e4m3fnuz>::max());
+    case at::kFloat8_e5m2fnuz: return static_cast<double>(std::numeric_limits<c10::Float8_e5m2fnuz>::max());
+    default: TORCH_CHECK(false, "not a float8 dtype: ", dtype);
+  }
+}
+
+at::Tensor dynamic_scale(const at::Tensor& x, at::ScalarType dtype) {
+  return scale_for_float8(at::max(at::abs(x)), dtype);
+}
+
+// torchao's is_row_major: what _scaled_mm wants of its first operand (the second must be
+// column-major); preprocess_addmm copies to get there.
+bool row_major(const at::Tensor& t) { return t.stride(0) > t.stride(1) && t.stride(1) == 1; }
+
+at::Tensor scaled_mm(at::Tensor a, const at::Tensor& a_scale, at::Tensor b, const at::Tensor& b_scale,
+                     at::ScalarType out_dtype, bool fast_accum) {
+  if (!row_major(a)) a = a.contiguous();
+  if (row_major(b)) b = b.t().contiguous().t();
+  return at::_scaled_mm(a, b, a_scale.reciprocal(), b_scale.reciprocal(), std::nullopt, std::nullopt, out_dtype,
+                        fast_accum);
+}
+
+// Under LibTorch 2.11's CPU autocast, _scaled_mm computes other numbers than without it;
+// torchao's float8 tensors reach it below the autocast dispatch key, so its matmuls, like
+// these, never see autocast.
+struct NoAutocast {
+  c10::impl::ExcludeDispatchKeyGuard guard{c10::autocast_dispatch_keyset};
+};
+
+// torchao's matmul_with_hp_or_float8_args with the tensorwise casts (bias outside).
+class Float8Matmul : public torch::autograd::Function<Float8Matmul> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
+                            const Float8LinearScales& scales) {
+    const NoAutocast no_autocast;
+    const at::Tensor x = input.reshape({-1, input.size(-1)});
+    const at::Tensor input_scale = scales.input.defined() ? scales.input : dynamic_scale(x, kE4m3);
+    const at::Tensor x8 = cast_to_float8(x, input_scale, kE4m3);
+    const at::Tensor weight_t = weight.t();
+    const at::Tensor weight_scale = scales.weight.defined() ? scales.weight : dynamic_scale(weight_t, kE4m3);
+    const at::Tensor w8_t = cast_to_float8(weight_t, weight_scale, kE4m3);
+    at::Tensor output = scaled_mm(x8, input_scale, w8_t, weight_scale, input.scalar_type(), /*fast_accum=*/true);
+
+    ctx->save_for_backward({x8, input_scale, w8_t, weight_scale});
+    ctx->saved_data["input_sizes"] = input.sizes().vec();
+    if (scales.grad_output.defined()) ctx->saved_data["grad_output_scale"] = scales.grad_output;
+    if (scales.grad_output_amax.defined()) ctx->saved_data["grad_output_amax"] = scales.grad_output_amax;
+    std::vector<std::int64_t> sizes = input.sizes().vec();
+    sizes.back() = weight.size(0);
+    return output.reshape(sizes);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const NoAutocast no_autocast;
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor &x8 = saved[0], &input_scale = saved[1], &w8_t = saved[2], &weight_scale = saved[3];
+    const at::Tensor g = grads[0].reshape({-1, grads[0].size(-1)});
+    if (const auto amax = ctx->saved_data.find("grad_output_amax"); amax != ctx->saved_data.end()) {
+      at::Tensor recorded = amax->second.toTensor();
+      recorded.copy_(at::maximum(recorded, at::max(at::abs(g)).to(recorded.scalar_type())));
+    }
+    const auto given = ctx->saved_data.find("grad_output_scale");
+    const at::Tensor g_scale = given != ctx->saved_data.end() ? given->second.toTensor() : dynamic_scale(g, kE5m2);
+    const at::Tensor g8 = cast_to_float8(g, g_scale, kE5m2);
+
+    const at::Tensor grad_input =
+        scaled_mm(g8, g_scale, w8_t.t(), weight_scale, g.scalar_type(), /*fast_accum=*/false)
+            .reshape(ctx->saved_data["input_sizes"].toIntVector());
+    const at::Tensor grad_weight = scaled_mm(g8.t(), g_scale, x8, input_scale, g.scalar_type(), /*fast_accum=*/false);
+    return {grad_input, grad_weight, at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor scale_for_float8(const at::Tensor& amax, at::ScalarType float8_dtype) {
+  // Python's `max / t` is t.reciprocal() * max (Tensor.__rtruediv__), in float64 here.
+  return (at::reciprocal(at::clamp_min(amax.to(at::kDouble), 1e-12)) * float8_max(float8_dtype)).to(at::kFloat);
+}
+
+at::Tensor cast_to_float8(const at::Tensor& x, const at::Tensor& scale, at::ScalarType float8_dtype) {
+  const double max = float8_max(float8_dtype);
+  return at::clamp(x.to(at::kFloat) * scale, -max, max).to(float8_dtype);
+}
+
+at::Tensor float8_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                         const Float8LinearScales& scales) {
+  at::Tensor x = input;
+  const at::DeviceType device = input.device().type();
+  if (at::autocast::is_autocast_enabled(device)) x = x.to(at::autocast::get_autocast_dtype(device));
+  at::Tensor output = Float8Matmul::apply(x, weight, scales);
+  if (bias.defined()) output = output + bias.to(output.scalar_type());
+  return output;
+}
+
+at::Tensor Float8TensorwiseLinear::forward(const at::Tensor& input, const at::Tensor& weight,
+                                           const at::Tensor& bias) {
+  return float8_linear(input, weight, bias);
+}
+
+}  // namespace mixt

@@ -45,6 +45,7 @@ data:
     workers: 0
     transforms: [{name: resize, size: 24}, {name: center_crop, size: 24}, to_tensor, normalize]
 trainer: { epochs: 3, seed: 0, threads: 1, log_every: 4 }
+callbacks: [{name: ema, decay: 0.9}]
 output: runs
 )";
 
@@ -55,7 +56,16 @@ nlohmann::json json_of(const CommandResult& result) {
   return nlohmann::json::parse(result.output.substr(start, result.output.rfind('}') - start + 1));
 }
 
-// One short training run on three colours, shared by the tests.
+// Every probability of a --json report, in order.
+std::vector<double> probabilities(const nlohmann::json& report) {
+  std::vector<double> p;
+  for (const auto& prediction : report["predictions"]) {
+    for (const auto& top : prediction["top"]) p.push_back(top["probability"]);
+  }
+  return p;
+}
+
+// One short training run on three colours (with an ema average), shared by the tests.
 class PredictCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -174,13 +184,6 @@ TEST_F(PredictCli, WithoutTheTrainingDataACheckpointOrExportedWeightsPredictTheS
     args.insert(args.begin(), "predict");
     return run_mixt(args, elsewhere.path());
   };
-  const auto probabilities = [](const nlohmann::json& report) {
-    std::vector<double> p;
-    for (const auto& prediction : report["predictions"]) {
-      for (const auto& top : prediction["top"]) p.push_back(top["probability"]);
-    }
-    return p;
-  };
   const std::vector<double> expected = probabilities(json_of(from_run));
   const CommandResult checkpoint =
       in_elsewhere({"run/checkpoints/last", "--image", "images", "--json"});
@@ -197,6 +200,20 @@ TEST_F(PredictCli, WithoutTheTrainingDataACheckpointOrExportedWeightsPredictTheS
   EXPECT_EQ(json_of(weights)["model"], "w.safetensors");
 }
 
+TEST_F(PredictCli, EmaPredictsWithTheAverageAsItsExportDoes) {
+  const CommandResult exported =
+      run_mixt({"export", run_->string(), "--ema", "-o", "ema.safetensors"}, dir_->path());
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  const CommandResult ema = predict({run_->string(), "--image", "data/val", "--json", "--ema"});
+  ASSERT_EQ(ema.exit_code, 0) << ema.output;
+  const CommandResult file = predict({"colours.yaml", "model.weights=ema.safetensors", "--image", "data/val", "--json"});
+  ASSERT_EQ(file.exit_code, 0) << file.output;
+  const CommandResult model = predict({run_->string(), "--image", "data/val", "--json"});
+  ASSERT_EQ(model.exit_code, 0) << model.output;
+  EXPECT_EQ(probabilities(json_of(ema)), probabilities(json_of(file)));
+  EXPECT_NE(probabilities(json_of(ema)), probabilities(json_of(model)));
+}
+
 TEST_F(PredictCli, BadUsageIsExitTwo) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{run_->string(), "--image", "x.jpg", "--input", "b.safetensors", "--output", "o.safetensors"},
@@ -206,7 +223,8 @@ TEST_F(PredictCli, BadUsageIsExitTwo) {
       {{run_->string(), "--image", "data/val", "--top-k", "0"}, "--top-k must be 1 or more"},
       {{run_->string(), "--input", "b.safetensors", "--output", "o.safetensors", "--json"},
        "--transforms, --top-k, --batch, --json and --csv go with --image"},
-      {{run_->string(), "--image", "data/val", "--ema"}, "this checkpoint holds no EMA weights"},
+      {{"colours.yaml", "--image", "data/val", "--ema"},
+       "--ema reads the ema callback's average from a checkpoint, and colours.yaml is a recipe"},
       {{run_->string(), "--image", "data/val", "data.val=null"},
        "the recipe has no data.val section, whose dataset and evaluation transforms decode the images"},
       {{run_->string(), "--image", "data/val", "data.val={name: synthetic}"},

@@ -248,12 +248,16 @@ int predict_images(const PredictOptions& options, const ModelTarget& target, Mod
       prepare_model(plan, registry, device, dataset->sample_shape(), classes, {"data." + split + "'s transforms", ""},
                     options.ema);
 
+  if (files.size() > static_cast<std::size_t>(options.batch)) {
+    // On stderr, so that --json's stdout stays one document: a large folder takes minutes.
+    std::fprintf(stderr, "mixt predict: %zu images ...\n", files.size());
+  }
   std::vector<Prediction> predictions;
   nlohmann::json skipped = nlohmann::json::array();
   std::vector<std::string> names;
   std::int64_t outputs = -1;
   for (std::size_t first = 0; first < files.size(); first += static_cast<std::size_t>(options.batch)) {
-    if (interrupt_requested()) throw Error(ErrorKind::interrupted, "interrupted; nothing was written");
+    if (interrupt_requested()) throw Error(ErrorKind::interrupted, "interrupted while predicting; nothing was written");
     std::vector<at::Tensor> inputs;
     std::vector<std::string> decoded;
     const std::size_t end = std::min(files.size(), first + static_cast<std::size_t>(options.batch));

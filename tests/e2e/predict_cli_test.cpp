@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "build/components.h"
+#include "child_process.h"
 #include "data_support.h"
 #include "mixt/decodes_files.h"
 #include "mixt/helpers/safetensors.h"
@@ -212,6 +213,21 @@ TEST_F(PredictCli, EmaPredictsWithTheAverageAsItsExportDoes) {
   ASSERT_EQ(model.exit_code, 0) << model.output;
   EXPECT_EQ(probabilities(json_of(ema)), probabilities(json_of(file)));
   EXPECT_NE(probabilities(json_of(ema)), probabilities(json_of(model)));
+}
+
+TEST_F(PredictCli, CtrlCStopsWithExit130) {
+  // 12 images 400 times, one at a time: seconds of work to interrupt.
+  std::vector<std::string> args = {MIXT_EXECUTABLE, "predict", run_->string(), "--batch", "1", "--csv", "c.csv"};
+  for (int i = 0; i < 400; ++i) args.insert(args.end(), {"--image", "data/val"});
+  testing::ChildProcess child(args, {}, dir_->path(), dir_->path() / "interrupted.txt");
+  const auto said = [&] { return testing::read_file(dir_->path() / "interrupted.txt"); };
+  for (int i = 0; i < 3000 && said().find("mixt predict: 4800 images") == std::string::npos; ++i) {
+    ASSERT_FALSE(child.wait_for(0.01)) << said();
+  }
+  child.signal(SIGINT);
+  EXPECT_EQ(child.wait_for(60), 130) << said();
+  EXPECT_THAT(said(), HasSubstr("mixt: interrupted while predicting; nothing was written"));
+  EXPECT_FALSE(fs::exists(dir_->path() / "c.csv"));
 }
 
 TEST_F(PredictCli, BadUsageIsExitTwo) {

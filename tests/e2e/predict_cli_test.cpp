@@ -285,8 +285,8 @@ at::Tensor logits_of(const nlohmann::json& values) {
 
 // image_folder's decoder and imagenet_eval (the default transforms of data.val) against
 // the same JPEG through torchvision: with uint8 tensors (torchvision.io.decode_jpeg, then
-// v2's Resize on the tensor: ATen's antialiased bilinear kernel, as mixt) the inputs are
-// the same and so are the logits, to float rounding (3e-7 measured); through PIL
+// v2's Resize on the tensor: ATen's antialiased bilinear kernel, as mixt) the logits
+// agree to float rounding (3e-7 measured; not bitwise); through PIL
 // (ImageFolder's loader) the resize rounds differently, by at most 1 grey level on this
 // image, which moves the logits by 3.9e-5 of their range: the documented tolerance is 1e-4.
 TEST(PredictGolden, LogitsEqualTorchvisionsImageNetEvalPipeline) {

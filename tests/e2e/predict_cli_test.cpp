@@ -108,8 +108,10 @@ TempDir* PredictCli::dir_ = nullptr;
 fs::path* PredictCli::run_ = nullptr;
 
 TEST_F(PredictCli, AFolderOfImagesGetsTheColoursItWasTrainedOn) {
-  const CommandResult result = predict({run_->string(), "--image", "data/val", "--json"});
+  // In batches of 5, 5 and 2.
+  const CommandResult result = predict({run_->string(), "--image", "data/val", "--json", "--batch", "5"});
   ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("mixt predict: 12 images ..."));
   const nlohmann::json report = json_of(result);
   expect_colours(report, 12);
   // Three classes: top-5 is capped at three, most likely first, summing to one.

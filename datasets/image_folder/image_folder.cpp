@@ -1,6 +1,7 @@
 // datasets/image_folder — the ImageNet / torchvision ImageFolder layout: root/<class>/<image>,
 // classes sorted, images decoded with OpenCV and augmented by mixt's transforms, loaded by
 // mixt's multi-threaded DataLoader.
+#include <mixt/decodes_files.h>
 #include <mixt/helpers/data_loader.h>
 #include <mixt/options.h>
 #include <mixt/plugin.h>
@@ -28,22 +29,49 @@ std::vector<std::uint8_t> read_bytes(const fs::path& file) {
   return bytes;
 }
 
+// How a file becomes a sample: decoded, then transformed. The loader's samples and the
+// files mixt predict names (DecodesFiles) go through the same one.
+class ImageDecoding {
+ public:
+  ImageDecoding(mixt::TransformPipeline transforms, int channels, std::int64_t max_pixels)
+      : transforms_(std::move(transforms)), channels_(channels), max_pixels_(max_pixels) {}
+
+  // Throws mixt::BadSample for a file that cannot be used.
+  at::Tensor operator()(const fs::path& file, mixt::SampleRng& rng) const {
+    return transforms_(image_folder::decode_image(read_bytes(file), channels_, max_pixels_), rng);
+  }
+
+  // One file named by the user, as mixt predict asks for it.
+  at::Tensor decode_file(const std::string& path) const {
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) throw mixt::runtime_error(path + ": a folder, not an image file");
+    mixt::SampleRng rng = mixt::SampleRng::for_sample(0, 0, 0);  // evaluation transforms draw nothing
+    try {
+      return (*this)(path, rng);
+    } catch (const mixt::BadSample& e) {
+      throw mixt::runtime_error(path + ": " + e.what());
+    } catch (const c10::Error& e) {  // a transform that cannot take this image
+      const std::string what = e.what_without_backtrace();
+      throw mixt::runtime_error(path + ": " + what.substr(0, what.find('\n')));
+    }
+  }
+
+ private:
+  mixt::TransformPipeline transforms_;
+  int channels_;
+  std::int64_t max_pixels_;
+};
+
 class ImageFolderSource : public mixt::SampleSource {
  public:
-  ImageFolderSource(fs::path root, image_folder::FolderIndex index, mixt::TransformPipeline transforms, int channels,
-                    std::int64_t max_pixels)
-      : root_(std::move(root)),
-        index_(std::move(index)),
-        transforms_(std::move(transforms)),
-        channels_(channels),
-        max_pixels_(max_pixels) {}
+  ImageFolderSource(fs::path root, image_folder::FolderIndex index, std::shared_ptr<const ImageDecoding> decoding)
+      : root_(std::move(root)), index_(std::move(index)), decoding_(std::move(decoding)) {}
 
   std::int64_t size() const override { return static_cast<std::int64_t>(index_.files.size()); }
   std::string sample_name(std::int64_t i) const override { return (root_ / file(i)).string(); }
 
   mixt::Sample load(std::int64_t i, mixt::SampleRng& rng) const override {
-    const at::Tensor image = image_folder::decode_image(read_bytes(root_ / file(i)), channels_, max_pixels_);
-    return {transforms_(image, rng), index_.labels[static_cast<std::size_t>(i)]};
+    return {(*decoding_)(root_ / file(i), rng), index_.labels[static_cast<std::size_t>(i)]};
   }
 
  private:
@@ -51,9 +79,44 @@ class ImageFolderSource : public mixt::SampleSource {
 
   fs::path root_;
   image_folder::FolderIndex index_;
-  mixt::TransformPipeline transforms_;
-  int channels_;
-  std::int64_t max_pixels_;
+  std::shared_ptr<const ImageDecoding> decoding_;
+};
+
+class ImageFolderDataset : public mixt::NamedLoaderDataset, public mixt::DecodesFiles {
+ public:
+  ImageFolderDataset(std::shared_ptr<const mixt::SampleSource> source, mixt::LoaderOptions options,
+                     std::vector<std::string> classes, std::vector<std::int64_t> shape,
+                     std::shared_ptr<const ImageDecoding> decoding)
+      : NamedLoaderDataset(std::move(source), std::move(options), std::move(classes), std::move(shape)),
+        decoding_(std::move(decoding)) {}
+  bool takes_file(const std::string& path) const override { return image_folder::is_image_file(path); }
+  at::Tensor decode_file(const std::string& path) const override { return decoding_->decode_file(path); }
+
+ private:
+  std::shared_ptr<const ImageDecoding> decoding_;
+};
+
+// Built for mixt predict (mixt::kPredictSplit): no samples, only the decoder, the sample
+// shape and the class names when the tree (or its index) is there to say them.
+class ImageFiles : public mixt::Dataset, public mixt::NamedClasses, public mixt::DecodesFiles {
+ public:
+  ImageFiles(std::vector<std::string> classes, std::vector<std::int64_t> shape,
+             std::shared_ptr<const ImageDecoding> decoding)
+      : classes_(std::move(classes)), shape_(std::move(shape)), decoding_(std::move(decoding)) {}
+  std::int64_t size() const override { return 0; }
+  std::int64_t num_classes() const override { return static_cast<std::int64_t>(classes_.size()); }
+  std::vector<std::int64_t> sample_shape() const override { return shape_; }
+  std::int64_t batches_per_epoch() const override { return 0; }
+  void start_epoch(std::int64_t) override {}
+  std::optional<mixt::Batch> next_batch() override { return std::nullopt; }
+  std::vector<std::string> class_names() const override { return classes_; }
+  bool takes_file(const std::string& path) const override { return image_folder::is_image_file(path); }
+  at::Tensor decode_file(const std::string& path) const override { return decoding_->decode_file(path); }
+
+ private:
+  std::vector<std::string> classes_;
+  std::vector<std::int64_t> shape_;
+  std::shared_ptr<const ImageDecoding> decoding_;
 };
 
 const mixt::Required<std::string> kRoot{"root", "folder laid out as root/<class>/<image> (classes sorted by name)"};
@@ -112,8 +175,30 @@ image_folder::FolderIndex load_index(const mixt::Config& c, const fs::path& root
   return index;
 }
 
+// The class names for mixt predict without walking the tree: its class folders when the
+// root is there, else its index's, else none.
+std::unique_ptr<mixt::Dataset> make_image_files(const mixt::Config& c, std::vector<std::int64_t> shape,
+                                                std::shared_ptr<const ImageDecoding> decoding) {
+  std::vector<std::string> classes;
+  const fs::path root = c.has("root") ? fs::path(kRoot.read(c)) : fs::path();
+  const std::string cache = kIndex.read(c);
+  std::error_code ec;
+  image_folder::FolderIndex index;
+  if (!root.empty() && fs::is_directory(root, ec)) {
+    try {
+      classes = image_folder::list_classes(root);
+    } catch (const image_folder::TreeError&) {  // an empty or unreadable tree names nothing
+    }
+  } else if (!cache.empty() && image_folder::read_index(cache, index)) {
+    classes = index.classes;
+  }
+  return std::make_unique<ImageFiles>(std::move(classes), std::move(shape), std::move(decoding));
+}
+
 std::unique_ptr<mixt::Dataset> make_image_folder(const mixt::Config& c, const mixt::DatasetContext& context) {
-  const fs::path root = kRoot.read(c);
+  // mixt predict may run where the data is not (only the model and a few images are).
+  const bool predicting = context.split == mixt::kPredictSplit;
+  const fs::path root = predicting && !c.has("root") ? fs::path() : fs::path(kRoot.read(c));
   const std::int64_t channels = kChannels.read(c);
   const std::int64_t max_pixels = kMaxImagePixels.read(c);
   const bool train = context.split == "train";
@@ -140,12 +225,12 @@ std::unique_ptr<mixt::Dataset> make_image_folder(const mixt::Config& c, const mi
   const mixt::LoaderOptions options = mixt::read_loader_options(c, context, /*shuffle_default=*/train);
   // Decoding runs in mixt's worker threads; OpenCV's own pool would only oversubscribe.
   cv::setNumThreads(0);
+  auto decoding = std::make_shared<const ImageDecoding>(std::move(transforms), static_cast<int>(channels), max_pixels);
+  if (predicting) return make_image_files(c, std::move(shape), std::move(decoding));
   image_folder::FolderIndex index = load_index(c, root);
   std::vector<std::string> classes = index.classes;
-  auto source =
-      std::make_shared<ImageFolderSource>(root, std::move(index), std::move(transforms), static_cast<int>(channels),
-                                          max_pixels);
-  return std::make_unique<mixt::NamedLoaderDataset>(source, options, std::move(classes), shape);
+  auto source = std::make_shared<ImageFolderSource>(root, std::move(index), decoding);
+  return std::make_unique<ImageFolderDataset>(source, options, std::move(classes), shape, std::move(decoding));
 }
 
 void register_components(mixt::Registrar& registrar) {

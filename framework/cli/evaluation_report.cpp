@@ -15,14 +15,6 @@ std::string percent(double fraction) {
   return std::isfinite(fraction) ? text : "-";
 }
 
-// A CSV field: quoted when it holds a comma, a quote or a line break (RFC 4180).
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
-}
-
 std::int64_t row_sum(const at::Tensor& confusion, std::int64_t row) {
   return confusion[row].sum().item<std::int64_t>();
 }
@@ -82,6 +74,13 @@ nlohmann::json report_json(const EvaluationReport& report) {
   out["per_class"] = classes;
   out["confusion"] = matrix;
   return out;
+}
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
 }
 
 std::string confusion_csv(const at::Tensor& confusion, const std::vector<std::string>& names) {

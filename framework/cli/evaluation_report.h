@@ -22,6 +22,9 @@ struct EvaluationReport {
   std::vector<std::string> class_names;  // one per model output
 };
 
+// A CSV field: quoted when it holds a comma, a quote or a line break (RFC 4180).
+std::string csv_field(const std::string& text);
+
 // The figures, and with `per_class` a table of each class's samples and top-1 accuracy.
 std::string report_text(const EvaluationReport& report, bool per_class);
 // Every figure, per-class accuracy and the matrix (rows: labels) when it was computed.

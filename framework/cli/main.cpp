@@ -15,6 +15,7 @@
 #include "common/first_line.h"
 #include "mixt/error.h"
 #include "common/closest_match.h"
+#include "predict_command.h"
 #include "startup_signals.h"
 #include "train/out_of_memory.h"
 #include "weights_commands.h"
@@ -59,7 +60,8 @@ int report_usage(const CLI::App& app, const CLI::ParseError& error, int argc, ch
     message = "unknown command '" + std::string(argv[1]) + "'";
     hint = mixt::suggestion_hint(argv[1], commands, "commands");
   } else if (dynamic_cast<const CLI::ExtrasError*>(&error) &&
-             (command == "run" || command == "check" || command == "diagnose" || command == "evaluate")) {
+             (command == "run" || command == "check" || command == "diagnose" || command == "evaluate" ||
+              command == "predict")) {
     hint = "recipe settings are key=value overrides, without dashes: trainer.epochs=2 optimizer.lr=0.1";
   } else {
     hint = command.empty() ? "mixt --help lists the commands" : "mixt " + command + " --help shows its usage";
@@ -84,7 +86,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", mixt::cli::version_text());
 
-  std::string recipe, kind, name, glob, checkpoint, format = "safetensors", input, output;
+  std::string recipe, kind, name, glob, checkpoint, format = "safetensors", output;
   std::vector<std::string> overrides;
 
   auto* run = app.add_subcommand("run", "train the model a recipe describes");
@@ -134,11 +136,30 @@ int main(int argc, char** argv) {
   bool ema = false;
   export_->add_flag("--ema", ema, "the ema callback's average of the weights instead of the model's own");
 
-  auto* predict = app.add_subcommand("predict", "run a recipe's model in eval mode on a tensor");
-  predict->add_option("recipe", recipe, "recipe YAML file (model.weights: names the weights)")->required();
-  predict->add_option("--input", input, "safetensors file with the input batch")->required();
-  predict->add_option("--output", output, "safetensors file to write the outputs to")->required();
-  predict->add_option("overrides", overrides, "key=value overrides, e.g. model.weights=w.safetensors");
+  mixt::cli::PredictOptions predict_options;
+  auto* predict = app.add_subcommand(
+      "predict", "run trained weights on images (the top classes, by name) or on a tensor (safetensors in and out)");
+  predict
+      ->add_option("target", predict_options.target,
+                   "a run directory, its checkpoints/ or a checkpoint file (each brings its recipe.yaml), or a "
+                   "recipe with model.weights=FILE.safetensors")
+      ->required();
+  predict->add_option("overrides", predict_options.overrides, "key=value overrides, e.g. model.weights=w.safetensors");
+  predict->add_option("--image", predict_options.images,
+                      "an image file, or a folder of them (walked; repeat for more): decoded by data.val's dataset, "
+                      "through its evaluation transforms")
+      ->allow_extra_args(false);
+  predict->add_option("--transforms", predict_options.transforms,
+                      "transforms instead of data.val's, as YAML: a preset (imagenet_eval) or a list");
+  predict->add_option("--top-k", predict_options.top_k, "classes shown per image (at most the class count)")
+      ->capture_default_str();
+  predict->add_option("--batch", predict_options.batch, "images per forward pass")->capture_default_str();
+  predict->add_flag("--json", predict_options.json, "the predictions (and the images skipped) as JSON on stdout");
+  predict->add_option("--csv", predict_options.csv, "write the predictions to FILE: image,rank,index,class,probability");
+  predict->add_flag("--ema", predict_options.ema, "the ema callback's average of the weights (from a checkpoint)");
+  predict->add_option("--input", predict_options.input,
+                      "instead of --image: a safetensors file with the input batch (N x C x H x W, transformed)");
+  predict->add_option("--output", predict_options.output, "with --input: the safetensors file to write the outputs to");
 
   mixt::cli::EvaluateOptions evaluate_options;
   auto* evaluate = app.add_subcommand("evaluate", "score trained weights on a recipe's data: loss, top-1, top-5");
@@ -201,7 +222,12 @@ int main(int argc, char** argv) {
       return *bench ? mixt::cli::bench(bench_options) : mixt::cli::bench_worker(bench_options);
     }
     if (*export_) return mixt::cli::export_weights(checkpoint, format, output, ema);
-    if (*predict) return mixt::cli::predict(recipe, overrides, input, output);
+    if (*predict) {
+      for (const char* option : {"--transforms", "--top-k", "--batch", "--json", "--csv"}) {
+        if (predict->count(option) > 0) predict_options.image_options_given = true;
+      }
+      return mixt::cli::predict(predict_options);
+    }
   } catch (const mixt::Error& e) {
     return report(e);
   } catch (const c10::OutOfMemoryError& e) {

@@ -1,5 +1,5 @@
-// `mixt export` and `mixt predict`: weights and inference in and out of mixt, through
-// safetensors files named as torchvision names its tensors.
+// `mixt export`: weights out of mixt, as safetensors files named as torchvision names its
+// tensors (`mixt predict`, in predict_command.h, reads and writes them too).
 #pragma once
 
 #include <string>
@@ -12,10 +12,8 @@ namespace mixt::cli {
 // `ema`: the ema callback's average (kept in the checkpoint's callbacks) instead of the model.
 int export_weights(const std::string& checkpoint, const std::string& format, const std::string& output, bool ema);
 
-// Builds the recipe's model (with its `weights:`), runs it in eval mode on the tensor in
-// `input` (a safetensors file with one tensor, or one named "input"), and writes the
-// result to `output` as the tensor "output".
-int predict(const std::string& recipe, const std::vector<std::string>& overrides, const std::string& input,
-            const std::string& output);
+// A usage error when `output` is named like a torch.save pickle (.pt, .pth, .bin, .ckpt,
+// .pkl): `command` writes safetensors, which torch.load cannot read.
+void refuse_pickle_name(const std::string& option, const std::string& output, const std::string& command);
 
 }  // namespace mixt::cli

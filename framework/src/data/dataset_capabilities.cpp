@@ -1,4 +1,5 @@
 #include "mixt/dataset.h"
+#include "mixt/decodes_files.h"
 
 namespace mixt {
 
@@ -6,11 +7,14 @@ namespace mixt {
 NamedClasses::~NamedClasses() = default;
 ResumesMidEpoch::~ResumesMidEpoch() = default;
 CountsBadSamples::~CountsBadSamples() = default;
+DecodesFiles::~DecodesFiles() = default;
 
 std::vector<std::string> class_names_of(const Dataset& dataset) {
   const auto* named = dynamic_cast<const NamedClasses*>(&dataset);
   return named ? named->class_names() : std::vector<std::string>{};
 }
+
+const DecodesFiles* file_decoder_of(const Dataset& dataset) { return dynamic_cast<const DecodesFiles*>(&dataset); }
 
 std::int64_t bad_samples_of(const Dataset* dataset) {
   const auto* counting = dynamic_cast<const CountsBadSamples*>(dataset);

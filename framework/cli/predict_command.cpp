@@ -1,0 +1,358 @@
+#include "predict_command.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "assembly/components.h"
+#include "experiment/session.h"
+#include "evaluation_report.h"
+#include "mixt/decodes_files.h"
+#include "mixt/helpers/safetensors.h"
+#include "model_source.h"
+#include "common/interrupt.h"
+#include "assembly/trainer_options.h"
+#include "weights_commands.h"
+
+namespace mixt::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// One image's best classes, most likely first.
+struct Prediction {
+  std::string image;
+  std::vector<std::int64_t> classes;
+  std::vector<double> probabilities;
+};
+
+// The model the recipe names, for samples of `sample_shape`, with the checkpoint's weights
+// when there is one, in eval mode on the device. `classes`: the class count when the
+// model leaves it to the data (0: the model's own default). `shape_source`: where the
+// sample shape came from, and a note after it, for errors.
+std::shared_ptr<Model> prepare_model(const ModelPlan& plan, const Registry& registry, at::Device device,
+                                     const std::vector<std::int64_t>& sample_shape, std::int64_t classes,
+                                     const std::pair<std::string, std::string>& shape_source, bool ema) {
+  const Config root = plan.recipe.config();
+  const Config section = root.section("model");
+  if (plan.checkpoint.empty() && !plan.named_weights) {
+    warn("model.weights is not set: these outputs come from untrained (seed 0) weights; name the weights with "
+         "model.weights=FILE.safetensors (mixt export writes one from a checkpoint), or a run directory");
+  }
+  at::manual_seed(0);
+  std::shared_ptr<Model> model;
+  try {
+    model = build_model(section, registry, ModelContext{device, sample_shape, classes});
+  } catch (const Error& e) {
+    // The sample shape came from the input, not from the recipe's data: say so, or a batch
+    // without its batch dimension reads as a recipe or weights mistake.
+    throw Error(e.kind(), e.message(), e.where(), e.key_path(),
+                (e.hint().empty() ? "" : e.hint() + "\n  note: ") + "mixt predict builds the model for the samples of " +
+                    shape_source.first + ": " + c10::str(at::IntArrayRef(sample_shape)) + shape_source.second +
+                    (section.has("num_classes") || classes > 0
+                         ? std::string()
+                         : " and, not opening the datasets, with the model's default class count: set "
+                           "model.num_classes=N to the training data's (a run directory's recipe.yaml states it)"));
+  }
+  // Only the model is built from the recipe, so only its section is checked: a misspelt
+  // model.weigths would predict with untrained weights and exit 0.
+  check_unknown_keys(*plan.recipe.root, "model");
+  if (!plan.checkpoint.empty()) load_checkpoint_weights(*model, device, plan.checkpoint, ema);
+  model->to(device);
+  model->eval();
+  return model;
+}
+
+at::Tensor forward(Model& model, const at::Tensor& batch, at::Device device, bool channels_last) {
+  at::NoGradGuard no_grad;
+  at::Tensor x = batch.to(device, at::kFloat);
+  if (channels_last && x.dim() == 4) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+  return model.forward(x);
+}
+
+int predict_tensor(const PredictOptions& options, const ModelPlan& plan, const Registry& registry,
+                   at::Device device, bool channels_last) {
+  const SafetensorsContents file = load_safetensors(options.input);
+  const at::Tensor* batch = nullptr;
+  for (const auto& [name, tensor] : file.tensors) {
+    if (name == "input" || file.tensors.size() == 1) batch = &tensor;
+  }
+  if (!batch) {
+    throw Error(ErrorKind::recipe, "expected one tensor, or one named 'input'", SourceLocation{options.input}, {},
+                "save the batch as {\"input\": tensor}");
+  }
+  if (batch->dim() < 2) {
+    throw Error(ErrorKind::recipe, "the input must be a batch (N x sample dimensions)", SourceLocation{options.input});
+  }
+  const std::vector<std::int64_t> shape = batch->sizes().slice(1).vec();
+  const std::shared_ptr<Model> model =
+      prepare_model(plan, registry, device, shape, 0,
+                    {options.input, " (its first dimension, " + std::to_string(batch->size(0)) + ", is the batch)"},
+                    options.ema);
+  const at::Tensor result = forward(*model, *batch, device, channels_last);
+  save_safetensors(options.output, {{"output", result.to(at::kCPU).contiguous()}});
+  std::printf("%s: input %s -> output %s written to %s\n", options.target.c_str(), c10::str(batch->sizes()).c_str(),
+              c10::str(result.sizes()).c_str(), options.output.c_str());
+  return 0;
+}
+
+// The data section whose dataset decodes the images: data.val (its evaluation
+// transforms), or data.train's with --transforms when there is no data.val.
+std::string decoding_section(Recipe& recipe, const std::string& transforms) {
+  const Config data = recipe.config().section("data");
+  std::string split;
+  if (data.has("val")) {
+    split = "val";
+  } else if (!transforms.empty() && data.has("train")) {
+    split = "train";
+  } else {
+    throw usage_error("the recipe has no data.val section, whose dataset and evaluation transforms decode the images",
+                      data.has("train") ? "name the transforms with --transforms, e.g. --transforms imagenet_eval "
+                                          "(data.train's dataset then decodes)"
+                                        : "add one, e.g. data.val={name: image_folder, transforms: imagenet_eval}");
+  }
+  if (!transforms.empty()) apply_override(*recipe.root, "data." + split + ".transforms=" + transforms);
+  return split;
+}
+
+// The files of --image: a file as it is named, a folder's files the dataset takes, walked
+// in sorted order.
+std::vector<std::string> image_files(const std::vector<std::string>& arguments, const DecodesFiles& decoder) {
+  std::vector<std::string> files;
+  for (const std::string& argument : arguments) {
+    std::error_code ec;
+    if (fs::is_directory(argument, ec)) {
+      std::vector<std::string> found;
+      fs::recursive_directory_iterator it(argument, fs::directory_options::follow_directory_symlink, ec);
+      for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        std::error_code probe;
+        if (it->is_regular_file(probe) && decoder.takes_file(it->path().string())) found.push_back(it->path().string());
+      }
+      if (ec) throw runtime_error("--image " + argument + ": cannot read the folder: " + ec.message());
+      std::sort(found.begin(), found.end());
+      if (found.empty()) warn("--image " + argument + ": no image files in this folder");
+      files.insert(files.end(), found.begin(), found.end());
+    } else if (fs::exists(argument, ec)) {
+      files.push_back(argument);
+    } else {
+      throw usage_error("--image " + argument + ": no such file or directory", "name an image file or a folder of them");
+    }
+  }
+  return files;
+}
+
+// Names for the model's outputs: the run's classes.txt, else the dataset's, else none.
+std::vector<std::string> output_names(const ModelTarget& target, const Dataset& dataset, std::int64_t outputs) {
+  std::vector<std::string> names = run_class_names(target);
+  if (static_cast<std::int64_t>(names.size()) == outputs) return names;
+  names = class_names_of(dataset);
+  if (static_cast<std::int64_t>(names.size()) == outputs) return names;
+  return {};
+}
+
+std::string name_of(const std::vector<std::string>& names, std::int64_t index) {
+  return names.empty() ? std::to_string(index) : names[static_cast<std::size_t>(index)];
+}
+
+std::string percent(double p) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f%%", 100.0 * p);
+  return text;
+}
+
+std::string table(const std::vector<Prediction>& predictions, const std::vector<std::string>& names) {
+  std::size_t image_width = 5, class_width = 5;
+  for (const Prediction& p : predictions) {
+    image_width = std::max(image_width, p.image.size());
+    for (std::int64_t c : p.classes) class_width = std::max(class_width, name_of(names, c).size());
+  }
+  std::string out;
+  char line[4096];
+  const int iw = static_cast<int>(image_width), cw = static_cast<int>(class_width);
+  std::snprintf(line, sizeof(line), "%-*s  %-*s  %11s\n", iw, "image", cw, "class", "probability");
+  out += line;
+  for (const Prediction& p : predictions) {
+    for (std::size_t r = 0; r < p.classes.size(); ++r) {
+      std::snprintf(line, sizeof(line), "%-*s  %-*s  %11s\n", iw, r == 0 ? p.image.c_str() : "", cw,
+                    name_of(names, p.classes[r]).c_str(), percent(p.probabilities[r]).c_str());
+      out += line;
+    }
+  }
+  return out;
+}
+
+std::string csv(const std::vector<Prediction>& predictions, const std::vector<std::string>& names) {
+  std::string out = "image,rank,index,class,probability\n";
+  char number[32];
+  for (const Prediction& p : predictions) {
+    for (std::size_t r = 0; r < p.classes.size(); ++r) {
+      std::snprintf(number, sizeof(number), "%.6f", p.probabilities[r]);
+      out += csv_field(p.image) + "," + std::to_string(r + 1) + "," + std::to_string(p.classes[r]) + "," +
+             csv_field(name_of(names, p.classes[r])) + "," + number + "\n";
+    }
+  }
+  return out;
+}
+
+nlohmann::json json(const std::vector<Prediction>& predictions, const std::vector<std::string>& names,
+                    const nlohmann::json& skipped, const std::string& source) {
+  nlohmann::json out = {{"model", source}, {"predictions", nlohmann::json::array()}, {"skipped", skipped}};
+  for (const Prediction& p : predictions) {
+    nlohmann::json top = nlohmann::json::array();
+    for (std::size_t r = 0; r < p.classes.size(); ++r) {
+      top.push_back({{"index", p.classes[r]},
+                     {"class", names.empty() ? nlohmann::json(nullptr) : nlohmann::json(names[p.classes[r]])},
+                     {"probability", p.probabilities[r]}});
+    }
+    out["predictions"].push_back({{"image", p.image}, {"top", top}});
+  }
+  return out;
+}
+
+void check_writable(const std::string& file) {
+  std::error_code ec;
+  if (!fs::is_directory(fs::absolute(file).parent_path(), ec)) {
+    throw usage_error("--csv " + file + ": the directory " + fs::absolute(file).parent_path().string() +
+                          " does not exist",
+                      "create it first, or name a file in an existing directory");
+  }
+}
+
+int predict_images(const PredictOptions& options, const ModelTarget& target, ModelPlan& plan,
+                   const Registry& registry, at::Device device, bool channels_last, std::uint64_t seed) {
+  const std::string split = decoding_section(plan.recipe, options.transforms);
+  const Config section = plan.recipe.config().section("data").section(split);
+  const std::unique_ptr<Dataset> dataset =
+      registry.make_dataset(section, DatasetContext{kPredictSplit, seed, 0, 1, device});
+  const DecodesFiles* decoder = file_decoder_of(*dataset);
+  if (!decoder) {
+    throw usage_error("data." + split + "'s dataset '" + section.string("name", "") +
+                          "' cannot decode image files (it is no mixt::DecodesFiles)",
+                      "use a dataset that reads files, e.g. data.val={name: image_folder, transforms: imagenet_eval}, "
+                      "or give the model a tensor with --input and --output");
+  }
+  const std::vector<std::string> files = image_files(options.images, *decoder);
+  if (files.empty()) {
+    throw runtime_error("no image files to predict on", "name image files (.jpg, .png, ...) or folders that hold them");
+  }
+  // The class count when the recipe leaves it to the data: the run's, else the data's.
+  std::int64_t classes = static_cast<std::int64_t>(run_class_names(target).size());
+  if (classes == 0) classes = dataset->num_classes();
+  const std::shared_ptr<Model> model =
+      prepare_model(plan, registry, device, dataset->sample_shape(), classes, {"data." + split + "'s transforms", ""},
+                    options.ema);
+
+  if (files.size() > static_cast<std::size_t>(options.batch)) {
+    // On stderr, so that --json's stdout stays one document: a large folder takes minutes.
+    std::fprintf(stderr, "mixt predict: %zu images ...\n", files.size());
+  }
+  std::vector<Prediction> predictions;
+  nlohmann::json skipped = nlohmann::json::array();
+  std::vector<std::string> names;
+  std::int64_t outputs = -1;
+  for (std::size_t first = 0; first < files.size(); first += static_cast<std::size_t>(options.batch)) {
+    if (interrupt_requested()) throw Error(ErrorKind::interrupted, "interrupted while predicting; nothing was written");
+    std::vector<at::Tensor> inputs;
+    std::vector<std::string> decoded;
+    const std::size_t end = std::min(files.size(), first + static_cast<std::size_t>(options.batch));
+    for (std::size_t i = first; i < end; ++i) {
+      try {
+        inputs.push_back(decoder->decode_file(files[i]));
+        decoded.push_back(files[i]);
+      } catch (const std::exception& e) {  // the loader's rule: a bad image is named and skipped
+        const std::string why = e.what();
+        warn("skipped " + (why.rfind(files[i], 0) == 0 ? why : files[i] + ": " + why));
+        skipped.push_back({{"image", files[i]}, {"reason", why}});
+      }
+    }
+    if (inputs.empty()) continue;
+    const at::Tensor logits = forward(*model, at::stack(inputs), device, channels_last).to(at::kCPU, at::kFloat);
+    if (outputs < 0) {
+      outputs = logits.size(1);
+      names = output_names(target, *dataset, outputs);
+    }
+    const std::int64_t k = std::min<std::int64_t>(options.top_k, outputs);
+    const auto [probabilities, indices] = at::softmax(logits, 1).topk(k, 1);
+    for (std::size_t i = 0; i < decoded.size(); ++i) {
+      Prediction p{decoded[i], {}, {}};
+      for (std::int64_t r = 0; r < k; ++r) {
+        const auto row = static_cast<std::int64_t>(i);
+        p.classes.push_back(indices[row][r].item<std::int64_t>());
+        p.probabilities.push_back(probabilities[row][r].item<double>());
+      }
+      predictions.push_back(std::move(p));
+    }
+  }
+  if (predictions.empty()) {
+    throw runtime_error("none of the " + std::to_string(files.size()) + " files could be read as an image",
+                        "the warnings above say why for each");
+  }
+
+  const std::string source = !plan.checkpoint.empty() ? plan.checkpoint.string()
+                             : plan.named_weights     ? recipe_weights(plan.recipe)
+                                                      : options.target;
+  if (!options.csv.empty()) {
+    std::ofstream out(options.csv, std::ios::binary);
+    out << csv(predictions, names);
+    out.close();
+    if (!out) throw runtime_error("cannot write " + options.csv + ": " + std::strerror(errno));
+  }
+  if (options.json) {
+    std::printf("%s\n", json(predictions, names, skipped, source).dump(2).c_str());
+  } else if (options.csv.empty()) {
+    std::printf("%s", table(predictions, names).c_str());
+  } else {
+    std::printf("%zu images (%zu skipped): top-%lld classes written to %s\n", predictions.size(), skipped.size(),
+                static_cast<long long>(std::min<std::int64_t>(options.top_k, outputs)), options.csv.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int predict(const PredictOptions& options) {
+  const bool images = !options.images.empty();
+  const bool tensors = !options.input.empty() || !options.output.empty();
+  if (images == tensors) {
+    throw usage_error(images ? "--image and --input/--output are two ways to predict: use one"
+                             : "mixt predict needs --image FILE|DIR, or --input and --output",
+                      "mixt predict RUN --image photo.jpg (the top classes), or mixt predict RECIPE --input "
+                      "batch.safetensors --output logits.safetensors (a tensor)");
+  }
+  if (tensors) {
+    if (options.input.empty() || options.output.empty()) {
+      throw usage_error(std::string(options.input.empty() ? "--output" : "--input") + " needs " +
+                            (options.input.empty() ? "--input" : "--output") + " as well",
+                        "mixt predict RECIPE --input batch.safetensors --output logits.safetensors");
+    }
+    if (options.image_options_given) {
+      throw usage_error("--transforms, --top-k, --batch, --json and --csv go with --image",
+                        "mixt predict with --input writes the model's outputs as they are");
+    }
+    refuse_pickle_name("--output", options.output, "mixt predict");
+  } else {
+    if (options.top_k < 1) throw usage_error("--top-k must be 1 or more, got " + std::to_string(options.top_k));
+    if (options.batch < 1) throw usage_error("--batch must be 1 or more, got " + std::to_string(options.batch));
+    if (!options.csv.empty()) check_writable(options.csv);
+  }
+  const ModelTarget target = resolve_model_target(options.target, "predict");
+  if (images) install_interrupt_handlers("mixt: stopping (again to quit at once)");
+  ModelPlan plan = plan_model(target, options.overrides, options.ema);
+  Session session;
+  session.load_plugins_of(plan.recipe);
+  const Config trainer = plan.recipe.config().section("trainer");
+  const TrainerOptions defaults;  // the trainer's own defaults, without reading its whole section
+  const at::Device device = resolve_device(trainer.string("device", defaults.device), trainer);
+  const bool channels_last = trainer.boolean("channels_last", defaults.channels_last);
+  if (tensors) return predict_tensor(options, plan, session.registry(), device, channels_last);
+  const auto seed = static_cast<std::uint64_t>(trainer.integer("seed", static_cast<std::int64_t>(defaults.seed)));
+  return predict_images(options, target, plan, session.registry(), device, channels_last, seed);
+}
+
+}  // namespace mixt::cli

@@ -133,6 +133,8 @@ int main(int argc, char** argv) {
   export_->add_option("-o,--output", output, "output file, e.g. model.safetensors")->required();
   bool ema = false;
   export_->add_flag("--ema", ema, "the ema callback's average of the weights instead of the model's own");
+  bool best = false;
+  export_->add_flag("--best", best, "the run's best checkpoint (checkpoints/best, kept by the best_checkpoint callback)");
 
   auto* predict = app.add_subcommand("predict", "run a recipe's model in eval mode on a tensor");
   predict->add_option("recipe", recipe, "recipe YAML file (model.weights: names the weights)")->required();
@@ -200,7 +202,7 @@ int main(int argc, char** argv) {
       bench_options.checkpointing = mixt::cli::split_checkpointing_settings(checkpointing);
       return *bench ? mixt::cli::bench(bench_options) : mixt::cli::bench_worker(bench_options);
     }
-    if (*export_) return mixt::cli::export_weights(checkpoint, format, output, ema);
+    if (*export_) return mixt::cli::export_weights(checkpoint, format, output, ema, best);
     if (*predict) return mixt::cli::predict(recipe, overrides, input, output);
   } catch (const mixt::Error& e) {
     return report(e);

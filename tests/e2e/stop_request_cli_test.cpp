@@ -109,5 +109,24 @@ TEST(StopRequestCli, ARequestOnOneRankStopsBothRanksAfterTheSameStep) {
   EXPECT_EQ(stop_events(run)[0]["step"], 6);
 }
 
+// early_stopping and best_checkpoint from a recipe: the run ends early with exit 0, and
+// `mixt export RUN --best` writes the best epoch's weights.
+TEST(StopRequestCli, EarlyStoppingEndsARunAndExportBestReadsItsBestCheckpoint) {
+  TempDir dir;
+  // mode max on the falling loss: epoch 1 stays the best, epoch 2 is no improvement.
+  dir.write("r.yaml", recipe("{name: early_stopping, mode: max, patience: 1}, {name: best_checkpoint, mode: max}"));
+  const auto run = testing::run_mixt({"run", "r.yaml"}, dir.path());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("; stopped early by early_stopping: val_loss did not improve for 1 epoch (best "));
+  const fs::path run_dir = only_run_directory(dir.path() / "runs");
+  EXPECT_EQ(fs::read_symlink(run_dir / "checkpoints" / "best"), "best-epoch-0001");
+  const auto exported = testing::run_mixt({"export", run_dir.string(), "--best", "-o", "best.safetensors"}, dir.path());
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  EXPECT_THAT(exported.output, HasSubstr("/checkpoints/best-epoch-0001 to best.safetensors"));
+  const auto none = testing::run_mixt({"export", dir.path().string(), "--best", "-o", "x.safetensors"}, dir.path());
+  EXPECT_EQ(none.exit_code, 2) << none.output;
+  EXPECT_THAT(none.output, HasSubstr("no best checkpoint in"));
+}
+
 }  // namespace
 }  // namespace mixt

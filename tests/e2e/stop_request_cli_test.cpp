@@ -81,32 +81,42 @@ TEST(StopRequestCli, AfterAStepAndAfterAnEvaluationTheRunEndsNormally) {
   EXPECT_EQ(stop_events(epoch_run)[0]["epoch"], 2);
 }
 
-// The request on rank 1 only: both ranks stop after the same step (their logs say which),
-// exit 0; rank 0, which never asked, reports rank 1's reason and writes the checkpoint.
-TEST(StopRequestCli, ARequestOnOneRankStopsBothRanksAfterTheSameStep) {
-  TempDir dir;
-  dir.write("r.yaml", recipe("{name: fixture_stop_request, at_step: 6, rank: 1}"));
-  const int port = testing::free_port();
-  std::vector<std::unique_ptr<testing::ChildProcess>> ranks;
-  for (int r = 0; r < 2; ++r) {
-    ranks.push_back(std::make_unique<testing::ChildProcess>(
-        std::vector<std::string>{MIXT_EXECUTABLE, "run", "r.yaml", "data.train.batch_size=32"},
-        testing::rank_environment(r, 2, port), dir.path(), dir.path() / ("rank" + std::to_string(r) + ".log")));
+// The request on rank 1 only, after step 6 (mid-epoch 2) or after epoch 2's evaluation:
+// both ranks stop at the same point, exit 0; rank 0, which never asked, reports rank 1's
+// reason and writes the checkpoint.
+TEST(StopRequestCli, ARequestOnOneRankStopsBothRanksAtTheSamePoint) {
+  struct Case {
+    std::string callback, reason, checkpoint;
+    int steps;
+  };
+  for (const Case& c : {Case{"{name: fixture_stop_request, at_step: 6, rank: 1}", "asked at step 6", "interrupted", 6},
+                        Case{"{name: fixture_stop_request, at_epoch: 2, rank: 1}", "asked after epoch 2", "epoch-0002",
+                             8}}) {
+    SCOPED_TRACE(c.callback);
+    TempDir dir;
+    dir.write("r.yaml", recipe(c.callback));
+    const int port = testing::free_port();
+    std::vector<std::unique_ptr<testing::ChildProcess>> ranks;
+    for (int r = 0; r < 2; ++r) {
+      ranks.push_back(std::make_unique<testing::ChildProcess>(
+          std::vector<std::string>{MIXT_EXECUTABLE, "run", "r.yaml", "data.train.batch_size=32"},
+          testing::rank_environment(r, 2, port), dir.path(), dir.path() / ("rank" + std::to_string(r) + ".log")));
+    }
+    std::vector<std::string> logs;
+    for (int r = 0; r < 2; ++r) {
+      const auto code = ranks[static_cast<std::size_t>(r)]->wait_for(120);
+      logs.push_back(testing::read_file(dir.path() / ("rank" + std::to_string(r) + ".log")));
+      ASSERT_TRUE(code) << logs.back();
+      EXPECT_EQ(*code, 0) << logs.back();
+    }
+    EXPECT_THAT(logs[0], HasSubstr("done: " + std::to_string(c.steps) + " optimizer steps (0 skipped)"));
+    EXPECT_THAT(logs[0], HasSubstr("; stopped early by fixture_stop_request: " + c.reason + "\n"));
+    EXPECT_THAT(logs[0], HasSubstr("test accuracy: "));
+    const fs::path run = only_run_directory(dir.path() / "runs");
+    EXPECT_EQ(read_checkpoint(run / "checkpoints" / c.checkpoint).header["global_step"], c.steps);
+    ASSERT_EQ(stop_events(run).size(), 1u);
+    EXPECT_EQ(stop_events(run)[0]["step"], c.steps);
   }
-  std::vector<std::string> logs;
-  for (int r = 0; r < 2; ++r) {
-    const auto code = ranks[static_cast<std::size_t>(r)]->wait_for(120);
-    logs.push_back(testing::read_file(dir.path() / ("rank" + std::to_string(r) + ".log")));
-    ASSERT_TRUE(code) << logs.back();
-    EXPECT_EQ(*code, 0) << logs.back();
-  }
-  EXPECT_THAT(logs[0], HasSubstr("done: 6 optimizer steps (0 skipped)"));
-  EXPECT_THAT(logs[0], HasSubstr("; stopped early by fixture_stop_request: asked at step 6\n"));
-  EXPECT_THAT(logs[0], HasSubstr("test accuracy: "));
-  const fs::path run = only_run_directory(dir.path() / "runs");
-  EXPECT_EQ(read_checkpoint(run / "checkpoints" / "interrupted").header["global_step"], 6);
-  ASSERT_EQ(stop_events(run).size(), 1u);
-  EXPECT_EQ(stop_events(run)[0]["step"], 6);
 }
 
 // early_stopping and best_checkpoint from a recipe: the run ends early with exit 0, and

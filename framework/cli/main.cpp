@@ -134,7 +134,8 @@ int main(int argc, char** argv) {
   bool ema = false;
   export_->add_flag("--ema", ema, "the ema callback's average of the weights instead of the model's own");
   bool best = false;
-  export_->add_flag("--best", best, "the run's best checkpoint (checkpoints/best, kept by the best_checkpoint callback)");
+  export_->add_flag("--best", best,
+                    "the run's best checkpoint (checkpoints/best, kept by the best_checkpoint callback)");
 
   auto* predict = app.add_subcommand("predict", "run a recipe's model in eval mode on a tensor");
   predict->add_option("recipe", recipe, "recipe YAML file (model.weights: names the weights)")->required();

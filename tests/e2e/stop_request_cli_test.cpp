@@ -22,7 +22,8 @@ const std::string kStopPlugin = std::string(MIXT_FIXTURE_PLUGIN_DIR) + "/libmixt
 // 4 optimizer steps an epoch (a global batch of 64), three epochs, an evaluation after each.
 std::string recipe(const std::string& callback) {
   return R"(name: stop
-plugins: [)" + kStopPlugin + R"(]
+plugins: [)" +
+         kStopPlugin + R"(]
 model:     { name: simple_cnn, channels: [4, 8], hidden: 16 }
 precision: { name: fp32 }
 optimizer: { name: sgd, lr: 0.05, momentum: 0.9 }
@@ -30,7 +31,8 @@ data:
   train: { name: fashion_mnist, split: train, batch_size: 64, limit: 256 }
   val:   { name: fashion_mnist, split: test, batch_size: 128, limit: 128 }
 trainer: { epochs: 3, seed: 0, threads: 1, log_every: 1, distributed: { backend: gloo, timeout: 30 } }
-callbacks: [)" + callback + R"(, {name: tensorboard, enabled: false}]
+callbacks: [)" +
+         callback + R"(, {name: tensorboard, enabled: false}]
 output: runs
 )";
 }
@@ -89,9 +91,9 @@ TEST(StopRequestCli, ARequestOnOneRankStopsBothRanksAtTheSamePoint) {
     std::string callback, reason, checkpoint;
     int steps;
   };
-  for (const Case& c : {Case{"{name: fixture_stop_request, at_step: 6, rank: 1}", "asked at step 6", "interrupted", 6},
-                        Case{"{name: fixture_stop_request, at_epoch: 2, rank: 1}", "asked after epoch 2", "epoch-0002",
-                             8}}) {
+  for (const Case& c :
+       {Case{"{name: fixture_stop_request, at_step: 6, rank: 1}", "asked at step 6", "interrupted", 6},
+        Case{"{name: fixture_stop_request, at_epoch: 2, rank: 1}", "asked after epoch 2", "epoch-0002", 8}}) {
     SCOPED_TRACE(c.callback);
     TempDir dir;
     dir.write("r.yaml", recipe(c.callback));

@@ -83,8 +83,8 @@ TEST(BestCheckpoint, KeepsTheTopKEpochsThroughRotationAndResumesTheRanking) {
   RunDirectory run(dir.path(), "whole");
   Trainer(whole.f.components, four, &run, whole.f.progress).fit();
   const std::vector<std::int64_t> best = two_highest(whole.record->losses);
-  EXPECT_EQ(files_in(run.checkpoints()), (std::set<std::string>{"epoch-0004", "last", best_name(best[0]),
-                                                                 best_name(best[1]), "best"}));
+  EXPECT_EQ(files_in(run.checkpoints()),
+            (std::set<std::string>{"epoch-0004", "last", best_name(best[0]), best_name(best[1]), "best"}));
   EXPECT_EQ(fs::read_symlink(run.checkpoints() / "best"), best_name(best[0]));
   for (const std::int64_t epoch : best) {
     EXPECT_TRUE(at::equal(first_weights(run.checkpoints() / best_name(epoch)), whole.record->weights[epoch]))
@@ -104,13 +104,12 @@ TEST(BestCheckpoint, KeepsTheTopKEpochsThroughRotationAndResumesTheRanking) {
   Trainer resumed(second.f.components, four, &second_run, second.f.progress);
   resumed.resume(first_run.path());
   resumed.fit();
-  EXPECT_EQ(second.record->losses, (std::map<std::int64_t, double>{{3, whole.record->losses[3]},
-                                                                   {4, whole.record->losses[4]}}));
+  EXPECT_EQ(second.record->losses,
+            (std::map<std::int64_t, double>{{3, whole.record->losses[3]}, {4, whole.record->losses[4]}}));
   EXPECT_EQ(files_in(second_run.checkpoints()), files_in(run.checkpoints()));
   EXPECT_EQ(fs::read_symlink(second_run.checkpoints() / "best"), best_name(best[0]));
   for (const std::int64_t epoch : best) {
-    EXPECT_TRUE(
-        at::equal(first_weights(second_run.checkpoints() / best_name(epoch)), whole.record->weights[epoch]))
+    EXPECT_TRUE(at::equal(first_weights(second_run.checkpoints() / best_name(epoch)), whole.record->weights[epoch]))
         << "epoch " << epoch;
   }
   // The earlier run's copies are left as they were.

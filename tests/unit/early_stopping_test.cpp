@@ -130,12 +130,13 @@ TEST(EarlyStopping, ListedTwiceEachEntryKeepsItsStateUnderItsLabelOrNumber) {
   at::set_num_threads(1);
   testing::BuiltPlugins plugins;
   const auto keys = [&](const std::string& callbacks) {
-    const Config recipe(parse_yaml("model: {name: simple_cnn, channels: [4], hidden: 8}\nprecision: {name: fp32}\n"
-                                   "optimizer: {name: sgd, lr: 0.01}\ndata: {train: {name: synthetic, shape: [1, 8, 8], "
-                                   "num_classes: 2, size: 8, batch_size: 4}}\ntrainer: {device: cpu}\ncallbacks: " +
-                                       callbacks + "\n",
-                                   "r.yaml"),
-                        "");
+    const Config recipe(
+        parse_yaml("model: {name: simple_cnn, channels: [4], hidden: 8}\nprecision: {name: fp32}\n"
+                   "optimizer: {name: sgd, lr: 0.01}\ndata: {train: {name: synthetic, shape: [1, 8, 8], "
+                   "num_classes: 2, size: 8, batch_size: 4}}\ntrainer: {device: cpu}\ncallbacks: " +
+                       callbacks + "\n",
+                   "r.yaml"),
+        "");
     const TrainerOptions options = TrainerOptions::read(recipe.section("trainer"));
     std::vector<std::string> found;
     for (const NamedCallback& c :

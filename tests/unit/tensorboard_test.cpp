@@ -42,8 +42,17 @@ TEST(TensorBoardFile, AFullDiskIsOneWarningAndTheFlushedCurvesSurvive) {
   tensorboard->on_fit_start(FitStart{state, disk, 0, 1});
   const auto steps = [&](std::int64_t from, std::int64_t to) {
     for (state.global_step = from; state.global_step <= to; ++state.global_step) {
-      const StepEnd end{state, state.global_step, to, true, at::scalar_tensor(1.0 / static_cast<double>(state.global_step)),
-                        0.1, *fp32, 64, 1.0, /*logged=*/true, control};
+      const StepEnd end{state,
+                        state.global_step,
+                        to,
+                        true,
+                        at::scalar_tensor(1.0 / static_cast<double>(state.global_step)),
+                        0.1,
+                        *fp32,
+                        64,
+                        1.0,
+                        /*logged=*/true,
+                        control};
       tensorboard->on_step_end(end);
     }
     --state.global_step;

@@ -20,8 +20,8 @@ namespace mixt {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
 using testing::Fixture;
+using ::testing::HasSubstr;
 using testing::options;
 
 // Asks for a stop after global step `at_step` (from on_step_end, `when`) or at the end of

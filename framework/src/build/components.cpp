@@ -25,8 +25,9 @@ const Option<bool> kStrict{"strict", true, "with weights: every name and shape m
 const Option<bool> kEnabled{"enabled", true,
                             "false: not built (turns off a callback that is on by default); read by mixt"};
 const Optional<std::string> kLabel{
-    "label", "when the recipe lists this callback more than once: the name of this entry's state in checkpoints "
-             "(default: its number among them, 1, 2, ...); read by mixt"};
+    "label",
+    "when the recipe lists this callback more than once: the name of this entry's state in checkpoints "
+    "(default: its number among them, 1, 2, ...); read by mixt"};
 const Option<std::vector<std::string>> kFp32Modules{
     "fp32_modules", {}, "submodules kept in float32 under autocast; read by mixt for every policy"};
 
@@ -199,8 +200,8 @@ void build_callbacks(Components& c, const Config& recipe, const Registry& regist
                      "give each entry of it a label of its own");
       }
     }
-    c.callbacks.push_back({registry.make_callback(section, context), entry.name, entry.origin.name,
-                           entry.origin.file, key});
+    c.callbacks.push_back(
+        {registry.make_callback(section, context), entry.name, entry.origin.name, entry.origin.file, key});
     record(c, registry, ComponentKind::callback, section);
   }
   for (const ComponentEntry* entry : registry.list(ComponentKind::callback)) {

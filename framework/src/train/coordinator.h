@@ -54,8 +54,8 @@ class Coordinator {
   }
   // Rank `from`'s `text` on every rank (two sums): a stop's reason, which every rank reports.
   std::string text_from(int from, const std::string& text) const {
-    const std::int64_t length = gather(rank() == from ? static_cast<std::int64_t>(text.size()) : 0)
-                                    [static_cast<std::size_t>(from)];
+    const std::int64_t length =
+        gather(rank() == from ? static_cast<std::int64_t>(text.size()) : 0)[static_cast<std::size_t>(from)];
     if (length == 0) return {};
     std::vector<double> bytes(static_cast<std::size_t>(length), 0.0);
     if (rank() == from) {

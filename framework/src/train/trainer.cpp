@@ -138,7 +138,8 @@ TrainResult Trainer::fit() {
     notify("on_epoch_end", [&](Callback& c) { c.on_epoch_end(end); });
     update_callback_state(checkpoint);
     // After the last epoch there is nothing left to stop.
-    const Stop stop = mid_epoch ? Stop::end_run : state_.epoch + 1 < options_.epochs ? decide_at_epoch_end() : Stop::go_on;
+    const bool more = state_.epoch + 1 < options_.epochs;
+    const Stop stop = mid_epoch ? Stop::end_run : more ? decide_at_epoch_end() : Stop::go_on;
     if (stop == Stop::interrupt) stop_at_epoch_end(/*evaluation_skipped=*/false);
     if (stop == Stop::end_run) {
       report_early_end(result, mid_epoch);
@@ -215,10 +216,16 @@ bool Trainer::train_epoch(TrainResult& result) {
     if (options_.stop_on_nonfinite_loss) watch_loss(agreed, applied);
     const bool logged = step % options_.log_every == 0;
     if (logged || agreed.on_host) skipped_.settle();  // the loss is read there: one more scalar costs nothing
-    const StepEnd end{state_,         step,          steps,
-                      applied,        agreed.loss,   optimizer.learning_rate(),
-                      precision,      epoch_samples * coordinator_.world_size(),
-                      seconds_since(started),        logged,
+    const StepEnd end{state_,
+                      step,
+                      steps,
+                      applied,
+                      agreed.loss,
+                      optimizer.learning_rate(),
+                      precision,
+                      epoch_samples * coordinator_.world_size(),
+                      seconds_since(started),
+                      logged,
                       stops_};
     notify("on_step_end", [&](Callback& c) { c.on_step_end(end); });
     // The loss was read where it is shown, logged or agreed: checking it costs one more scalar.

@@ -121,7 +121,9 @@ void Trainer::stop_mid_epoch(std::int64_t step) {
 void Trainer::stop_at_epoch_end(bool evaluation_skipped) {
   fs::path file;
   if (run_) {
-    file = run_->checkpoints() / epoch_checkpoint_name(state_.epoch + 1);
+    // A callback's stop mid-epoch saved the epoch's part as `interrupted` before its evaluation.
+    file = run_->checkpoints() /
+           (state_.batches_in_epoch > 0 ? std::string("interrupted") : epoch_checkpoint_name(state_.epoch + 1));
     const std::string during = evaluation_skipped ? " during the evaluation" : "";
     const std::string after = " after epoch " + std::to_string(state_.epoch + 1);
     progress_.note("\ninterrupted" + during + after + ": its checkpoint is " + file.string() +

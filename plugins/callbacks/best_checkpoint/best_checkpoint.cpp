@@ -164,8 +164,8 @@ class BestCheckpoint final : public mixt::Callback {
   void settle() {
     if (directory_.empty()) return;
     if (pending_) {
-      const auto entry = std::find_if(ranking_.begin(), ranking_.end(),
-                                      [&](const Entry& e) { return e.epoch == pending_->epoch; });
+      const auto entry =
+          std::find_if(ranking_.begin(), ranking_.end(), [&](const Entry& e) { return e.epoch == pending_->epoch; });
       if (entry != ranking_.end()) {
         const fs::path here = directory_ / best_name(entry->epoch);
         std::error_code ec;
@@ -197,7 +197,9 @@ class BestCheckpoint final : public mixt::Callback {
     ec.clear();
     fs::create_symlink(target.filename(), temporary, ec);
     if (!ec) fs::rename(temporary, link, ec);
-    if (ec) mixt::warn("best_checkpoint: cannot point " + link.string() + " at " + target.string() + ": " + ec.message());
+    if (ec) {
+      mixt::warn("best_checkpoint: cannot point " + link.string() + " at " + target.string() + ": " + ec.message());
+    }
   }
 
   Monitor monitor_;

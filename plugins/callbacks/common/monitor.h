@@ -48,10 +48,11 @@ inline std::optional<std::string> monitor_problem(const std::string& name) {
 }
 
 inline const Option<std::string> kMonitor{
-    "monitor", "val_loss", "the figure watched: val_loss, val_top1, val_top5, or with a callback's weights val_loss_ema",
+    "monitor", "val_loss",
+    "the figure watched: val_loss, val_top1, val_top5, or with a callback's weights val_loss_ema",
     [](const std::string& name) { return monitor_problem(name); }};
-inline const Option<std::string> kMode{"mode", "auto", "min or max: which way is better (auto: min for a loss, else max)",
-                                       one_of({"auto", "min", "max"})};
+inline const Option<std::string> kMode{
+    "mode", "auto", "min or max: which way is better (auto: min for a loss, else max)", one_of({"auto", "min", "max"})};
 
 inline Monitor read_monitor(const Config& c) {
   Monitor m;

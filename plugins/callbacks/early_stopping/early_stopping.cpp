@@ -75,7 +75,7 @@ class EarlyStopping final : public mixt::Callback {
   Monitor monitor_;
   std::int64_t patience_;
   double min_delta_;
-  double best_ = NAN;           // none yet
+  double best_ = NAN;            // none yet
   std::int64_t best_epoch_ = 0;  // 1-based
   std::int64_t wait_ = 0;        // epochs since the best
   bool warned_ = false;

@@ -40,12 +40,16 @@ int run(const std::string& recipe, const std::vector<std::string>& overrides) {
   if (experiment.parallel && !experiment.parallel->is_main()) return 0;  // rank 0 reports
   // samples/s over the training loops, as the step lines show it; evaluation and
   // checkpoints are in the total only.
-  std::printf("done: %lld optimizer steps (%lld skipped), %lld samples, "
-              "%.1fs training (%.0f samples/s), %.1fs in all\n",
-              static_cast<long long>(result.optimizer_steps), static_cast<long long>(result.skipped_steps),
-              static_cast<long long>(result.samples), result.train_seconds,
-              result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0.0,
-              result.elapsed_seconds);
+  const std::string stopped =
+      result.stopped_early ? "; stopped early by " + result.stopped_early->by + ": " + result.stopped_early->reason
+                           : "";
+  std::printf(
+      "done: %lld optimizer steps (%lld skipped), %lld samples, "
+      "%.1fs training (%.0f samples/s), %.1fs in all%s\n",
+      static_cast<long long>(result.optimizer_steps), static_cast<long long>(result.skipped_steps),
+      static_cast<long long>(result.samples), result.train_seconds,
+      result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0.0,
+      result.elapsed_seconds, stopped.c_str());
   if (result.bad_samples > 0) {
     std::printf("skipped %lld bad samples (undecodable files; the warnings above name the first)\n",
                 static_cast<long long>(result.bad_samples));

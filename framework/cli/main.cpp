@@ -135,6 +135,9 @@ int main(int argc, char** argv) {
   export_->add_option("-o,--output", output, "output file, e.g. model.safetensors")->required();
   bool ema = false;
   export_->add_flag("--ema", ema, "the ema callback's average of the weights instead of the model's own");
+  bool best = false;
+  export_->add_flag("--best", best,
+                    "the run's best checkpoint (checkpoints/best, kept by the best_checkpoint callback)");
 
   mixt::cli::PredictOptions predict_options;
   auto* predict = app.add_subcommand(
@@ -221,7 +224,7 @@ int main(int argc, char** argv) {
       bench_options.checkpointing = mixt::cli::split_checkpointing_settings(checkpointing);
       return *bench ? mixt::cli::bench(bench_options) : mixt::cli::bench_worker(bench_options);
     }
-    if (*export_) return mixt::cli::export_weights(checkpoint, format, output, ema);
+    if (*export_) return mixt::cli::export_weights(checkpoint, format, output, ema, best);
     if (*predict) {
       for (const char* option : {"--transforms", "--top-k", "--batch", "--json", "--csv"}) {
         if (predict->count(option) > 0) predict_options.image_options_given = true;

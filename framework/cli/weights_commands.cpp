@@ -31,12 +31,13 @@ void refuse_pickle_name(const std::string& option, const std::string& output, co
   }
 }
 
-int export_weights(const std::string& checkpoint, const std::string& format, const std::string& output, bool ema) {
+int export_weights(const std::string& checkpoint, const std::string& format, const std::string& output, bool ema,
+                   bool best) {
   if (format != "safetensors") {
     throw usage_error("unknown export format '" + format + "'", "mixt export writes --format safetensors");
   }
   refuse_pickle_name("-o", output, "mixt export");
-  const fs::path file = resolve_checkpoint(checkpoint, "checkpoint");
+  const fs::path file = best ? resolve_best_checkpoint(checkpoint) : resolve_checkpoint(checkpoint, "checkpoint");
   CheckpointContents contents = read_checkpoint(file);
   NamedTensors tensors = checkpoint_weights(contents, file, ema);
   // float32, as torchvision's weights are: a bfloat16 or float16 tensor (a bf16_true model,

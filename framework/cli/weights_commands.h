@@ -10,7 +10,9 @@ namespace mixt::cli {
 // Writes the model state of a checkpoint (a file, a run's checkpoints/ directory or a run
 // directory) as `format` (only "safetensors") to `output`.
 // `ema`: the ema callback's average (kept in the checkpoint's callbacks) instead of the model.
-int export_weights(const std::string& checkpoint, const std::string& format, const std::string& output, bool ema);
+// `best`: the run's checkpoints/best (the best_checkpoint callback's) instead of its newest.
+int export_weights(const std::string& checkpoint, const std::string& format, const std::string& output, bool ema,
+                   bool best = false);
 
 // A usage error when `output` is named like a torch.save pickle (.pt, .pth, .bin, .ckpt,
 // .pkl): `command` writes safetensors, which torch.load cannot read.

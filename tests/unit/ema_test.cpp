@@ -11,6 +11,7 @@
 #include "plugins.h"
 #include "recipe/recipe_loader.h"
 #include "test_support.h"
+#include "train/stop_control.h"
 
 namespace mixt {
 namespace {
@@ -65,6 +66,7 @@ struct EmaRun {
     fp32 = plugins.registry.make_precision(Config(parse_yaml("c: {name: fp32}", "t"), "").section("c"),
                                            PrecisionContext{});
   }
+  StopControl control;
   // Steps first..last (1-based) of the golden: each step's state, then on_step_end.
   void steps(const nlohmann::json& golden, std::int64_t first, std::int64_t last) {
     const auto skipped = golden["skipped"].get<std::vector<std::int64_t>>();
@@ -72,7 +74,7 @@ struct EmaRun {
       load_state(*model, golden["states"][static_cast<std::size_t>(step)]);
       state.global_step = step;
       const bool applied = std::find(skipped.begin(), skipped.end(), step) == skipped.end();
-      const StepEnd end{state, step, last, applied, at::zeros({}), 0.1, *fp32};
+      const StepEnd end{state, step, last, applied, at::zeros({}), 0.1, *fp32, 0, 0, false, control};
       ema->on_step_end(end);
     }
   }

@@ -11,6 +11,7 @@
 #include "plugins.h"
 #include "recipe/recipe_loader.h"
 #include "test_support.h"
+#include "train/stop_control.h"
 
 namespace mixt {
 namespace {
@@ -36,26 +37,36 @@ TEST(TensorBoardFile, AFullDiskIsOneWarningAndTheFlushedCurvesSurvive) {
                                               PrecisionContext{});
   TrainState state;
   state.epochs = 3;
+  StopControl control;
   tensorboard->on_fit_start(FitStart{state, disk, 0, 1});
   const auto steps = [&](std::int64_t from, std::int64_t to) {
     for (state.global_step = from; state.global_step <= to; ++state.global_step) {
-      const StepEnd end{state, state.global_step, to, true, at::scalar_tensor(1.0 / static_cast<double>(state.global_step)),
-                        0.1, *fp32, 64, 1.0, /*logged=*/true};
+      const StepEnd end{state,
+                        state.global_step,
+                        to,
+                        true,
+                        at::scalar_tensor(1.0 / static_cast<double>(state.global_step)),
+                        0.1,
+                        *fp32,
+                        64,
+                        1.0,
+                        /*logged=*/true,
+                        control};
       tensorboard->on_step_end(end);
     }
     --state.global_step;
   };
   steps(1, 10);
-  tensorboard->on_epoch_end(EpochEnd{state, nullptr, {}, 0, 0});  // flushed: these curves are on the disk
+  tensorboard->on_epoch_end(EpochEnd{state, nullptr, {}, 0, 0, {}, control});  // flushed: these curves are on the disk
   tmpfs.fill();
   ::testing::internal::CaptureStderr();
   steps(11, 400);
-  tensorboard->on_epoch_end(EpochEnd{state, nullptr, {}, 0, 0});
+  tensorboard->on_epoch_end(EpochEnd{state, nullptr, {}, 0, 0, {}, control});
   steps(401, 500);
-  tensorboard->on_epoch_end(EpochEnd{state, nullptr, {}, 0, 0});
+  tensorboard->on_epoch_end(EpochEnd{state, nullptr, {}, 0, 0, {}, control});
   fs::remove(tmpfs.filler());  // room again: the next epoch's records are whole
   steps(501, 510);
-  tensorboard->on_epoch_end(EpochEnd{state, nullptr, {}, 0, 0});
+  tensorboard->on_epoch_end(EpochEnd{state, nullptr, {}, 0, 0, {}, control});
   tensorboard->on_fit_end(state);
   const std::string said = ::testing::internal::GetCapturedStderr();
   EXPECT_THAT(said, HasSubstr("mixt: warning: tensorboard: cannot write"));

@@ -10,9 +10,17 @@
 // the host (loss.item()) synchronises with the device. A callback that reads nothing adds
 // no synchronisation; one that reads every N steps pays every N steps.
 //
-// Everything a callback throws stops the run as a runtime failure (exit 1) naming the
-// callback and its plugin; the checkpoints written so far stay, and the epoch's completed
-// steps are saved as checkpoints/interrupted, as for any failure mid-epoch.
+// A callback steers only through StepEnd::control and EpochEnd::control: it may ask for the
+// run to end (mixt/train_control.h), e.g. early stopping. Everything a callback throws
+// stops the run as a runtime failure (exit 1) naming the callback and its plugin; the
+// checkpoints written so far stay, and the epoch's completed steps are saved as
+// checkpoints/interrupted, as for any failure mid-epoch.
+//
+// Its state (save/load) is kept in checkpoints under its name (with the entry's `label`,
+// or its number, when a recipe lists one callback twice), so the order of `callbacks:`
+// does not matter. An epoch's checkpoint holds the state after that epoch's evaluation
+// and on_epoch_end: the checkpoint is written before the evaluation (a failing evaluation
+// costs no training), then rewritten whole if a callback's state changed.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -27,6 +35,7 @@
 
 #include "mixt/model.h"
 #include "mixt/precision.h"
+#include "mixt/train_control.h"
 #include "mixt/train_state.h"
 
 namespace mixt {
@@ -65,6 +74,7 @@ struct StepEnd {
   std::int64_t epoch_samples = 0;  // training samples of this epoch so far, over all ranks
   double epoch_seconds = 0;        // since this process's part of the epoch began
   bool logged = false;             // a trainer.log_every step: mixt reads the loss anyway
+  TrainControl& control;           // to ask for the run to end after this step (ABI 4.2)
 };
 
 // A finished evaluation on data.val (sums over every rank in a data-parallel run).
@@ -86,6 +96,12 @@ struct EpochEnd {
   std::vector<Evaluation> other_weights{};  // the callbacks' weights (Callback::evaluated_weights)
   std::int64_t bad_samples = 0;  // skipped by the datasets this epoch, train and val, all ranks
   double elapsed_seconds = 0;    // since training (this process's part of it) began
+  // The checkpoint just written for this epoch (checkpoints/epoch-NNNN, or
+  // checkpoints/interrupted when a stop request ended the epoch early); empty when the run
+  // writes none (tests, mixt bench, the ranks other than 0). It holds the callbacks' state
+  // from before this evaluation until on_epoch_end returns; copy it later (a next hook).
+  std::filesystem::path checkpoint{};
+  TrainControl& control;  // to ask for the run to end after this epoch (ABI 4.2)
 };
 
 class Callback {
@@ -103,16 +119,16 @@ class Callback {
   // is empty for the model's own, else a callback's evaluated_weights().
   virtual void on_evaluation_start(const TrainState& /*state*/, const std::string& /*weights*/) {}
   virtual void on_evaluation_end(const TrainState& /*state*/, const Evaluation& /*evaluation*/) {}
-  // After the epoch's checkpoint and evaluation.
+  // After the epoch's checkpoint and evaluation (an early stop mid-epoch ends its epoch too).
   virtual void on_epoch_end(const EpochEnd& /*epoch*/) {}
   // The run stops for a signal; `checkpoint` is the file just written (empty when none).
   // The last chance to flush what the callback writes: the process exits with 130.
   virtual void on_interrupt(const TrainState& /*state*/, const std::filesystem::path& /*checkpoint*/) {}
-  // Every epoch is done.
+  // Every epoch is done, or a callback's stop request ended the run.
   virtual void on_fit_end(const TrainState& /*state*/) {}
 
   // The callback's own state in checkpoints, so `trainer.resume` continues it. A
-  // checkpoint from a run without this callback leaves it as constructed.
+  // checkpoint from a run without this callback leaves it as constructed (with a warning).
   virtual void save(torch::serialize::OutputArchive& /*archive*/) const {}
   virtual void load(torch::serialize::InputArchive& /*archive*/) {}
 };

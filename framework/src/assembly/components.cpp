@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <set>
 
 #include "assembly/speed_notes.h"
@@ -23,6 +24,10 @@ const Optional<std::string> kWeights{"weights",
 const Option<bool> kStrict{"strict", true, "with weights: every name and shape must match (false: load what matches)"};
 const Option<bool> kEnabled{"enabled", true,
                             "false: not built (turns off a callback that is on by default); read by mixt"};
+const Optional<std::string> kLabel{
+    "label",
+    "when the recipe lists this callback more than once: the name of this entry's state in checkpoints "
+    "(default: its number among them, 1, 2, ...); read by mixt"};
 const Option<std::vector<std::string>> kFp32Modules{
     "fp32_modules", {}, "submodules kept in float32 under autocast; read by mixt for every policy"};
 
@@ -174,14 +179,29 @@ void record(Components& c, const Registry& registry, ComponentKind kind, const C
 }
 
 // The recipe's callbacks, then those on by default that it does not name.
+// Each callback's state is kept in checkpoints under its name, so reordering `callbacks:`
+// keeps every callback's own; one listed twice adds its label (or its number) to tell them apart.
 void build_callbacks(Components& c, const Config& recipe, const Registry& registry, const CallbackContext& context) {
   std::set<std::string> named;
-  for (const Config& section : recipe.sections("callbacks")) {
+  std::map<std::string, int> listed, seen;
+  const std::vector<Config> sections = recipe.sections("callbacks");
+  for (const Config& section : sections) ++listed[registry.find(ComponentKind::callback, section).name];
+  for (const Config& section : sections) {
     const ComponentEntry& entry = registry.find(ComponentKind::callback, section);
     named.insert(entry.name);
+    const int number = ++seen[entry.name];
+    const std::optional<std::string> label = kLabel.read(section);
     if (!kEnabled.read(section)) continue;
-    c.callbacks.push_back({registry.make_callback(section, context), entry.name, entry.origin.name,
-                           entry.origin.file});
+    std::string key;
+    if (listed[entry.name] > 1) key = entry.name + ":" + (label ? *label : std::to_string(number));
+    for (const NamedCallback& other : c.callbacks) {
+      if (!key.empty() && other.key() == key) {
+        section.fail("label", "two entries of callback '" + entry.name + "' keep their state as '" + key + "'",
+                     "give each entry of it a label of its own");
+      }
+    }
+    c.callbacks.push_back(
+        {registry.make_callback(section, context), entry.name, entry.origin.name, entry.origin.file, key});
     record(c, registry, ComponentKind::callback, section);
   }
   for (const ComponentEntry* entry : registry.list(ComponentKind::callback)) {
@@ -224,7 +244,7 @@ std::vector<OptionDoc> framework_option_docs(ComponentKind kind) {
     case ComponentKind::precision:
       return {kFp32Modules};
     case ComponentKind::callback:
-      return {kEnabled};
+      return {kEnabled, kLabel};
     default:
       return {};
   }

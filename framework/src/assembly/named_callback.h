@@ -16,6 +16,11 @@ struct NamedCallback {
   std::string name;    // registered name, or what a built-in is ("progress")
   std::string plugin;  // the plugin that registered it ("mixt" for built-ins)
   std::string file;    // that plugin's library (empty for built-ins)
+  // Its state's name in checkpoints: `name`, or "name:label" ("name:2" without a label) for
+  // an entry of a callback the recipe lists more than once. Empty: `name`.
+  std::string state_key{};
+
+  const std::string& key() const { return state_key.empty() ? name : state_key; }
 
   // Runs `call`, one of the callback's methods (`method` names it in the error).
   void guarded(const char* method, const std::function<void()>& call) const;

@@ -230,4 +230,16 @@ fs::path resolve_checkpoint(const fs::path& path, const std::string& key_path, c
   throw Error(ErrorKind::recipe, what, where, key_path, hint);
 }
 
+fs::path resolve_best_checkpoint(const fs::path& path, const std::string& key_path) {
+  std::error_code ec;
+  for (const fs::path& link : {path / "checkpoints" / "best", path / "best"}) {
+    if (fs::is_regular_file(link, ec)) return fs::canonical(link, ec);
+  }
+  throw Error(ErrorKind::recipe, "no best checkpoint in '" + path.string() + "'", SourceLocation{}, key_path,
+              fs::is_regular_file(path, ec)
+                  ? "--best takes a run directory (or its checkpoints/): name the file without --best"
+                  : "the run needs the best_checkpoint callback (callbacks: [{name: best_checkpoint, monitor: "
+                    "val_loss}]), which keeps checkpoints/best; without --best the newest checkpoint is read");
+}
+
 }  // namespace mixt

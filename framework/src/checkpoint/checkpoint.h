@@ -53,4 +53,10 @@ std::filesystem::path resolve_checkpoint(const std::filesystem::path& path,
                                          const std::string& key_path = "trainer.resume",
                                          const SourceLocation& where = {});
 
+// The checkpoint the best_checkpoint callback ranks first: `best` in a run directory's
+// checkpoints/ (or in the checkpoints/ directory named). A recipe error naming `key_path`
+// when there is none.
+std::filesystem::path resolve_best_checkpoint(const std::filesystem::path& path,
+                                              const std::string& key_path = "checkpoint");
+
 }  // namespace mixt

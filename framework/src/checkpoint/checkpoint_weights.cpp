@@ -9,12 +9,15 @@ namespace mixt {
 namespace fs = std::filesystem;
 
 namespace {
-// The ema callback's average from a checkpoint's callbacks archive (keys "INDEX_NAME").
+// The ema callback's average from a checkpoint's callback state: keyed "ema" (or "ema:LABEL"
+// when the recipe had two), or "INDEX_ema" in checkpoints before state was keyed by name.
 NamedTensors ema_weights(CheckpointContents& contents, const fs::path& file) {
   torch::serialize::InputArchive callbacks;
-  if (contents.archive.try_read("callbacks", callbacks)) {
+  const bool keyed = contents.archive.try_read("callback_state", callbacks);
+  if (keyed || contents.archive.try_read("callbacks", callbacks)) {
     for (const std::string& key : callbacks.keys()) {
-      if (key.substr(key.find('_') + 1) != "ema") continue;
+      const std::string name = keyed ? key.substr(0, key.find(':')) : key.substr(key.find('_') + 1);
+      if (name != "ema") continue;
       torch::serialize::InputArchive ema;
       callbacks.read(key, ema);
       NamedTensors tensors = read_named_tensors(ema);

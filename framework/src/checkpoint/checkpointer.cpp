@@ -9,6 +9,7 @@
 #include "checkpoint/checkpoint.h"
 #include "sdk/helpers/state_dict_check.h"
 #include "mixt/version.h"
+#include "common/warnings.h"
 
 namespace mixt {
 
@@ -17,8 +18,16 @@ namespace fs = std::filesystem;
 namespace {
 constexpr const char* kResumeHint = "resume with the recipe that wrote it (its run directory has recipe.yaml)";
 
-// A callback's archive key: its position and name, so two of one kind keep their own.
-std::string callback_key(std::size_t index, const std::string& name) { return std::to_string(index) + "_" + name; }
+// Checkpoints before callback state was keyed by name: "INDEX_NAME" in "callbacks".
+std::string positional_key(std::size_t index, const std::string& name) { return std::to_string(index) + "_" + name; }
+
+// Whether an archive holds anything (a jit module's own `training` flag aside).
+bool holds_state(torch::serialize::InputArchive& archive) {
+  for (const std::string& key : archive.keys()) {
+    if (key != "training") return true;
+  }
+  return false;
+}
 
 // Components that decide the tensors of a checkpoint. Datasets do not (another data root
 // is a fine-tune), nor do callbacks (they observe).
@@ -71,6 +80,44 @@ Checkpointer::Checkpointer(Components& components, const TrainerOptions& options
     : c_(components), options_(options), state_(state), coordinator_(coordinator) {}
 
 void Checkpointer::save(const fs::path& file, const std::vector<std::int64_t>& data_positions) const {
+  Saved saved{file, data_positions, state_, {}, {}};
+  {
+    auto generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    saved.rng = generator.get_state();
+  }
+  torch::serialize::OutputArchive callbacks = callback_archive(saved.callback_bytes);
+  last_saved_.reset();
+  write(saved, callbacks);
+  last_saved_ = std::move(saved);
+}
+
+bool Checkpointer::update_callback_state(const fs::path& file) const {
+  if (!last_saved_ || last_saved_->file != file || c_.callbacks.empty()) return false;
+  std::string bytes;
+  torch::serialize::OutputArchive callbacks = callback_archive(bytes);
+  if (bytes == last_saved_->callback_bytes) return false;
+  write(*last_saved_, callbacks);
+  last_saved_->callback_bytes = std::move(bytes);
+  return true;
+}
+
+torch::serialize::OutputArchive Checkpointer::callback_archive(std::string& bytes) const {
+  torch::serialize::OutputArchive archive;
+  for (const NamedCallback& callback : c_.callbacks) {
+    torch::serialize::OutputArchive one;
+    callback.guarded("save", [&] { callback.callback->save(one); });
+    archive.write(callback.key(), one);
+  }
+  bytes.clear();
+  archive.save_to([&](const void* data, std::size_t size) {
+    bytes.append(static_cast<const char*>(data), size);
+    return size;
+  });
+  return archive;
+}
+
+void Checkpointer::write(const Saved& saved, torch::serialize::OutputArchive& callbacks) const {
   torch::serialize::OutputArchive archive;
   torch::serialize::OutputArchive model_archive, optimizer_archive, precision_archive, trainer_archive;
   c_.model->save(model_archive);
@@ -84,43 +131,76 @@ void Checkpointer::save(const fs::path& file, const std::vector<std::int64_t>& d
     c_.scheduler->save(scheduler_archive);
     archive.write("scheduler", scheduler_archive);
   }
-  if (!c_.callbacks.empty()) {
-    torch::serialize::OutputArchive callbacks_archive;
-    for (std::size_t i = 0; i < c_.callbacks.size(); ++i) {
-      torch::serialize::OutputArchive one;
-      c_.callbacks[i].guarded("save", [&] { c_.callbacks[i].callback->save(one); });
-      callbacks_archive.write(callback_key(i, c_.callbacks[i].name), one);
-    }
-    archive.write("callbacks", callbacks_archive);
-  }
-  at::Tensor rng;
-  {
-    auto generator = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    rng = generator.get_state();
-  }
-  trainer_archive.write("epoch", c10::IValue(state_.epoch));
-  trainer_archive.write("batches_in_epoch", c10::IValue(state_.batches_in_epoch));
-  if (!data_positions.empty()) trainer_archive.write("data_positions", c10::IValue(data_positions));
-  trainer_archive.write("global_step", c10::IValue(state_.global_step));
-  trainer_archive.write("skipped_steps", c10::IValue(state_.skipped_steps));
-  trainer_archive.write("cpu_rng_state", rng);
+  if (!c_.callbacks.empty()) archive.write("callback_state", callbacks);
+  const TrainState& state = saved.state;
+  trainer_archive.write("epoch", c10::IValue(state.epoch));
+  trainer_archive.write("batches_in_epoch", c10::IValue(state.batches_in_epoch));
+  if (!saved.data_positions.empty()) trainer_archive.write("data_positions", c10::IValue(saved.data_positions));
+  trainer_archive.write("global_step", c10::IValue(state.global_step));
+  trainer_archive.write("skipped_steps", c10::IValue(state.skipped_steps));
+  trainer_archive.write("cpu_rng_state", saved.rng);
   trainer_archive.write("data_order", c10::IValue(data_order()));
   archive.write("trainer", trainer_archive);
 
   nlohmann::json header = {{"mixt", version()},
                            {"torch", TORCH_VERSION},
-                           {"epoch", state_.epoch},
-                           {"batches_in_epoch", state_.batches_in_epoch},
-                           {"global_step", state_.global_step},
-                           {"skipped_steps", state_.skipped_steps},
+                           {"epoch", state.epoch},
+                           {"batches_in_epoch", state.batches_in_epoch},
+                           {"global_step", state.global_step},
+                           {"skipped_steps", state.skipped_steps},
                            {"components", nlohmann::json::array()}};
-  if (!data_positions.empty()) header["data_positions"] = data_positions;
+  if (!saved.data_positions.empty()) header["data_positions"] = saved.data_positions;
   for (const auto& r : c_.records) {
     header["components"].push_back({{"kind", r.kind}, {"name", r.name}, {"plugin", r.plugin},
                                     {"plugin_version", r.plugin_version}});
   }
-  write_checkpoint(file, header, archive);
+  write_checkpoint(saved.file, header, archive);
+}
+
+// By key (name, or name:label), so the order of `callbacks:` does not matter; checkpoints of
+// mixt before that are read by position. A callback the checkpoint's run did not have
+// starts as constructed, and state no callback takes is left: one warning says which.
+void Checkpointer::load_callback_state(torch::serialize::InputArchive& archive, const fs::path& file) {
+  torch::serialize::InputArchive by_key, by_position;
+  const bool keyed = archive.try_read("callback_state", by_key);
+  const bool positional = !keyed && archive.try_read("callbacks", by_position);
+  std::vector<std::string> fresh, unused;
+  std::vector<std::string> taken;
+  for (std::size_t i = 0; i < c_.callbacks.size(); ++i) {
+    const NamedCallback& callback = c_.callbacks[i];
+    const std::string key = keyed ? callback.key() : positional_key(i, callback.name);
+    torch::serialize::InputArchive one;
+    if (!(keyed ? by_key : by_position).try_read(key, one)) {
+      fresh.push_back(callback.key());
+      continue;
+    }
+    taken.push_back(key);
+    callback.guarded("load", [&] { callback.callback->load(one); });
+  }
+  if (keyed || positional) {
+    torch::serialize::InputArchive& saved = keyed ? by_key : by_position;
+    for (const std::string& key : saved.keys()) {
+      torch::serialize::InputArchive one;
+      if (std::find(taken.begin(), taken.end(), key) != taken.end() || !saved.try_read(key, one)) continue;
+      if (holds_state(one)) unused.push_back(keyed ? key : key.substr(key.find('_') + 1));
+    }
+  }
+  if (fresh.empty() && unused.empty()) return;
+  const auto quoted = [](const std::vector<std::string>& names) {
+    std::string text;
+    for (const std::string& name : names) text += (text.empty() ? "'" : ", '") + name + "'";
+    return text;
+  };
+  std::string line = file.string() + ": ";
+  if (!unused.empty()) {
+    line += "state of callback" + std::string(unused.size() > 1 ? "s " : " ") + quoted(unused) +
+            ", which this recipe does not have, is left unused";
+  }
+  if (!fresh.empty()) {
+    line += std::string(unused.empty() ? "" : "; ") + "no state for callback" + (fresh.size() > 1 ? "s " : " ") +
+            quoted(fresh) + " (" + (fresh.size() > 1 ? "they start" : "it starts") + " as new)";
+  }
+  warn(line);
 }
 
 std::string Checkpointer::data_order() const {
@@ -209,15 +289,7 @@ Checkpointer::Resumed Checkpointer::resume(const fs::path& path, bool check_data
       torch::serialize::InputArchive scheduler_archive;
       if (contents.archive.try_read("scheduler", scheduler_archive)) c_.scheduler->load(scheduler_archive);
     }
-    // A callback the checkpoint's run did not have starts as constructed.
-    torch::serialize::InputArchive callbacks_archive;
-    if (!c_.callbacks.empty() && contents.archive.try_read("callbacks", callbacks_archive)) {
-      for (std::size_t i = 0; i < c_.callbacks.size(); ++i) {
-        torch::serialize::InputArchive one;
-        if (!callbacks_archive.try_read(callback_key(i, c_.callbacks[i].name), one)) continue;
-        c_.callbacks[i].guarded("load", [&] { c_.callbacks[i].callback->load(one); });
-      }
-    }
+    load_callback_state(contents.archive, file);
     contents.archive.read("trainer", trainer_archive);
     c10::IValue value;
     trainer_archive.read("epoch", value);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,10 @@ class Checkpointer {
   // After epoch state.epoch: checkpoints/epoch-NNNN (saying "start at the next epoch"),
   // `last` pointing at it, the newest trainer.keep_checkpoints kept, `interrupted` removed.
   std::filesystem::path save_epoch_end(const RunDirectory& run) const;
+  // Rewrites `file`, the checkpoint save() wrote last, with the callbacks' state as it is
+  // now (after the epoch's evaluation and on_epoch_end) and everything else as it was
+  // saved; atomically, and only when a callback's state changed. Returns whether it wrote.
+  bool update_callback_state(const std::filesystem::path& file) const;
 
   struct Resumed {
     std::filesystem::path file;                // the checkpoint read
@@ -46,6 +51,21 @@ class Checkpointer {
   std::string data_order() const;
 
  private:
+  // What save() wrote besides the callbacks' state, for update_callback_state.
+  struct Saved {
+    std::filesystem::path file;
+    std::vector<std::int64_t> data_positions;
+    TrainState state;
+    at::Tensor rng;
+    std::string callback_bytes;  // the callbacks' archive as written
+  };
+  void write(const Saved& saved, torch::serialize::OutputArchive& callbacks) const;
+  // Every callback's state, by NamedCallback::key(), and the archive's bytes.
+  torch::serialize::OutputArchive callback_archive(std::string& bytes) const;
+  // A line when the checkpoint's callbacks and the recipe's differ (reordered is fine).
+  void load_callback_state(torch::serialize::InputArchive& archive, const std::filesystem::path& file);
+
+  mutable std::optional<Saved> last_saved_;
   Components& c_;
   const TrainerOptions& options_;
   TrainState& state_;

@@ -15,7 +15,6 @@ namespace mixt {
 // What the ranks agreed on after an optimizer step.
 struct StepAgreement {
   at::Tensor loss;      // the step's mean loss: over ranks, on the host, when `on_host`
-  bool stop = false;    // some rank was asked to stop: every rank stops after this step
   bool on_host = false; // the loss was read from the device to agree on it
 };
 
@@ -32,9 +31,10 @@ class Coordinator {
   virtual void prepare_backward(bool last) = 0;
   // After the last backward of a step, before the precision policy sees the gradients.
   virtual void average_gradients() = 0;
-  // The step's `loss` (this rank's mean) and local stop request, agreed on by every rank.
-  virtual StepAgreement agree_on_step(const at::Tensor& loss, bool stop) const = 0;
-  // Sums small per-rank numbers (sample counts, a stop flag) over ranks.
+  // The step's `loss` (this rank's mean), agreed on by every rank. (Whether to stop is
+  // agreed after the step's callbacks: Trainer::decide_after_step.)
+  virtual StepAgreement agree_on_step(const at::Tensor& loss) const = 0;
+  // Sums small per-rank numbers (sample counts, stop votes) over ranks.
   virtual std::vector<double> sum(const std::vector<double>& values) const = 0;
   virtual void barrier() const = 0;
   // Throws a runtime error when the parameters are not bit-identical on every rank; `hint`
@@ -52,6 +52,19 @@ class Coordinator {
     for (const double v : sum(slots)) values.push_back(static_cast<std::int64_t>(v));
     return values;
   }
+  // Rank `from`'s `text` on every rank (two sums): a stop's reason, which every rank reports.
+  std::string text_from(int from, const std::string& text) const {
+    const std::int64_t length =
+        gather(rank() == from ? static_cast<std::int64_t>(text.size()) : 0)[static_cast<std::size_t>(from)];
+    if (length == 0) return {};
+    std::vector<double> bytes(static_cast<std::size_t>(length), 0.0);
+    if (rank() == from) {
+      for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<unsigned char>(text[i]);
+    }
+    std::string shared;
+    for (const double b : sum(bytes)) shared += static_cast<char>(static_cast<unsigned char>(b));
+    return shared;
+  }
 };
 
 class SingleProcess final : public Coordinator {
@@ -62,7 +75,7 @@ class SingleProcess final : public Coordinator {
   void prepare_backward(bool) override {}
   void average_gradients() override {}
   // Nothing is read from the device: the loss stays where it is.
-  StepAgreement agree_on_step(const at::Tensor& loss, bool stop) const override { return {loss, stop, false}; }
+  StepAgreement agree_on_step(const at::Tensor& loss) const override { return {loss, false}; }
   std::vector<double> sum(const std::vector<double>& values) const override { return values; }
   void barrier() const override {}
   void check_in_sync(torch::nn::Module&, const std::string&, const std::string&) const override {}

@@ -148,10 +148,9 @@ void DataParallel::average_gradients() {
   buckets_->average(*communicator_);
 }
 
-StepAgreement DataParallel::agree_on_step(const at::Tensor& loss, bool stop) const {
-  const std::vector<double> sums = sum({loss.item<double>(), stop ? 1.0 : 0.0});
-  const double mean = sums[0] / world_size();
-  return {at::scalar_tensor(mean, at::TensorOptions().dtype(at::kDouble)), sums[1] > 0, true};
+StepAgreement DataParallel::agree_on_step(const at::Tensor& loss) const {
+  const double mean = sum({loss.item<double>()})[0] / world_size();
+  return {at::scalar_tensor(mean, at::TensorOptions().dtype(at::kDouble)), true};
 }
 
 std::vector<double> DataParallel::sum(const std::vector<double>& values) const {

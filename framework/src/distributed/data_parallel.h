@@ -49,9 +49,9 @@ class DataParallel final : public Coordinator {
   void prepare_backward(bool last) override;
   // Averages the gradients over ranks (bucketed all-reduce); after the last backward.
   void average_gradients() override;
-  // One small all-reduce per step: the mean loss over ranks (read from the device), and a
-  // stop request on any rank stops every rank after this same step.
-  StepAgreement agree_on_step(const at::Tensor& loss, bool stop) const override;
+  // One small all-reduce per step: the mean loss over ranks (read from the device). The
+  // stop votes are a second one, after the step's callbacks (a callback may ask to stop).
+  StepAgreement agree_on_step(const at::Tensor& loss) const override;
 
   // Sums small per-rank numbers (a loss, a sample count, an interrupt flag) over ranks.
   std::vector<double> sum(const std::vector<double>& values) const override;

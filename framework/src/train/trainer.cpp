@@ -90,8 +90,9 @@ TrainResult Trainer::fit() {
   for (; state_.epoch < options_.epochs; ++state_.epoch) {
     const std::int64_t steps_before = result.optimizer_steps, skipped_before = result.skipped_steps;
     const std::int64_t bad_before = bad_samples_of(c_.train.get()) + bad_samples_of(c_.val.get());
+    bool mid_epoch = false;  // a callback's stop request ended the epoch early
     try {
-      train_epoch(result);
+      mid_epoch = train_epoch(result);
     } catch (const Error& failure) {
       throw with_progress_saved(failure);
     }
@@ -99,10 +100,11 @@ TrainResult Trainer::fit() {
     check_weights_finite();
     warn_if_most_steps_were_skipped(result.optimizer_steps - steps_before, result.skipped_steps - skipped_before);
     // The epoch's checkpoint comes before its evaluation, so an evaluation that fails (a bad
-    // validation file under on_bad_sample: fail) does not cost the epoch's training.
-    state_.batches_in_epoch = 0;
+    // validation file under on_bad_sample: fail) does not cost the epoch's training; the
+    // callbacks' state after the evaluation is written into it after on_epoch_end.
+    if (!mid_epoch) state_.batches_in_epoch = 0;
     coordinator_.check_in_sync(*c_.model, "after epoch " + std::to_string(state_.epoch + 1));
-    if (run_) checkpointer_.save_epoch_end(*run_);
+    const fs::path checkpoint = save_epoch_checkpoint(mid_epoch);
     coordinator_.barrier();  // rank 0's checkpoint is written before any rank goes on
     std::optional<Evaluation> eval;
     std::vector<Evaluation> others;
@@ -125,11 +127,25 @@ TrainResult Trainer::fit() {
       }
     }
     const double bad = static_cast<double>(bad_samples_of(c_.train.get()) + bad_samples_of(c_.val.get()) - bad_before);
-    const EpochEnd end{state_, eval ? &*eval : nullptr, std::move(others),
-                       static_cast<std::int64_t>(coordinator_.sum({bad})[0]), seconds_since(start)};
+    const EpochEnd end{state_,
+                       eval ? &*eval : nullptr,
+                       std::move(others),
+                       static_cast<std::int64_t>(coordinator_.sum({bad})[0]),
+                       seconds_since(start),
+                       checkpoint,
+                       stops_};
     result.bad_samples += end.bad_samples;
     notify("on_epoch_end", [&](Callback& c) { c.on_epoch_end(end); });
-    if (state_.epoch + 1 < options_.epochs && stop_requested_at_epoch_end()) stop_at_epoch_end(false);
+    update_callback_state(checkpoint);
+    // After the last epoch there is nothing left to stop.
+    const bool more = state_.epoch + 1 < options_.epochs;
+    const Stop stop = mid_epoch ? Stop::end_run : more ? decide_at_epoch_end() : Stop::go_on;
+    if (stop == Stop::interrupt) stop_at_epoch_end(/*evaluation_skipped=*/false);
+    if (stop == Stop::end_run) {
+      report_early_end(result, mid_epoch);
+      if (!mid_epoch) ++state_.epoch;  // the next to start, as after the last epoch
+      break;
+    }
   }
   notify("on_fit_end", [&](Callback& c) { c.on_fit_end(state_); });
   result.elapsed_seconds = seconds_since(start);
@@ -139,7 +155,7 @@ TrainResult Trainer::fit() {
 // One epoch: an optimizer step per iteration, as mixt/precision.h lists it (the one
 // listing), with the trainer's parts in between: the gradients averaged over ranks, then
 // the agreement on the step and the callbacks.
-void Trainer::train_epoch(TrainResult& result) {
+bool Trainer::train_epoch(TrainResult& result) {
   Dataset& data = *c_.train;
   PrecisionPolicy& precision = *c_.precision;
   Optimizer& optimizer = *c_.optimizer;
@@ -156,7 +172,7 @@ void Trainer::train_epoch(TrainResult& result) {
   const auto started = Clock::now();
   const std::int64_t skipped_at_start = state_.skipped_steps;
   std::int64_t step = first_step, epoch_samples = 0;
-  bool data_left = true;
+  bool data_left = true, ended_early = false;
   while (step < steps && data_left) {
     precision.begin_step(state_.global_step + 1, (step + 1) % options_.log_every == 0);
     optimizer.zero_grad();
@@ -195,20 +211,31 @@ void Trainer::train_epoch(TrainResult& result) {
     // After this process's first step, a resumed run's too (global_step is not 1 then).
     if (++result.optimizer_steps == 1) check_listed_submodules_routed(c_);
     batches_in_weights_ = state_.batches_in_epoch;  // from here a failure keeps this step
-    const StepAgreement agreed =
-        coordinator_.agree_on_step(mean_loss(loss_sum, micro_batches, accumulate), interrupt_requested());
+    const StepAgreement agreed = coordinator_.agree_on_step(mean_loss(loss_sum, micro_batches, accumulate));
     if (options_.stop_on_nonfinite_loss) watch_loss(agreed, applied);
     const bool logged = step % options_.log_every == 0;
     if (logged || agreed.on_host) skipped_.settle();  // the loss is read there: one more scalar costs nothing
-    const StepEnd end{state_,         step,          steps,
-                      applied,        agreed.loss,   optimizer.learning_rate(),
-                      precision,      epoch_samples * coordinator_.world_size(),
-                      seconds_since(started),        logged};
+    const StepEnd end{state_,
+                      step,
+                      steps,
+                      applied,
+                      agreed.loss,
+                      optimizer.learning_rate(),
+                      precision,
+                      epoch_samples * coordinator_.world_size(),
+                      seconds_since(started),
+                      logged,
+                      stops_};
     notify("on_step_end", [&](Callback& c) { c.on_step_end(end); });
-    if (agreed.on_host || end.logged) check_loss_finite();  // the loss was read: one more scalar costs nothing
-    if (agreed.stop) {
+    // The loss was read where it is shown, logged or agreed: checking it costs one more scalar.
+    const Stop stop = decide_after_step(agreed.on_host || end.logged);
+    if (stop == Stop::interrupt) {
       skipped_.settle();  // the interrupted checkpoint holds the count
       stop_mid_epoch(step);
+    }
+    if (stop == Stop::end_run) {
+      ended_early = step < steps && data_left;
+      break;
     }
   }
   skipped_.settle();
@@ -229,6 +256,7 @@ void Trainer::train_epoch(TrainResult& result) {
   result.skipped_steps += state_.skipped_steps - skipped_at_start;
   result.samples += epoch_samples * coordinator_.world_size();
   result.train_seconds += seconds_since(started);
+  return ended_early;
 }
 
 at::Tensor Trainer::forward_loss(const at::Tensor& inputs, const at::Tensor& targets, std::int64_t step) {

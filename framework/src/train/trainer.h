@@ -23,6 +23,7 @@
 #include "train/run_log.h"
 #include "train/skipped_step_count.h"
 #include "assembly/trainer_options.h"
+#include "train/stop_control.h"
 
 namespace mixt {
 
@@ -34,6 +35,7 @@ struct TrainResult {
   std::int64_t skipped_steps = 0;    // skipped by the precision policy (inf/NaN gradients)
   std::int64_t samples = 0;
   std::int64_t bad_samples = 0;      // skipped by the data loaders (undecodable files), train and val
+  std::optional<StopRequest> stopped_early;  // a callback's stop request ended the run (all ranks alike)
 };
 
 class Trainer {
@@ -64,7 +66,8 @@ class Trainer {
   }
 
  private:
-  void train_epoch(TrainResult& result);
+  // Whether a callback's stop request ended the epoch after a step, before its last.
+  bool train_epoch(TrainResult& result);
   at::Tensor forward_loss(const at::Tensor& inputs, const at::Tensor& targets, std::int64_t step);
   // Starts the epoch of the training data where the run stands (mid-epoch after a resume).
   void start_data(Dataset& data);
@@ -79,12 +82,32 @@ class Trainer {
   std::vector<std::string> other_weights() const;
   template <typename Call>
   void notify(const char* method, const Call& call) {
-    for (const NamedCallback& c : callbacks_) c.guarded(method, [&] { call(*c.callback); });
+    for (const NamedCallback& c : callbacks_) {
+      stops_.calling(c.name);  // a stop request is the callback's
+      c.guarded(method, [&] { call(*c.callback); });
+    }
   }
-  // trainer_stops.cpp. A stop asked for mid-epoch (agreed by every rank): the `interrupted` checkpoint, exit 130.
+
+  // trainer_stops.cpp: the one place that decides whether and how the run stops, agreed by
+  // every rank. `go_on`; `end_run`, a callback's request (a normal end: checkpoint, final
+  // evaluation, exit 0); `interrupt`, a signal (the checkpoint, exit 130). A non-finite
+  // loss is a failure (exit 1), thrown from here.
+  enum class Stop { go_on, end_run, interrupt };
+  // After each step's callbacks; `loss_read`: the loss is on the host already (checked for inf/NaN then).
+  Stop decide_after_step(bool loss_read);
+  // At an epoch's end, after its checkpoint, evaluation and on_epoch_end.
+  Stop decide_at_epoch_end();
+  // The stop request every rank reports: the lowest rank's of those that asked (`after_step` only: of those).
+  void agree_on_request(bool after_step);
+  // The epoch's checkpoint: checkpoints/epoch-NNNN, or, for a run a request ends mid-epoch,
+  // checkpoints/interrupted; empty when this process writes none.
+  std::filesystem::path save_epoch_checkpoint(bool mid_epoch);
+  // The callbacks' state after the evaluation and on_epoch_end, into that checkpoint.
+  void update_callback_state(const std::filesystem::path& checkpoint);
+  // Says that a callback's request ended the run (terminal, log.txt, metrics.jsonl).
+  void report_early_end(TrainResult& result, bool mid_epoch);
+  // A signal mid-epoch (agreed by every rank): the `interrupted` checkpoint, exit 130.
   [[noreturn]] void stop_mid_epoch(std::int64_t step);
-  // At an epoch's end, after its checkpoint: whether any rank was asked to stop.
-  bool stop_requested_at_epoch_end() const;
   [[noreturn]] void stop_at_epoch_end(bool evaluation_skipped);
   // `failure` (a runtime error mid-epoch), after saving the epoch's completed steps as
   // checkpoints/interrupted when the weights are still good; its hint then says so.
@@ -128,6 +151,7 @@ class Trainer {
   std::vector<std::int64_t> resume_data_positions_;
   std::filesystem::path resumed_from_;  // the checkpoint resume() read, if any
   NonFiniteLossWatch loss_watch_;        // over the applied steps of this process's training
+  StopControl stops_;                    // the callbacks' stop requests (StepEnd::control, EpochEnd::control)
 };
 
 }  // namespace mixt

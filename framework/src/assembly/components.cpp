@@ -64,14 +64,14 @@ void apply_activation_checkpointing(const Config& trainer_section, const Activat
 
 // After the precision policy's setup() and under its autocast, as training runs the model:
 // a policy's casts and layouts are checked too.
-at::Tensor forward_blank_batch(const Components& c, std::vector<std::int64_t> sample_shape) {
+at::Tensor forward_blank_batch(const Components& components, std::vector<std::int64_t> sample_shape) {
   sample_shape.insert(sample_shape.begin(), 2);  // two: batch norm in training mode needs more than one
   at::NoGradGuard no_grad;
-  AutocastScope scope = c.precision->autocast(c.device.type());
-  c.model->eval();
-  const at::Tensor blank = at::zeros(sample_shape, at::TensorOptions().device(c.device));
-  at::Tensor out = c.model->forward(c.precision->prepare_input(blank));
-  c.model->train();
+  AutocastScope scope = components.precision->autocast(components.device.type());
+  components.model->eval();
+  const at::Tensor blank = at::zeros(sample_shape, at::TensorOptions().device(components.device));
+  at::Tensor out = components.model->forward(components.precision->prepare_input(blank));
+  components.model->train();
   return out;
 }
 
@@ -79,13 +79,13 @@ at::Tensor forward_blank_batch(const Components& c, std::vector<std::int64_t> sa
 // first step ("Target 1 is out of bounds"), after the run directory exists, or train
 // outputs no label ever names. One forward pass on a blank batch finds it before anything
 // is written, for `mixt run` and `mixt check` alike.
-void check_model_fits_train_data(const Components& c, const Config& model_section) {
-  const std::int64_t classes = c.train->num_classes();
-  const std::vector<std::int64_t> sample_shape = c.train->sample_shape();
+void check_model_fits_train_data(const Components& components, const Config& model_section) {
+  const std::int64_t classes = components.train->num_classes();
+  const std::vector<std::int64_t> sample_shape = components.train->sample_shape();
   if (sample_shape.empty()) return;  // a dataset that cannot say (samples of varying shape): nothing to try
   at::Tensor out;
   try {
-    out = forward_blank_batch(c, sample_shape);
+    out = forward_blank_batch(components, sample_shape);
   } catch (const c10::Error& e) {
     model_section.fail("name",
                        "the model cannot take the training samples " + c10::str(at::IntArrayRef(sample_shape)) +
@@ -143,45 +143,48 @@ std::string class_mismatch(const std::vector<std::string>& train, const std::vec
 // another shape that the model does not accept (one forward pass on a blank batch: a CNN
 // with global pooling takes larger eval crops, a fixed-size head does not), are recipe
 // errors at data.val.
-void check_val_fits_model(const Components& c, const Config& data) {
-  if (!c.val) return;
+void check_val_fits_model(const Components& components, const Config& data) {
+  if (!components.val) return;
   const Config val = data.section("val");
   // Labels are indices: a validation set with other (or fewer) class names would score
   // every prediction against the wrong class, with no error anywhere.
-  const std::string mismatch = class_mismatch(class_names_of(*c.train), class_names_of(*c.val));
+  const std::string mismatch = class_mismatch(class_names_of(*components.train), class_names_of(*components.val));
   if (!mismatch.empty()) {
     val.fail("name", mismatch,
              "give data.val the classes of data.train, named alike (class folders: the same folder names), so "
              "that label i means the same class in both");
   }
-  if (c.val->num_classes() > c.train->num_classes()) {
+  if (components.val->num_classes() > components.train->num_classes()) {
     val.fail("name",
-             "the validation data has " + std::to_string(c.val->num_classes()) + " classes, the training data " +
-                 std::to_string(c.train->num_classes()) + " (the model's outputs)",
+             "the validation data has " + std::to_string(components.val->num_classes()) +
+                 " classes, the training data " + std::to_string(components.train->num_classes()) +
+                 " (the model's outputs)",
              "use the same classes for data.train and data.val");
   }
-  const std::vector<std::int64_t> shape = c.val->sample_shape();
-  if (shape.empty() || shape == c.train->sample_shape()) return;  // empty: the dataset cannot say
+  const std::vector<std::int64_t> shape = components.val->sample_shape();
+  if (shape.empty() || shape == components.train->sample_shape()) return;  // empty: the dataset cannot say
   try {
-    forward_blank_batch(c, shape);
+    forward_blank_batch(components, shape);
   } catch (const c10::Error& e) {
     val.fail("name",
-             "the model, built for the training samples " + c10::str(at::IntArrayRef(c.train->sample_shape())) +
-                 ", cannot take the validation samples " + c10::str(at::IntArrayRef(shape)) + ": " +
-                 first_line(e.what_without_backtrace()),
+             "the model, built for the training samples " +
+                 c10::str(at::IntArrayRef(components.train->sample_shape())) + ", cannot take the validation samples " +
+                 c10::str(at::IntArrayRef(shape)) + ": " + first_line(e.what_without_backtrace()),
              "give data.val the training data's sample shape (its transforms: crop size, channels)");
   }
 }
 
-void record(Components& c, const Registry& registry, ComponentKind kind, const Config& section) {
+void record(Components& components, const Registry& registry, ComponentKind kind, const Config& section) {
   const ComponentEntry& entry = registry.find(kind, section);
-  c.records.push_back({kind_name(kind), entry.name, entry.origin.name, entry.origin.version, entry.origin.file});
+  components.records.push_back(
+      {kind_name(kind), entry.name, entry.origin.name, entry.origin.version, entry.origin.file});
 }
 
 // The recipe's callbacks, then those on by default that it does not name.
 // Each callback's state is kept in checkpoints under its name, so reordering `callbacks:`
 // keeps every callback's own; one listed twice adds its label (or its number) to tell them apart.
-void build_callbacks(Components& c, const Config& recipe, const Registry& registry, const CallbackContext& context) {
+void build_callbacks(Components& components, const Config& recipe, const Registry& registry,
+                     const CallbackContext& context) {
   std::set<std::string> named;
   std::map<std::string, int> listed, seen;
   const std::vector<Config> sections = recipe.sections("callbacks");
@@ -194,22 +197,22 @@ void build_callbacks(Components& c, const Config& recipe, const Registry& regist
     if (!kEnabled.read(section)) continue;
     std::string key;
     if (listed[entry.name] > 1) key = entry.name + ":" + (label ? *label : std::to_string(number));
-    for (const NamedCallback& other : c.callbacks) {
+    for (const NamedCallback& other : components.callbacks) {
       if (!key.empty() && other.key() == key) {
         section.fail("label", "two entries of callback '" + entry.name + "' keep their state as '" + key + "'",
                      "give each entry of it a label of its own");
       }
     }
-    c.callbacks.push_back(
+    components.callbacks.push_back(
         {registry.make_callback(section, context), entry.name, entry.origin.name, entry.origin.file, key});
-    record(c, registry, ComponentKind::callback, section);
+    record(components, registry, ComponentKind::callback, section);
   }
   for (const ComponentEntry* entry : registry.list(ComponentKind::callback)) {
     if (!entry->info.enabled_by_default || named.count(entry->name)) continue;
     const Config defaults(parse_yaml("{name: " + entry->name + "}", "(on by default)"), "callbacks");
-    c.callbacks.push_back({registry.make_callback(defaults, context), entry->name, entry->origin.name,
-                           entry->origin.file});
-    record(c, registry, ComponentKind::callback, defaults);
+    components.callbacks.push_back(
+        {registry.make_callback(defaults, context), entry->name, entry->origin.name, entry->origin.file});
+    record(components, registry, ComponentKind::callback, defaults);
   }
 }
 }  // namespace
@@ -227,12 +230,12 @@ namespace {
 }
 }  // namespace
 
-void check_listed_submodules_routed(const Components& c) {
-  if (const auto unrouted = unrouted_fp32_modules(*c.model); !unrouted.empty()) {
-    fail_unrouted(unrouted, "keep it in fp32", c.fp32_modules_where, "precision.fp32_modules");
+void check_listed_submodules_routed(const Components& components) {
+  if (const auto unrouted = unrouted_fp32_modules(*components.model); !unrouted.empty()) {
+    fail_unrouted(unrouted, "keep it in fp32", components.fp32_modules_where, "precision.fp32_modules");
   }
-  if (const auto unrouted = unrouted_checkpointed_submodules(*c.model); !unrouted.empty()) {
-    fail_unrouted(unrouted, "recompute it in the backward pass", c.activation_checkpointing_where,
+  if (const auto unrouted = unrouted_checkpointed_submodules(*components.model); !unrouted.empty()) {
+    fail_unrouted(unrouted, "recompute it in the backward pass", components.activation_checkpointing_where,
                   "trainer.activation_checkpointing");
   }
 }
@@ -269,8 +272,8 @@ std::shared_ptr<Model> build_model(const Config& section, const Registry& regist
 Components build_components(const Config& recipe, const Registry& registry,
                             const TrainerOptions& options, const Config& trainer_section,
                             const Communicator* communicator) {
-  Components c;
-  c.device = resolve_device(options.device, trainer_section);
+  Components components;
+  components.device = resolve_device(options.device, trainer_section);
 
   const Config data = recipe.section("data");
   if (!data.has("train")) {
@@ -285,9 +288,9 @@ Components build_components(const Config& recipe, const Registry& registry,
     if (!data.has(split)) continue;
     const Config section = data.section(split);
     DatasetContext context{split, options.seed, communicator ? communicator->rank() : 0,
-                           communicator ? communicator->world_size() : 1, c.device};
+                           communicator ? communicator->world_size() : 1, components.device};
     auto dataset = registry.make_dataset(section, context);
-    record(c, registry, ComponentKind::dataset, section);
+    record(components, registry, ComponentKind::dataset, section);
     // A run of zero steps (or an evaluation of zero samples, a NaN loss) would end "done".
     if (dataset->batches_per_epoch() == 0) {
       section.fail(section.has("batch_size") ? "batch_size" : "name",
@@ -297,66 +300,66 @@ Components build_components(const Config& recipe, const Registry& registry,
                                         : "lower data." + split + ".batch_size to " + std::to_string(dataset->size()) +
                                               " or less, or set drop_last: false");
     }
-    (split == "train" ? c.train : c.val) = std::move(dataset);
+    (split == "train" ? components.train : components.val) = std::move(dataset);
   }
 
   const Config model_section = recipe.section("model");
-  ModelContext model_context{c.device, c.train->sample_shape(), c.train->num_classes()};
-  c.model = build_model(model_section, registry, model_context);
-  record(c, registry, ComponentKind::model, model_section);
-  c.model->to(c.device);
+  ModelContext model_context{components.device, components.train->sample_shape(), components.train->num_classes()};
+  components.model = build_model(model_section, registry, model_context);
+  record(components, registry, ComponentKind::model, model_section);
+  components.model->to(components.device);
   if (options.channels_last) {
     // torch::nn::Module::to() takes no memory format in C++: convert each 4-D tensor.
     at::NoGradGuard no_grad;
-    for (auto& tensor : c.model->parameters()) {
+    for (auto& tensor : components.model->parameters()) {
       if (tensor.dim() == 4) tensor.set_data(tensor.data().contiguous(at::MemoryFormat::ChannelsLast));
     }
-    for (auto& tensor : c.model->buffers()) {
+    for (auto& tensor : components.model->buffers()) {
       if (tensor.dim() == 4) tensor.set_data(tensor.data().contiguous(at::MemoryFormat::ChannelsLast));
     }
   }
   at::globalContext().setBenchmarkCuDNN(options.cudnn_benchmark);
   if (options.distributed.sync_batchnorm) {
-    synchronise_batch_norm(*c.model, communicator, trainer_section.section("distributed"), warn);
+    synchronise_batch_norm(*components.model, communicator, trainer_section.section("distributed"), warn);
   }
 
   const Config precision_section = recipe.section("precision");
-  const PrecisionContext precision_context{c.device, communicator, kFp32Modules.read(precision_section)};
-  c.precision = registry.make_precision(precision_section, precision_context);
-  record(c, registry, ComponentKind::precision, precision_section);
-  c.precision->setup(*c.model, c.device);
-  apply_fp32_modules(precision_section, *c.model);
-  c.speed_note =
-      speed_note(registry.find(ComponentKind::precision, precision_section).name, *c.precision, *c.model, c.device);
-  if (!c.speed_note.empty()) warn_once(c.speed_note);
-  c.fp32_modules_where = precision_section.location("fp32_modules");
-  apply_activation_checkpointing(trainer_section, options.activation_checkpointing, *c.model);
-  c.activation_checkpointing_where = trainer_section.location("activation_checkpointing");
-  check_model_fits_train_data(c, model_section);
-  check_val_fits_model(c, data);
+  const PrecisionContext precision_context{components.device, communicator, kFp32Modules.read(precision_section)};
+  components.precision = registry.make_precision(precision_section, precision_context);
+  record(components, registry, ComponentKind::precision, precision_section);
+  components.precision->setup(*components.model, components.device);
+  apply_fp32_modules(precision_section, *components.model);
+  components.speed_note = speed_note(registry.find(ComponentKind::precision, precision_section).name,
+                                     *components.precision, *components.model, components.device);
+  if (!components.speed_note.empty()) warn_once(components.speed_note);
+  components.fp32_modules_where = precision_section.location("fp32_modules");
+  apply_activation_checkpointing(trainer_section, options.activation_checkpointing, *components.model);
+  components.activation_checkpointing_where = trainer_section.location("activation_checkpointing");
+  check_model_fits_train_data(components, model_section);
+  check_val_fits_model(components, data);
   // That blank forward pass also found a listed submodule the model never routes, so `mixt
   // check` says so before any run directory exists.
-  if (!c.train->sample_shape().empty()) check_listed_submodules_routed(c);
+  if (!components.train->sample_shape().empty()) check_listed_submodules_routed(components);
 
   const Config optimizer_section = recipe.section("optimizer");
   OptimizerContext optimizer_context;
-  optimizer_context.named_parameters = c.precision->optimizer_parameters(*c.model);
-  c.optimizer = registry.make_optimizer(optimizer_section, optimizer_context);
-  record(c, registry, ComponentKind::optimizer, optimizer_section);
+  optimizer_context.named_parameters = components.precision->optimizer_parameters(*components.model);
+  components.optimizer = registry.make_optimizer(optimizer_section, optimizer_context);
+  record(components, registry, ComponentKind::optimizer, optimizer_section);
 
   if (recipe.has("scheduler")) {
     const Config scheduler_section = recipe.section("scheduler");
-    std::int64_t steps = (c.train->batches_per_epoch() + options.accumulate - 1) / options.accumulate;
+    std::int64_t steps = (components.train->batches_per_epoch() + options.accumulate - 1) / options.accumulate;
     if (options.max_steps_per_epoch > 0) steps = std::min(steps, options.max_steps_per_epoch);
-    SchedulerContext context{c.optimizer.get(), steps, options.epochs};
-    c.scheduler = registry.make_scheduler(scheduler_section, context);
-    record(c, registry, ComponentKind::scheduler, scheduler_section);
+    SchedulerContext context{components.optimizer.get(), steps, options.epochs};
+    components.scheduler = registry.make_scheduler(scheduler_section, context);
+    record(components, registry, ComponentKind::scheduler, scheduler_section);
   }
 
-  const CallbackContext callback_context{c.device, c.model, communicator ? communicator->rank() : 0,
+  const CallbackContext callback_context{components.device, components.model, communicator ? communicator->rank() : 0,
                                          communicator ? communicator->world_size() : 1};
-  build_callbacks(c, recipe, registry, callback_context);
-  return c;
+  build_callbacks(components, recipe, registry, callback_context);
+  return components;
 }
 
 }  // namespace mixt

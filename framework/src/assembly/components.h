@@ -53,7 +53,7 @@ std::shared_ptr<Model> build_model(const Config& section, const Registry& regist
 // every activation): a recipe error at the option. Called after a blank forward pass when
 // the components are built (so `mixt check` finds it) and after the first training step (a
 // model may route only in training).
-void check_listed_submodules_routed(const Components& c);
+void check_listed_submodules_routed(const Components& components);
 
 // The options mixt itself reads from a component's section, whatever the plugin: a
 // model's weights and strict, a precision policy's fp32_modules. `mixt describe` lists

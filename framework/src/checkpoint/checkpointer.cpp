@@ -77,9 +77,10 @@ std::string epoch_checkpoint_name(std::int64_t epochs_done) {
 
 Checkpointer::Checkpointer(Components& components, const TrainerOptions& options, TrainState& state,
                            const Coordinator& coordinator)
-    : c_(components), options_(options), state_(state), coordinator_(coordinator) {}
+    : components_(components), options_(options), state_(state), coordinator_(coordinator) {}
 
 void Checkpointer::save(const fs::path& file, const std::vector<std::int64_t>& data_positions) const {
+  if (settle_before_saving_) settle_before_saving_();
   Saved saved{file, data_positions, state_, {}, {}};
   {
     auto generator = at::detail::getDefaultCPUGenerator();
@@ -93,7 +94,7 @@ void Checkpointer::save(const fs::path& file, const std::vector<std::int64_t>& d
 }
 
 bool Checkpointer::update_callback_state(const fs::path& file) const {
-  if (!last_saved_ || last_saved_->file != file || c_.callbacks.empty()) return false;
+  if (!last_saved_ || last_saved_->file != file || components_.callbacks.empty()) return false;
   std::string bytes;
   torch::serialize::OutputArchive callbacks = callback_archive(bytes);
   if (bytes == last_saved_->callback_bytes) return false;
@@ -104,7 +105,7 @@ bool Checkpointer::update_callback_state(const fs::path& file) const {
 
 torch::serialize::OutputArchive Checkpointer::callback_archive(std::string& bytes) const {
   torch::serialize::OutputArchive archive;
-  for (const NamedCallback& callback : c_.callbacks) {
+  for (const NamedCallback& callback : components_.callbacks) {
     torch::serialize::OutputArchive one;
     callback.guarded("save", [&] { callback.callback->save(one); });
     archive.write(callback.key(), one);
@@ -120,18 +121,18 @@ torch::serialize::OutputArchive Checkpointer::callback_archive(std::string& byte
 void Checkpointer::write(const Saved& saved, torch::serialize::OutputArchive& callbacks) const {
   torch::serialize::OutputArchive archive;
   torch::serialize::OutputArchive model_archive, optimizer_archive, precision_archive, trainer_archive;
-  c_.model->save(model_archive);
-  c_.optimizer->save(optimizer_archive);
-  c_.precision->save(precision_archive);
+  components_.model->save(model_archive);
+  components_.optimizer->save(optimizer_archive);
+  components_.precision->save(precision_archive);
   archive.write("model", model_archive);
   archive.write("optimizer", optimizer_archive);
   archive.write("precision", precision_archive);
-  if (c_.scheduler) {
+  if (components_.scheduler) {
     torch::serialize::OutputArchive scheduler_archive;
-    c_.scheduler->save(scheduler_archive);
+    components_.scheduler->save(scheduler_archive);
     archive.write("scheduler", scheduler_archive);
   }
-  if (!c_.callbacks.empty()) archive.write("callback_state", callbacks);
+  if (!components_.callbacks.empty()) archive.write("callback_state", callbacks);
   const TrainState& state = saved.state;
   trainer_archive.write("epoch", c10::IValue(state.epoch));
   trainer_archive.write("batches_in_epoch", c10::IValue(state.batches_in_epoch));
@@ -150,7 +151,7 @@ void Checkpointer::write(const Saved& saved, torch::serialize::OutputArchive& ca
                            {"skipped_steps", state.skipped_steps},
                            {"components", nlohmann::json::array()}};
   if (!saved.data_positions.empty()) header["data_positions"] = saved.data_positions;
-  for (const auto& r : c_.records) {
+  for (const auto& r : components_.records) {
     header["components"].push_back({{"kind", r.kind}, {"name", r.name}, {"plugin", r.plugin},
                                     {"plugin_version", r.plugin_version}});
   }
@@ -166,8 +167,8 @@ void Checkpointer::load_callback_state(torch::serialize::InputArchive& archive, 
   const bool positional = !keyed && archive.try_read("callbacks", by_position);
   std::vector<std::string> fresh, unused;
   std::vector<std::string> taken;
-  for (std::size_t i = 0; i < c_.callbacks.size(); ++i) {
-    const NamedCallback& callback = c_.callbacks[i];
+  for (std::size_t i = 0; i < components_.callbacks.size(); ++i) {
+    const NamedCallback& callback = components_.callbacks[i];
     const std::string key = keyed ? callback.key() : positional_key(i, callback.name);
     torch::serialize::InputArchive one;
     if (!(keyed ? by_key : by_position).try_read(key, one)) {
@@ -205,17 +206,18 @@ void Checkpointer::load_callback_state(torch::serialize::InputArchive& archive, 
 
 std::string Checkpointer::data_order() const {
   std::string dataset;
-  for (const auto& r : c_.records) {
+  for (const auto& r : components_.records) {
     if (r.kind == "dataset") {
       dataset = "'" + r.name + "' of ";  // data.train's is recorded first
       break;
     }
   }
   const int ranks = coordinator_.world_size();
-  return dataset + std::to_string(c_.train->size()) + " samples in " +
-         std::to_string(c_.train->batches_per_epoch()) + " batches per rank, " + std::to_string(ranks) +
+  return dataset + std::to_string(components_.train->size()) + " samples in " +
+         std::to_string(components_.train->batches_per_epoch()) + " batches per rank, " + std::to_string(ranks) +
          (ranks == 1 ? " rank" : " ranks") + ", seed " + std::to_string(options_.seed) + ", accumulate " +
-         std::to_string(options_.accumulate) + (c_.train_order_keys.empty() ? "" : ", " + c_.train_order_keys);
+         std::to_string(options_.accumulate) +
+         (components_.train_order_keys.empty() ? "" : ", " + components_.train_order_keys);
 }
 
 fs::path Checkpointer::save_epoch_end(const RunDirectory& run) const {
@@ -255,8 +257,8 @@ fs::path Checkpointer::save_epoch_end(const RunDirectory& run) const {
 
 Checkpointer::Resumed Checkpointer::resume(const fs::path& path, bool check_data_order) {
   const fs::path file = resolve_checkpoint(path);
-  CheckpointContents contents = read_checkpoint(file, c_.device);
-  check_same_components(contents.header.value("components", nlohmann::json::array()), c_.records, file);
+  CheckpointContents contents = read_checkpoint(file, components_.device);
+  check_same_components(contents.header.value("components", nlohmann::json::array()), components_.records, file);
   Resumed resumed{file, {}};
   TrainState state = state_;
   std::string saved_data_order;  // empty in checkpoints of mixt before it was saved
@@ -265,7 +267,7 @@ Checkpointer::Resumed Checkpointer::resume(const fs::path& path, bool check_data
     contents.archive.read("model", model_archive);
     // Module::load would give a parameter the saved tensor whatever its shape (set_): a
     // model changed since (other channels, other classes) would silently become the saved one.
-    const LoadReport fit = compare_state_dict(*c_.model, flatten_archive(model_archive));
+    const LoadReport fit = compare_state_dict(*components_.model, flatten_archive(model_archive));
     if (!fit.complete()) {
       throw Error(ErrorKind::recipe, "checkpoint does not fit this recipe's model" + fit.describe(),
                   SourceLocation{file.string()}, "trainer.resume",
@@ -273,21 +275,21 @@ Checkpointer::Resumed Checkpointer::resume(const fs::path& path, bool check_data
                   "from these weights, mixt export them and name the file in model.weights (strict: false loads "
                   "what matches)");
     }
-    c_.model->load(model_archive);
+    components_.model->load(model_archive);
     contents.archive.read("optimizer", optimizer_archive);
-    c_.optimizer->load(optimizer_archive);
+    components_.optimizer->load(optimizer_archive);
     contents.archive.read("precision", precision_archive);
     try {
-      c_.precision->load(precision_archive);
+      components_.precision->load(precision_archive);
     } catch (const Error& e) {  // e.g. a disabled GradScaler's (empty) state, resumed enabled
       throw Error(ErrorKind::recipe, "the checkpoint's precision state does not fit this recipe: " + e.message(),
                   SourceLocation{file.string()}, "trainer.resume",
                   "resume with the precision options of the recipe that wrote it (its run directory has "
                   "recipe.yaml)");
     }
-    if (c_.scheduler) {
+    if (components_.scheduler) {
       torch::serialize::InputArchive scheduler_archive;
-      if (contents.archive.try_read("scheduler", scheduler_archive)) c_.scheduler->load(scheduler_archive);
+      if (contents.archive.try_read("scheduler", scheduler_archive)) components_.scheduler->load(scheduler_archive);
     }
     load_callback_state(contents.archive, file);
     contents.archive.read("trainer", trainer_archive);
@@ -317,7 +319,7 @@ Checkpointer::Resumed Checkpointer::resume(const fs::path& path, bool check_data
   // batch size) would silently train on nothing, or fail deep in the loader.
   std::int64_t furthest = state_.batches_in_epoch;
   for (const std::int64_t position : resumed.data_positions) furthest = std::max(furthest, position);
-  const std::int64_t batches = c_.train->batches_per_epoch();
+  const std::int64_t batches = components_.train->batches_per_epoch();
   if (furthest > batches) {
     throw Error(ErrorKind::recipe,
                 "checkpoint stopped after batch " + std::to_string(furthest) + " of epoch " +

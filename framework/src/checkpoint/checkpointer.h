@@ -5,15 +5,16 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "assembly/components.h"
-#include "mixt/train_state.h"
+#include "assembly/trainer_options.h"
 #include "common/coordinator.h"
 #include "common/run_directory.h"
-#include "assembly/trainer_options.h"
+#include "mixt/train_state.h"
 
 namespace mixt {
 
@@ -22,6 +23,8 @@ class Checkpointer {
   Checkpointer(Components& components, const TrainerOptions& options, TrainState& state,
                const Coordinator& coordinator);
 
+  // Called before every save: brings TrainState's counts kept on the device up to date.
+  void settle_before_saving_with(std::function<void()> settle) { settle_before_saving_ = std::move(settle); }
   // `data_positions`: every rank's ResumesMidEpoch::position() when saving mid-epoch;
   // empty at an epoch's end or for datasets that cannot start part-way.
   void save(const std::filesystem::path& file, const std::vector<std::int64_t>& data_positions = {}) const;
@@ -66,7 +69,8 @@ class Checkpointer {
   void load_callback_state(torch::serialize::InputArchive& archive, const std::filesystem::path& file);
 
   mutable std::optional<Saved> last_saved_;
-  Components& c_;
+  std::function<void()> settle_before_saving_;
+  Components& components_;
   const TrainerOptions& options_;
   TrainState& state_;
   const Coordinator& coordinator_;

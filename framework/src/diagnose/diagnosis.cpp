@@ -66,16 +66,17 @@ RunResult run_steps(Session& session, const std::filesystem::path& recipe, std::
   }
   result.device = e.components.device.str();
   result.recipe_fp32_modules = e.recipe.config().section("precision").strings("fp32_modules", {});
-  Components& c = e.components;
-  c.val.reset();
-  c.callbacks.clear();
-  ModuleWatch watch(*c.model, result.observed);
-  c.precision = std::make_unique<ObservingPolicy>(std::move(c.precision), parameter_names(*c.model, *c.optimizer),
-                                                  result.observed, watch);
+  Components& components = e.components;
+  components.val.reset();
+  components.callbacks.clear();
+  ModuleWatch watch(*components.model, result.observed);
+  components.precision = std::make_unique<ObservingPolicy>(std::move(components.precision),
+                                                           parameter_names(*components.model, *components.optimizer),
+                                                           result.observed, watch);
   TrainerOptions o = e.options;
   // As many epochs as `steps` needs, each as long as the data allows: a small dataset's
   // epochs end early, and a run of steps in several epochs is what the recipe would do.
-  const std::int64_t per_epoch = std::max<std::int64_t>(1, c.train->batches_per_epoch() / o.accumulate);
+  const std::int64_t per_epoch = std::max<std::int64_t>(1, components.train->batches_per_epoch() / o.accumulate);
   o.epochs = (options.steps + per_epoch - 1) / per_epoch;
   o.max_steps_per_epoch = (options.steps + o.epochs - 1) / o.epochs;
   o.stop_on_nonfinite_loss = false;  // a diverging run is what is being looked at
@@ -83,7 +84,7 @@ RunResult run_steps(Session& session, const std::filesystem::path& recipe, std::
   Progress quiet(false, o.log_every, /*quiet=*/true);
   WarningLog muted([](const std::string&) {}, /*echo=*/false);
   try {
-    Trainer(c, o, nullptr, quiet).fit();
+    Trainer(components, o, nullptr, quiet).fit();
   } catch (const Error& error) {
     if (error.kind() != ErrorKind::runtime) throw;
     result.stopped = error.message();  // e.g. the weights turned inf/NaN: a finding, not a failure

@@ -49,18 +49,21 @@ at::Tensor mean_loss(const at::Tensor& loss_sum, std::int64_t micro_batches, std
 
 Trainer::Trainer(Components& components, TrainerOptions options, RunDirectory* run, Progress& progress,
                  Coordinator* coordinator)
-    : c_(components),
+    : components_(components),
       options_(std::move(options)),
       run_(run),
       progress_(progress),
       coordinator_(coordinator ? *coordinator : single_process_),
-      checkpointer_(c_, options_, state_, coordinator_),
+      checkpointer_(components_, options_, state_, coordinator_),
       run_log_(std::make_shared<RunLog>(progress)) {
   state_.epochs = options_.epochs;
   run_log_->write_to(run_);
-  run_log_->settle_counts_with([this] { skipped_.settle(); });  // it shows skipped_steps on some unlogged steps
+  // The ledger's device values are read where the host reads anyway: logged steps and an
+  // epoch's end below, a progress line that shows skipped_steps, and before any checkpoint.
+  run_log_->settle_counts_with([this] { ledger_.settle(); });
+  checkpointer_.settle_before_saving_with([this] { ledger_.settle(); });
   callbacks_.push_back({run_log_, "progress", "mixt", ""});
-  callbacks_.insert(callbacks_.end(), c_.callbacks.begin(), c_.callbacks.end());
+  callbacks_.insert(callbacks_.end(), components_.callbacks.begin(), components_.callbacks.end());
 }
 
 void Trainer::write_to(RunDirectory* run) {
@@ -84,12 +87,12 @@ TrainResult Trainer::fit() {
       run->append_metrics({{"event", "warning"}, {"message", message}});
     });
   }
-  coordinator_.broadcast_model(*c_.model);  // every rank starts from rank 0's weights
+  coordinator_.broadcast_model(*components_.model);  // every rank starts from rank 0's weights
   const FitStart fit{state_, run_ ? run_->path() : fs::path(), coordinator_.rank(), coordinator_.world_size()};
-  notify("on_fit_start", [&](Callback& c) { c.on_fit_start(fit); });
+  notify("on_fit_start", [&](Callback& callback) { callback.on_fit_start(fit); });
   for (; state_.epoch < options_.epochs; ++state_.epoch) {
     const std::int64_t steps_before = result.optimizer_steps, skipped_before = result.skipped_steps;
-    const std::int64_t bad_before = bad_samples_of(c_.train.get()) + bad_samples_of(c_.val.get());
+    const std::int64_t bad_before = bad_samples_of(components_.train.get()) + bad_samples_of(components_.val.get());
     bool mid_epoch = false;  // a callback's stop request ended the epoch early
     try {
       mid_epoch = train_epoch(result);
@@ -103,13 +106,13 @@ TrainResult Trainer::fit() {
     // validation file under on_bad_sample: fail) does not cost the epoch's training; the
     // callbacks' state after the evaluation is written into it after on_epoch_end.
     if (!mid_epoch) state_.batches_in_epoch = 0;
-    coordinator_.check_in_sync(*c_.model, "after epoch " + std::to_string(state_.epoch + 1));
+    coordinator_.check_in_sync(*components_.model, "after epoch " + std::to_string(state_.epoch + 1));
     const fs::path checkpoint = save_epoch_checkpoint(mid_epoch);
     coordinator_.barrier();  // rank 0's checkpoint is written before any rank goes on
     std::optional<Evaluation> eval;
     std::vector<Evaluation> others;
-    if (c_.val) {
-      eval = evaluate_with_callbacks(*c_.val, "");
+    if (components_.val) {
+      eval = evaluate_with_callbacks(*components_.val, "");
       if (eval->interrupted) stop_at_epoch_end(/*evaluation_skipped=*/true);
       warn_if_validation_is_not_finite(*eval);
       // A NaN score would read as a result; the epoch's checkpoint is written already.
@@ -122,11 +125,12 @@ TrainResult Trainer::fit() {
       }
       result.final_eval = eval;
       for (const std::string& weights : other_weights()) {
-        others.push_back(evaluate_with_callbacks(*c_.val, weights));
+        others.push_back(evaluate_with_callbacks(*components_.val, weights));
         if (others.back().interrupted) stop_at_epoch_end(/*evaluation_skipped=*/true);
       }
     }
-    const double bad = static_cast<double>(bad_samples_of(c_.train.get()) + bad_samples_of(c_.val.get()) - bad_before);
+    const double bad = static_cast<double>(bad_samples_of(components_.train.get()) +
+                                           bad_samples_of(components_.val.get()) - bad_before);
     const EpochEnd end{state_,
                        eval ? &*eval : nullptr,
                        std::move(others),
@@ -135,7 +139,7 @@ TrainResult Trainer::fit() {
                        checkpoint,
                        stops_};
     result.bad_samples += end.bad_samples;
-    notify("on_epoch_end", [&](Callback& c) { c.on_epoch_end(end); });
+    notify("on_epoch_end", [&](Callback& callback) { callback.on_epoch_end(end); });
     update_callback_state(checkpoint);
     // After the last epoch there is nothing left to stop.
     const bool more = state_.epoch + 1 < options_.epochs;
@@ -147,7 +151,7 @@ TrainResult Trainer::fit() {
       break;
     }
   }
-  notify("on_fit_end", [&](Callback& c) { c.on_fit_end(state_); });
+  notify("on_fit_end", [&](Callback& callback) { callback.on_fit_end(state_); });
   result.elapsed_seconds = seconds_since(start);
   return result;
 }
@@ -156,9 +160,9 @@ TrainResult Trainer::fit() {
 // listing), with the trainer's parts in between: the gradients averaged over ranks, then
 // the agreement on the step and the callbacks.
 bool Trainer::train_epoch(TrainResult& result) {
-  Dataset& data = *c_.train;
-  PrecisionPolicy& precision = *c_.precision;
-  Optimizer& optimizer = *c_.optimizer;
+  Dataset& data = *components_.train;
+  PrecisionPolicy& precision = *components_.precision;
+  Optimizer& optimizer = *components_.optimizer;
   const std::int64_t accumulate = options_.accumulate, steps = steps_per_epoch();
 
   batches_in_weights_ = state_.batches_in_epoch;  // what a failure before the first step keeps
@@ -166,8 +170,8 @@ bool Trainer::train_epoch(TrainResult& result) {
   start_data(data);
   const std::int64_t first_step = state_.batches_in_epoch / accumulate;
   const EpochStart epoch_start{state_, steps, first_step};
-  notify("on_epoch_start", [&](Callback& c) { c.on_epoch_start(epoch_start); });
-  c_.model->train();
+  notify("on_epoch_start", [&](Callback& callback) { callback.on_epoch_start(epoch_start); });
+  components_.model->train();
 
   const auto started = Clock::now();
   const std::int64_t skipped_at_start = state_.skipped_steps;
@@ -185,7 +189,7 @@ bool Trainer::train_epoch(TrainResult& result) {
         break;
       }
       const at::Tensor inputs = to_device(batch->inputs);
-      const at::Tensor loss = forward_loss(inputs, batch->targets.to(c_.device, /*non_blocking=*/true), step);
+      const at::Tensor loss = forward_loss(inputs, batch->targets.to(components_.device, /*non_blocking=*/true), step);
       coordinator_.prepare_backward(micro_batches + 1 == accumulate);
       precision.backward(loss);
       loss_sum = loss_sum.defined() ? loss_sum + loss.detach() : loss.detach();
@@ -203,18 +207,18 @@ bool Trainer::train_epoch(TrainResult& result) {
     // the host needs it, i.e. for the scheduler and for callbacks that ask.
     const StepOutcome applied = precision.step(optimizer);
     precision.update();
-    if (c_.scheduler && applied.applied()) c_.scheduler->step();
+    if (components_.scheduler && applied.applied()) components_.scheduler->step();
 
     ++step;
     ++state_.global_step;
-    skipped_.add(applied, c_.device);
+    ledger_.count(applied, components_.device);
     // After this process's first step, a resumed run's too (global_step is not 1 then).
-    if (++result.optimizer_steps == 1) check_listed_submodules_routed(c_);
+    if (++result.optimizer_steps == 1) check_listed_submodules_routed(components_);
     batches_in_weights_ = state_.batches_in_epoch;  // from here a failure keeps this step
     const StepAgreement agreed = coordinator_.agree_on_step(mean_loss(loss_sum, micro_batches, accumulate));
-    if (options_.stop_on_nonfinite_loss) watch_loss(agreed, applied);
+    if (options_.stop_on_nonfinite_loss) ledger_.watch_loss(agreed.loss, agreed.on_host, applied, state_.global_step);
     const bool logged = step % options_.log_every == 0;
-    if (logged || agreed.on_host) skipped_.settle();  // the loss is read there: one more scalar costs nothing
+    if (logged || agreed.on_host) ledger_.settle();  // the loss is read there: one more copy costs nothing
     const StepEnd end{state_,
                       step,
                       steps,
@@ -226,19 +230,16 @@ bool Trainer::train_epoch(TrainResult& result) {
                       seconds_since(started),
                       logged,
                       stops_};
-    notify("on_step_end", [&](Callback& c) { c.on_step_end(end); });
+    notify("on_step_end", [&](Callback& callback) { callback.on_step_end(end); });
     // The loss was read where it is shown, logged or agreed: checking it costs one more scalar.
     const Stop stop = decide_after_step(agreed.on_host || end.logged);
-    if (stop == Stop::interrupt) {
-      skipped_.settle();  // the interrupted checkpoint holds the count
-      stop_mid_epoch(step);
-    }
+    if (stop == Stop::interrupt) stop_mid_epoch(step);
     if (stop == Stop::end_run) {
       ended_early = step < steps && data_left;
       break;
     }
   }
-  skipped_.settle();
+  ledger_.settle();
   // Every batch passed over (each sample bad): nothing was trained, and a run of such
   // epochs would end "done" with exit 0.
   if (step == first_step && first_step < steps) {
@@ -261,8 +262,8 @@ bool Trainer::train_epoch(TrainResult& result) {
 
 at::Tensor Trainer::forward_loss(const at::Tensor& inputs, const at::Tensor& targets, std::int64_t step) {
   try {
-    AutocastScope scope = c_.precision->autocast(c_.device.type());
-    const at::Tensor logits = c_.model->forward(inputs);
+    AutocastScope scope = components_.precision->autocast(components_.device.type());
+    const at::Tensor logits = components_.model->forward(inputs);
     at::Tensor loss =
         at::cross_entropy_loss(logits, targets, {}, at::Reduction::Mean, -100, options_.label_smoothing);
     // Only when accumulating: dividing by 1 is exact but costs a kernel and a backward node.
@@ -305,19 +306,19 @@ void Trainer::start_data(Dataset& data) {
 }
 
 std::vector<std::int64_t> Trainer::data_positions() const {
-  const auto* resumable = dynamic_cast<const ResumesMidEpoch*>(c_.train.get());
+  const auto* resumable = dynamic_cast<const ResumesMidEpoch*>(components_.train.get());
   return resumable ? coordinator_.gather(resumable->position()) : std::vector<std::int64_t>{};
 }
 
 std::int64_t Trainer::steps_per_epoch() const {
-  const std::int64_t steps = (c_.train->batches_per_epoch() + options_.accumulate - 1) / options_.accumulate;
+  const std::int64_t steps = (components_.train->batches_per_epoch() + options_.accumulate - 1) / options_.accumulate;
   return options_.max_steps_per_epoch > 0 ? std::min(steps, options_.max_steps_per_epoch) : steps;
 }
 
 at::Tensor Trainer::to_device(const at::Tensor& inputs) const {
-  at::Tensor moved = inputs.to(c_.device, /*non_blocking=*/true);
+  at::Tensor moved = inputs.to(components_.device, /*non_blocking=*/true);
   if (options_.channels_last && moved.dim() == 4) moved = moved.contiguous(at::MemoryFormat::ChannelsLast);
-  return c_.precision->prepare_input(moved);
+  return components_.precision->prepare_input(moved);
 }
 
 }  // namespace mixt

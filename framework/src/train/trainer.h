@@ -12,17 +12,16 @@
 #include <vector>
 
 #include "assembly/components.h"
+#include "assembly/named_callback.h"
+#include "assembly/trainer_options.h"
 #include "checkpoint/checkpointer.h"
+#include "common/coordinator.h"
+#include "common/run_directory.h"
 #include "mixt/callback.h"
 #include "mixt/train_state.h"
-#include "common/coordinator.h"
-#include "assembly/named_callback.h"
-#include "train/nonfinite_loss_watch.h"
 #include "train/progress.h"
-#include "common/run_directory.h"
 #include "train/run_log.h"
-#include "train/skipped_step_count.h"
-#include "assembly/trainer_options.h"
+#include "train/step_ledger.h"
 #include "train/stop_control.h"
 
 namespace mixt {
@@ -61,7 +60,6 @@ class Trainer {
   // CPU, summed over ranks; train/confusion_matrix.h).
   Evaluation evaluate(Dataset& dataset, at::Tensor* confusion = nullptr);
   void save_checkpoint(const std::filesystem::path& file, const std::vector<std::int64_t>& data_positions = {}) {
-    skipped_.settle();
     checkpointer_.save(file, data_positions);
   }
 
@@ -116,10 +114,8 @@ class Trainer {
   // trainer_checks.cpp: what stops a run whose weights went bad before a checkpoint
   // holds them, and what is worth a warning.
   bool weights_finite() const;
-  // Hands an applied step's loss to the non-finite loss watch (trainer.stop_on_nonfinite_loss).
-  void watch_loss(const StepAgreement& agreed, const StepOutcome& applied);
   // Throws when an applied step's loss was inf or NaN (trainer.stop_on_nonfinite_loss).
-  void check_loss_finite() const;
+  void check_loss_finite();
   // Throws when the weights themselves hold inf or NaN (a step applied with non-finite
   // gradients leaves every loss finite): once per epoch and before an interrupt's checkpoint.
   void check_weights_finite() const;
@@ -131,14 +127,15 @@ class Trainer {
   // "the newest checkpoint (...) is from before it", or why there is none.
   std::string newest_good_checkpoint(const std::string& before_what) const;
 
-  Components& c_;
+  Components& components_;
   TrainerOptions options_;
   RunDirectory* run_;
   Progress& progress_;
   SingleProcess single_process_;
   Coordinator& coordinator_;
   TrainState state_;
-  SkippedStepCount skipped_{state_.skipped_steps};  // brings state_.skipped_steps up to date without a read per step
+  // The skipped steps (into state_.skipped_steps) and the loss watch, on the device between reads.
+  StepLedger ledger_{state_.skipped_steps};
   Checkpointer checkpointer_;
   std::shared_ptr<RunLog> run_log_;
   std::vector<NamedCallback> callbacks_;  // the run log, the recipe's, the caller's
@@ -149,8 +146,7 @@ class Trainer {
   // From the checkpoint resumed: each rank's data position in state_.epoch (empty when the
   // dataset cannot start part-way); used once, by start_data.
   std::vector<std::int64_t> resume_data_positions_;
-  std::filesystem::path resumed_from_;  // the checkpoint resume() read, if any
-  NonFiniteLossWatch loss_watch_;        // over the applied steps of this process's training
+  std::filesystem::path resumed_from_;   // the checkpoint resume() read, if any
   StopControl stops_;                    // the callbacks' stop requests (StepEnd::control, EpochEnd::control)
 };
 

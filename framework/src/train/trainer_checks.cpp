@@ -14,24 +14,13 @@ namespace fs = std::filesystem;
 bool Trainer::weights_finite() const {
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> finite;
-  for (const at::Tensor& p : c_.model->parameters()) finite.push_back(at::isfinite(p).all());
+  for (const at::Tensor& p : components_.model->parameters()) finite.push_back(at::isfinite(p).all());
   return finite.empty() || at::stack(finite).all().item<bool>();
 }
 
-// A skipped step's inf/NaN loss is the policy's business (a loss scaler backs off); an
-// applied one has put inf/NaN into the weights. An outcome still on the device is combined
-// with the loss there: no read.
-void Trainer::watch_loss(const StepAgreement& agreed, const StepOutcome& applied) {
-  if (agreed.on_host || applied.known()) {
-    if (applied.applied()) loss_watch_.observe(agreed.loss, state_.global_step);
-  } else {
-    loss_watch_.observe_unless_skipped(agreed.loss, applied.skipped_flag(agreed.loss.device()), state_.global_step);
-  }
-}
-
-void Trainer::check_loss_finite() const {
+void Trainer::check_loss_finite() {
   if (!options_.stop_on_nonfinite_loss) return;
-  const std::optional<std::int64_t> step = loss_watch_.first_step();
+  const std::optional<std::int64_t> step = ledger_.first_nonfinite_loss_step();
   if (!step) return;
   const std::string saved = newest_good_checkpoint("it");
   throw runtime_error("the training loss became inf or NaN at step " + std::to_string(*step) + " (epoch " +

@@ -58,7 +58,6 @@ fs::path Trainer::save_epoch_checkpoint(bool mid_epoch) {
   const std::vector<std::int64_t> positions = data_positions();  // every rank takes part
   if (!run_) return {};
   const fs::path file = run_->checkpoints() / "interrupted";
-  skipped_.settle();
   checkpointer_.save(file, positions);
   return file;
 }
@@ -113,7 +112,7 @@ void Trainer::stop_mid_epoch(std::int64_t step) {
                      std::to_string(state_.epoch + 1) + " (global step " + std::to_string(state_.global_step) +
                      "): checkpoint " + file.string());
   }
-  notify("on_interrupt", [&](Callback& c) { c.on_interrupt(state_, file); });
+  notify("on_interrupt", [&](Callback& callback) { callback.on_interrupt(state_, file); });
   coordinator_.barrier();
   throw Error(ErrorKind::interrupted, "interrupted");
 }
@@ -130,7 +129,7 @@ void Trainer::stop_at_epoch_end(bool evaluation_skipped) {
                    " (continue with trainer.resume=" + run_->path().string() + ")");
     run_->append_log("interrupted" + during + after + ": checkpoint " + file.string());
   }
-  notify("on_interrupt", [&](Callback& c) { c.on_interrupt(state_, file); });
+  notify("on_interrupt", [&](Callback& callback) { callback.on_interrupt(state_, file); });
   throw Error(ErrorKind::interrupted, "interrupted");
 }
 
@@ -145,12 +144,11 @@ void Trainer::stop_at_epoch_end(bool evaluation_skipped) {
 // written either (a full disk).
 Error Trainer::with_progress_saved(const Error& failure) {
   if (failure.kind() != ErrorKind::runtime || !run_ || batches_in_weights_ == 0) return failure;
-  if (loss_watch_.first_step() || !weights_finite()) return failure;
+  if (ledger_.first_nonfinite_loss_step() || !weights_finite()) return failure;
   const std::int64_t steps = batches_in_weights_ / options_.accumulate;
   state_.batches_in_epoch = batches_in_weights_;
   const fs::path file = run_->checkpoints() / "interrupted";
   try {
-    skipped_.settle();
     checkpointer_.save(file);  // no data positions: a resume replays the epoch's batches up to here
   } catch (const std::exception&) {
     return failure;

@@ -6,6 +6,7 @@
 // order depends only on the seed and the epoch.
 #include <ATen/CPUGeneratorImpl.h>
 #include <mixt/dataset.h>
+#include <mixt/padded_shards.h>
 #include <mixt/options.h>
 #include <mixt/plugin.h>
 
@@ -21,7 +22,7 @@ namespace fs = std::filesystem;
 
 constexpr const char* kDefaultRoot = "/usr/share/datasets/fashion-mnist";
 
-class FashionMnist : public mixt::Dataset, public mixt::NamedClasses {
+class FashionMnist : public mixt::Dataset, public mixt::NamedClasses, public mixt::PadsShards {
  public:
   FashionMnist(at::Tensor images, at::Tensor labels, std::int64_t batch_size, bool shuffle, bool drop_last,
                bool normalize, double mean, double std, const mixt::DatasetContext& context)
@@ -41,6 +42,9 @@ class FashionMnist : public mixt::Dataset, public mixt::NamedClasses {
   }
 
   std::int64_t size() const override { return shard_size_; }
+  std::int64_t own_samples() const override {
+    return mixt::distributed_sampler_own_samples(images_.size(0), rank_, world_size_);
+  }
   std::int64_t num_classes() const override { return 10; }
   // The dataset's labels, as torchvision's FashionMNIST.classes names them.
   std::vector<std::string> class_names() const override {

@@ -90,10 +90,6 @@ ModelPlan plan_evaluation(const ModelTarget& target, const EvaluateOptions& opti
 }  // namespace
 
 int evaluate(const EvaluateOptions& options) {
-  if (const char* world = std::getenv("WORLD_SIZE"); world && std::atoi(world) > 1) {
-    throw usage_error("mixt evaluate runs in one process, not under torchrun (WORLD_SIZE=" + std::string(world) + ")",
-                      "run it without torchrun: one process evaluates every sample exactly once");
-  }
   if (options.split.empty()) throw usage_error("--split needs a data section's name, e.g. --split val");
   check_writable("--confusion", options.confusion_csv);
   check_writable("--confusion-png", options.confusion_png);
@@ -117,15 +113,23 @@ int evaluate(const EvaluateOptions& options) {
   if (interrupt_requested()) throw Error(ErrorKind::interrupted, "interrupted before the evaluation; nothing was done");
 
   Progress quiet(false, 1, /*quiet=*/true);
-  Trainer trainer(c, e.options, nullptr, quiet);
+  // Under torchrun each rank scores its shard, each sample once (Trainer::evaluate counts no
+  // padding), and the figures are summed; rank 0 reports them.
+  Trainer trainer(c, e.options, nullptr, quiet, e.parallel.get());
+  const bool main_rank = !e.parallel || e.parallel->is_main();
   const bool wants_matrix =
       options.per_class || options.json || !options.confusion_csv.empty() || !options.confusion_png.empty();
   // On stderr, so that --json's stdout stays one document: a large set takes minutes.
-  std::fprintf(stderr, "mixt evaluate: %lld samples of data.%s ...\n", static_cast<long long>(c.val->size()),
-               options.split.c_str());
+  if (main_rank && !e.parallel) {
+    std::fprintf(stderr, "mixt evaluate: %lld samples of data.%s ...\n", static_cast<long long>(c.val->size()),
+                 options.split.c_str());
+  } else if (main_rank) {
+    std::fprintf(stderr, "mixt evaluate: data.%s over %d ranks ...\n", options.split.c_str(), e.parallel->world_size());
+  }
   EvaluationReport report;
   report.evaluation = trainer.evaluate(*c.val, wants_matrix ? &report.confusion : nullptr);
   if (report.evaluation.interrupted) throw Error(ErrorKind::interrupted, "interrupted during the evaluation");
+  if (!main_rank) return 0;
   report.source = !checkpoint.empty() ? checkpoint.string() : named_weights ? recipe_weights(e.recipe) : options.target;
   report.weights = options.ema ? "ema" : "model";
   report.split = options.split;

@@ -44,13 +44,16 @@ struct RankResult {
   std::string log;
 };
 
-// Runs `mixt run r.yaml OVERRIDES[rank]...` as `world` ranks in `dir`; waits for all.
+// Runs `mixt COMMAND... OVERRIDES[rank]...` (`mixt run r.yaml ...` by default) as `world`
+// ranks in `dir`; waits for all.
 std::vector<RankResult> run_ranks(const TempDir& dir, int world, const std::vector<std::vector<std::string>>& overrides,
-                                  double timeout_seconds = 120) {
+                                  double timeout_seconds = 120,
+                                  const std::vector<std::string>& command = {"run", "r.yaml"}) {
   const int port = testing::free_port();
   std::vector<std::unique_ptr<ChildProcess>> ranks;
   for (int r = 0; r < world; ++r) {
-    std::vector<std::string> argv = {MIXT_EXECUTABLE, "run", "r.yaml"};
+    std::vector<std::string> argv = {MIXT_EXECUTABLE};
+    argv.insert(argv.end(), command.begin(), command.end());
     const auto& mine = overrides[static_cast<std::size_t>(r) % overrides.size()];
     argv.insert(argv.end(), mine.begin(), mine.end());
     ranks.push_back(std::make_unique<ChildProcess>(argv, rank_environment(r, world, port), dir.path(),
@@ -190,6 +193,31 @@ TEST(DataParallel, TwoRanksMatchOneProcessWithTheSameGlobalBatchAmpFp16) {
   ASSERT_TRUE(plugins.registry.find(ComponentKind::precision, "amp_fp16"));
   // float16 forward passes round differently with batch 32 than with 64: measured 1.4e-5.
   expect_two_ranks_match_one_process("{ name: amp_fp16 }", 2e-4);
+}
+
+// A validation set that does not divide by the ranks (255 images on 2): DistributedSampler's
+// padding gives each rank 128, and the one repeated image must not be counted. mixt evaluate
+// on two ranks then gives one process's figures: the same sample count and accuracies, the
+// loss up to the order of the sums.
+TEST(DataParallel, EvaluateOnTwoRanksScoresEverySampleOnceAsOneProcessDoes) {
+  TempDir dir;
+  dir.write("r.yaml", kRecipe);
+  const std::vector<std::string> evaluate = {"evaluate", "r.yaml", "--json", "data.val.limit=255",
+                                             "data.val.batch_size=100"};
+  const CommandResult one = run_mixt(evaluate, dir.path());
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const auto single = nlohmann::json::parse(one.output.substr(one.output.find('{')));
+  ASSERT_EQ(single["samples"], 255);
+
+  const auto ranks = run_ranks(dir, 2, {{}}, 120, evaluate);
+  for (const RankResult& rank : ranks) ASSERT_EQ(rank.exit_code, 0) << rank.log;
+  const auto two = nlohmann::json::parse(ranks[0].log.substr(ranks[0].log.find('{')));
+  EXPECT_EQ(two["samples"], 255);
+  EXPECT_EQ(two["top1"], single["top1"]);
+  EXPECT_EQ(two["top5"], single["top5"]);
+  EXPECT_NEAR(two["loss"].get<double>(), single["loss"].get<double>(), 1e-6 * single["loss"].get<double>());
+  EXPECT_EQ(two["confusion"], single["confusion"]);
+  EXPECT_THAT(ranks[1].log, Not(HasSubstr("\"samples\"")));  // rank 0 reports
 }
 
 std::string inf_recipe(const std::string& options) {

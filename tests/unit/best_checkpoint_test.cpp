@@ -11,8 +11,9 @@
 #include "blob_training.h"
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_weights.h"
-#include "test_support.h"
 #include "common/run_directory.h"
+#include "expect_error.h"
+#include "test_support.h"
 #include "train/trainer.h"
 
 namespace mixt {
@@ -118,13 +119,9 @@ TEST(BestCheckpoint, KeepsTheTopKEpochsThroughRotationAndResumesTheRanking) {
 
 TEST(BestCheckpoint, ARunWithoutOneHasNoBestToExport) {
   testing::TempDir dir;
-  try {
-    resolve_best_checkpoint(dir.path());
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.exit_code(), 2);
-    EXPECT_THAT(e.hint(), ::testing::HasSubstr("best_checkpoint callback"));
-  }
+  const Error e = testing::thrown_error([&] { resolve_best_checkpoint(dir.path()); });
+  EXPECT_EQ(e.exit_code(), 2);
+  EXPECT_THAT(e.hint(), ::testing::HasSubstr("best_checkpoint callback"));
 }
 
 }  // namespace

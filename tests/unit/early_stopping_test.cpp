@@ -6,12 +6,13 @@
 #include <optional>
 #include <vector>
 
-#include "blob_training.h"
 #include "assembly/components.h"
+#include "blob_training.h"
+#include "common/run_directory.h"
+#include "expect_error.h"
 #include "plugins.h"
 #include "recipe/recipe_loader.h"
 #include "test_support.h"
-#include "common/run_directory.h"
 #include "train/stop_control.h"
 #include "train/trainer.h"
 
@@ -148,14 +149,11 @@ TEST(EarlyStopping, ListedTwiceEachEntryKeepsItsStateUnderItsLabelOrNumber) {
   EXPECT_EQ(keys("[{name: early_stopping}]"), (std::vector<std::string>{"early_stopping"}));
   EXPECT_EQ(keys("[{name: early_stopping, label: patient, patience: 9}, {name: early_stopping}]"),
             (std::vector<std::string>{"early_stopping:patient", "early_stopping:2"}));
-  try {
-    keys("[{name: early_stopping, label: x}, {name: early_stopping, label: x}]");
-    FAIL() << "expected a recipe error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.exit_code(), 2);
-    EXPECT_THAT(e.message(), HasSubstr("two entries of callback 'early_stopping' keep their state as "
-                                       "'early_stopping:x'"));
-  }
+  const Error e =
+      testing::thrown_error([&] { keys("[{name: early_stopping, label: x}, {name: early_stopping, label: x}]"); });
+  EXPECT_EQ(e.exit_code(), 2);
+  EXPECT_THAT(e.message(), HasSubstr("two entries of callback 'early_stopping' keep their state as "
+                                     "'early_stopping:x'"));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "mixt/dataset.h"
 #include "mixt/decodes_files.h"
+#include "mixt/padded_shards.h"
 
 namespace mixt {
 
@@ -8,6 +9,7 @@ NamedClasses::~NamedClasses() = default;
 ResumesMidEpoch::~ResumesMidEpoch() = default;
 CountsBadSamples::~CountsBadSamples() = default;
 DecodesFiles::~DecodesFiles() = default;
+PadsShards::~PadsShards() = default;
 
 std::vector<std::string> class_names_of(const Dataset& dataset) {
   const auto* named = dynamic_cast<const NamedClasses*>(&dataset);
@@ -15,6 +17,11 @@ std::vector<std::string> class_names_of(const Dataset& dataset) {
 }
 
 const DecodesFiles* file_decoder_of(const Dataset& dataset) { return dynamic_cast<const DecodesFiles*>(&dataset); }
+
+std::int64_t own_samples_of(const Dataset& dataset) {
+  const auto* padded = dynamic_cast<const PadsShards*>(&dataset);
+  return padded ? padded->own_samples() : dataset.size();
+}
 
 std::int64_t bad_samples_of(const Dataset* dataset) {
   const auto* counting = dynamic_cast<const CountsBadSamples*>(dataset);

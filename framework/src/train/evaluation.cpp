@@ -2,6 +2,7 @@
 // data.val, summed over ranks, and the confusion matrix when asked for.
 #include <algorithm>
 
+#include "mixt/padded_shards.h"
 #include "train/accuracy.h"
 #include "train/confusion_matrix.h"
 #include "common/interrupt.h"
@@ -20,30 +21,40 @@ std::vector<std::string> Trainer::other_weights() const {
 }
 
 Evaluation Trainer::evaluate_with_callbacks(Dataset& dataset, const std::string& weights) {
-  notify("on_evaluation_start", [&](Callback& c) { c.on_evaluation_start(state_, weights); });
+  notify("on_evaluation_start", [&](Callback& callback) { callback.on_evaluation_start(state_, weights); });
   // Each rank evaluates its shard with the weights it swapped in: they must be the same.
   if (!weights.empty()) {
-    coordinator_.check_in_sync(*c_.model, "with the " + weights + " weights in for their evaluation after epoch " +
-                                              std::to_string(state_.epoch + 1),
-                               "a callback's evaluated weights must be the same on every rank: derive them from "
-                               "the synchronised weights only (not from rank-local data)");
+    coordinator_.check_in_sync(
+        *components_.model,
+        "with the " + weights + " weights in for their evaluation after epoch " + std::to_string(state_.epoch + 1),
+        "a callback's evaluated weights must be the same on every rank: derive them from "
+        "the synchronised weights only (not from rank-local data)");
   }
   Evaluation eval = evaluate(dataset);
   eval.weights = weights;
-  notify("on_evaluation_end", [&](Callback& c) { c.on_evaluation_end(state_, eval); });
+  notify("on_evaluation_end", [&](Callback& callback) { callback.on_evaluation_end(state_, eval); });
   return eval;
 }
 
 Evaluation Trainer::evaluate(Dataset& dataset, at::Tensor* confusion) {
-  Model& model = *c_.model;
+  Model& model = *components_.model;
   model.eval();
   at::NoGradGuard no_grad;
   dataset.start_epoch(0);
-  at::Tensor loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(c_.device));
-  at::Tensor correct = at::zeros({2}, at::TensorOptions().dtype(at::kLong).device(c_.device));  // top-1, top-k
+  at::Tensor loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(components_.device));
+  at::Tensor correct = at::zeros({2}, at::TensorOptions().dtype(at::kLong).device(components_.device));  // top-1, top-k
   std::int64_t samples = 0, top_k = 0;
   at::Tensor confusion_sum;  // on the device, when asked for
+  // Data parallel: the padding of this rank's shard (samples of other ranks again) is not
+  // counted, so that the sums over ranks count every sample once.
+  std::int64_t own_left = own_samples_of(dataset);
   while (std::optional<Batch> batch = dataset.next_batch()) {
+    if (own_left <= 0) continue;  // padding only: served, not counted
+    if (batch->inputs.size(0) > own_left) {
+      batch->inputs = batch->inputs.slice(0, 0, own_left);
+      batch->targets = batch->targets.slice(0, 0, own_left);
+    }
+    own_left -= batch->inputs.size(0);
     // Ctrl-C: the epoch's checkpoint is written before its evaluation, so stop now, unless
     // the evaluation ends in a collective (data parallel: the stop is agreed at the epoch's end).
     if (coordinator_.may_stop_alone() && interrupt_requested()) {
@@ -53,8 +64,8 @@ Evaluation Trainer::evaluate(Dataset& dataset, at::Tensor* confusion) {
       return stopped;
     }
     const at::Tensor inputs = to_device(batch->inputs);
-    const at::Tensor targets = batch->targets.to(c_.device, true);
-    AutocastScope scope = c_.precision->autocast(c_.device.type());
+    const at::Tensor targets = batch->targets.to(components_.device, true);
+    AutocastScope scope = components_.precision->autocast(components_.device.type());
     const at::Tensor logits = model.forward(inputs);
     loss_sum += at::cross_entropy_loss(logits.to(at::kFloat), targets, {}, at::Reduction::Sum).to(at::kDouble);
     if (top_k == 0) top_k = top_k_for(logits.size(1));

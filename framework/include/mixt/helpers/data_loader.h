@@ -38,6 +38,7 @@
 
 #include "mixt/config.h"
 #include "mixt/dataset.h"
+#include "mixt/padded_shards.h"
 #include "mixt/helpers/sample_rng.h"
 #include "mixt/option_doc.h"
 
@@ -105,6 +106,8 @@ class DataLoader {
   DataLoader& operator=(const DataLoader&) = delete;
 
   std::int64_t size() const;  // samples in this shard per epoch
+  // Of those, the first ones that are this rank's own (the rest are DistributedSampler's padding).
+  std::int64_t own_samples() const;
   std::int64_t batches_per_epoch() const;
   // Starts epoch `epoch`; abandons what is left of the previous one.
   void start_epoch(std::int64_t epoch);
@@ -127,7 +130,7 @@ class DataLoader {
   std::unique_ptr<State> state_;
 };
 
-class LoaderDataset : public Dataset, public ResumesMidEpoch, public CountsBadSamples {
+class LoaderDataset : public Dataset, public ResumesMidEpoch, public CountsBadSamples, public PadsShards {
  public:
   LoaderDataset(std::shared_ptr<const SampleSource> source, LoaderOptions options, std::int64_t num_classes,
                 std::vector<std::int64_t> sample_shape)
@@ -149,6 +152,7 @@ class LoaderDataset : public Dataset, public ResumesMidEpoch, public CountsBadSa
     loader_.start_epoch(epoch, first_batch);
   }
   std::int64_t bad_samples() const override { return loader_.bad_samples(); }
+  std::int64_t own_samples() const override { return loader_.own_samples(); }
   DataLoader& loader() { return loader_; }
 
  private:

@@ -224,6 +224,10 @@ DataLoader::~DataLoader() {
 
 std::int64_t DataLoader::size() const { return state_->shard_size; }
 
+std::int64_t DataLoader::own_samples() const {
+  return distributed_sampler_own_samples(state_->source->size(), state_->options.rank, state_->options.world_size);
+}
+
 std::int64_t DataLoader::batches_per_epoch() const {
   const std::int64_t b = state_->options.batch_size, n = state_->shard_size;
   return state_->options.drop_last ? n / b : (n + b - 1) / b;

@@ -12,10 +12,13 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "run_directories.h"
 #include "test_support.h"
 
 namespace mixt {
 namespace {
+
+using testing::only_run_directory;
 
 const std::string kFixtures = MIXT_FIXTURE_PLUGIN_DIR;
 
@@ -366,13 +369,6 @@ TEST(CliBadInput, RecipeFileThatDoesNotExist) {
 }
 
 // --- real runs -------------------------------------------------------------------------
-
-fs::path only_run_directory(const fs::path& runs) {
-  std::vector<fs::path> found;
-  for (const auto& item : fs::directory_iterator(runs)) found.push_back(item.path());
-  EXPECT_EQ(found.size(), 1u);
-  return found.empty() ? fs::path() : found.front();
-}
 
 TEST(CliRun, TrainsWritesTheRunDirectoryAndResumes) {
   TempDir dir;

@@ -16,10 +16,13 @@
 #include "child_process.h"
 #include "data_support.h"
 #include "plugins.h"
+#include "run_directories.h"
 #include "test_support.h"
 
 namespace mixt {
 namespace {
+
+using testing::only_run_directory;
 
 using testing::ChildProcess;
 using testing::rank_environment;
@@ -67,15 +70,6 @@ std::vector<RankResult> run_ranks(const TempDir& dir, int world, const std::vect
     results.push_back(result);
   }
   return results;
-}
-
-fs::path only_run_directory(const fs::path& output) {
-  std::vector<fs::path> runs;
-  for (const auto& entry : fs::directory_iterator(output / "dp")) {
-    if (entry.is_directory() && !entry.is_symlink()) runs.push_back(entry.path());
-  }
-  if (runs.size() != 1) throw std::runtime_error("expected one run directory in " + (output / "dp").string());
-  return runs[0];
 }
 
 // The model's parameters and buffers as a checkpoint holds them, loaded by the trainer itself.
@@ -132,7 +126,7 @@ void expect_two_ranks_match_one_process(const std::string& precision, double tol
   EXPECT_FALSE(fs::exists(dir.path() / "dual" / "dp" / "rank1")) << "only rank 0 writes";
 
   const auto ckpt = [&](const char* output) {
-    return only_run_directory(dir.path() / output) / "checkpoints" / "epoch-0001";
+    return only_run_directory(dir.path() / output / "dp") / "checkpoints" / "epoch-0001";
   };
   const auto w_single = checkpoint_weights(recipe, ckpt("single"));
   const auto w_dual = checkpoint_weights(recipe, ckpt("dual"));
@@ -178,7 +172,7 @@ TEST(DataParallel, OverlapAndAccumulationGiveTheSameWeights) {
   ASSERT_EQ(accumulated[0].exit_code, 0) << accumulated[0].log;
 
   const auto weights = [&](const char* output) {
-    return checkpoint_weights(recipe, only_run_directory(dir.path() / output) / "checkpoints" / "epoch-0001");
+    return checkpoint_weights(recipe, only_run_directory(dir.path() / output / "dp") / "checkpoints" / "epoch-0001");
   };
   const auto w_single = weights("single");
   EXPECT_EQ(max_difference(weights("overlap"), weights("after")), 0.0);
@@ -243,7 +237,7 @@ TEST(DataParallel, AnInfOnOneRankMakesEveryRankSkipThatStep) {
   EXPECT_THAT(ranks[1].log, HasSubstr("rank 1 skipped step 2"));
   EXPECT_EQ(count(ranks[0].log + ranks[1].log, "skipped step"), 2u) << ranks[0].log << ranks[1].log;
   // Rank 0's metrics: one skipped step, logged from step 2 on.
-  const std::string metrics = testing::read_file(only_run_directory(dir.path() / "runs") / "metrics.jsonl");
+  const std::string metrics = testing::read_file(only_run_directory(dir.path() / "runs" / "dp") / "metrics.jsonl");
   EXPECT_THAT(metrics, HasSubstr("\"skipped_steps\":1.0"));
 }
 
@@ -284,7 +278,7 @@ TEST(DataParallel, EveryRankKeepsTheSameEmaAndRankLocalWeightsAreCaught) {
   const auto ranks = run_ranks(dir, 2, {{}});
   ASSERT_EQ(ranks[0].exit_code, 0) << ranks[0].log << "\n---\n" << ranks[1].log;
   ASSERT_EQ(ranks[1].exit_code, 0) << ranks[1].log;
-  const fs::path run = only_run_directory(dir.path() / "runs");
+  const fs::path run = only_run_directory(dir.path() / "runs" / "dp");
   const std::string metrics = testing::read_file(run / "metrics.jsonl");
   EXPECT_THAT(metrics, HasSubstr("\"val_top1_ema\""));
   std::size_t event_files = 0;  // the tensorboard callback writes from rank 0 only
@@ -340,7 +334,7 @@ TEST(DataParallel, SyncBatchnormTwoRanksMatchOneProcess) {
   ASSERT_EQ(local[0].exit_code, 0) << local[0].log;
 
   const auto weights = [&](const char* output) {
-    return checkpoint_weights(recipe, only_run_directory(dir.path() / output) / "checkpoints" / "epoch-0001");
+    return checkpoint_weights(recipe, only_run_directory(dir.path() / output / "dp") / "checkpoints" / "epoch-0001");
   };
   const auto w_single = weights("single");
   ASSERT_EQ(w_single.count("features.1.running_var"), 1u) << "the batch-norm buffers are compared too";
@@ -386,7 +380,7 @@ TEST(DataParallel, ActivationCheckpointingKeepsTheWeightsOfOverlapAndSyncBatchno
   EXPECT_THAT(kept[0].log, ::testing::Not(::testing::HasSubstr("activation checkpointing:")));
 
   const auto weights = [&](const char* output) {
-    return checkpoint_weights(recipe, only_run_directory(dir.path() / output) / "checkpoints" / "epoch-0001");
+    return checkpoint_weights(recipe, only_run_directory(dir.path() / output / "dp") / "checkpoints" / "epoch-0001");
   };
   const auto w_kept = weights("kept");
   ASSERT_EQ(w_kept.count("features.1.running_var"), 1u) << "the batch-norm buffers are compared too";
@@ -494,7 +488,7 @@ TEST(DataParallel, ARankLostMidEpochCostsNoCompletedStep) {
   EXPECT_EQ(*crashed[0].exit_code, 1) << crashed[0].log;
   EXPECT_EQ(*crashed[1].exit_code, 17) << crashed[1].log;
   EXPECT_THAT(crashed[0].log, HasSubstr("the 2 completed steps of epoch 2 are saved in"));
-  const fs::path run = only_run_directory(dir.path() / "crashed");
+  const fs::path run = only_run_directory(dir.path() / "crashed" / "dp");
   ASSERT_TRUE(fs::exists(run / "checkpoints" / "interrupted")) << crashed[0].log;
 
   const auto resumed = run_ranks(dir, 2, {{"output=crashed", "trainer.resume=" + run.string()}});
@@ -530,7 +524,7 @@ TEST(DataParallel, ANonFiniteLossStopsEveryRankAfterTheSameStep) {
   ASSERT_NE(stopped, "") << ranks[0].log;
   EXPECT_EQ(stopped.substr(0, stopped.find(')')), line_with(ranks[1].log, error).substr(0, stopped.find(')')))
       << ranks[0].log << "\n---\n" << ranks[1].log;
-  EXPECT_FALSE(fs::exists(only_run_directory(dir.path() / "runs") / "checkpoints" / "epoch-0001"));
+  EXPECT_FALSE(fs::exists(only_run_directory(dir.path() / "runs" / "dp") / "checkpoints" / "epoch-0001"));
 }
 
 // SIGINT to one rank only: the stop request is agreed on with the step's loss, so both
@@ -552,7 +546,7 @@ TEST(DataParallel, AnInterruptOnOneRankStopsEveryRankAfterTheSameStep) {
   EXPECT_EQ(*code1, 130) << log1;
   // Epochs here are 4 steps: the signal may land mid-epoch (checkpoints/interrupted) or in
   // an evaluation or checkpoint, where every rank stops at the epoch's checkpoint.
-  const fs::path checkpoints = only_run_directory(dir.path() / "runs") / "checkpoints";
+  const fs::path checkpoints = only_run_directory(dir.path() / "runs" / "dp") / "checkpoints";
   if (log0.find("interrupted: checkpoint written to") != std::string::npos) {
     EXPECT_TRUE(fs::exists(checkpoints / "interrupted"));
   } else {
@@ -583,7 +577,7 @@ TEST(DataParallel, ALoaderDatasetRunInterruptedMidEpochResumesWhereEachRankStood
 
   const auto interrupted = run_ranks(dir, 2, {{"output=interrupted"}});
   for (const auto& rank : interrupted) ASSERT_EQ(rank.exit_code, 130) << rank.log;
-  const fs::path checkpoint = only_run_directory(dir.path() / "interrupted") / "checkpoints" / "interrupted";
+  const fs::path checkpoint = only_run_directory(dir.path() / "interrupted" / "dp") / "checkpoints" / "interrupted";
   const nlohmann::json header = read_checkpoint(checkpoint).header;
   const std::int64_t trained = header.at("batches_in_epoch").get<std::int64_t>();
   EXPECT_GT(trained, 0);
@@ -595,7 +589,7 @@ TEST(DataParallel, ALoaderDatasetRunInterruptedMidEpochResumesWhereEachRankStood
   for (const auto& rank : resumed) ASSERT_EQ(rank.exit_code, 0) << rank.log;
   EXPECT_THAT(resumed[0].log, HasSubstr("resumed from"));
   const auto last = [&](const char* output) {
-    return only_run_directory(dir.path() / output) / "checkpoints" / "epoch-0001";
+    return only_run_directory(dir.path() / output / "dp") / "checkpoints" / "epoch-0001";
   };
   EXPECT_EQ(max_difference(checkpoint_weights(recipe_file, last("straight")),
                            checkpoint_weights(recipe_file, last("resumed"))),
@@ -629,7 +623,7 @@ TEST(DataParallel, TorchrunRestartResumesFromTheLastCheckpoint) {
   const fs::path run = dir.path() / "runs" / "dp" / fs::read_symlink(link);
   EXPECT_TRUE(fs::exists(run / "checkpoints" / "epoch-0002")) << log;
   // One run directory, its metrics continued by the restarted attempt.
-  EXPECT_EQ(only_run_directory(dir.path() / "runs"), run);
+  EXPECT_EQ(only_run_directory(dir.path() / "runs" / "dp"), run);
   const std::string metrics = testing::read_file(run / "metrics.jsonl");
   EXPECT_EQ(count(metrics, "\"event\":\"epoch\""), 2u) << metrics;
 }
@@ -650,7 +644,7 @@ TEST(DataParallel, ARestartedJobResumesItsOwnRunWhenAnotherJobTookItsLink) {
   const testing::CommandResult other =
       testing::run_mixt({"run", "r.yaml", "trainer.epochs=1", "precision.crash_rank=-1"}, dir.path());
   ASSERT_EQ(other.exit_code, 0) << other.output;
-  const fs::path other_run = only_run_directory(dir.path() / "runs");
+  const fs::path other_run = only_run_directory(dir.path() / "runs" / "dp");
   const std::string other_metrics = testing::read_file(other_run / "metrics.jsonl");
 
   const int port = testing::free_port();

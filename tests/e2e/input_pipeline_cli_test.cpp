@@ -9,9 +9,12 @@
 #include "child_process.h"
 #include "data_support.h"
 #include "mixt/helpers/safetensors.h"
+#include "run_directories.h"
 
 namespace mixt {
 namespace {
+
+using testing::only_run_directory;
 
 std::string recipe(const std::string& root) {
   return "name: folder\n"
@@ -40,13 +43,6 @@ TEST(InputPipelineCli, TrainsOnAnImageFolderTreeSkippingBadFiles) {
   // Counted, not only named once: the two bad files, in training and in validation.
   EXPECT_THAT(result.output, HasSubstr(", 4 bad samples skipped"));
   EXPECT_THAT(result.output, HasSubstr("skipped 4 bad samples"));
-}
-
-fs::path only_run_directory(const fs::path& runs) {
-  std::vector<fs::path> found;
-  for (const auto& entry : fs::directory_iterator(runs)) found.push_back(entry.path());
-  EXPECT_EQ(found.size(), 1u) << runs;
-  return found.empty() ? runs : found.front();
 }
 
 // The run directory says which output is which class (classes.txt), and its recipe.yaml

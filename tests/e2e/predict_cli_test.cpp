@@ -21,13 +21,6 @@
 namespace mixt {
 namespace {
 
-namespace fs = std::filesystem;
-using ::testing::HasSubstr;
-using ::testing::Not;
-using testing::CommandResult;
-using testing::run_mixt;
-using testing::TempDir;
-
 const std::string kColourRecipe = R"(name: colours
 model:     { name: simple_cnn, channels: [8, 16], hidden: 32 }
 precision: { name: fp32 }

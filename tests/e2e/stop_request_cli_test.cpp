@@ -8,10 +8,13 @@
 
 #include "checkpoint/checkpoint.h"
 #include "child_process.h"
+#include "run_directories.h"
 #include "test_support.h"
 
 namespace mixt {
 namespace {
+
+using testing::only_run_directory;
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
@@ -37,15 +40,6 @@ output: runs
 )";
 }
 
-fs::path only_run_directory(const fs::path& output) {
-  std::vector<fs::path> runs;
-  for (const auto& entry : fs::directory_iterator(output / "stop")) {
-    if (entry.is_directory() && !entry.is_symlink()) runs.push_back(entry.path());
-  }
-  if (runs.size() != 1) throw std::runtime_error("expected one run directory in " + (output / "stop").string());
-  return runs[0];
-}
-
 std::vector<nlohmann::json> stop_events(const fs::path& run) {
   std::vector<nlohmann::json> found;
   std::istringstream lines(testing::read_file(run / "metrics.jsonl"));
@@ -64,7 +58,7 @@ TEST(StopRequestCli, AfterAStepAndAfterAnEvaluationTheRunEndsNormally) {
   EXPECT_THAT(step.output, HasSubstr("done: 6 optimizer steps (0 skipped)"));
   EXPECT_THAT(step.output, HasSubstr("; stopped early by fixture_stop_request: asked at step 6\n"));
   EXPECT_THAT(step.output, HasSubstr("test accuracy: "));
-  const fs::path step_run = only_run_directory(dir.path() / "step");
+  const fs::path step_run = only_run_directory(dir.path() / "step" / "stop");
   EXPECT_TRUE(fs::exists(step_run / "checkpoints" / "interrupted"));
   EXPECT_EQ(read_checkpoint(step_run / "checkpoints" / "interrupted").header["global_step"], 6);
   ASSERT_EQ(stop_events(step_run).size(), 1u);
@@ -76,7 +70,7 @@ TEST(StopRequestCli, AfterAStepAndAfterAnEvaluationTheRunEndsNormally) {
   EXPECT_THAT(epoch.output, HasSubstr("done: 8 optimizer steps (0 skipped)"));
   EXPECT_THAT(epoch.output, HasSubstr("; stopped early by fixture_stop_request: asked after epoch 2\n"));
   EXPECT_THAT(epoch.output, HasSubstr("test accuracy: "));
-  const fs::path epoch_run = only_run_directory(dir.path() / "epoch");
+  const fs::path epoch_run = only_run_directory(dir.path() / "epoch" / "stop");
   EXPECT_EQ(fs::read_symlink(epoch_run / "checkpoints" / "last"), "epoch-0002");
   EXPECT_FALSE(fs::exists(epoch_run / "checkpoints" / "epoch-0003"));
   ASSERT_EQ(stop_events(epoch_run).size(), 1u);
@@ -114,7 +108,7 @@ TEST(StopRequestCli, ARequestOnOneRankStopsBothRanksAtTheSamePoint) {
     EXPECT_THAT(logs[0], HasSubstr("done: " + std::to_string(c.steps) + " optimizer steps (0 skipped)"));
     EXPECT_THAT(logs[0], HasSubstr("; stopped early by fixture_stop_request: " + c.reason + "\n"));
     EXPECT_THAT(logs[0], HasSubstr("test accuracy: "));
-    const fs::path run = only_run_directory(dir.path() / "runs");
+    const fs::path run = only_run_directory(dir.path() / "runs" / "stop");
     EXPECT_EQ(read_checkpoint(run / "checkpoints" / c.checkpoint).header["global_step"], c.steps);
     ASSERT_EQ(stop_events(run).size(), 1u);
     EXPECT_EQ(stop_events(run)[0]["step"], c.steps);
@@ -130,7 +124,7 @@ TEST(StopRequestCli, EarlyStoppingEndsARunAndExportBestReadsItsBestCheckpoint) {
   const auto run = testing::run_mixt({"run", "r.yaml"}, dir.path());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("; stopped early by early_stopping: val_loss did not improve for 1 epoch (best "));
-  const fs::path run_dir = only_run_directory(dir.path() / "runs");
+  const fs::path run_dir = only_run_directory(dir.path() / "runs" / "stop");
   EXPECT_EQ(fs::read_symlink(run_dir / "checkpoints" / "best"), "best-epoch-0001");
   const auto exported = testing::run_mixt({"export", run_dir.string(), "--best", "-o", "best.safetensors"}, dir.path());
   ASSERT_EQ(exported.exit_code, 0) << exported.output;

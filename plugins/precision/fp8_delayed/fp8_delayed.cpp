@@ -8,17 +8,16 @@
 // scale stays). The casts of a step use the scales of the steps before it; they start at 1.
 // In a data-parallel run slot 0 is all-reduced (max) before the update, so every rank casts
 // alike. Histories and scales are checkpointed with the masters.
-#include <mixt/helpers/float8.h>
-#include <mixt/helpers/master_weights.h>
-#include <mixt/plugin.h>
-
 #include <ATen/autocast_mode.h>
+#include <mixt/helpers/float8.h>
+#include <mixt/plugin.h>
 
 #include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "../common/bf16_master_policy.h"
 #include "../common/float8_layers.h"
 
 namespace {
@@ -74,37 +73,25 @@ class DelayedScalingLinear : public mixt::LinearFunction {
   at::Tensor history_, scales_;
 };
 
-class Fp8DelayedPolicy : public mixt::PrecisionPolicy {
+class Fp8DelayedPolicy : public mixt::precision::Bf16MasterPolicy {
  public:
   Fp8DelayedPolicy(mixt::precision::Float8LayerOptions layers, std::int64_t history_len, bool most_recent,
                    std::int64_t margin, const mixt::Communicator* communicator)
-      : layers_(std::move(layers)),
+      : Bf16MasterPolicy(layers.fp32_modules),
+        layers_(std::move(layers)),
         history_len_(history_len),
         most_recent_(most_recent),
         margin_(margin),
         communicator_(communicator) {}
 
-  void setup(torch::nn::Module& model, at::Device /*device*/) override {
-    mixt::cast_model(model, at::kBFloat16,
-                     [&](const std::string& name) { return mixt::lies_under(name, layers_.fp32_modules); });
+  void setup(torch::nn::Module& model, at::Device device) override {
+    Bf16MasterPolicy::setup(model, device);
     const mixt::precision::Float8Layers chosen = mixt::precision::choose_float8_layers(model, layers_);
     for (const mixt::LinearLayer& layer : chosen.float8) {
       functions_.push_back(std::make_shared<DelayedScalingLinear>(history_len_));
       layer.set_function(functions_.back());
     }
     mixt::precision::warn_misaligned("fp8_delayed", chosen);
-  }
-  std::vector<std::pair<std::string, at::Tensor>> optimizer_parameters(torch::nn::Module& model) override {
-    return masters_.make(model);
-  }
-  mixt::AutocastScope autocast(at::DeviceType device) const override {
-    return mixt::AutocastScope(device, at::kBFloat16);
-  }
-  void gradients_ready(mixt::Optimizer& /*optimizer*/) override { masters_.hand_gradients(); }
-  mixt::StepOutcome step(mixt::Optimizer& optimizer) override {
-    optimizer.step();
-    masters_.round_into_model();
-    return true;
   }
   void update() override {
     if (functions_.empty()) return;
@@ -118,7 +105,7 @@ class Fp8DelayedPolicy : public mixt::PrecisionPolicy {
     for (const auto& f : functions_) f->update(most_recent_, margin_);
   }
   void save(torch::serialize::OutputArchive& archive) const override {
-    masters_.save(archive);
+    Bf16MasterPolicy::save(archive);
     if (functions_.empty()) return;
     std::vector<at::Tensor> histories, scales;
     for (const auto& f : functions_) {
@@ -129,7 +116,7 @@ class Fp8DelayedPolicy : public mixt::PrecisionPolicy {
     archive.write("fp8_scales", at::stack(scales));
   }
   void load(torch::serialize::InputArchive& archive) override {
-    masters_.load(archive);
+    Bf16MasterPolicy::load(archive);
     if (functions_.empty()) return;
     at::Tensor histories, scales;
     archive.read("fp8_amax_history", histories);
@@ -155,7 +142,6 @@ class Fp8DelayedPolicy : public mixt::PrecisionPolicy {
   std::int64_t margin_;
   const mixt::Communicator* communicator_;
   std::vector<std::shared_ptr<DelayedScalingLinear>> functions_;
-  mixt::MasterWeights masters_;
 };
 
 std::unique_ptr<mixt::PrecisionPolicy> make_fp8_delayed(const mixt::Config& c, const mixt::PrecisionContext& context) {

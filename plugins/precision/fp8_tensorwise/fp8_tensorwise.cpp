@@ -5,47 +5,32 @@
 // autocast(bfloat16), with float32 master weights in the optimizer. No state beyond the
 // masters: the scales are computed from each tensor as it is cast.
 #include <mixt/helpers/float8.h>
-#include <mixt/helpers/master_weights.h>
 #include <mixt/plugin.h>
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "../common/bf16_master_policy.h"
 #include "../common/float8_layers.h"
 
 namespace {
 
-class Fp8TensorwisePolicy : public mixt::PrecisionPolicy {
+class Fp8TensorwisePolicy : public mixt::precision::Bf16MasterPolicy {
  public:
-  explicit Fp8TensorwisePolicy(mixt::precision::Float8LayerOptions layers) : layers_(std::move(layers)) {}
+  explicit Fp8TensorwisePolicy(mixt::precision::Float8LayerOptions layers)
+      : Bf16MasterPolicy(layers.fp32_modules), layers_(std::move(layers)) {}
 
-  void setup(torch::nn::Module& model, at::Device /*device*/) override {
-    mixt::cast_model(model, at::kBFloat16,
-                     [&](const std::string& name) { return mixt::lies_under(name, layers_.fp32_modules); });
+  void setup(torch::nn::Module& model, at::Device device) override {
+    Bf16MasterPolicy::setup(model, device);
     const mixt::precision::Float8Layers chosen = mixt::precision::choose_float8_layers(model, layers_);
     const auto function = std::make_shared<mixt::Float8TensorwiseLinear>();
     for (const mixt::LinearLayer& layer : chosen.float8) layer.set_function(function);
     mixt::precision::warn_misaligned("fp8_tensorwise", chosen);
   }
-  std::vector<std::pair<std::string, at::Tensor>> optimizer_parameters(torch::nn::Module& model) override {
-    return masters_.make(model);
-  }
-  mixt::AutocastScope autocast(at::DeviceType device) const override {
-    return mixt::AutocastScope(device, at::kBFloat16);
-  }
-  void gradients_ready(mixt::Optimizer& /*optimizer*/) override { masters_.hand_gradients(); }
-  mixt::StepOutcome step(mixt::Optimizer& optimizer) override {
-    optimizer.step();
-    masters_.round_into_model();
-    return true;
-  }
-  void save(torch::serialize::OutputArchive& archive) const override { masters_.save(archive); }
-  void load(torch::serialize::InputArchive& archive) override { masters_.load(archive); }
 
  private:
   mixt::precision::Float8LayerOptions layers_;
-  mixt::MasterWeights masters_;
 };
 
 std::unique_ptr<mixt::PrecisionPolicy> make_fp8_tensorwise(const mixt::Config& c,

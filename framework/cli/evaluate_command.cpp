@@ -94,7 +94,7 @@ int evaluate(const EvaluateOptions& options) {
   check_writable("--confusion", options.confusion_csv);
   check_writable("--confusion-png", options.confusion_png);
   if (!options.confusion_png.empty()) check_heat_maps_drawable(options.confusion_png);
-  const ModelTarget target = resolve_model_target(options.target, "evaluate");
+  const ModelTarget target = resolve_model_target(options.target, "evaluate", options.best);
   install_interrupt_handlers("mixt: stopping the evaluation (again to quit at once)");
 
   ModelPlan plan = plan_evaluation(target, options);

@@ -13,6 +13,7 @@ struct EvaluateOptions {
   std::string split = "val";           // the data.* section scored
   std::string precision;               // a policy name instead of the recipe's; empty: the recipe's
   bool ema = false;                    // the ema callback's average instead of the model's weights
+  bool best = false;                   // the run's best checkpoint instead of its newest
   bool per_class = false;
   std::string confusion_csv;  // files to write; empty: none
   std::string confusion_png;

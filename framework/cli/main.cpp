@@ -22,6 +22,9 @@
 
 namespace {
 
+constexpr const char* kBestHelp =
+    "the run's best checkpoint (checkpoints/best, kept by the best_checkpoint callback) instead of its newest";
+
 int report(const mixt::Error& error) {
   std::string text = "mixt: ";
   if (error.kind() != mixt::ErrorKind::interrupted) text += "error: ";
@@ -136,8 +139,7 @@ int main(int argc, char** argv) {
   bool ema = false;
   export_->add_flag("--ema", ema, "the ema callback's average of the weights instead of the model's own");
   bool best = false;
-  export_->add_flag("--best", best,
-                    "the run's best checkpoint (checkpoints/best, kept by the best_checkpoint callback)");
+  export_->add_flag("--best", best, kBestHelp);
 
   mixt::cli::PredictOptions predict_options;
   auto* predict = app.add_subcommand(
@@ -160,6 +162,7 @@ int main(int argc, char** argv) {
   predict->add_flag("--json", predict_options.json, "the predictions (and the images skipped) as JSON on stdout");
   predict->add_option("--csv", predict_options.csv, "write the predictions to FILE: image,rank,index,class,probability");
   predict->add_flag("--ema", predict_options.ema, "the ema callback's average of the weights (from a checkpoint)");
+  predict->add_flag("--best", predict_options.best, kBestHelp);
   predict->add_option("--input", predict_options.input,
                       "instead of --image: a safetensors file with the input batch (N x C x H x W, transformed)");
   predict->add_option("--output", predict_options.output, "with --input: the safetensors file to write the outputs to");
@@ -176,6 +179,7 @@ int main(int argc, char** argv) {
   evaluate->add_option("--precision", evaluate_options.precision,
                        "a precision policy instead of the recipe's (with its defaults), e.g. fp32");
   evaluate->add_flag("--ema", evaluate_options.ema, "the ema callback's average of the weights (from a checkpoint)");
+  evaluate->add_flag("--best", evaluate_options.best, kBestHelp);
   evaluate->add_flag("--per-class", evaluate_options.per_class, "top-1 accuracy of each class, by name");
   evaluate->add_option("--confusion", evaluate_options.confusion_csv, "write the confusion matrix as CSV to FILE");
   evaluate->add_option("--confusion-png", evaluate_options.confusion_png,

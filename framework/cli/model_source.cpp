@@ -26,17 +26,22 @@ bool is_checkpoint_file(const fs::path& file) {
 
 }  // namespace
 
-ModelTarget resolve_model_target(const std::string& argument, const std::string& command) {
+ModelTarget resolve_model_target(const std::string& argument, const std::string& command, bool best) {
   std::error_code ec;
   fs::path path(argument);
   if (!fs::exists(path, ec)) throw usage_error(argument + ": no such file or directory", kTargetHint);
   const std::string extension = path.extension().string();
+  if (best && !fs::is_directory(path, ec)) {
+    throw usage_error("--best takes a run directory (or its checkpoints/), and " + argument + " is a file",
+                      "name the run directory, or the file without --best");
+  }
   if (fs::is_regular_file(path, ec) && (extension == ".yaml" || extension == ".yml")) return {path, {}, {}};
   if (fs::is_regular_file(path, ec) && !is_checkpoint_file(path)) {
     throw usage_error(argument + " is neither a recipe (.yaml) nor a mixt checkpoint", kTargetHint);
   }
   ModelTarget target;
-  target.checkpoint = resolve_checkpoint(path, "mixt " + command + "'s argument");
+  const std::string key_path = "mixt " + command + "'s argument";
+  target.checkpoint = best ? resolve_best_checkpoint(path, key_path) : resolve_checkpoint(path, key_path);
   // runs/<name>/<timestamp>/checkpoints/<file>: the run directory holds recipe.yaml.
   fs::path run = fs::absolute(path);
   if (!run.has_filename()) run = run.parent_path();

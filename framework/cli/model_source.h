@@ -21,7 +21,9 @@ struct ModelTarget {
 };
 
 // `command` ("evaluate") names the command in errors. A usage error for anything else.
-ModelTarget resolve_model_target(const std::string& argument, const std::string& command);
+// `best`: the run's best checkpoint (checkpoints/best, kept by the best_checkpoint callback)
+// rather than its newest; the argument must then be a run directory or its checkpoints/.
+ModelTarget resolve_model_target(const std::string& argument, const std::string& command, bool best = false);
 
 // The recipe to build (no trainer.resume) and the checkpoint to load: none for a recipe,
 // or when model.weights= on the command line names other weights (those, under the run's

@@ -341,7 +341,7 @@ int predict(const PredictOptions& options) {
     if (options.batch < 1) throw usage_error("--batch must be 1 or more, got " + std::to_string(options.batch));
     if (!options.csv.empty()) check_writable(options.csv);
   }
-  const ModelTarget target = resolve_model_target(options.target, "predict");
+  const ModelTarget target = resolve_model_target(options.target, "predict", options.best);
   if (images) install_interrupt_handlers("mixt: stopping (again to quit at once)");
   ModelPlan plan = plan_model(target, options.overrides, options.ema);
   Session session;

@@ -13,6 +13,7 @@ struct PredictOptions {
   std::string target;                  // a recipe, a run directory, its checkpoints/ or a checkpoint
   std::vector<std::string> overrides;  // key=value, as for `mixt run`
   bool ema = false;                    // the ema callback's average (from a checkpoint)
+  bool best = false;                   // the run's best checkpoint instead of its newest
   // Image mode.
   std::vector<std::string> images;  // files and folders (walked, sorted, the dataset's extensions)
   std::string transforms;           // YAML (a preset name or a list) instead of data.val's transforms

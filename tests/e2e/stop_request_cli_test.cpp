@@ -4,7 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "checkpoint/checkpoint.h"
 #include "child_process.h"
@@ -48,6 +50,17 @@ std::vector<nlohmann::json> stop_events(const fs::path& run) {
     if (event.value("event", "") == "stop") found.push_back(event);
   }
   return found;
+}
+
+// The run's "epoch" event of `epoch`.
+nlohmann::json epoch_event(const fs::path& run, std::int64_t epoch) {
+  std::istringstream lines(testing::read_file(run / "metrics.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    const nlohmann::json event = nlohmann::json::parse(line);
+    if (event.value("event", "") == "epoch" && event.value("epoch", std::int64_t{-1}) == epoch) return event;
+  }
+  ADD_FAILURE() << "no epoch " << epoch << " in " << run / "metrics.jsonl";
+  return {};
 }
 
 TEST(StopRequestCli, AfterAStepAndAfterAnEvaluationTheRunEndsNormally) {
@@ -132,6 +145,38 @@ TEST(StopRequestCli, EarlyStoppingEndsARunAndExportBestReadsItsBestCheckpoint) {
   const auto none = testing::run_mixt({"export", dir.path().string(), "--best", "-o", "x.safetensors"}, dir.path());
   EXPECT_EQ(none.exit_code, 2) << none.output;
   EXPECT_THAT(none.output, HasSubstr("no best checkpoint in"));
+}
+
+// `mixt evaluate RUN --best` scores the best epoch's weights (its figures are that epoch's,
+// not the last one's), and trainer.resume=RUN/checkpoints/best goes on from the best epoch.
+TEST(StopRequestCli, EvaluateAndResumeTakeTheBestCheckpoint) {
+  TempDir dir;
+  dir.write("r.yaml", recipe("{name: best_checkpoint, mode: max}"));  // max of a falling loss: epoch 1
+  ASSERT_EQ(testing::run_mixt({"run", "r.yaml", "trainer.epochs=2"}, dir.path()).exit_code, 0);
+  const fs::path run = only_run_directory(dir.path() / "runs" / "stop");
+  ASSERT_EQ(fs::read_symlink(run / "checkpoints" / "best"), "best-epoch-0001");
+  const auto scored = testing::run_mixt({"evaluate", run.string(), "--best", "--json"}, dir.path());
+  ASSERT_EQ(scored.exit_code, 0) << scored.output;
+  const auto start = scored.output.find("{\n");
+  ASSERT_NE(start, std::string::npos) << scored.output;
+  const nlohmann::json report =
+      nlohmann::json::parse(scored.output.substr(start, scored.output.rfind('}') - start + 1));
+  EXPECT_DOUBLE_EQ(report["loss"].get<double>(), epoch_event(run, 1)["val_loss"].get<double>());
+  EXPECT_NE(report["loss"].get<double>(), epoch_event(run, 2)["val_loss"].get<double>());
+
+  const auto file = testing::run_mixt({"evaluate", (run / "checkpoints" / "last").string(), "--best"}, dir.path());
+  EXPECT_EQ(file.exit_code, 2) << file.output;
+  EXPECT_THAT(file.output, HasSubstr("--best takes a run directory"));
+
+  const auto resumed = testing::run_mixt(
+      {"run", "r.yaml", "trainer.epochs=3", "trainer.resume=" + (run / "checkpoints" / "best").string()}, dir.path());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  std::vector<fs::path> runs;
+  for (const auto& entry : fs::directory_iterator(dir.path() / "runs" / "stop")) runs.push_back(entry.path());
+  std::sort(runs.begin(), runs.end());
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(read_checkpoint(runs[1] / "checkpoints" / "epoch-0002").header["global_step"], 8);
+  EXPECT_EQ(epoch_event(runs[1], 2)["val_loss"], epoch_event(run, 2)["val_loss"]);  // the same epoch 2 again
 }
 
 }  // namespace

@@ -45,7 +45,6 @@ void draw_axes(cv::Mat& image, const LrPlotFrame& f) {
   }
   cv::rectangle(image, {f.left, f.top}, {f.right, f.bottom}, kInk, 1, cv::LINE_8);
   text(image, "learning rate (log scale)", {(f.left + f.right) / 2 - 90, f.height - 14}, 0.5);
-  text(image, "smoothed loss", {8, f.top - 6}, 0.42);
 }
 }  // namespace
 

@@ -164,7 +164,7 @@ int lr_find(const LrFindOptions& options) {
     for (const LrRangePoint& p : plotted) plot.points.emplace_back(p.lr, p.smoothed);
     if (suggested) plot.suggestion = std::make_pair(suggested->lr, suggested->smoothed);
     plot.frame = frame;
-    plot.title = "mixt lr-find: " + e.name + " (" + policy + ")";
+    plot.title = "mixt lr-find: " + e.name + " (" + policy + "), smoothed training loss";
     write_lr_curve_plot(options.png, plot);
   }
 

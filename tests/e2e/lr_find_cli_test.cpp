@@ -4,11 +4,15 @@
 // flags as usage errors (exit 2).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <thread>
 
+#include "child_process.h"
 #include "run_directories.h"
 #include "test_support.h"
 
@@ -189,6 +193,81 @@ TEST_F(LrFindCli, ThePngPlotsTheCurveTheJsonHolds) {
   EXPECT_EQ(marker_astray, 0);
 }
 #endif
+
+// amp_fp16's loss scaler skips steps on the CPU (its first scale overflows float16 here):
+// they are in the JSON as skipped, take no ramp step (the ramp still has --steps applied
+// ones) and are not plotted.
+TEST(LrFindPolicies, StepsALossScalerSkipsAreCountedAndNotPlotted) {
+  TempDir dir;
+  dir.write("r.yaml", testing::kTinyRecipe);
+  const CommandResult result =
+      run_mixt({"lr-find", "r.yaml", "precision={name: amp_fp16}", "--steps", "20", "--json", "c.json"}, dir.path());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const auto curve = nlohmann::json::parse(testing::read_file(dir.path() / "c.json"));
+  EXPECT_EQ(curve["precision"], "amp_fp16");
+  std::int64_t skipped = 0, applied = 0;
+  double previous_lr = 0;
+  for (const auto& p : curve["points"]) {
+    const bool was_skipped = p.value("skipped", false);
+    skipped += was_skipped;
+    applied += !was_skipped;
+    if (was_skipped) {
+      EXPECT_FALSE(p["plotted"].get<bool>()) << p.dump();
+    }
+    EXPECT_GE(p["lr"].get<double>(), previous_lr);
+    previous_lr = p["lr"].get<double>();
+  }
+  ASSERT_GT(skipped, 0) << "amp_fp16 skipped no step: the test no longer covers skipped steps\n" << result.output;
+  EXPECT_EQ(curve["skipped"].get<std::int64_t>(), skipped);
+  EXPECT_EQ(applied, 20);
+  EXPECT_EQ(curve["applied"].get<std::int64_t>(), 20);
+  EXPECT_THAT(result.output, HasSubstr("(" + std::to_string(skipped) + " skipped)"));
+}
+
+// Under torchrun every rank runs the ramp on its shard, the loss averaged over them; rank 0
+// alone writes the curve and prints.
+TEST(LrFindDistributed, TwoRanksStepTogetherAndRankZeroWrites) {
+  TempDir dir;
+  dir.write("r.yaml", testing::kTinyRecipe);
+  const int port = testing::free_port();
+  std::vector<std::unique_ptr<testing::ChildProcess>> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.push_back(std::make_unique<testing::ChildProcess>(
+        std::vector<std::string>{MIXT_EXECUTABLE, "lr-find", "r.yaml", "--steps", "20", "--json",
+                                 "curve" + std::to_string(r) + ".json",
+                                 "trainer.distributed={backend: gloo, timeout: 30}"},
+        testing::rank_environment(r, 2, port), dir.path(), dir.path() / ("rank" + std::to_string(r) + ".log")));
+  }
+  for (int r = 0; r < 2; ++r) {
+    const std::optional<int> code = ranks[static_cast<std::size_t>(r)]->wait_for(120);
+    EXPECT_EQ(code, std::optional<int>(0)) << testing::read_file(dir.path() / ("rank" + std::to_string(r) + ".log"));
+  }
+  const std::string rank0 = testing::read_file(dir.path() / "rank0.log");
+  const std::string rank1 = testing::read_file(dir.path() / "rank1.log");
+  EXPECT_THAT(rank0, HasSubstr("2 ranks"));
+  EXPECT_THAT(rank0, HasSubstr("suggested: optimizer.lr="));
+  EXPECT_THAT(rank1, Not(HasSubstr("suggested:")));
+  EXPECT_FALSE(fs::exists(dir.path() / "curve1.json"));
+  const auto curve = nlohmann::json::parse(testing::read_file(dir.path() / "curve0.json"));
+  EXPECT_EQ(curve["applied"], 20);
+}
+
+// Ctrl-C stops the test after the step under way: exit 130, no curve written.
+TEST(LrFindSignals, CtrlCExits130AndWritesNothing) {
+  TempDir dir;
+  dir.write("r.yaml", testing::kTinyRecipe);
+  testing::ChildProcess child({MIXT_EXECUTABLE, "lr-find", "r.yaml", "--steps", "100000", "--max", "1e-3"}, {},
+                              dir.path(), dir.path() / "log");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (testing::read_file(dir.path() / "log").find("step   20") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  child.signal(SIGINT);
+  EXPECT_EQ(child.wait_for(60), std::optional<int>(130)) << testing::read_file(dir.path() / "log");
+  EXPECT_THAT(testing::read_file(dir.path() / "log"), HasSubstr("mixt: interrupted"));
+  EXPECT_FALSE(fs::exists(dir.path() / "runs"));
+}
 
 TEST(LrFindUsage, BadFlagsAreUsageErrors) {
   TempDir dir;

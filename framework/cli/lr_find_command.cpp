@@ -48,6 +48,10 @@ void check_options(const LrFindOptions& o) {
   if (o.steps < 2) throw usage_error("--steps must be at least 2", "the default, 100, suits most recipes");
   check_writable("--json", o.json);
   check_writable("--png", o.png);
+  const std::string extension = fs::path(o.png).extension().string();
+  if (!o.png.empty() && extension != ".png" && extension != ".PNG") {
+    throw usage_error("--png " + o.png + ": the plot is a PNG file", "name a file ending in .png");
+  }
   if (!o.png.empty()) check_lr_curves_drawable(o.png);
 }
 

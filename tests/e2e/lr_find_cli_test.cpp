@@ -279,6 +279,7 @@ TEST(LrFindUsage, BadFlagsAreUsageErrors) {
                                              {"lr-find", "r.yaml", "--min", "1e-2", "--max", "1e-3"},
                                              {"lr-find", "r.yaml", "--steps", "many"},
                                              {"lr-find", "r.yaml", "--json", "no/such/dir/curve.json"},
+                                             {"lr-find", "r.yaml", "--png", "curve.txt"},
                                              {"lr-find"}}) {
     const CommandResult result = run_mixt(args, dir.path());
     EXPECT_EQ(result.exit_code, 2) << ::testing::PrintToString(args) << "\n" << result.output;

@@ -1,5 +1,5 @@
 // `mixt evaluate --confusion-png`: the confusion matrix as a heat map, drawn with OpenCV
-// (a build without OpenCV says so instead: confusion_heat_map_unavailable.cpp).
+// in a module of its own (drawing_module.h; a build without OpenCV says so instead).
 #pragma once
 
 #include <ATen/ATen.h>

@@ -1,20 +1,21 @@
 // mixt — the command line. Parses arguments with CLI11, dispatches to a subcommand, and
 // turns every failure into one clear message and the documented exit code:
 // 0 ok, 1 runtime failure, 2 bad usage/recipe/plugin, 130 interrupted.
-#include <CLI/CLI.hpp>
 #include <c10/util/Exception.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
 
 #include "bench.h"
 #include "commands.h"
+#include "common/closest_match.h"
+#include "common/first_line.h"
 #include "diagnose_command.h"
 #include "evaluate_command.h"
-#include "common/first_line.h"
+#include "lr_find_command.h"
 #include "mixt/error.h"
-#include "common/closest_match.h"
 #include "predict_command.h"
 #include "startup_signals.h"
 #include "train/out_of_memory.h"
@@ -64,7 +65,7 @@ int report_usage(const CLI::App& app, const CLI::ParseError& error, int argc, ch
     hint = mixt::suggestion_hint(argv[1], commands, "commands");
   } else if (dynamic_cast<const CLI::ExtrasError*>(&error) &&
              (command == "run" || command == "check" || command == "diagnose" || command == "evaluate" ||
-              command == "predict")) {
+              command == "predict" || command == "lr-find")) {
     hint = "recipe settings are key=value overrides, without dashes: trainer.epochs=2 optimizer.lr=0.1";
   } else {
     hint = command.empty() ? "mixt --help lists the commands" : "mixt " + command + " --help shows its usage";
@@ -186,6 +187,20 @@ int main(int argc, char** argv) {
                        "draw the confusion matrix as a PNG heat map");
   evaluate->add_flag("--json", evaluate_options.json, "the figures, per-class accuracy and matrix as JSON on stdout");
 
+  mixt::cli::LrFindOptions lr_find_options;
+  auto* lr_find = app.add_subcommand(
+      "lr-find", "learning-rate range test: an exponential lr ramp from the recipe's start, the suggested lr");
+  lr_find->add_option("recipe", lr_find_options.recipe, "recipe YAML file")->required();
+  lr_find->add_option("overrides", lr_find_options.overrides, "key=value overrides, as for mixt run");
+  lr_find->add_option("--min", lr_find_options.min_lr, "the ramp's first learning rate")->capture_default_str();
+  lr_find->add_option("--max", lr_find_options.max_lr, "its last")->capture_default_str();
+  lr_find->add_option("--steps", lr_find_options.steps, "optimizer steps of the ramp (skipped ones not counted)")
+      ->capture_default_str();
+  lr_find->add_option("--json", lr_find_options.json,
+                      "write the curve to FILE (default: <output>/lr-find/<name>.json)");
+  lr_find->add_option("--png", lr_find_options.png,
+                      "draw the smoothed loss against log lr, suggestion marked, as a PNG");
+
   mixt::diagnose::DiagnoseOptions diagnose_options;
   bool json = false;
   auto* diagnose = app.add_subcommand("diagnose", "find where a recipe's precision overflows or underflows, and the fix");
@@ -215,6 +230,7 @@ int main(int argc, char** argv) {
     if (*run) return mixt::cli::run(recipe, overrides);
     if (*check) return mixt::cli::check(recipe, overrides);
     if (*evaluate) return mixt::cli::evaluate(evaluate_options);
+    if (*lr_find) return mixt::cli::lr_find(lr_find_options);
     if (*diagnose) return mixt::cli::diagnose(recipe, overrides, diagnose_options, json);
     if (*list) return mixt::cli::list(kind, glob, recipe);
     if (*describe) return mixt::cli::describe(kind, name, recipe);

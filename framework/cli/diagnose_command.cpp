@@ -1,10 +1,10 @@
 #include "diagnose_command.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "experiment/session.h"
 
@@ -43,6 +43,36 @@ std::string scale_path(const diagnose::Observations& o) {
   if (changes == 0) return number(o.steps.front().loss_scale) + " throughout";
   return number(o.steps.front().loss_scale) + " -> " + number(o.steps.back().loss_scale) + " (lowest " +
          number(lowest) + ", " + std::to_string(changes) + " changes)";
+}
+
+// Per float8 layer, each operand's underflow and saturation, and the layers to keep in bfloat16.
+void print_float8(const Diagnosis& d) {
+  const auto& layers = d.observed.float8_layers;
+  if (layers.empty()) return;
+  const bool later = layers.front().later[0].values > 0;
+  std::printf(
+      "\nfloat8 layers: values their casts lose, of the non-zero ones (%s; e4m3: max 448, smallest "
+      "subnormal 2^-9; e5m2: max 57344, 2^-16)\n",
+      later ? "steps after the first" : "the first step");
+  std::printf("  %-28s %21s %21s %21s\n", "", "input (e4m3)", "weight (e4m3)", "output grad (e5m2)");
+  std::printf("  %-28s %10s %10s %10s %10s %10s %10s\n", "layer", "underflow", "saturated", "underflow", "saturated",
+              "underflow", "saturated");
+  for (const diagnose::Float8Layer& layer : layers) {
+    std::printf("  %-28s", layer.name.c_str());
+    for (const diagnose::Float8CastCounts& c : layer.judged()) {
+      std::printf(" %10s %10s", percent(c.underflow, c.nonzero).c_str(), percent(c.saturated, c.nonzero).c_str());
+    }
+    std::printf("%s\n", diagnose::keep_in_bfloat16(layer) ? "  keep in bfloat16" : "");
+  }
+  const std::string limits = "underflow above " + format("%g%%", 100 * diagnose::kFloat8UnderflowLimit) +
+                             " or saturation above " + format("%g%%", 100 * diagnose::kFloat8SaturationLimit);
+  if (d.fp8_exclude) {
+    std::printf("float8: %zu of %zu layers lose too much (%s): to keep them in bfloat16, add to the recipe\n  %s\n",
+                d.float8_keep.size(), layers.size(), limits.c_str(),
+                diagnose::fp8_exclude_line(*d.fp8_exclude).c_str());
+  } else {
+    std::printf("float8: no layer loses too much (%s)\n", limits.c_str());
+  }
 }
 
 void print_table(const Diagnosis& d, const diagnose::DiagnoseOptions& options) {
@@ -96,6 +126,8 @@ void print_table(const Diagnosis& d, const diagnose::DiagnoseOptions& options) {
                 static_cast<long long>(worst[i].second.nonzero));
   }
 
+  print_float8(d);
+
   std::printf("\n");
   if (d.healthy) {
     std::printf("healthy: every loss finite, %lld of %zu steps skipped: nothing to fix\n",
@@ -142,6 +174,28 @@ nlohmann::json to_json(const Diagnosis& d, int exit_code) {
   for (const auto& [name, c] : d.observed.parameters) {
     parameters.push_back({{"name", name}, {"nonzero", c.nonzero}, {"flushed", c.flushed}, {"flushed_fraction", c.fraction()}});
   }
+  json float8_layers = json::array();
+  const auto casts = [](const std::array<diagnose::Float8CastCounts, 3>& by_operand) {
+    json operands;
+    const char* names[] = {"input", "weight", "grad_output"};
+    for (std::size_t i = 0; i < by_operand.size(); ++i) {
+      const diagnose::Float8CastCounts& c = by_operand[i];
+      operands[names[i]] = {{"values", c.values},
+                            {"nonzero", c.nonzero},
+                            {"underflow", c.underflow},
+                            {"saturated", c.saturated},
+                            {"underflow_fraction", c.underflow_fraction()},
+                            {"saturated_fraction", c.saturated_fraction()}};
+    }
+    return operands;
+  };
+  for (const diagnose::Float8Layer& layer : d.observed.float8_layers) {
+    json entry = casts(layer.judged());
+    entry["name"] = layer.name;
+    entry["first_step"] = casts(layer.first_step);
+    entry["keep_in_bfloat16"] = diagnose::keep_in_bfloat16(layer);
+    float8_layers.push_back(entry);
+  }
   for (const auto& t : d.trials) {
     trials.push_back({{"fp32_modules", t.fp32_modules}, {"steps", t.steps}, {"skipped", t.skipped},
                       {"losses_finite", t.losses_finite}, {"healthy", t.healthy}});
@@ -159,12 +213,21 @@ nlohmann::json to_json(const Diagnosis& d, int exit_code) {
                  {"healthy", d.healthy},
                  {"trials", trials},
                  {"fix", nullptr},
+                 {"recipe_fp8_exclude", d.recipe_fp8_exclude},
+                 {"float8_layers", float8_layers},
+                 {"float8_limits",
+                  {{"underflow_fraction", diagnose::kFloat8UnderflowLimit},
+                   {"saturated_fraction", diagnose::kFloat8SaturationLimit}}},
+                 {"fp8_exclude", nullptr},
                  {"exit_code", exit_code}};
   if (d.observed.first_nonfinite) {
     report["first_nonfinite"] = {{"module", d.observed.first_nonfinite->module}, {"step", d.observed.first_nonfinite->step}};
   }
   if (d.fix) {
     report["fix"] = {{"fp32_modules", *d.fix}, {"recipe_line", diagnose::fp32_modules_line(*d.fix)}, {"minimal", d.fix_minimal}};
+  }
+  if (d.fp8_exclude) {
+    report["fp8_exclude"] = {{"modules", *d.fp8_exclude}, {"recipe_line", diagnose::fp8_exclude_line(*d.fp8_exclude)}};
   }
   return report;
 }

@@ -203,7 +203,8 @@ int main(int argc, char** argv) {
 
   mixt::diagnose::DiagnoseOptions diagnose_options;
   bool json = false;
-  auto* diagnose = app.add_subcommand("diagnose", "find where a recipe's precision overflows or underflows, and the fix");
+  auto* diagnose = app.add_subcommand(
+      "diagnose", "find where a recipe's precision overflows or underflows (float16, float8), and the fix");
   diagnose->add_option("recipe", recipe, "recipe YAML file")->required();
   diagnose->add_option("--steps", diagnose_options.steps, "optimizer steps per run")->capture_default_str();
   diagnose->add_option("--max-trials", diagnose_options.max_trials, "runs the fp32_modules search may make")

@@ -1,6 +1,8 @@
 // `mixt diagnose`: on a fixture model whose middle block overflows float16 on purpose
 // (tests/fixtures/plugins/overflowing_model.cpp), it names the block, finds the
-// fp32_modules that make the same steps healthy, and a run with them is healthy.
+// fp32_modules that make the same steps healthy, and a run with them is healthy. Under a
+// float8 policy, on a fixture model whose one float8 layer sees a few huge outliers
+// (tests/fixtures/plugins/float8_outliers.cpp), it names that layer and only it.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -142,6 +144,92 @@ TEST(DiagnoseCli, ABadRecipeIsExitTwoWithItsLocation) {
   EXPECT_EQ(report.exit_code, 2) << report.output;
   EXPECT_THAT(report.output, HasSubstr("r.yaml:3:"));
   EXPECT_THAT(report.output, HasSubstr("amp_fp16"));  // the closest match
+}
+
+const std::string kFloat8Recipe =
+    "plugins: [" + std::string(MIXT_FIXTURE_PLUGIN_DIR) + "/libmixt_fixture_float8_outliers.so]\n" +
+    "model: {name: fixture_float8_outliers}\n"
+    "precision: {name: fp8_tensorwise}\n"
+    "optimizer: {name: sgd, lr: 0.01}\n"
+    "data: {train: {name: synthetic, shape: [8], num_classes: 4, size: 256, batch_size: 32}}\n"
+    "trainer: {device: cpu, epochs: 1, log_every: 1000}\n";
+
+std::vector<std::string> float8_layer_names(const nlohmann::json& report) {
+  std::vector<std::string> names;
+  for (const auto& layer : report["float8_layers"]) names.push_back(layer["name"]);
+  return names;
+}
+
+// Tensorwise scaling: spiky's input scale comes from its outliers of 1e7, so the rest of
+// its values (about 1) fall below e4m3's smallest subnormal; nothing saturates.
+TEST(DiagnoseCli, Float8TensorwiseNamesTheLayerWhoseOutliersMakeTheRestUnderflow) {
+  TempDir dir;
+  dir.write("r.yaml", kFloat8Recipe);
+  int exit_code = -1;
+  const nlohmann::json report = json_report(dir, {"diagnose", "r.yaml", "--steps", "6", "--json"}, &exit_code);
+  EXPECT_EQ(exit_code, 0);
+  // first and head stay bfloat16 (exclude_first_last): the float8 layers are the two between.
+  ASSERT_EQ(float8_layer_names(report), (std::vector<std::string>{"hidden", "spiky"})) << report.dump(2);
+  const auto& hidden = report["float8_layers"][0];
+  const auto& spiky = report["float8_layers"][1];
+  EXPECT_GT(spiky["input"]["underflow_fraction"].get<double>(), 0.9) << spiky.dump(2);
+  EXPECT_EQ(spiky["input"]["saturated"], 0);
+  EXPECT_EQ(spiky["keep_in_bfloat16"], true);
+  for (const char* operand : {"input", "weight", "grad_output"}) {
+    EXPECT_GT(hidden[operand]["nonzero"].get<std::int64_t>(), 0) << operand;
+    EXPECT_LT(hidden[operand]["underflow_fraction"].get<double>(), 0.01) << operand << hidden.dump(2);
+    EXPECT_EQ(hidden[operand]["saturated"], 0) << operand;
+  }
+  EXPECT_EQ(hidden["keep_in_bfloat16"], false);
+  ASSERT_FALSE(report["fp8_exclude"].is_null()) << report.dump(2);
+  EXPECT_EQ(report["fp8_exclude"]["modules"], (std::vector<std::string>{"spiky"}));
+  EXPECT_EQ(report["fp8_exclude"]["recipe_line"], "precision.fp8_exclude: [spiky]");
+
+  const CommandResult table = run_mixt({"diagnose", "r.yaml", "--steps", "6"}, dir.path());
+  ASSERT_EQ(table.exit_code, 0) << table.output;
+  EXPECT_THAT(table.output, HasSubstr("float8: 1 of 2 layers lose too much")) << table.output;
+  EXPECT_THAT(table.output, HasSubstr("add to the recipe\n  precision.fp8_exclude: [spiky]\n")) << table.output;
+
+  // The line applied: spiky computes in bfloat16, and no float8 layer is left to name.
+  const nlohmann::json fixed =
+      json_report(dir, {"diagnose", "r.yaml", "--steps", "6", "--json", "precision.fp8_exclude=[spiky]"}, &exit_code);
+  EXPECT_EQ(float8_layer_names(fixed), (std::vector<std::string>{"hidden"}));
+  EXPECT_TRUE(fixed["fp8_exclude"].is_null()) << fixed.dump(2);
+  EXPECT_EQ(fixed["recipe_fp8_exclude"], (std::vector<std::string>{"spiky"}));
+}
+
+// Delayed scaling: outliers of 1e3 from step 4 on, where the scales of the steps before
+// (from amaxes about 1, with margin 1 for ordinary growth) cannot take them: they saturate.
+// Under tensorwise scaling the same outliers lose nothing (1e3 leaves the rest in range).
+TEST(DiagnoseCli, Float8DelayedNamesTheLayerWhoseJumpSaturates) {
+  TempDir dir;
+  dir.write("r.yaml", kFloat8Recipe);
+  const std::vector<std::string> jump = {"model.outlier=1000", "model.outliers_from_step=4"};
+  std::vector<std::string> args = {
+      "diagnose", "r.yaml", "--steps", "6", "--json", "precision.name=fp8_delayed", "precision.margin=1"};
+  args.insert(args.end(), jump.begin(), jump.end());
+  int exit_code = -1;
+  const nlohmann::json report = json_report(dir, args, &exit_code);
+  EXPECT_EQ(exit_code, 0);
+  EXPECT_EQ(report["policy"], "fp8_delayed");
+  ASSERT_EQ(float8_layer_names(report), (std::vector<std::string>{"hidden", "spiky"})) << report.dump(2);
+  const auto& hidden = report["float8_layers"][0];
+  const auto& spiky = report["float8_layers"][1];
+  EXPECT_EQ(spiky["input"]["saturated"], 4) << spiky.dump(2);  // four rows, at the one step of the jump
+  EXPECT_EQ(spiky["first_step"]["input"]["saturated"], 0);
+  EXPECT_EQ(spiky["keep_in_bfloat16"], true);
+  for (const char* operand : {"input", "weight", "grad_output"}) {
+    EXPECT_EQ(hidden[operand]["saturated"], 0) << operand << hidden.dump(2);
+    EXPECT_LT(hidden[operand]["underflow_fraction"].get<double>(), 0.01) << operand << hidden.dump(2);
+  }
+  EXPECT_EQ(report["fp8_exclude"]["modules"], (std::vector<std::string>{"spiky"})) << report.dump(2);
+
+  std::vector<std::string> tensorwise = {"diagnose", "r.yaml", "--steps", "6", "--json"};
+  tensorwise.insert(tensorwise.end(), jump.begin(), jump.end());
+  const nlohmann::json calm = json_report(dir, tensorwise, &exit_code);
+  ASSERT_EQ(float8_layer_names(calm), (std::vector<std::string>{"hidden", "spiky"})) << calm.dump(2);
+  EXPECT_EQ(calm["float8_layers"][1]["input"]["saturated"], 0);
+  EXPECT_TRUE(calm["fp8_exclude"].is_null()) << calm.dump(2);
 }
 
 }  // namespace

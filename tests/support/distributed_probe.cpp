@@ -6,6 +6,10 @@
 //                                   bucketed gradient average, each checked exactly
 //   distributed_probe die           rank 1 dies at once; rank 0 reports its all-reduce's
 //                                   error and how long it took
+//   distributed_probe train R DIR   trains recipe R as `mixt run` does (its process group
+//                                   from the recipe), then writes this rank's precision
+//                                   state and parameters to DIR/rank<r>.pt: what no
+//                                   checkpoint shows, since only rank 0 writes one
 //
 // Prints "PROBE OK" and exits 0 when every check passes; "MISMATCH: ..." and exit 3 if not.
 #include <ATen/ATen.h>
@@ -16,7 +20,10 @@
 #include <string>
 
 #include "distributed/data_parallel.h"
+#include "experiment/session.h"
 #include "mixt/error.h"
+#include "train/progress.h"
+#include "train/trainer.h"
 
 using mixt::ReduceOp;
 using mixt::distributed::DataParallel;
@@ -147,11 +154,37 @@ int die(DataParallel& dp) {
   return 3;
 }
 
+int train(const std::string& recipe, const std::string& out) {
+  mixt::Session session;
+  mixt::Experiment e = session.prepare(recipe, {});
+  if (!e.parallel) {
+    std::printf("no process group\n");
+    return 2;
+  }
+  mixt::Progress quiet(false, 1000, /*quiet=*/true);
+  mixt::Trainer(e.components, e.options, nullptr, quiet, e.parallel.get()).fit();
+  torch::serialize::OutputArchive archive;
+  e.components.precision->save(archive);  // a float8 policy's fp8_amax_history, fp8_scales
+  // The optimizer's parameters (a master-weight policy's float32 masters) and the model's, flat.
+  const auto flat = [](const std::vector<at::Tensor>& tensors) {
+    std::vector<at::Tensor> flattened;
+    for (const at::Tensor& t : tensors) flattened.push_back(t.detach().flatten().to(at::kFloat));
+    return at::cat(flattened);
+  };
+  archive.write("optimizer_parameters", flat(e.components.optimizer->parameters()));
+  archive.write("model_parameters", flat(e.components.model->parameters()));
+  const std::string file = out + "/rank" + std::to_string(e.parallel->rank()) + ".pt";
+  archive.save_to(file);
+  std::printf("PROBE OK rank %d of %d: %s\n", e.parallel->rank(), e.parallel->world_size(), file.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   try {
+    if (mode == "train" && argc == 4) return train(argv[2], argv[3]);
     const auto environment = mixt::distributed::LaunchEnvironment::from_process_environment();
     if (!environment) {
       std::printf("no RANK/WORLD_SIZE in the environment\n");

@@ -5,11 +5,12 @@
 #include <map>
 #include <set>
 
+#include "common/warnings.h"
+#include "diagnose/float8_watch.h"
 #include "diagnose/module_watch.h"
 #include "diagnose/observing_policy.h"
 #include "train/progress.h"
 #include "train/trainer.h"
-#include "common/warnings.h"
 
 namespace mixt::diagnose {
 
@@ -23,13 +24,24 @@ std::string fp32_modules_line(const std::vector<std::string>& modules) {
   return "precision.fp32_modules: " + flow_list(modules);
 }
 
+std::string fp8_exclude_line(const std::vector<std::string>& modules) {
+  return "precision.fp8_exclude: " + flow_list(modules);
+}
+
+bool keep_in_bfloat16(const Float8Layer& layer) {
+  for (const Float8CastCounts& c : layer.judged()) {
+    if (c.underflow_fraction() > kFloat8UnderflowLimit || c.saturated_fraction() > kFloat8SaturationLimit) return true;
+  }
+  return false;
+}
+
 namespace {
 
 struct RunResult {
   Observations observed;
   std::optional<std::string> stopped;
   std::string policy, device;
-  std::vector<std::string> recipe_fp32_modules;
+  std::vector<std::string> recipe_fp32_modules, recipe_fp8_exclude;
 
   // A run that stopped early (its weights went inf/NaN) is not healthy either.
   bool healthy(const DiagnoseOptions& options) const {
@@ -66,10 +78,12 @@ RunResult run_steps(Session& session, const std::filesystem::path& recipe, std::
   }
   result.device = e.components.device.str();
   result.recipe_fp32_modules = e.recipe.config().section("precision").strings("fp32_modules", {});
+  result.recipe_fp8_exclude = e.recipe.config().section("precision").strings("fp8_exclude", {});
   Components& components = e.components;
   components.val.reset();
   components.callbacks.clear();
   ModuleWatch watch(*components.model, result.observed);
+  const Float8Watch float8(*components.model, result.observed);  // the policy's setup has installed its functions
   components.precision = std::make_unique<ObservingPolicy>(std::move(components.precision),
                                                            parameter_names(*components.model, *components.optimizer),
                                                            result.observed, watch);
@@ -184,6 +198,14 @@ Diagnosis diagnose(Session& session, const std::filesystem::path& recipe, const 
   d.healthy = observed.healthy(options);
   d.observed = std::move(observed.observed);
   d.stopped = observed.stopped;
+  d.recipe_fp8_exclude = observed.recipe_fp8_exclude;
+  for (const Float8Layer& layer : d.observed.float8_layers) {
+    if (keep_in_bfloat16(layer)) d.float8_keep.push_back(layer.name);
+  }
+  if (!d.float8_keep.empty()) {
+    d.fp8_exclude = d.recipe_fp8_exclude;
+    d.fp8_exclude->insert(d.fp8_exclude->end(), d.float8_keep.begin(), d.float8_keep.end());
+  }
   if (d.healthy) return d;
 
   // The candidates: every module the model routed and the recipe does not keep already.

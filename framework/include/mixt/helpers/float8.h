@@ -15,6 +15,9 @@
 //
 // A recipe of your own (another scale rule, delayed scaling) is a LinearFunction whose
 // forward chooses the scales and calls float8_linear(input, weight, bias, scales).
+//
+// A Float8CastObserver sees each cast float8_linear() makes, with the scale it casts with
+// (mixt diagnose counts what underflows and saturates, whatever the recipe's scale rule).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -46,6 +49,34 @@ struct Float8LinearScales {
 // input, weight and bias.
 at::Tensor float8_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                          const Float8LinearScales& scales = {});
+
+// The operands float8_linear() casts: input and weight in the forward (e4m3), the output
+// gradient in the backward (e5m2).
+enum class Float8Operand { input, weight, grad_output };
+
+// Sees the casts of float8_linear(): `x` the high-precision operand (2-D, the weight
+// transposed), `scale` the float32 scalar it is multiplied by before the clamp and the cast
+// to `float8_dtype`. Called before the cast, on the thread that makes it.
+class Float8CastObserver {
+ public:
+  virtual ~Float8CastObserver();
+  virtual void observe(Float8Operand operand, const at::Tensor& x, const at::Tensor& scale,
+                       at::ScalarType float8_dtype) = 0;
+};
+
+// While a scope lives, the float8_linear() calls of this thread report their casts to
+// `observer` (the scope before it is restored on exit); a call's backward reports to the
+// observer its forward saw, which it keeps alive until then. Without a scope: no cost.
+class Float8CastObserverScope {
+ public:
+  explicit Float8CastObserverScope(std::shared_ptr<Float8CastObserver> observer);
+  ~Float8CastObserverScope();
+  Float8CastObserverScope(const Float8CastObserverScope&) = delete;
+  Float8CastObserverScope& operator=(const Float8CastObserverScope&) = delete;
+
+ private:
+  std::shared_ptr<Float8CastObserver> previous_;
+};
 
 // The LinearFunction of torchao's "tensorwise" recipe.
 class Float8TensorwiseLinear : public LinearFunction {

@@ -4,11 +4,27 @@
 #include <torch/autograd.h>
 
 #include <limits>
+#include <utility>
 #include <vector>
 
 namespace mixt {
 
+Float8CastObserver::~Float8CastObserver() = default;
+
 namespace {
+
+thread_local std::shared_ptr<Float8CastObserver> current_observer;
+
+// The observer a forward saw, kept in its autograd context for the backward.
+struct ObserverHolder : torch::CustomClassHolder {
+  explicit ObserverHolder(std::shared_ptr<Float8CastObserver> o) : observer(std::move(o)) {}
+  std::shared_ptr<Float8CastObserver> observer;
+};
+
+void report(Float8CastObserver* observer, Float8Operand operand, const at::Tensor& x, const at::Tensor& scale,
+            at::ScalarType dtype) {
+  if (observer) observer->observe(operand, x, scale, dtype);
+}
 
 constexpr at::ScalarType kE4m3 = at::kFloat8_e4m3fn;
 constexpr at::ScalarType kE5m2 = at::kFloat8_e5m2;
@@ -54,9 +70,12 @@ class Float8Matmul : public torch::autograd::Function<Float8Matmul> {
     const NoAutocast no_autocast;
     const at::Tensor x = input.reshape({-1, input.size(-1)});
     const at::Tensor input_scale = scales.input.defined() ? scales.input : dynamic_scale(x, kE4m3);
+    Float8CastObserver* observer = current_observer.get();
+    report(observer, Float8Operand::input, x, input_scale, kE4m3);
     const at::Tensor x8 = cast_to_float8(x, input_scale, kE4m3);
     const at::Tensor weight_t = weight.t();
     const at::Tensor weight_scale = scales.weight.defined() ? scales.weight : dynamic_scale(weight_t, kE4m3);
+    report(observer, Float8Operand::weight, weight_t, weight_scale, kE4m3);
     const at::Tensor w8_t = cast_to_float8(weight_t, weight_scale, kE4m3);
     at::Tensor output = scaled_mm(x8, input_scale, w8_t, weight_scale, input.scalar_type(), /*fast_accum=*/true);
 
@@ -64,6 +83,8 @@ class Float8Matmul : public torch::autograd::Function<Float8Matmul> {
     ctx->saved_data["input_sizes"] = input.sizes().vec();
     if (scales.grad_output.defined()) ctx->saved_data["grad_output_scale"] = scales.grad_output;
     if (scales.grad_output_amax.defined()) ctx->saved_data["grad_output_amax"] = scales.grad_output_amax;
+    if (observer)
+      ctx->saved_data["observer"] = c10::IValue::make_capsule(c10::make_intrusive<ObserverHolder>(current_observer));
     std::vector<std::int64_t> sizes = input.sizes().vec();
     sizes.back() = weight.size(0);
     return output.reshape(sizes);
@@ -81,6 +102,10 @@ class Float8Matmul : public torch::autograd::Function<Float8Matmul> {
     }
     const auto given = ctx->saved_data.find("grad_output_scale");
     const at::Tensor g_scale = given != ctx->saved_data.end() ? given->second.toTensor() : dynamic_scale(g, kE5m2);
+    if (const auto observer = ctx->saved_data.find("observer"); observer != ctx->saved_data.end()) {
+      const auto holder = c10::static_intrusive_pointer_cast<ObserverHolder>(observer->second.toCapsule());
+      report(holder->observer.get(), Float8Operand::grad_output, g, g_scale, kE5m2);
+    }
     const at::Tensor g8 = cast_to_float8(g, g_scale, kE5m2);
 
     const at::Tensor grad_input =
@@ -102,6 +127,11 @@ at::Tensor cast_to_float8(const at::Tensor& x, const at::Tensor& scale, at::Scal
   const double max = float8_max(float8_dtype);
   return at::clamp(x.to(at::kFloat) * scale, -max, max).to(float8_dtype);
 }
+
+Float8CastObserverScope::Float8CastObserverScope(std::shared_ptr<Float8CastObserver> observer)
+    : previous_(std::exchange(current_observer, std::move(observer))) {}
+
+Float8CastObserverScope::~Float8CastObserverScope() { current_observer = std::move(previous_); }
 
 at::Tensor float8_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                          const Float8LinearScales& scales) {

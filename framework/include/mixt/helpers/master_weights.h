@@ -96,7 +96,7 @@ class MasterWeights {
 
   // Every (name, parameter, master), for a policy that moves the masters into the model
   // itself: after the optimizer's step, write each master's rounding into `parameter`
-  // (in place, under NoGradGuard) and drop its gradient (`master.mutable_grad() = {}`), as
+  // (in place, under NoGradGuard) and drop its gradient (`master.mutable_grad() = at::Tensor()`), as
   // round_into_model() does.
   const std::vector<Pair>& pairs() const { return pairs_; }
 

@@ -1,17 +1,29 @@
-// my_master — a master-weight policy written outside the mixt tree: the model in bfloat16
-// (half the memory for weights, activations and gradients), the optimizer on float32
-// copies of the weights, so that small updates accumulate instead of rounding away. Each
-// method is one step of the precision contract (mixt/precision.h); the bookkeeping is the
-// SDK's mixt::MasterWeights (mixt/helpers/master_weights.h). docs/precision.md walks
-// through it; the in-tree bf16_master is the same policy.
+// my_master — a master-weight policy written outside the mixt tree that rounds the way the
+// in-tree bf16_master does not: the model in bfloat16, the optimizer on float32 copies of the
+// weights ("masters"), and after each step every master is rounded into the model
+// *stochastically* (stochastic_rounding.h), so that the bfloat16 weights equal the masters on
+// average instead of each update below half a bfloat16 gap rounding away. The bookkeeping is
+// the SDK's mixt::MasterWeights (mixt/helpers/master_weights.h); docs/precision.md walks
+// through it.
+//
+// Reproducible and resumable bit for bit: the random bits of step n come from a generator
+// seeded by (seed, n), so the checkpoint needs only the step count besides the masters (a
+// generator's state would do too, but it is device-specific and 5 KB for the CPU's).
+#include <ATen/CPUGeneratorImpl.h>
 #include <mixt/helpers/master_weights.h>
+#include <mixt/options.h>
 #include <mixt/plugin.h>
+
+#include <cstdint>
+
+#include "stochastic_rounding.h"
 
 namespace {
 
 class MyMasterPolicy : public mixt::PrecisionPolicy {
  public:
-  explicit MyMasterPolicy(std::vector<std::string> fp32_modules) : fp32_modules_(std::move(fp32_modules)) {}
+  MyMasterPolicy(std::vector<std::string> fp32_modules, std::int64_t seed)
+      : fp32_modules_(std::move(fp32_modules)), seed_(static_cast<std::uint64_t>(seed)) {}
 
   // Once, before the optimizer exists: the model to bfloat16, but the recipe's fp32_modules.
   void setup(torch::nn::Module& model, at::Device) override {
@@ -23,36 +35,63 @@ class MyMasterPolicy : public mixt::PrecisionPolicy {
   std::vector<std::pair<std::string, at::Tensor>> optimizer_parameters(torch::nn::Module& model) override {
     return masters_.make(model);
   }
-  // Under autocast, float32 modules and bfloat16 ones meet without casts by hand.
   mixt::AutocastScope autocast(at::DeviceType device) const override {
     return mixt::AutocastScope(device, at::kBFloat16);
   }
-  // After backward (and the ranks' average): the model's gradients become the masters',
-  // so that clipping and the optimizer see float32 gradients.
+  // Before clipping: the model's gradients become the masters' (float32).
   void gradients_ready(mixt::Optimizer&) override { masters_.hand_gradients(); }
-  // The optimizer updates the masters; the model gets their rounding.
+
+  // The optimizer updates the masters; the model gets their stochastic rounding.
   mixt::StepOutcome step(mixt::Optimizer& optimizer) override {
     optimizer.step();
-    masters_.round_into_model();
+    // A generator per step, seeded from (seed, step): a resume draws the same bits.
+    const at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(seed_ + 0x9E3779B97F4A7C15ull * steps_);
+    ++steps_;
+    at::NoGradGuard no_grad;
+    for (const mixt::MasterWeights::Pair& pair : masters_.pairs()) {
+      if (pair.parameter.scalar_type() == at::kBFloat16) {
+        const at::Tensor bits = my_master::random_rounding_bits(pair.master, generator);
+        pair.parameter.copy_(my_master::stochastic_round_to_bf16(pair.master, bits));
+      } else {
+        pair.parameter.copy_(pair.master);  // an fp32_modules parameter: nothing to round
+      }
+      pair.master.mutable_grad() = at::Tensor();  // no float32 gradients through the next forward
+    }
     return true;
   }
-  // The masters are the real weights: checkpoints keep them, `mixt export` writes them.
-  void save(torch::serialize::OutputArchive& archive) const override { masters_.save(archive); }
-  void load(torch::serialize::InputArchive& archive) override { masters_.load(archive); }
+
+  // The masters are the real weights (`mixt export` writes them); the step count makes the
+  // rounding of a resumed run the one it would have had without the interruption.
+  void save(torch::serialize::OutputArchive& archive) const override {
+    masters_.save(archive);
+    archive.write("my_master.steps", c10::IValue(static_cast<std::int64_t>(steps_)));
+  }
+  void load(torch::serialize::InputArchive& archive) override {
+    masters_.load(archive);
+    c10::IValue steps;
+    archive.read("my_master.steps", steps);
+    steps_ = static_cast<std::uint64_t>(steps.toInt());
+  }
 
  private:
   std::vector<std::string> fp32_modules_;
+  std::uint64_t seed_;
+  std::uint64_t steps_ = 0;
   mixt::MasterWeights masters_;
 };
 
+const mixt::Option<std::int64_t> kSeed{"seed", 0, "seeds the stochastic rounding (step n draws from seed and n)"};
+
 void register_components(mixt::Registrar& registrar) {
-  registrar.add_precision("my_master", {"bfloat16 model, float32 master weights (an out-of-tree example)", {}},
-                          [](const mixt::Config&, const mixt::PrecisionContext& context) {
-                            return std::unique_ptr<mixt::PrecisionPolicy>(
-                                std::make_unique<MyMasterPolicy>(context.fp32_modules));
-                          });
+  registrar.add_precision(
+      "my_master",
+      {"example: bfloat16 model, float32 master weights rounded into it stochastically (unbiased)", {kSeed}},
+      [](const mixt::Config& c, const mixt::PrecisionContext& context) {
+        return std::unique_ptr<mixt::PrecisionPolicy>(
+            std::make_unique<MyMasterPolicy>(context.fp32_modules, kSeed.read(c)));
+      });
 }
 
 }  // namespace
 
-MIXT_PLUGIN("my_master", "0.1.0", register_components)
+MIXT_PLUGIN("my_master", "0.2.0", register_components)

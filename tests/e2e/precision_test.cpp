@@ -2,13 +2,15 @@
 // (recipes/fashion_mnist.yaml, policy overridden on the command line) to a real accuracy;
 // amp_fp16 logs loss_scale and skipped_steps to metrics.jsonl and the progress line;
 // fp32_modules errors; and the out-of-tree example of docs/precision.md is installed, built
-// and run with the very commands the document shows.
+// from its installed copy and run with the very commands the document shows, its
+// stochastic-rounding master weights resumed bit for bit.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
+#include <nlohmann/json.hpp>
 #include <regex>
 
+#include "run_directories.h"
 #include "test_support.h"
 
 namespace mixt {
@@ -161,17 +163,19 @@ TEST(PrecisionCli, Fp32ModulesAreCheckedAgainstTheModel) {
   }
 }
 
+// Followed as an installed-SDK user would: the installed copy of the example
+// (share/mixt/examples/custom_precision), not the source tree's.
 TEST(PrecisionCli, CustomPrecisionExampleBuildsAndRunsAsDocumented) {
   TempDir dir;
-  testing::lay_out_example(dir, "custom_precision");
+  fs::create_directory_symlink(MIXT_BINARY_DIR, dir.path() / "build");  // the checkout's build, installed first
   // A shorter run than the document's, and nothing else changed.
   const std::string documented = testing::documented_commands("docs/precision.md", "custom_precision");
-  const std::string shorter = " trainer.max_steps_per_epoch=30 'model.channels=[8, 16]' data.val.limit=1000";
+  const std::string shorter = " trainer.max_steps_per_epoch=30 'model.channels=[8, 16]' data.val.limit=500";
   const std::string script = testing::replace_once(
       testing::replace_once(documented, "run recipe.yaml", "run recipe.yaml" + shorter), "run recipe_master.yaml",
       "run recipe_master.yaml" + shorter);
-  const CommandResult result =
-      testing::run_shell(script, dir.path(), "HOME=" + testing::shell_quote(dir.path().string()));
+  const std::string home = "HOME=" + testing::shell_quote(dir.path().string());
+  const CommandResult result = testing::run_shell(script, dir.path(), home);
   ASSERT_EQ(result.exit_code, 0) << script << "\n" << result.output;
   EXPECT_THAT(result.output, HasSubstr("loss_scale"));
   EXPECT_GE(test_accuracy(result.output), 40) << result.output;  // 30 steps: it learns, nothing more
@@ -186,6 +190,39 @@ TEST(PrecisionCli, CustomPrecisionExampleBuildsAndRunsAsDocumented) {
   }
   EXPECT_GE(last, 40) << result.output;
   EXPECT_TRUE(fs::exists(dir.path() / ".local/mixt/lib/cmake/mixt/mixtConfig.cmake"));
+  // The copy came from the installed examples, which hold no build of their own.
+  EXPECT_TRUE(fs::exists(dir.path() / ".local/mixt/share/mixt/examples/custom_precision/my_master.cpp"));
+  EXPECT_FALSE(fs::exists(dir.path() / ".local/mixt/share/mixt/examples/custom_precision/build"));
+
+  // Stochastic rounding resumes bit for bit: epoch 2 resumed from the documented run's
+  // checkpoint ends with the masters of two epochs run straight (only the step count is
+  // checkpointed besides the masters; each step's random bits come from seed and step).
+  const fs::path example = dir.path() / "custom_precision";
+  const fs::path first = testing::only_run_directory(example / "runs/custom_master_weights");
+  ASSERT_FALSE(first.empty());
+  const std::string mixt = "\"$HOME/.local/mixt/bin/mixt\" run recipe_master.yaml" + shorter + " trainer.epochs=2";
+  const CommandResult resumed =
+      testing::run_shell(mixt + " trainer.resume=" + testing::shell_quote(first.string()), example, home);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const CommandResult straight = testing::run_shell(mixt + " output=straight", example, home);
+  ASSERT_EQ(straight.exit_code, 0) << straight.output;
+  fs::path second;
+  for (const auto& entry : fs::directory_iterator(example / "runs/custom_master_weights")) {
+    if (entry.path() != first && !entry.is_symlink()) second = entry.path();
+  }
+  ASSERT_FALSE(second.empty());
+  const fs::path both = testing::only_run_directory(example / "straight/custom_master_weights");
+  const auto exported = [&](const fs::path& run, const std::string& file) {
+    const CommandResult result = run_mixt({"export", (run / "checkpoints/last").string(), "-o", file}, example);
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    return testing::read_file(example / file);
+  };
+  const std::string after_one = exported(first, "one.safetensors");
+  const std::string after_resume = exported(second, "resumed.safetensors");
+  // Compared as booleans: a failure would otherwise print two binary files.
+  EXPECT_TRUE(after_resume == exported(both, "straight.safetensors"))
+      << "the resumed masters differ from the straight run's";
+  EXPECT_TRUE(after_resume != after_one) << "the second epoch changed nothing";
 }
 
 }  // namespace

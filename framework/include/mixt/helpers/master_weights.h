@@ -9,6 +9,9 @@
 //   step()                   optimizer.step() on the masters, then round_into_model()
 //   save()/load()            the masters, as "master_weights" (what `mixt export` writes)
 //
+// A policy that rounds differently (stochastic rounding) walks pairs() in step() instead of
+// calling round_into_model().
+//
 // cast_model() and lies_under() serve any policy that casts its model (bf16_true too).
 #pragma once
 
@@ -48,6 +51,13 @@ inline void cast_model(torch::nn::Module& model, at::ScalarType dtype,
 
 class MasterWeights {
  public:
+  // One trainable parameter of the model and its master, in the order of make().
+  struct Pair {
+    std::string name;      // the parameter's qualified name in the model
+    at::Tensor parameter;  // the model's, reduced precision (float32 where the policy keeps it)
+    at::Tensor master;     // float32, what the optimizer updates
+  };
+
   // One float32 master per trainable parameter of `model`, by name: what the optimizer updates.
   std::vector<std::pair<std::string, at::Tensor>> make(torch::nn::Module& model) {
     std::vector<std::pair<std::string, at::Tensor>> masters;
@@ -84,6 +94,12 @@ class MasterWeights {
     }
   }
 
+  // Every (name, parameter, master), for a policy that moves the masters into the model
+  // itself: after the optimizer's step, write each master's rounding into `parameter`
+  // (in place, under NoGradGuard) and drop its gradient (`master.mutable_grad() = at::Tensor()`), as
+  // round_into_model() does.
+  const std::vector<Pair>& pairs() const { return pairs_; }
+
   // The masters are the real weights: checkpoints keep them (a resume continues them bit for
   // bit) and `mixt export` writes them.
   void save(torch::serialize::OutputArchive& archive) const {
@@ -115,11 +131,6 @@ class MasterWeights {
   }
 
  private:
-  struct Pair {
-    std::string name;
-    at::Tensor parameter;  // the model's, reduced precision (float32 where the policy keeps it)
-    at::Tensor master;     // float32, what the optimizer updates
-  };
   std::vector<Pair> pairs_;
 };
 

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <vector>
 
+#include "example_environment.h"
 #include "test_support.h"
 
 namespace mixt {
@@ -37,7 +38,7 @@ TEST(CallbackExample, BuildsRunsAndResumesAsDocumented) {
   const std::string shorter = " trainer.max_steps_per_epoch=25 'model.channels=[8, 16]' data.val.limit=500";
   const std::string script = testing::replace_once(testing::documented_commands("docs/plugins.md", "csv_callback"),
                                                    "run recipe.yaml", "run recipe.yaml" + shorter);
-  const std::string home = "HOME=" + testing::shell_quote(dir.path().string());
+  const std::string home = testing::example_environment(dir.path());
   const CommandResult first = testing::run_shell(script, dir.path(), home);
   ASSERT_EQ(first.exit_code, 0) << script << "\n" << first.output;
 

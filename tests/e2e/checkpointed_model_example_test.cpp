@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "example_environment.h"
 #include "test_support.h"
 
 namespace mixt {
@@ -22,7 +23,7 @@ TEST(CheckpointedModelExample, BuildsAndTrainsExactlyAsWithoutRecomputation) {
   const std::string script =
       testing::replace_once(testing::documented_commands("docs/memory.md", "checkpointed_model"), "run recipe.yaml",
                             "run recipe.yaml" + shorter);
-  const std::string home = "HOME=" + testing::shell_quote(dir.path().string());
+  const std::string home = testing::example_environment(dir.path());
   const CommandResult recomputed = testing::run_shell(script, dir.path(), home);
   ASSERT_EQ(recomputed.exit_code, 0) << script << "\n" << recomputed.output;
   EXPECT_THAT(recomputed.output, HasSubstr("activation checkpointing: 4 submodules recomputed in the backward pass "

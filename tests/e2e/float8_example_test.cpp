@@ -7,6 +7,7 @@
 
 #include <regex>
 
+#include "example_environment.h"
 #include "test_support.h"
 
 namespace mixt {
@@ -19,7 +20,7 @@ TEST(Float8Example, BuildsFromTheInstalledCopyAndTrainsAsDocumented) {
       " trainer.max_steps_per_epoch=30 'model.channels=[8, 16]' model.hidden=32 data.val.limit=500";
   const std::string script = testing::replace_once(testing::documented_commands("docs/precision.md", "custom_float8"),
                                                    "run recipe.yaml", "run recipe.yaml" + shorter);
-  const std::string home = "HOME=" + testing::shell_quote(dir.path().string());
+  const std::string home = testing::example_environment(dir.path());
   const CommandResult result = testing::run_shell(script, dir.path(), home);
   ASSERT_EQ(result.exit_code, 0) << script << "\n" << result.output;
   // `mixt describe precision pow2_float8 --recipe recipe.yaml`, in the documented commands.

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "example_environment.h"
 #include "run_directories.h"
 #include "test_support.h"
 
@@ -174,7 +175,7 @@ TEST(PrecisionCli, CustomPrecisionExampleBuildsAndRunsAsDocumented) {
   const std::string script = testing::replace_once(
       testing::replace_once(documented, "run recipe.yaml", "run recipe.yaml" + shorter), "run recipe_master.yaml",
       "run recipe_master.yaml" + shorter);
-  const std::string home = "HOME=" + testing::shell_quote(dir.path().string());
+  const std::string home = testing::example_environment(dir.path());
   const CommandResult result = testing::run_shell(script, dir.path(), home);
   ASSERT_EQ(result.exit_code, 0) << script << "\n" << result.output;
   EXPECT_THAT(result.output, HasSubstr("loss_scale"));

@@ -1,13 +1,15 @@
 // Float8 linear layers: the SDK's seam (mixt/helpers/linear.h: mixt::Linear, LinearMaps,
-// linear_layers), torchao's tensorwise recipe (mixt/helpers/float8.h) and the
-// fp8_tensorwise policy, bit for bit against torchao 0.18 (goldens:
-// tests/golden/make_float8_golden.py).
+// linear_layers), torchao's tensorwise and rowwise recipes (mixt/helpers/float8.h) and the
+// fp8_* policies, bit for bit against torchao 0.18 (goldens:
+// tests/golden/make_float8_golden.py; make_float8_rowwise_golden.py, torchao's emulation of
+// the rowwise recipe, which is what fp8_rowwise computes on the CPU).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/container/sequential.h>
 
+#include <cmath>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -29,6 +31,12 @@ using ::testing::HasSubstr;
 const nlohmann::json& golden() {
   static const nlohmann::json parsed =
       nlohmann::json::parse(testing::read_file(MIXT_SOURCE_DIR "/tests/golden/float8_tensorwise.json"));
+  return parsed;
+}
+
+const nlohmann::json& rowwise_golden() {
+  static const nlohmann::json parsed =
+      nlohmann::json::parse(testing::read_file(MIXT_SOURCE_DIR "/tests/golden/float8_rowwise.json"));
   return parsed;
 }
 
@@ -142,14 +150,14 @@ TEST(Float8Tensorwise, ScaleIsTorchaosAmaxToScale) {
   EXPECT_TRUE(at::equal(cast.to(at::kFloat), at::tensor({448.0f, -448.0f}))) << "saturated, not inf/NaN";
 }
 
-TEST(Float8Tensorwise, LayersEqualTorchaoBitwise) {
+// The generator's layers_case: every layer computed by `function`, one case per dtype.
+void expect_layers_equal(const nlohmann::json& cases, const std::shared_ptr<LinearFunction>& function) {
   at::set_num_threads(1);
-  for (const auto& c : golden()["layers"]) {
+  for (const auto& c : cases) {
     const at::ScalarType dtype = c["dtype"] == "bfloat16" ? at::kBFloat16 : at::kFloat;
     SCOPED_TRACE(c["dtype"].get<std::string>());
     torch::nn::Sequential model = mlp(c["sizes"].get<std::vector<std::int64_t>>());
     load_layers(model, c["layers"], dtype);
-    const auto function = std::make_shared<Float8TensorwiseLinear>();
     for (const LinearLayer& layer : linear_layers(*model)) layer.set_function(function);
 
     const auto shape = c["input_shape"].get<std::vector<std::int64_t>>();
@@ -168,6 +176,25 @@ TEST(Float8Tensorwise, LayersEqualTorchaoBitwise) {
       ++i;
     }
   }
+}
+
+TEST(Float8Tensorwise, LayersEqualTorchaoBitwise) {
+  expect_layers_equal(golden()["layers"], std::make_shared<Float8TensorwiseLinear>());
+}
+
+TEST(Float8Rowwise, ScalesArePerRowOrColumnAndRoundedDownToAPowerOfTwo) {
+  // 448 / 3 = 149.3 -> 128; 448 / 0.25 = 1792 -> 1024; an all-zero row: 448 / 1e-12 -> 2^48.
+  const at::Tensor x = at::tensor({3.0f, -0.25f, 0.0f, 0.25f, 0.0f, 0.0f}).reshape({3, 2});
+  const at::Tensor rows = rowwise_scale_for_float8(x, -1, at::kFloat8_e4m3fn);
+  EXPECT_EQ(rows.sizes(), (std::vector<std::int64_t>{3, 1}));
+  EXPECT_TRUE(at::equal(rows.flatten(), at::tensor({128.0f, 1024.0f, static_cast<float>(std::ldexp(1.0, 48))})));
+  const at::Tensor columns = rowwise_scale_for_float8(x, 0, at::kFloat8_e4m3fn);
+  EXPECT_EQ(columns.sizes(), (std::vector<std::int64_t>{1, 2}));
+  EXPECT_TRUE(at::equal(columns.flatten(), at::tensor({128.0f, 1024.0f})));
+}
+
+TEST(Float8Rowwise, LayersEqualTorchaosEmulationBitwise) {
+  expect_layers_equal(rowwise_golden()["layers"], std::make_shared<Float8RowwiseLinear>());
 }
 
 TEST(Float8Tensorwise, AVitBlockEqualsTorchaoBitwise) {
@@ -222,13 +249,12 @@ std::vector<std::string> float8_layer_names(torch::nn::Module& model) {
   return names;
 }
 
-// The trainer's step (docs/precision.md, "The contract") on fixed batches.
-TEST(Fp8TensorwisePolicy, TwentyAdamWStepsEqualTorchaoBitwise) {
+// The trainer's step (docs/precision.md, "The contract") on fixed batches, under `policy`.
+void expect_training_equal(const nlohmann::json& c, const std::string& policy_name) {
   at::set_num_threads(1);
-  const auto& c = golden()["training"];
   torch::nn::Sequential model = mlp(c["sizes"].get<std::vector<std::int64_t>>());
   load_layers(model, c["layers"], at::kFloat);
-  auto policy = make_policy("{name: fp8_tensorwise}");
+  auto policy = make_policy("{name: " + policy_name + "}");
   policy->setup(*model, at::kCPU);
   EXPECT_THAT(float8_layer_names(*model), ElementsAre("2", "4")) << "the first and the last stay bfloat16";
 
@@ -260,6 +286,14 @@ TEST(Fp8TensorwisePolicy, TwentyAdamWStepsEqualTorchaoBitwise) {
     ++i;
   }
   EXPECT_EQ(i, c["masters"].size());
+}
+
+TEST(Fp8TensorwisePolicy, TwentyAdamWStepsEqualTorchaoBitwise) {
+  expect_training_equal(golden()["training"], "fp8_tensorwise");
+}
+
+TEST(Fp8RowwisePolicy, TwentyAdamWStepsEqualTorchaosEmulationBitwise) {
+  expect_training_equal(rowwise_golden()["training"], "fp8_rowwise");
 }
 
 // fp8_delayed against the delayed-scaling reference of the generator, stopped after step 10,

@@ -55,8 +55,9 @@ class Float8TensorwiseLinear : public LinearFunction {
   at::Tensor forward(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) override;
 };
 
-// Rowwise (torchao's recipe "rowwise"): every operand e4m3, each cast with one scale per row
-// or column, the one along which its matmul sums (torchao's axiswise_dim):
+// Rowwise (torchao's recipe "rowwise"): every operand e4m3, with one scale per row of a
+// matmul's left operand and per column of its right, the amax taken along the dimension the
+// matmul sums over (torchao's axiswise_dim):
 //   output      = input(M x K, a scale per row)       @ weight^T(K x N, a scale per column)
 //   grad_input  = grad_output(M x N, per row)          @ weight(N x K, per column)
 //   grad_weight = grad_output^T(N x M, per row)        @ input(M x K, per column)

@@ -196,6 +196,43 @@ TEST(Float8Rowwise, LayersEqualTorchaosEmulationBitwise) {
   expect_layers_equal(rowwise_golden()["layers"], std::make_shared<Float8RowwiseLinear>());
 }
 
+// On CUDA the rowwise recipe is at::_scaled_mm (scale_a M x 1, scale_b 1 x N, reciprocals),
+// on the CPU the emulation the tests above hold to torchao. The casts are the same; the
+// matmuls differ in accumulation and in CUDA's bfloat16 output, so the two agree to within
+// that, not bitwise. Rows and columns of very different magnitudes, so that a scale applied
+// to the wrong row or column, or not inverted, is off by powers of two. Runs in the GPU
+// pack (bench/gpu/run.sh); skipped without a CUDA device.
+TEST(Float8Rowwise, CudaScaledMmAgreesWithTheCpuEmulation) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device";
+  at::manual_seed(0);
+  const auto spread = [](at::IntArrayRef shape, std::int64_t dim) {
+    std::vector<std::int64_t> sizes(shape.size(), 1);
+    sizes[dim] = shape[dim];
+    return at::exp2(at::randint(-6, 7, sizes).to(at::kFloat));
+  };
+  // 2048 rows, 128 -> 96: every dimension a multiple of 16, as _scaled_mm needs on CUDA.
+  const at::Tensor x =
+      (at::randn({64, 32, 128}) * spread({64, 32, 128}, 2) * spread({64, 32, 128}, 1)).to(at::kBFloat16);
+  const at::Tensor weight = (at::randn({96, 128}) * spread({96, 128}, 0) * spread({96, 128}, 1)).to(at::kBFloat16);
+  const at::Tensor bias = at::randn({96}).to(at::kBFloat16);
+  const at::Tensor grad_output = (at::randn({64, 32, 96}) * spread({64, 32, 96}, 2) * 0.01).to(at::kBFloat16);
+  const auto run = [&](at::Device device) {
+    const at::Tensor xd = x.to(device).requires_grad_(), wd = weight.to(device).requires_grad_();
+    const at::Tensor bd = bias.to(device).requires_grad_();
+    const at::Tensor y = float8_rowwise_linear(xd, wd, bd);
+    y.backward(grad_output.to(device));
+    return std::vector<at::Tensor>{y.cpu(), xd.grad().cpu(), wd.grad().cpu(), bd.grad().cpu()};
+  };
+  const std::vector<at::Tensor> cpu = run(at::kCPU), cuda = run(at::kCUDA);
+  const char* names[] = {"output", "input gradient", "weight gradient", "bias gradient"};
+  for (std::size_t i = 0; i < cpu.size(); ++i) {
+    EXPECT_EQ(cuda[i].scalar_type(), at::kBFloat16) << names[i];
+    const at::Tensor reference = cpu[i].to(at::kDouble);
+    const double error = ((cuda[i].to(at::kDouble) - reference).abs().max() / reference.abs().max()).item<double>();
+    EXPECT_LT(error, 1e-2) << names[i] << ": CUDA's _scaled_mm vs the CPU emulation, relative to the largest value";
+  }
+}
+
 TEST(Float8Tensorwise, AVitBlockEqualsTorchaoBitwise) {
   at::set_num_threads(1);
   const auto& c = golden()["vit"];

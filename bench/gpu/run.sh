@@ -8,8 +8,8 @@
 # Parts: nvidia-smi; autocast dtypes on CUDA vs torch.autocast op by op; tf32 vs fp32
 # cuBLAS/cuDNN math; GradScaler parity; Fashion-MNIST per policy; ResNet-50 batch 256
 # channels_last, mixt vs PyTorch eager, a row per policy (images/s, p50/p95, allocator
-# peak); the same with activation checkpointing; float8 (Fashion-MNIST, ViT-B/16 amp_bf16 vs bf16_master vs
-# fp8_tensorwise); NCCL at world size 1 under torchrun, on the pinned-memory loader path.
+# peak); the same with activation checkpointing; float8 (fp8_rowwise's CUDA matmuls vs its CPU emulation,
+# Fashion-MNIST, ViT-B/16 amp_bf16 vs bf16_master vs fp8_tensorwise vs fp8_rowwise); NCCL at world size 1 under torchrun, on the pinned-memory loader path.
 set -uo pipefail
 PACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CPU=0
@@ -88,8 +88,12 @@ timeout $((CPU ? 120 : 150)) bin/mixt bench recipes/resnet50/synthetic.yaml --pr
   output="$OUT/checkpointing" > "$OUT/checkpointing.md" 2>&1
 ended checkpointing $?; grep -E "^\| |peak memory" "$OUT/checkpointing.md"
 
-part "float8 on $DEVICE: Fashion-MNIST under fp8_tensorwise and fp8_delayed; ViT-B/16 amp_bf16 vs bf16_master vs fp8"
-for policy in fp8_tensorwise fp8_delayed; do
+part "float8 on $DEVICE: Fashion-MNIST under fp8_tensorwise, fp8_delayed, fp8_rowwise; ViT-B/16 amp_bf16 vs bf16_master vs fp8"
+# fp8_rowwise's CUDA path (rowwise _scaled_mm) against its CPU emulation, which equals torchao's bitwise.
+timeout 60 bin/test_float8 --gtest_filter='Float8Rowwise.CudaScaledMmAgreesWithTheCpuEmulation' \
+  > "$OUT/float8_rowwise_cuda.log" 2>&1
+ended float8_rowwise_cuda $?; grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|relative" "$OUT/float8_rowwise_cuda.log"
+for policy in fp8_tensorwise fp8_delayed fp8_rowwise; do
   timeout 90 bin/mixt run recipes/fashion_mnist_fp8.yaml precision.name="$policy" trainer.device="$DEVICE" \
     trainer.epochs=1 trainer.max_steps_per_epoch="$STEPS" trainer.log_every=50 output="$OUT/runs" "${DATA[@]}" \
     > "$OUT/fashion_mnist_$policy.log" 2>&1
@@ -97,8 +101,8 @@ for policy in fp8_tensorwise fp8_delayed; do
 done
 if ((!CPU)); then
   # 197 tokens x 256 images: rows a multiple of 16, as _scaled_mm's weight-gradient matmul needs on CUDA.
-  timeout 150 bin/mixt bench recipes/resnet50/synthetic.yaml model.name=vit_b_16 \
-    --precision amp_bf16,bf16_master,fp8_tensorwise --steps 20 --warmup 5 --batch 256 trainer.device="$DEVICE" \
+  timeout 180 bin/mixt bench recipes/resnet50/synthetic.yaml model.name=vit_b_16 \
+    --precision amp_bf16,bf16_master,fp8_tensorwise,fp8_rowwise --steps 20 --warmup 5 --batch 256 trainer.device="$DEVICE" \
     optimizer.lr=0.001 scheduler=null output="$OUT/float8" > "$OUT/float8.md" 2>&1
   ended float8_vit $?; grep -E "^\| |peak memory" "$OUT/float8.md"
 fi

@@ -1,7 +1,8 @@
 // Float8 linear layers: the SDK's seam (mixt/helpers/linear.h: mixt::Linear, LinearMaps,
-// linear_layers), torchao's tensorwise recipe (mixt/helpers/float8.h) and the
-// fp8_tensorwise policy, bit for bit against torchao 0.18 (goldens:
-// tests/golden/make_float8_golden.py).
+// linear_layers), torchao's tensorwise and rowwise recipes (mixt/helpers/float8.h) and the
+// fp8_* policies, bit for bit against torchao 0.18 (goldens:
+// tests/golden/make_float8_golden.py; make_float8_rowwise_golden.py, torchao's emulation of
+// the rowwise recipe, which is what fp8_rowwise computes on the CPU).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -29,6 +30,12 @@ using ::testing::HasSubstr;
 const nlohmann::json& golden() {
   static const nlohmann::json parsed =
       nlohmann::json::parse(testing::read_file(MIXT_SOURCE_DIR "/tests/golden/float8_tensorwise.json"));
+  return parsed;
+}
+
+const nlohmann::json& rowwise_golden() {
+  static const nlohmann::json parsed =
+      nlohmann::json::parse(testing::read_file(MIXT_SOURCE_DIR "/tests/golden/float8_rowwise.json"));
   return parsed;
 }
 
@@ -142,14 +149,14 @@ TEST(Float8Tensorwise, ScaleIsTorchaosAmaxToScale) {
   EXPECT_TRUE(at::equal(cast.to(at::kFloat), at::tensor({448.0f, -448.0f}))) << "saturated, not inf/NaN";
 }
 
-TEST(Float8Tensorwise, LayersEqualTorchaoBitwise) {
+// The generator's layers_case: every layer computed by `function`, one case per dtype.
+void expect_layers_equal(const nlohmann::json& cases, const std::shared_ptr<LinearFunction>& function) {
   at::set_num_threads(1);
-  for (const auto& c : golden()["layers"]) {
+  for (const auto& c : cases) {
     const at::ScalarType dtype = c["dtype"] == "bfloat16" ? at::kBFloat16 : at::kFloat;
     SCOPED_TRACE(c["dtype"].get<std::string>());
     torch::nn::Sequential model = mlp(c["sizes"].get<std::vector<std::int64_t>>());
     load_layers(model, c["layers"], dtype);
-    const auto function = std::make_shared<Float8TensorwiseLinear>();
     for (const LinearLayer& layer : linear_layers(*model)) layer.set_function(function);
 
     const auto shape = c["input_shape"].get<std::vector<std::int64_t>>();
@@ -167,6 +174,62 @@ TEST(Float8Tensorwise, LayersEqualTorchaoBitwise) {
           << layer.name << ".bias gradient";
       ++i;
     }
+  }
+}
+
+TEST(Float8Tensorwise, LayersEqualTorchaoBitwise) {
+  expect_layers_equal(golden()["layers"], std::make_shared<Float8TensorwiseLinear>());
+}
+
+TEST(Float8Rowwise, ScalesArePerRowOrColumnAndRoundedDownToAPowerOfTwo) {
+  // 448 / 3 = 149.3 -> 128; 448 / 0.25 = 1792 -> 1024; an all-zero row: 448 / 1e-12 -> 2^48.
+  const at::Tensor x = at::tensor({3.0f, -0.25f, 0.0f, 0.25f, 0.0f, 0.0f}).reshape({3, 2});
+  const at::Tensor rows = rowwise_scale_for_float8(x, -1, at::kFloat8_e4m3fn);
+  EXPECT_EQ(rows.sizes(), (std::vector<std::int64_t>{3, 1}));
+  EXPECT_TRUE(at::equal(rows.flatten(), at::tensor({128.0f, 1024.0f, 281474976710656.0f /* 2^48 */})));
+  const at::Tensor columns = rowwise_scale_for_float8(x, 0, at::kFloat8_e4m3fn);
+  EXPECT_EQ(columns.sizes(), (std::vector<std::int64_t>{1, 2}));
+  EXPECT_TRUE(at::equal(columns.flatten(), at::tensor({128.0f, 1024.0f})));
+}
+
+TEST(Float8Rowwise, LayersEqualTorchaosEmulationBitwise) {
+  expect_layers_equal(rowwise_golden()["layers"], std::make_shared<Float8RowwiseLinear>());
+}
+
+// On CUDA the rowwise recipe is at::_scaled_mm (scale_a M x 1, scale_b 1 x N, reciprocals),
+// on the CPU the emulation the tests above hold to torchao. The casts are the same; the
+// matmuls differ in accumulation and in CUDA's bfloat16 output, so the two agree to within
+// that, not bitwise. Rows and columns of very different magnitudes, so that a scale applied
+// to the wrong row or column, or not inverted, is off by powers of two. Runs in the GPU
+// pack (bench/gpu/run.sh); skipped without a CUDA device.
+TEST(Float8Rowwise, CudaScaledMmAgreesWithTheCpuEmulation) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device";
+  at::manual_seed(0);
+  const auto spread = [](at::IntArrayRef shape, std::int64_t dim) {
+    std::vector<std::int64_t> sizes(shape.size(), 1);
+    sizes[dim] = shape[dim];
+    return at::exp2(at::randint(-6, 7, sizes).to(at::kFloat));
+  };
+  // 2048 rows, 128 -> 96: every dimension a multiple of 16, as _scaled_mm needs on CUDA.
+  const at::Tensor x =
+      (at::randn({64, 32, 128}) * spread({64, 32, 128}, 2) * spread({64, 32, 128}, 1)).to(at::kBFloat16);
+  const at::Tensor weight = (at::randn({96, 128}) * spread({96, 128}, 0) * spread({96, 128}, 1)).to(at::kBFloat16);
+  const at::Tensor bias = at::randn({96}).to(at::kBFloat16);
+  const at::Tensor grad_output = (at::randn({64, 32, 96}) * spread({64, 32, 96}, 2) * 0.01).to(at::kBFloat16);
+  const auto run = [&](at::Device device) {
+    const at::Tensor xd = x.to(device).requires_grad_(), wd = weight.to(device).requires_grad_();
+    const at::Tensor bd = bias.to(device).requires_grad_();
+    const at::Tensor y = float8_rowwise_linear(xd, wd, bd);
+    y.backward(grad_output.to(device));
+    return std::vector<at::Tensor>{y.cpu(), xd.grad().cpu(), wd.grad().cpu(), bd.grad().cpu()};
+  };
+  const std::vector<at::Tensor> cpu = run(at::kCPU), cuda = run(at::kCUDA);
+  const char* names[] = {"output", "input gradient", "weight gradient", "bias gradient"};
+  for (std::size_t i = 0; i < cpu.size(); ++i) {
+    EXPECT_EQ(cuda[i].scalar_type(), at::kBFloat16) << names[i];
+    const at::Tensor reference = cpu[i].to(at::kDouble);
+    const double error = ((cuda[i].to(at::kDouble) - reference).abs().max() / reference.abs().max()).item<double>();
+    EXPECT_LT(error, 1e-2) << names[i] << ": CUDA's _scaled_mm vs the CPU emulation, relative to the largest value";
   }
 }
 
@@ -222,13 +285,12 @@ std::vector<std::string> float8_layer_names(torch::nn::Module& model) {
   return names;
 }
 
-// The trainer's step (docs/precision.md, "The contract") on fixed batches.
-TEST(Fp8TensorwisePolicy, TwentyAdamWStepsEqualTorchaoBitwise) {
+// The trainer's step (docs/precision.md, "The contract") on fixed batches, under `policy`.
+void expect_training_equal(const nlohmann::json& c, const std::string& policy_name) {
   at::set_num_threads(1);
-  const auto& c = golden()["training"];
   torch::nn::Sequential model = mlp(c["sizes"].get<std::vector<std::int64_t>>());
   load_layers(model, c["layers"], at::kFloat);
-  auto policy = make_policy("{name: fp8_tensorwise}");
+  auto policy = make_policy("{name: " + policy_name + "}");
   policy->setup(*model, at::kCPU);
   EXPECT_THAT(float8_layer_names(*model), ElementsAre("2", "4")) << "the first and the last stay bfloat16";
 
@@ -260,6 +322,14 @@ TEST(Fp8TensorwisePolicy, TwentyAdamWStepsEqualTorchaoBitwise) {
     ++i;
   }
   EXPECT_EQ(i, c["masters"].size());
+}
+
+TEST(Fp8TensorwisePolicy, TwentyAdamWStepsEqualTorchaoBitwise) {
+  expect_training_equal(golden()["training"], "fp8_tensorwise");
+}
+
+TEST(Fp8RowwisePolicy, TwentyAdamWStepsEqualTorchaosEmulationBitwise) {
+  expect_training_equal(rowwise_golden()["training"], "fp8_rowwise");
 }
 
 // fp8_delayed against the delayed-scaling reference of the generator, stopped after step 10,

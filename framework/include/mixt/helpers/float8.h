@@ -1,8 +1,9 @@
-// mixt/helpers/float8.h — float8 linear layers with per-tensor scales, as torchao's float8
-// training computes them (torchao/float8/float8_linear.py, recipe "tensorwise"), for a
-// precision policy to install on a model's linear layers (mixt/helpers/linear.h).
+// mixt/helpers/float8.h — float8 linear layers as torchao's float8 training computes them
+// (torchao/float8/float8_linear.py, recipes "tensorwise" and "rowwise"), for a precision
+// policy to install on a model's linear layers (mixt/helpers/linear.h).
 //
-// The three matmuls of a linear layer run in float8 through at::_scaled_mm:
+// Tensorwise (float8_linear, Float8TensorwiseLinear): the three matmuls of a linear layer
+// run in float8 through at::_scaled_mm:
 //   output      = input(e4m3)       @ weight^T(e4m3)   (fast accumulation, as torchao)
 //   grad_input  = grad_output(e5m2) @ weight(e4m3)
 //   grad_weight = grad_output^T(e5m2) @ input(e4m3)
@@ -22,6 +23,7 @@
 
 #include <ATen/ATen.h>
 
+#include <cstdint>
 #include <memory>
 
 #include "mixt/helpers/linear.h"
@@ -80,6 +82,36 @@ class Float8CastObserverScope {
 
 // The LinearFunction of torchao's "tensorwise" recipe.
 class Float8TensorwiseLinear : public LinearFunction {
+ public:
+  at::Tensor forward(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) override;
+};
+
+// Rowwise (torchao's recipe "rowwise"): every operand e4m3, with one scale per row of a
+// matmul's left operand and per column of its right, the amax taken along the dimension the
+// matmul sums over (torchao's axiswise_dim):
+//   output      = input(M x K, a scale per row)       @ weight^T(K x N, a scale per column)
+//   grad_input  = grad_output(M x N, per row)          @ weight(N x K, per column)
+//   grad_weight = grad_output^T(N x M, per row)        @ input(M x K, per column)
+// with fast accumulation for the output only. The backward casts input and weight again,
+// along the other dimension, so the forward keeps them in high precision. The bias and
+// autocast as tensorwise. On CUDA the matmuls are at::_scaled_mm with rowwise scales (scale_a
+// M x 1, scale_b 1 x N, the reciprocals), as torchao calls it: for the two gradients, whose
+// rowwise kernel is slow without fast accumulation, a per-tensor _scaled_mm and the scales
+// applied after it; outputs in bfloat16 where the input is float32 or float16, then cast.
+// On the CPU, whose _scaled_mm takes per-tensor scales only, an emulation: each float8
+// operand in float32 divided by its scales, at::mm, the result cast to the input's dtype
+// (torchao's `emulate` mode).
+
+// torchao's tensor_to_scale for axiswise scaling with round_scales_to_power_of_2:
+// scale_for_float8(amax of |x| along dim, kept as size 1), rounded down to a power of two
+// (exp2(floor(log2(scale)))).
+at::Tensor rowwise_scale_for_float8(const at::Tensor& x, std::int64_t dim, at::ScalarType float8_dtype);
+
+// input @ weight^T + bias with the three matmuls in float8, rowwise (above).
+at::Tensor float8_rowwise_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias);
+
+// The LinearFunction of torchao's "rowwise" recipe.
+class Float8RowwiseLinear : public LinearFunction {
  public:
   at::Tensor forward(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) override;
 };

@@ -3,6 +3,7 @@
 #include <ATen/autocast_mode.h>
 #include <torch/autograd.h>
 
+#include <cstdint>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -116,6 +117,80 @@ class Float8Matmul : public torch::autograd::Function<Float8Matmul> {
   }
 };
 
+// torchao's addmm_float8_unwrapped with rowwise scales (a: M x 1, b: 1 x N), or its
+// emulate mode on the CPU, whose _scaled_mm takes per-tensor scales only.
+at::Tensor rowwise_scaled_mm(at::Tensor a, const at::Tensor& a_scale, at::Tensor b, const at::Tensor& b_scale,
+                             at::ScalarType out_dtype, bool fast_accum) {
+  if (!a.is_cuda()) return at::mm(a.to(at::kFloat) / a_scale, b.to(at::kFloat) / b_scale).to(out_dtype);
+  if (!row_major(a)) a = a.contiguous();
+  if (row_major(b)) b = b.t().contiguous().t();
+  at::Tensor a_inverse = a_scale.reciprocal(), b_inverse = b_scale.reciprocal(), post_inverse;
+  if (!fast_accum) {  // torchao: the rowwise kernel is slow without fast accumulation
+    post_inverse = a_inverse * b_inverse;
+    a_inverse = at::ones({}, a_inverse.options());
+    b_inverse = at::ones({}, a_inverse.options());
+  }
+  // _scaled_mm has no float32 (or float16) output with rowwise scales: bfloat16, then cast.
+  const bool via_bf16 = out_dtype == at::kFloat || out_dtype == at::kHalf;
+  at::Tensor output = at::_scaled_mm(a, b, a_inverse, b_inverse, std::nullopt, std::nullopt,
+                                     via_bf16 ? at::kBFloat16 : out_dtype, fast_accum);
+  if (post_inverse.defined()) output.mul_(post_inverse);
+  return via_bf16 ? output.to(out_dtype) : output;
+}
+
+struct RowwiseCast {
+  at::Tensor data, scale;
+};
+
+// torchao's hp_tensor_to_float8_dynamic, e4m3 with axiswise scales along `dim`.
+RowwiseCast cast_rowwise(const at::Tensor& x, std::int64_t dim) {
+  at::Tensor scale = rowwise_scale_for_float8(x, dim, kE4m3);
+  return {cast_to_float8(x, scale, kE4m3), std::move(scale)};
+}
+
+// torchao's matmul_with_hp_or_float8_args with the rowwise casts (bias outside).
+class Float8RowwiseMatmul : public torch::autograd::Function<Float8RowwiseMatmul> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight) {
+    const NoAutocast no_autocast;
+    const RowwiseCast x8 = cast_rowwise(input.reshape({-1, input.size(-1)}), -1);
+    const RowwiseCast w8_t = cast_rowwise(weight.t(), 0);
+    const at::Tensor output =
+        rowwise_scaled_mm(x8.data, x8.scale, w8_t.data, w8_t.scale, input.scalar_type(), /*fast_accum=*/true);
+    ctx->save_for_backward({input, weight});
+    std::vector<std::int64_t> sizes = input.sizes().vec();
+    sizes.back() = weight.size(0);
+    return output.reshape(sizes);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const NoAutocast no_autocast;
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& input = saved[0];
+    const at::Tensor& weight = saved[1];
+    const at::Tensor g = grads[0].reshape({-1, grads[0].size(-1)});
+    const at::Tensor x = input.reshape({-1, input.size(-1)});
+
+    const RowwiseCast g8_rows = cast_rowwise(g, -1);
+    const RowwiseCast w8_t_rows = cast_rowwise(weight.t(), -1);
+    const at::Tensor grad_input = rowwise_scaled_mm(g8_rows.data, g8_rows.scale, w8_t_rows.data.t(),
+                                                    w8_t_rows.scale.t(), g.scalar_type(), /*fast_accum=*/false)
+                                      .reshape(input.sizes());
+    const RowwiseCast g8_columns = cast_rowwise(g, 0);
+    const RowwiseCast x8_columns = cast_rowwise(x, 0);
+    const at::Tensor grad_weight = rowwise_scaled_mm(g8_columns.data.t(), g8_columns.scale.t(), x8_columns.data,
+                                                     x8_columns.scale, g.scalar_type(), /*fast_accum=*/false);
+    return {grad_input, grad_weight};
+  }
+};
+
+// Under autocast the input in the autocast dtype of its device (torchao: CUDA's only).
+at::Tensor autocast_input(const at::Tensor& input) {
+  const at::DeviceType device = input.device().type();
+  return at::autocast::is_autocast_enabled(device) ? input.to(at::autocast::get_autocast_dtype(device)) : input;
+}
+
 }  // namespace
 
 at::Tensor scale_for_float8(const at::Tensor& amax, at::ScalarType float8_dtype) {
@@ -135,10 +210,7 @@ Float8CastObserverScope::~Float8CastObserverScope() { current_observer = std::mo
 
 at::Tensor float8_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                          const Float8LinearScales& scales) {
-  at::Tensor x = input;
-  const at::DeviceType device = input.device().type();
-  if (at::autocast::is_autocast_enabled(device)) x = x.to(at::autocast::get_autocast_dtype(device));
-  at::Tensor output = Float8Matmul::apply(x, weight, scales);
+  at::Tensor output = Float8Matmul::apply(autocast_input(input), weight, scales);
   if (bias.defined()) output = output + bias.to(output.scalar_type());
   return output;
 }
@@ -146,6 +218,21 @@ at::Tensor float8_linear(const at::Tensor& input, const at::Tensor& weight, cons
 at::Tensor Float8TensorwiseLinear::forward(const at::Tensor& input, const at::Tensor& weight,
                                            const at::Tensor& bias) {
   return float8_linear(input, weight, bias);
+}
+
+at::Tensor rowwise_scale_for_float8(const at::Tensor& x, std::int64_t dim, at::ScalarType float8_dtype) {
+  const at::Tensor scale = scale_for_float8(at::amax(at::abs(x), {dim}, /*keepdim=*/true), float8_dtype);
+  return at::exp2(at::floor(at::log2(scale)));
+}
+
+at::Tensor float8_rowwise_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
+  at::Tensor output = Float8RowwiseMatmul::apply(autocast_input(input), weight);
+  if (bias.defined()) output = output + bias.to(output.scalar_type());
+  return output;
+}
+
+at::Tensor Float8RowwiseLinear::forward(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
+  return float8_rowwise_linear(input, weight, bias);
 }
 
 }  // namespace mixt

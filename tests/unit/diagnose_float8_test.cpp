@@ -127,6 +127,43 @@ TEST(Float8Observer, SeesEveryCastWithItsScaleAndTheBackwardOfItsForward) {
   EXPECT_EQ(recorder->casts[5].scale, 7.0f);
 }
 
+// Rowwise: every cast e4m3 with its per-row or per-column scales, the backward's four too.
+class ScaleRecorder final : public Float8CastObserver {
+ public:
+  void observe(Float8Operand operand, const at::Tensor& /*x*/, const at::Tensor& scale, at::ScalarType dtype) override {
+    operands.push_back(operand);
+    scales.push_back(scale.clone());
+    dtypes.push_back(dtype);
+  }
+  std::vector<Float8Operand> operands;
+  std::vector<at::Tensor> scales;
+  std::vector<at::ScalarType> dtypes;
+};
+
+TEST(Float8Observer, SeesTheRowwiseCastsWithTheirPerRowScales) {
+  const at::Tensor input = (at::arange(32 * 16, at::kFloat).reshape({32, 16}) / 100).requires_grad_();
+  const at::Tensor weight = (at::ones({8, 16}) / 4).requires_grad_();
+  auto recorder = std::make_shared<ScaleRecorder>();
+  {
+    const Float8CastObserverScope scope(recorder);
+    float8_rowwise_linear(input, weight, at::Tensor()).sum().backward();
+  }
+  using O = Float8Operand;
+  EXPECT_EQ(recorder->operands,
+            (std::vector<O>{O::input, O::weight, O::grad_output, O::weight, O::grad_output, O::input}));
+  for (const at::ScalarType dtype : recorder->dtypes) EXPECT_EQ(dtype, at::kFloat8_e4m3fn);
+  ASSERT_EQ(recorder->scales.size(), 6u);
+  EXPECT_EQ(recorder->scales[0].sizes(), (std::vector<std::int64_t>{32, 1}));  // a scale per input row
+  // Row 0's amax is 0.15: 448 / 0.15 = 2986.7, rounded down to 2^11; row 1's 0.31: 2^10.
+  EXPECT_EQ(recorder->scales[0][0][0].item<float>(), 2048.0f);
+  EXPECT_EQ(recorder->scales[0][1][0].item<float>(), 1024.0f);
+  EXPECT_EQ(recorder->scales[1].sizes(), (std::vector<std::int64_t>{1, 8}));   // per output column of weight^T
+  EXPECT_EQ(recorder->scales[1][0][0].item<float>(), 1024.0f);                 // 448 / 0.25 = 1792
+  EXPECT_EQ(recorder->scales[2].sizes(), (std::vector<std::int64_t>{32, 1}));  // grad_output's rows
+  EXPECT_EQ(recorder->scales[4].sizes(), (std::vector<std::int64_t>{1, 8}));   // and its columns
+  EXPECT_EQ(recorder->scales[5].sizes(), (std::vector<std::int64_t>{1, 16}));  // input's columns
+}
+
 TEST(Float8Verdict, ALayerIsKeptAboveOnePercentUnderflowOrAHundredthOfAPercentSaturation) {
   const auto layer = [](std::int64_t underflow, std::int64_t saturated, std::size_t operand) {
     Float8Layer l{"fc", {}, {}};

@@ -52,13 +52,15 @@ struct Float8LinearScales {
 at::Tensor float8_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                          const Float8LinearScales& scales = {});
 
-// The operands float8_linear() casts: input and weight in the forward (e4m3), the output
-// gradient in the backward (e5m2).
+// The operands float8_linear() and float8_rowwise_linear() cast: input and weight in the
+// forward (e4m3), the output gradient in the backward (e5m2; rowwise: e4m3, and input and
+// weight again, along the other dimension).
 enum class Float8Operand { input, weight, grad_output };
 
-// Sees the casts of float8_linear(): `x` the high-precision operand (2-D, the weight
-// transposed), `scale` the float32 scalar it is multiplied by before the clamp and the cast
-// to `float8_dtype`. Called before the cast, on the thread that makes it.
+// Sees the casts of float8_linear() and float8_rowwise_linear(): `x` the high-precision
+// operand (2-D, the weight transposed), `scale` what it is multiplied by before the clamp and
+// the cast to `float8_dtype` (a float32 scalar; rowwise, a scale per row or column that
+// broadcasts against x). Called before the cast, on the thread that makes it.
 class Float8CastObserver {
  public:
   virtual ~Float8CastObserver();
@@ -66,7 +68,7 @@ class Float8CastObserver {
                        at::ScalarType float8_dtype) = 0;
 };
 
-// While a scope lives, the float8_linear() calls of this thread report their casts to
+// While a scope lives, the float8 linear calls of this thread report their casts to
 // `observer` (the scope before it is restored on exit); a call's backward reports to the
 // observer its forward saw, which it keeps alive until then. Without a scope: no cost.
 class Float8CastObserverScope {

@@ -48,8 +48,20 @@ at::Tensor dynamic_scale(const at::Tensor& x, at::ScalarType dtype) {
 // column-major); preprocess_addmm copies to get there.
 bool row_major(const at::Tensor& t) { return t.stride(0) > t.stride(1) && t.stride(1) == 1; }
 
+// CUDA's _scaled_mm needs the inner dimension a multiple of 16, and the weight gradient's is
+// the batch's rows (batch x tokens), which a ragged last batch breaks: zero columns of `a`
+// and rows of `b` (zero bits are +0 in every float8 format) add nothing to the product.
+void pad_inner_dimension_for_cuda(at::Tensor& a, at::Tensor& b) {
+  const std::int64_t rest = a.size(1) % 16;
+  if (!a.is_cuda() || rest == 0) return;
+  const std::int64_t pad = 16 - rest;
+  a = at::constant_pad_nd(a.view(at::kByte), {0, pad}).view(a.scalar_type());
+  b = at::constant_pad_nd(b.view(at::kByte), {0, 0, 0, pad}).view(b.scalar_type());
+}
+
 at::Tensor scaled_mm(at::Tensor a, const at::Tensor& a_scale, at::Tensor b, const at::Tensor& b_scale,
                      at::ScalarType out_dtype, bool fast_accum) {
+  pad_inner_dimension_for_cuda(a, b);
   if (!row_major(a)) a = a.contiguous();
   if (row_major(b)) b = b.t().contiguous().t();
   return at::_scaled_mm(a, b, a_scale.reciprocal(), b_scale.reciprocal(), std::nullopt, std::nullopt, out_dtype,
@@ -122,6 +134,7 @@ class Float8Matmul : public torch::autograd::Function<Float8Matmul> {
 at::Tensor rowwise_scaled_mm(at::Tensor a, const at::Tensor& a_scale, at::Tensor b, const at::Tensor& b_scale,
                              at::ScalarType out_dtype, bool fast_accum) {
   if (!a.is_cuda()) return at::mm(a.to(at::kFloat) / a_scale, b.to(at::kFloat) / b_scale).to(out_dtype);
+  pad_inner_dimension_for_cuda(a, b);  // the scales are per row of a and column of b: unchanged
   if (!row_major(a)) a = a.contiguous();
   if (row_major(b)) b = b.t().contiguous().t();
   at::Tensor a_inverse = a_scale.reciprocal(), b_inverse = b_scale.reciprocal(), post_inverse;
@@ -142,10 +155,19 @@ struct RowwiseCast {
   at::Tensor data, scale;
 };
 
-// torchao's hp_tensor_to_float8_dynamic, e4m3 with axiswise scales along `dim`.
-RowwiseCast cast_rowwise(const at::Tensor& x, std::int64_t dim) {
+// torchao's hp_tensor_to_float8_dynamic, e4m3 with axiswise scales along `dim`, reported to
+// `observer` as `operand`.
+RowwiseCast cast_rowwise(const at::Tensor& x, std::int64_t dim, Float8CastObserver* observer, Float8Operand operand) {
   at::Tensor scale = rowwise_scale_for_float8(x, dim, kE4m3);
+  report(observer, operand, x, scale, kE4m3);
   return {cast_to_float8(x, scale, kE4m3), std::move(scale)};
+}
+
+// The observer a forward saw, for its backward (null when none).
+Float8CastObserver* forward_observer(torch::autograd::AutogradContext* ctx) {
+  const auto observer = ctx->saved_data.find("observer");
+  if (observer == ctx->saved_data.end()) return nullptr;
+  return c10::static_intrusive_pointer_cast<ObserverHolder>(observer->second.toCapsule())->observer.get();
 }
 
 // torchao's matmul_with_hp_or_float8_args with the rowwise casts (bias outside).
@@ -153,11 +175,14 @@ class Float8RowwiseMatmul : public torch::autograd::Function<Float8RowwiseMatmul
  public:
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight) {
     const NoAutocast no_autocast;
-    const RowwiseCast x8 = cast_rowwise(input.reshape({-1, input.size(-1)}), -1);
-    const RowwiseCast w8_t = cast_rowwise(weight.t(), 0);
+    Float8CastObserver* observer = current_observer.get();
+    const RowwiseCast x8 = cast_rowwise(input.reshape({-1, input.size(-1)}), -1, observer, Float8Operand::input);
+    const RowwiseCast w8_t = cast_rowwise(weight.t(), 0, observer, Float8Operand::weight);
     const at::Tensor output =
         rowwise_scaled_mm(x8.data, x8.scale, w8_t.data, w8_t.scale, input.scalar_type(), /*fast_accum=*/true);
     ctx->save_for_backward({input, weight});
+    if (observer)
+      ctx->saved_data["observer"] = c10::IValue::make_capsule(c10::make_intrusive<ObserverHolder>(current_observer));
     std::vector<std::int64_t> sizes = input.sizes().vec();
     sizes.back() = weight.size(0);
     return output.reshape(sizes);
@@ -172,13 +197,14 @@ class Float8RowwiseMatmul : public torch::autograd::Function<Float8RowwiseMatmul
     const at::Tensor g = grads[0].reshape({-1, grads[0].size(-1)});
     const at::Tensor x = input.reshape({-1, input.size(-1)});
 
-    const RowwiseCast g8_rows = cast_rowwise(g, -1);
-    const RowwiseCast w8_t_rows = cast_rowwise(weight.t(), -1);
+    Float8CastObserver* observer = forward_observer(ctx);
+    const RowwiseCast g8_rows = cast_rowwise(g, -1, observer, Float8Operand::grad_output);
+    const RowwiseCast w8_t_rows = cast_rowwise(weight.t(), -1, observer, Float8Operand::weight);
     const at::Tensor grad_input = rowwise_scaled_mm(g8_rows.data, g8_rows.scale, w8_t_rows.data.t(),
                                                     w8_t_rows.scale.t(), g.scalar_type(), /*fast_accum=*/false)
                                       .reshape(input.sizes());
-    const RowwiseCast g8_columns = cast_rowwise(g, 0);
-    const RowwiseCast x8_columns = cast_rowwise(x, 0);
+    const RowwiseCast g8_columns = cast_rowwise(g, 0, observer, Float8Operand::grad_output);
+    const RowwiseCast x8_columns = cast_rowwise(x, 0, observer, Float8Operand::input);
     const at::Tensor grad_weight = rowwise_scaled_mm(g8_columns.data.t(), g8_columns.scale.t(), x8_columns.data,
                                                      x8_columns.scale, g.scalar_type(), /*fast_accum=*/false);
     return {grad_input, grad_weight};

@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include "mixt/error.h"
+#include "png_file.h"
 
 namespace mixt::cli {
 
@@ -54,16 +54,7 @@ void write_confusion_heat_map(const std::filesystem::path& file, const at::Tenso
       }
     }
   }
-  bool written = false;
-  try {
-    written = cv::imwrite(file.string(), image);
-  } catch (const cv::Exception&) {
-    written = false;  // an extension OpenCV cannot encode: said below, in mixt's words
-  }
-  if (!written) {
-    throw runtime_error("cannot write the heat map " + file.string(),
-                        "name a .png file in a directory you can write to");
-  }
+  write_png(file, image, "the heat map");
 }
 
 }  // namespace mixt::cli

@@ -1,18 +1,17 @@
 #include "evaluate_command.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
-#include "experiment/session.h"
+#include "common/interrupt.h"
 #include "confusion_heat_map.h"
 #include "evaluation_report.h"
+#include "experiment/session.h"
 #include "model_source.h"
-#include "common/interrupt.h"
+#include "output_files.h"
 
 namespace mixt::cli {
 
@@ -59,24 +58,6 @@ std::vector<std::string> class_names(const ModelTarget& target, const Components
     for (std::int64_t i = 0; i < classes; ++i) names.push_back("class " + std::to_string(i));
   }
   return names;
-}
-
-// An output file in a directory that does not exist would fail only after the evaluation.
-void check_writable(const std::string& option, const std::string& file) {
-  if (file.empty()) return;
-  const fs::path parent = fs::absolute(file).parent_path();
-  std::error_code ec;
-  if (!fs::is_directory(parent, ec)) {
-    throw usage_error(option + " " + file + ": the directory " + parent.string() + " does not exist",
-                      "create it first, or name a file in an existing directory");
-  }
-}
-
-void write_file(const std::string& file, const std::string& text) {
-  std::ofstream out(file, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) throw runtime_error("cannot write " + file + ": " + std::strerror(errno));
 }
 
 // The recipe to build: the model's (plan_model), the split in data.val, the policy asked for.

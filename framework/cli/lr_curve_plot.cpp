@@ -4,10 +4,10 @@
 
 #include <cmath>
 #include <cstdio>
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include "mixt/error.h"
+#include "png_file.h"
 
 namespace mixt::cli {
 
@@ -68,15 +68,7 @@ void write_lr_curve_plot(const std::filesystem::path& file, const LrCurvePlot& p
   for (const auto& [lr, loss] : plot.points) line.push_back(pixel(f, lr, loss));
   if (line.size() == 1) cv::circle(image, line.front(), 2, kCurve, cv::FILLED, cv::LINE_8);
   if (line.size() > 1) cv::polylines(image, line, /*isClosed=*/false, kCurve, 2, cv::LINE_8);
-  bool written = false;
-  try {
-    written = cv::imwrite(file.string(), image);
-  } catch (const cv::Exception&) {
-    written = false;  // an extension OpenCV cannot encode: said below, in mixt's words
-  }
-  if (!written) {
-    throw runtime_error("cannot write the plot " + file.string(), "name a .png file in a directory you can write to");
-  }
+  write_png(file, image, "the plot");
 }
 
 }  // namespace mixt::cli

@@ -1,18 +1,17 @@
 #include "lr_find_command.h"
 
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "common/interrupt.h"
 #include "experiment/session.h"
 #include "lr_curve_plot.h"
+#include "output_files.h"
 #include "train/lr_finder.h"
 
 namespace mixt::cli {
@@ -23,24 +22,6 @@ using nlohmann::json;
 namespace {
 
 json finite_or_null(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
-
-// An output file in a directory that does not exist would fail only after the test.
-void check_writable(const std::string& option, const std::string& file) {
-  if (file.empty()) return;
-  const fs::path parent = fs::absolute(file).parent_path();
-  std::error_code ec;
-  if (!fs::is_directory(parent, ec)) {
-    throw usage_error(option + " " + file + ": the directory " + parent.string() + " does not exist",
-                      "create it first, or name a file in an existing directory");
-  }
-}
-
-void write_file(const fs::path& file, const std::string& text) {
-  std::ofstream out(file, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) throw runtime_error("cannot write " + file.string() + ": " + std::strerror(errno));
-}
 
 void check_options(const LrFindOptions& o) {
   if (!(o.min_lr > 0) || !std::isfinite(o.min_lr)) throw usage_error("--min must be a positive learning rate");

@@ -1,22 +1,21 @@
 #include "predict_command.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <utility>
 
 #include "assembly/components.h"
-#include "experiment/session.h"
+#include "assembly/trainer_options.h"
+#include "common/interrupt.h"
 #include "evaluation_report.h"
+#include "experiment/session.h"
 #include "mixt/decodes_files.h"
 #include "mixt/helpers/safetensors.h"
 #include "model_source.h"
-#include "common/interrupt.h"
-#include "assembly/trainer_options.h"
+#include "output_files.h"
 #include "weights_commands.h"
 
 namespace mixt::cli {
@@ -215,15 +214,6 @@ nlohmann::json json(const std::vector<Prediction>& predictions, const std::vecto
   return out;
 }
 
-void check_writable(const std::string& file) {
-  std::error_code ec;
-  if (!fs::is_directory(fs::absolute(file).parent_path(), ec)) {
-    throw usage_error("--csv " + file + ": the directory " + fs::absolute(file).parent_path().string() +
-                          " does not exist",
-                      "create it first, or name a file in an existing directory");
-  }
-}
-
 int predict_images(const PredictOptions& options, const ModelTarget& target, ModelPlan& plan,
                    const Registry& registry, at::Device device, bool channels_last, std::uint64_t seed) {
   const std::string split = decoding_section(plan.recipe, options.transforms);
@@ -298,10 +288,7 @@ int predict_images(const PredictOptions& options, const ModelTarget& target, Mod
                              : plan.named_weights     ? recipe_weights(plan.recipe)
                                                       : options.target;
   if (!options.csv.empty()) {
-    std::ofstream out(options.csv, std::ios::binary);
-    out << csv(predictions, names);
-    out.close();
-    if (!out) throw runtime_error("cannot write " + options.csv + ": " + std::strerror(errno));
+    write_file(options.csv, csv(predictions, names));
   }
   if (options.json) {
     std::printf("%s\n", json(predictions, names, skipped, source).dump(2).c_str());
@@ -339,7 +326,7 @@ int predict(const PredictOptions& options) {
   } else {
     if (options.top_k < 1) throw usage_error("--top-k must be 1 or more, got " + std::to_string(options.top_k));
     if (options.batch < 1) throw usage_error("--batch must be 1 or more, got " + std::to_string(options.batch));
-    if (!options.csv.empty()) check_writable(options.csv);
+    check_writable("--csv", options.csv);
   }
   const ModelTarget target = resolve_model_target(options.target, "predict", options.best);
   if (images) install_interrupt_handlers("mixt: stopping (again to quit at once)");

@@ -22,6 +22,20 @@ struct ObserverHolder : torch::CustomClassHolder {
   std::shared_ptr<Float8CastObserver> observer;
 };
 
+// A forward keeps the thread's observer (if any) in its context, for its backward: the
+// backward runs on autograd's thread, after the scope has ended.
+void keep_observer_for_backward(torch::autograd::AutogradContext* ctx) {
+  if (current_observer)
+    ctx->saved_data["observer"] = c10::IValue::make_capsule(c10::make_intrusive<ObserverHolder>(current_observer));
+}
+
+// The observer a forward saw, for its backward (null when none).
+Float8CastObserver* forward_observer(torch::autograd::AutogradContext* ctx) {
+  const auto observer = ctx->saved_data.find("observer");
+  if (observer == ctx->saved_data.end()) return nullptr;
+  return c10::static_intrusive_pointer_cast<ObserverHolder>(observer->second.toCapsule())->observer.get();
+}
+
 void report(Float8CastObserver* observer, Float8Operand operand, const at::Tensor& x, const at::Tensor& scale,
             at::ScalarType dtype) {
   if (observer) observer->observe(operand, x, scale, dtype);
@@ -96,8 +110,7 @@ class Float8Matmul : public torch::autograd::Function<Float8Matmul> {
     ctx->saved_data["input_sizes"] = input.sizes().vec();
     if (scales.grad_output.defined()) ctx->saved_data["grad_output_scale"] = scales.grad_output;
     if (scales.grad_output_amax.defined()) ctx->saved_data["grad_output_amax"] = scales.grad_output_amax;
-    if (observer)
-      ctx->saved_data["observer"] = c10::IValue::make_capsule(c10::make_intrusive<ObserverHolder>(current_observer));
+    keep_observer_for_backward(ctx);
     std::vector<std::int64_t> sizes = input.sizes().vec();
     sizes.back() = weight.size(0);
     return output.reshape(sizes);
@@ -115,10 +128,7 @@ class Float8Matmul : public torch::autograd::Function<Float8Matmul> {
     }
     const auto given = ctx->saved_data.find("grad_output_scale");
     const at::Tensor g_scale = given != ctx->saved_data.end() ? given->second.toTensor() : dynamic_scale(g, kE5m2);
-    if (const auto observer = ctx->saved_data.find("observer"); observer != ctx->saved_data.end()) {
-      const auto holder = c10::static_intrusive_pointer_cast<ObserverHolder>(observer->second.toCapsule());
-      report(holder->observer.get(), Float8Operand::grad_output, g, g_scale, kE5m2);
-    }
+    report(forward_observer(ctx), Float8Operand::grad_output, g, g_scale, kE5m2);
     const at::Tensor g8 = cast_to_float8(g, g_scale, kE5m2);
 
     const at::Tensor grad_input =
@@ -163,13 +173,6 @@ RowwiseCast cast_rowwise(const at::Tensor& x, std::int64_t dim, Float8CastObserv
   return {cast_to_float8(x, scale, kE4m3), std::move(scale)};
 }
 
-// The observer a forward saw, for its backward (null when none).
-Float8CastObserver* forward_observer(torch::autograd::AutogradContext* ctx) {
-  const auto observer = ctx->saved_data.find("observer");
-  if (observer == ctx->saved_data.end()) return nullptr;
-  return c10::static_intrusive_pointer_cast<ObserverHolder>(observer->second.toCapsule())->observer.get();
-}
-
 // torchao's matmul_with_hp_or_float8_args with the rowwise casts (bias outside).
 class Float8RowwiseMatmul : public torch::autograd::Function<Float8RowwiseMatmul> {
  public:
@@ -181,8 +184,7 @@ class Float8RowwiseMatmul : public torch::autograd::Function<Float8RowwiseMatmul
     const at::Tensor output =
         rowwise_scaled_mm(x8.data, x8.scale, w8_t.data, w8_t.scale, input.scalar_type(), /*fast_accum=*/true);
     ctx->save_for_backward({input, weight});
-    if (observer)
-      ctx->saved_data["observer"] = c10::IValue::make_capsule(c10::make_intrusive<ObserverHolder>(current_observer));
+    keep_observer_for_backward(ctx);
     std::vector<std::int64_t> sizes = input.sizes().vec();
     sizes.back() = weight.size(0);
     return output.reshape(sizes);

@@ -9,32 +9,24 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "experiment/experiment.h"
-#include "experiment/session.h"
 #include "checkpoint/checkpointer.h"
-#include "mixt/helpers/linear.h"
-#include "mixt/version.h"
 #include "common/closest_match.h"
 #include "common/interrupt.h"
+#include "experiment/experiment.h"
+#include "experiment/session.h"
+#include "interruptible_start.h"
+#include "mixt/helpers/linear.h"
+#include "mixt/version.h"
 
 namespace mixt::cli {
 
 namespace fs = std::filesystem;
 
 int run(const std::string& recipe, const std::vector<std::string>& overrides) {
-  // Rank 0 acknowledges a Ctrl-C; torchrun passes it to every rank.
-  const char* rank = std::getenv("RANK");
-  const bool main_rank = !rank || std::string(rank) == "0";
-  // A Ctrl-C while the plugins load, the data is scanned and the model is built (minutes
-  // for an ImageNet folder without an index) stops before anything is written: training
-  // one step for a checkpoint of nothing would only make the user wait.
-  install_interrupt_handlers(main_rank ? kStopBeforeTraining : nullptr);
+  // Training one step for a checkpoint of nothing would only make the user wait.
   Session session;
-  Experiment experiment = session.prepare(recipe, overrides);
-  bool stop = interrupt_requested();
-  if (experiment.parallel) stop = experiment.parallel->sum({stop ? 1.0 : 0.0})[0] > 0;  // every rank alike
-  if (stop) throw Error(ErrorKind::interrupted, "interrupted before training started; nothing was written");
-  set_interrupt_acknowledgement(main_rank ? kStopAfterStep : nullptr);
+  Experiment experiment = prepare_interruptibly(session, recipe, overrides, kStopBeforeTraining, "training started");
+  set_interrupt_acknowledgement(launched_as_main_rank() ? kStopAfterStep : nullptr);
   fs::path run_dir;
   const TrainResult result = run_experiment(experiment, ::isatty(STDERR_FILENO) != 0, &run_dir);
   if (experiment.parallel && !experiment.parallel->is_main()) return 0;  // rank 0 reports

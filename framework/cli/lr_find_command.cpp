@@ -2,14 +2,13 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "common/interrupt.h"
 #include "experiment/session.h"
+#include "interruptible_start.h"
 #include "lr_curve_plot.h"
 #include "output_files.h"
 #include "train/lr_finder.h"
@@ -107,14 +106,10 @@ std::string short_lr(double lr) {
 
 int lr_find(const LrFindOptions& options) {
   check_options(options);
-  const char* rank = std::getenv("RANK");
-  const bool main_rank = !rank || std::string(rank) == "0";
-  install_interrupt_handlers(main_rank ? "mixt: stopping the range test (again to quit at once)" : nullptr);
   Session session;
-  Experiment e = session.prepare(options.recipe, options.overrides);
-  bool stop = interrupt_requested();
-  if (e.parallel) stop = e.parallel->sum({stop ? 1.0 : 0.0})[0] > 0;  // every rank alike
-  if (stop) throw Error(ErrorKind::interrupted, "interrupted before the range test; nothing was written");
+  Experiment e = prepare_interruptibly(session, options.recipe, options.overrides,
+                                       "mixt: stopping the range test (again to quit at once)", "the range test");
+  const bool main_rank = !e.parallel || e.parallel->is_main();
   std::string policy;
   for (const ComponentRecord& record : e.components.records) {
     if (record.kind == "precision") policy = record.name;

@@ -89,6 +89,13 @@ struct NoAutocast {
   c10::impl::ExcludeDispatchKeyGuard guard{c10::autocast_dispatch_keyset};
 };
 
+// The matmul's rows back in the input's leading dimensions (... x K in, ... x N out).
+at::Tensor with_input_batch_shape(const at::Tensor& output, const at::Tensor& input) {
+  std::vector<std::int64_t> sizes = input.sizes().vec();
+  sizes.back() = output.size(-1);
+  return output.reshape(sizes);
+}
+
 // torchao's matmul_with_hp_or_float8_args with the tensorwise casts (bias outside).
 class Float8Matmul : public torch::autograd::Function<Float8Matmul> {
  public:
@@ -111,9 +118,7 @@ class Float8Matmul : public torch::autograd::Function<Float8Matmul> {
     if (scales.grad_output.defined()) ctx->saved_data["grad_output_scale"] = scales.grad_output;
     if (scales.grad_output_amax.defined()) ctx->saved_data["grad_output_amax"] = scales.grad_output_amax;
     keep_observer_for_backward(ctx);
-    std::vector<std::int64_t> sizes = input.sizes().vec();
-    sizes.back() = weight.size(0);
-    return output.reshape(sizes);
+    return with_input_batch_shape(output, input);
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -185,9 +190,7 @@ class Float8RowwiseMatmul : public torch::autograd::Function<Float8RowwiseMatmul
         rowwise_scaled_mm(x8.data, x8.scale, w8_t.data, w8_t.scale, input.scalar_type(), /*fast_accum=*/true);
     ctx->save_for_backward({input, weight});
     keep_observer_for_backward(ctx);
-    std::vector<std::int64_t> sizes = input.sizes().vec();
-    sizes.back() = weight.size(0);
-    return output.reshape(sizes);
+    return with_input_batch_shape(output, input);
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,

@@ -6,11 +6,12 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <torch/version.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -19,15 +20,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include <torch/version.h>
-
-#include "experiment/experiment.h"
-#include "experiment/session.h"
 #include "commands.h"
-#include "mixt/version.h"
 #include "common/closest_match.h"
+#include "common/host_allocator.h"
 #include "common/interrupt.h"
 #include "common/run_directory.h"
+#include "experiment/experiment.h"
+#include "experiment/session.h"
+#include "mixt/version.h"
 
 namespace mixt::cli {
 
@@ -270,7 +270,7 @@ int bench_worker(const BenchOptions& options) {
     rusage usage{};
     ::getrusage(RUSAGE_SELF, &usage);
     peak_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;
-    memory_kind = "process peak RSS";
+    memory_kind = "process peak RSS, " + host_allocator().setting + " host allocator";
   }
   const std::int64_t skipped = result.skipped_steps;
   const double loss = last_loss.defined() ? last_loss.item<double>() : NAN;
@@ -309,9 +309,14 @@ json bench_environment() {
   gmtime_r(&now, &utc);
   char date[32];
   std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return {{"mixt", version()},     {"libtorch", TORCH_VERSION}, {"build", build_fingerprint()},
-          {"date", date},          {"host", host},              {"cpu", cpu},
-          {"cpu_cores", ::sysconf(_SC_NPROCESSORS_ONLN)}};
+  return {{"mixt", version()},
+          {"libtorch", TORCH_VERSION},
+          {"build", build_fingerprint()},
+          {"date", date},
+          {"host", host},
+          {"cpu", cpu},
+          {"cpu_cores", ::sysconf(_SC_NPROCESSORS_ONLN)},
+          {"host_allocator", host_allocator().summary()}};
 }
 }  // namespace
 
@@ -378,7 +383,8 @@ int bench(const BenchOptions& options) {
   run.write_text("bench.md", "# mixt bench " + options.recipe + "\n\nmixt " + version() + ", LibTorch " +
                                  TORCH_VERSION + ", " + environment["cpu"].get<std::string>() + " (" +
                                  std::to_string(environment["cpu_cores"].get<long>()) + " cores), " +
-                                 environment["date"].get<std::string>() + "\n\n" + table +
+                                 environment["date"].get<std::string>() + ", host allocator " +
+                                 environment["host_allocator"].get<std::string>() + "\n\n" + table +
                                  (notes.empty() ? "" : "\n" + notes));
   std::printf("%s%s\nwritten to %s\n", table.c_str(), notes.empty() ? "" : ("\n" + notes).c_str(),
               run.path().string().c_str());

@@ -10,6 +10,7 @@
 #include "experiment/session.h"
 #include "interruptible_start.h"
 #include "lr_curve_plot.h"
+#include "mixt/error.h"
 #include "output_files.h"
 #include "train/lr_finder.h"
 
@@ -110,6 +111,11 @@ int lr_find(const LrFindOptions& options) {
   Experiment e = prepare_interruptibly(session, options.recipe, options.overrides,
                                        "mixt: stopping the range test (again to quit at once)", "the range test");
   const bool main_rank = !e.parallel || e.parallel->is_main();
+  if (main_rank && !e.options.resume.empty()) {
+    warn("trainer.resume is not used by the range test (" + e.options.resume +
+         "): it starts from the recipe's model, with model.weights if set; to test from a run's weights, "
+         "mixt export that run and set model.weights to the file");
+  }
   std::string policy;
   for (const ComponentRecord& record : e.components.records) {
     if (record.kind == "precision") policy = record.name;

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 
@@ -12,6 +13,7 @@
 #include "commands.h"
 #include "common/closest_match.h"
 #include "common/first_line.h"
+#include "common/host_allocator.h"
 #include "diagnose_command.h"
 #include "evaluate_command.h"
 #include "lr_find_command.h"
@@ -82,6 +84,15 @@ std::string trim_spaces(const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before the first tensor: LibTorch reads its huge-page switch at its first allocation.
+  const char* allocator_setting = std::getenv("MIXT_HOST_ALLOCATOR");
+  const auto setting = mixt::parse_host_allocator_setting(allocator_setting ? allocator_setting : "");
+  if (!setting) {
+    std::fprintf(stderr, "mixt: error: MIXT_HOST_ALLOCATOR=%s: unknown setting\n  hint: %s\n", allocator_setting,
+                 mixt::suggestion_hint(allocator_setting, mixt::host_allocator_setting_names(), "settings").c_str());
+    return 2;
+  }
+  mixt::configure_host_allocator(*setting);
   if (mixt::cli::end_of_startup()) {
     std::fprintf(stderr, "mixt: interrupted while starting; nothing was done\n");
     return 130;

@@ -53,6 +53,22 @@ TEST(Cli, VersionNamesMixtLibTorchAndCuda) {
   EXPECT_THAT(result.output, HasSubstr("CUDA"));
 }
 
+// MIXT_HOST_ALLOCATOR (common/host_allocator.h): applied before anything else, and said.
+TEST(Cli, VersionSaysWhichHostAllocatorRunsAndAnUnknownOneIsExitTwo) {
+  const bool huge_pages_offered =
+      testing::read_file("/sys/kernel/mm/transparent_hugepage/enabled").find("[never]") == std::string::npos &&
+      fs::exists("/sys/kernel/mm/transparent_hugepage/enabled");
+  const std::string lean = "host allocator: lean (blocks >= 1 MiB unmapped on free";
+  EXPECT_THAT(run_mixt({"--version"}).output, HasSubstr(huge_pages_offered ? lean : "host allocator: system"));
+  EXPECT_THAT(run_mixt({"--version"}, fs::current_path(), "MIXT_HOST_ALLOCATOR=lean").output, HasSubstr(lean));
+  EXPECT_THAT(run_mixt({"--version"}, fs::current_path(), "MIXT_HOST_ALLOCATOR=system").output,
+              HasSubstr("host allocator: system (glibc malloc as it comes)\n"));
+  const CommandResult typo = run_mixt({"--version"}, fs::current_path(), "MIXT_HOST_ALLOCATOR=laen");
+  EXPECT_EQ(typo.exit_code, 2) << typo.output;
+  EXPECT_THAT(typo.output, HasSubstr("mixt: error: MIXT_HOST_ALLOCATOR=laen: unknown setting"));
+  EXPECT_THAT(typo.output, HasSubstr("did you mean 'lean'?"));
+}
+
 TEST(Cli, HelpEverywhereAndBadUsageIsExitTwo) {
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{{"--help"}, {"run", "--help"}, {"check", "--help"}, {"list", "--help"},
@@ -679,6 +695,7 @@ TEST(CliBench, OnePolicyPerChildProcessOneTable) {
   EXPECT_THAT(version, HasSubstr("mixt " + environment["mixt"].get<std::string>() + "\nLibTorch " +
                          environment["libtorch"].get<std::string>() + "\n"))
       << version << environment.dump();
+  EXPECT_THAT(version, HasSubstr("host allocator: " + environment["host_allocator"].get<std::string>() + "\n"));
   EXPECT_THAT(testing::read_file(run / "bench.md"), HasSubstr(", " + environment["date"].get<std::string>()));
 
   // Not enough data for the requested steps: a clear usage error from the worker, and its

@@ -106,11 +106,14 @@ TEST_F(LrFindCli, LeavesTheInitialWeightsAndWritesNoCheckpoint) {
   const std::string weights = testing::read_file(dir_->path() / "w.safetensors");
   const std::set<fs::path> before = files_under(dir_->path());
 
-  // No --json: the curve goes to <output>/lr-find/<name>.json, which the command names.
-  const CommandResult found =
-      run_mixt({"lr-find", "r.yaml", "model.weights=w.safetensors", "--steps", "20"}, dir_->path());
+  // No --json: the curve goes to <output>/lr-find/<name>.json, which the command names. A
+  // recipe's trainer.resume is not silently dropped: it is said not to be used.
+  const CommandResult found = run_mixt(
+      {"lr-find", "r.yaml", "model.weights=w.safetensors", "trainer.resume=" + run_dir.string(), "--steps", "20"},
+      dir_->path());
   ASSERT_EQ(found.exit_code, 0) << found.output;
   EXPECT_THAT(found.output, HasSubstr("curve: runs/lr-find/tiny.json"));
+  EXPECT_THAT(found.output, HasSubstr("mixt: warning: trainer.resume is not used by the range test"));
   EXPECT_EQ(testing::read_file(dir_->path() / "w.safetensors"), weights);  // byte for byte
   std::set<fs::path> after = files_under(dir_->path());
   EXPECT_EQ(after.erase("runs/lr-find/tiny.json"), 1u);

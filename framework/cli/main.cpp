@@ -84,6 +84,10 @@ std::string trim_spaces(const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (mixt::cli::end_of_startup()) {
+    std::fprintf(stderr, "mixt: interrupted while starting; nothing was done\n");
+    return 130;
+  }
   // Before the first tensor: LibTorch reads its huge-page switch at its first allocation.
   const char* allocator_setting = std::getenv("MIXT_HOST_ALLOCATOR");
   const auto setting = mixt::parse_host_allocator_setting(allocator_setting ? allocator_setting : "");
@@ -93,10 +97,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   mixt::configure_host_allocator(*setting);
-  if (mixt::cli::end_of_startup()) {
-    std::fprintf(stderr, "mixt: interrupted while starting; nothing was done\n");
-    return 130;
-  }
   CLI::App app{"mixt — mixed-precision training from YAML recipes and plugins", "mixt"};
   app.require_subcommand(1);
   app.set_version_flag("--version", mixt::cli::version_text());

@@ -10,6 +10,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "child_process.h"
+#include "mixt/helpers/safetensors.h"
 #include "run_directories.h"
 #include "test_support.h"
 
@@ -148,7 +149,8 @@ TEST(StopRequestCli, EarlyStoppingEndsARunAndExportBestReadsItsBestCheckpoint) {
 }
 
 // `mixt evaluate RUN --best` scores the best epoch's weights (its figures are that epoch's,
-// not the last one's), and trainer.resume=RUN/checkpoints/best goes on from the best epoch.
+// not the last one's), `mixt predict RUN --best` predicts with them, and
+// trainer.resume=RUN/checkpoints/best goes on from the best epoch.
 TEST(StopRequestCli, EvaluateAndResumeTakeTheBestCheckpoint) {
   TempDir dir;
   dir.write("r.yaml", recipe("{name: best_checkpoint, mode: max}"));  // max of a falling loss: epoch 1
@@ -167,6 +169,23 @@ TEST(StopRequestCli, EvaluateAndResumeTakeTheBestCheckpoint) {
   const auto file = testing::run_mixt({"evaluate", (run / "checkpoints" / "last").string(), "--best"}, dir.path());
   EXPECT_EQ(file.exit_code, 2) << file.output;
   EXPECT_THAT(file.output, HasSubstr("--best takes a run directory"));
+
+  at::manual_seed(3);
+  save_safetensors(dir.path() / "batch.safetensors", {{"input", at::randn({4, 1, 28, 28})}});
+  const auto predict = [&](std::vector<std::string> args, const std::string& output) {
+    args.insert(args.begin(), "predict");
+    args.insert(args.end(), {"--input", "batch.safetensors", "--output", output});
+    const auto predicted = testing::run_mixt(args, dir.path());
+    EXPECT_EQ(predicted.exit_code, 0) << predicted.output;
+    for (const auto& [name, tensor] : load_safetensors(dir.path() / output).tensors) {
+      if (name == "output") return tensor;
+    }
+    ADD_FAILURE() << output << " has no tensor named output";
+    return at::Tensor();
+  };
+  const at::Tensor best = predict({run.string(), "--best"}, "best.safetensors");
+  EXPECT_TRUE(at::equal(best, predict({(run / "checkpoints" / "best-epoch-0001").string()}, "epoch1.safetensors")));
+  EXPECT_FALSE(at::equal(best, predict({run.string()}, "newest.safetensors")));  // epoch 2's weights
 
   const auto resumed = testing::run_mixt(
       {"run", "r.yaml", "trainer.epochs=3", "trainer.resume=" + (run / "checkpoints" / "best").string()}, dir.path());

@@ -55,14 +55,13 @@ TEST(Cli, VersionNamesMixtLibTorchAndCuda) {
 
 // MIXT_HOST_ALLOCATOR (common/host_allocator.h): applied before anything else, and said.
 TEST(Cli, VersionSaysWhichHostAllocatorRunsAndAnUnknownOneIsExitTwo) {
-  const bool huge_pages_offered =
-      testing::read_file("/sys/kernel/mm/transparent_hugepage/enabled").find("[never]") == std::string::npos &&
-      fs::exists("/sys/kernel/mm/transparent_hugepage/enabled");
-  const std::string lean = "host allocator: lean (blocks >= 1 MiB unmapped on free";
-  EXPECT_THAT(run_mixt({"--version"}).output, HasSubstr(huge_pages_offered ? lean : "host allocator: system"));
+  const std::string lean = "host allocator: lean (blocks >= 8 MiB unmapped on free)\n";
+  EXPECT_THAT(run_mixt({"--version"}).output, HasSubstr(lean));
   EXPECT_THAT(run_mixt({"--version"}, fs::current_path(), "MIXT_HOST_ALLOCATOR=lean").output, HasSubstr(lean));
   EXPECT_THAT(run_mixt({"--version"}, fs::current_path(), "MIXT_HOST_ALLOCATOR=system").output,
               HasSubstr("host allocator: system (glibc malloc as it comes)\n"));
+  EXPECT_THAT(run_mixt({"--version"}, fs::current_path(), "THP_MEM_ALLOC_ENABLE=1").output,
+              HasSubstr("host allocator: lean (blocks >= 8 MiB unmapped on free, transparent huge pages)\n"));
   const CommandResult typo = run_mixt({"--version"}, fs::current_path(), "MIXT_HOST_ALLOCATOR=laen");
   EXPECT_EQ(typo.exit_code, 2) << typo.output;
   EXPECT_THAT(typo.output, HasSubstr("mixt: error: MIXT_HOST_ALLOCATOR=laen: unknown setting"));

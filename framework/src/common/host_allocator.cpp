@@ -5,24 +5,16 @@
 #include <malloc.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 namespace mixt {
 namespace {
 
-constexpr std::size_t kLeanMmapThreshold = std::size_t{1} << 20;
+constexpr std::size_t kLeanMmapThreshold = std::size_t{8} << 20;
+constexpr std::size_t kLeanTrimThreshold = std::size_t{32} << 20;
 
 HostAllocator& applied() {
   static HostAllocator allocator;
   return allocator;
-}
-
-std::string read_file(const char* path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  if (file) text << file.rdbuf();
-  return text.str();
 }
 
 bool user_set_mmap_threshold() {
@@ -41,18 +33,12 @@ bool libtorch_allocates_huge_pages() {
 }  // namespace
 
 std::optional<HostAllocatorSetting> parse_host_allocator_setting(std::string_view text) {
-  if (text.empty() || text == "auto") return HostAllocatorSetting::automatic;
-  if (text == "lean") return HostAllocatorSetting::lean;
+  if (text.empty() || text == "lean") return HostAllocatorSetting::lean;
   if (text == "system") return HostAllocatorSetting::system;
   return std::nullopt;
 }
 
-std::vector<std::string> host_allocator_setting_names() { return {"auto", "lean", "system"}; }
-
-bool transparent_huge_pages_offered(std::string_view enabled_file) {
-  return enabled_file.find("[always]") != std::string_view::npos ||
-         enabled_file.find("[madvise]") != std::string_view::npos;
-}
+std::vector<std::string> host_allocator_setting_names() { return {"lean", "system"}; }
 
 std::string HostAllocator::summary() const {
   std::string text = setting;
@@ -71,21 +57,14 @@ std::string HostAllocator::summary() const {
 
 const HostAllocator& configure_host_allocator(HostAllocatorSetting setting) {
   HostAllocator& allocator = applied();
-  const bool offered = transparent_huge_pages_offered(read_file("/sys/kernel/mm/transparent_hugepage/enabled"));
-  if (setting == HostAllocatorSetting::automatic) {
-    // Without huge pages every fresh mapping faults in 4 KiB at a time: measured ~20 %
-    // slower on ResNet-50, too much to impose unasked.
-    setting = offered ? HostAllocatorSetting::lean : HostAllocatorSetting::system;
-  }
   allocator.setting = setting == HostAllocatorSetting::lean ? "lean" : "system";
-  if (setting == HostAllocatorSetting::lean) {
-    if (offered) ::setenv("THP_MEM_ALLOC_ENABLE", "1", /*overwrite=*/0);
-    if (!user_set_mmap_threshold() && ::mallopt(M_MMAP_THRESHOLD, static_cast<int>(kLeanMmapThreshold)) == 1) {
-      allocator.returns_freed_blocks = true;
-      allocator.mmap_threshold = kLeanMmapThreshold;
-    }
+  if (setting == HostAllocatorSetting::lean && !user_set_mmap_threshold() &&
+      ::mallopt(M_MMAP_THRESHOLD, static_cast<int>(kLeanMmapThreshold)) == 1) {
+    ::mallopt(M_TRIM_THRESHOLD, static_cast<int>(kLeanTrimThreshold));
+    allocator.returns_freed_blocks = true;
+    allocator.mmap_threshold = kLeanMmapThreshold;
   }
-  allocator.huge_pages = offered && libtorch_allocates_huge_pages();
+  allocator.huge_pages = libtorch_allocates_huge_pages();
   return allocator;
 }
 

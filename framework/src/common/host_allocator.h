@@ -4,10 +4,11 @@
 // with their own mapping, given back on free, but raises that threshold each time such a
 // block is freed (up to 32 MiB): after the first step almost every activation comes from
 // the heap, and what the backward pass frees stays resident, interleaved with what is
-// still live. ResNet-50's peak RSS at batch 64 holds ~0.7 GiB of such freed memory. The
-// `lean` allocator fixes the threshold at 1 MiB and asks for transparent huge pages for
-// blocks of 2 MiB and more (LibTorch's THP_MEM_ALLOC_ENABLE), so freed activations leave
-// at once and the fresh mappings fault in 2 MiB at a time instead of 4 KiB.
+// still live (~0.7 GiB of ResNet-50's peak at batch 64). `lean` fixes the threshold at
+// 8 MiB, so big activations leave on free while the small blocks of a small model are still
+// reused from the heap, and the trim threshold at 32 MiB: fixing one switches off glibc's
+// adjustment of the other, whose 128 KiB default would give the heap back and fault it in
+// again on every step.
 #pragma once
 
 #include <cstddef>
@@ -19,33 +20,29 @@
 namespace mixt {
 
 enum class HostAllocatorSetting {
-  automatic,  // lean where the kernel offers transparent huge pages, else system
-  lean,       // fixed 1 MiB mapping threshold, and huge pages where offered
-  system,     // glibc's and LibTorch's own behaviour, untouched
+  lean,    // the default: fixed 8 MiB mapping and 32 MiB trim thresholds
+  system,  // glibc's own behaviour, untouched
 };
 
-// MIXT_HOST_ALLOCATOR's value: auto (also empty), lean or system; nullopt when unknown.
+// MIXT_HOST_ALLOCATOR's value: lean (also empty) or system; nullopt when unknown.
 std::optional<HostAllocatorSetting> parse_host_allocator_setting(std::string_view text);
 std::vector<std::string> host_allocator_setting_names();
-
-// Whether /sys/kernel/mm/transparent_hugepage/enabled's text ("always [madvise] never")
-// lets a program ask for huge pages: [always] or [madvise] selected.
-bool transparent_huge_pages_offered(std::string_view enabled_file);
 
 // What a process runs with.
 struct HostAllocator {
   bool returns_freed_blocks = false;  // the mapping threshold is fixed: blocks >= it are unmapped on free
   std::size_t mmap_threshold = 0;     // that threshold in bytes; 0: glibc's own
-  bool huge_pages = false;            // LibTorch madvises blocks >= 2 MiB as huge pages
-  std::string setting = "system";     // what MIXT_HOST_ALLOCATOR asked for, resolved
+  bool huge_pages = false;            // LibTorch madvises blocks >= 2 MiB as huge pages (THP_MEM_ALLOC_ENABLE=1)
+  std::string setting = "system";     // what MIXT_HOST_ALLOCATOR asked for
 
-  // One line: "lean (blocks >= 1 MiB unmapped on free, transparent huge pages)".
+  // One line: "lean (blocks >= 8 MiB unmapped on free)".
   std::string summary() const;
 };
 
-// Applies the setting before the process's first tensor, leaving alone what the user set
-// (THP_MEM_ALLOC_ENABLE, or glibc's mmap_threshold in GLIBC_TUNABLES/MALLOC_MMAP_THRESHOLD_).
-// Reports what took effect: LibTorch reads THP_MEM_ALLOC_ENABLE at its first allocation.
+// Applies the setting before the process's first tensor, leaving alone a threshold the user
+// set (glibc's mmap_threshold in GLIBC_TUNABLES or MALLOC_MMAP_THRESHOLD_), and reports what
+// the process runs with, LibTorch's huge pages included (its own THP_MEM_ALLOC_ENABLE: faster
+// for large models, slower for small ones, so the user's choice).
 const HostAllocator& configure_host_allocator(HostAllocatorSetting setting);
 
 // What configure_host_allocator applied; the system default before it ran.

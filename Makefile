@@ -4,6 +4,12 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 MIXT := $(BUILD_DIR)/bin/mixt
 
+# scripts/setup puts the Python packages in $(MIXT_HOME)/venv when the system Python is
+# externally managed (PEP 668): its python3 comes first for every command below, and CMake
+# is handed the same interpreter. A PATH entry that does not exist costs nothing.
+export MIXT_HOME ?= $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/mixt
+export PATH := $(MIXT_HOME)/venv/bin:$(PATH)
+
 # ccache: CI builds in a fresh clone elsewhere; a base dir at the source root keeps the
 # compile lines relative so those builds still hit the cache.
 export CCACHE_BASEDIR := $(CURDIR)
@@ -11,13 +17,18 @@ export CCACHE_NOHASHDIR := true
 export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_file_ctime
 export CCACHE_MAXSIZE ?= 5G
 
-.PHONY: setup configure build build-demo test demo bench bench-data clean
+.PHONY: setup setup-demo configure build build-demo test demo bench bench-data container-check clean
 
+# Everything `make test` needs; setup-demo: only what `make demo` needs (no Python references).
 setup:
 	@scripts/setup
 
+setup-demo:
+	@scripts/setup --demo
+
 $(BUILD_DIR)/build.ninja:
-	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
+	  -DPython3_EXECUTABLE="$${PYTHON:-$$(command -v python3)}"
 
 configure: setup $(BUILD_DIR)/build.ninja
 
@@ -28,7 +39,7 @@ test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 900
 
 # The program and its plugins only: no tests, fixtures or benchmark tools.
-build-demo: configure
+build-demo: setup-demo $(BUILD_DIR)/build.ninja
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target mixt_cli mixt_plugins
 
 demo: build-demo
@@ -41,6 +52,10 @@ bench: build
 # Input pipeline: mixt's image_folder loader vs torchvision ImageFolder + DataLoader.
 bench-data: build
 	bench/data_pipeline/run.sh $(BUILD_DIR)
+
+# Builds the container image (podman or docker) and runs it: not part of `make test`.
+container-check:
+	scripts/container-check
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -26,6 +26,8 @@ TEST_REQUIREMENTS=(
   tensorboard            # reads back mixt's event files (tests/support/tensorboard_reader.py)
   timm                   # ModelEmaV3, the ema callback's golden reference
   torchao==0.18.0        # float8 training, the float8 policies' golden reference
+  onnx                   # checks mixt export's ONNX files (onnx.checker)
+  onnxruntime            # runs mixt export's ONNX files against mixt's own forward
 )
 
 # The parts of a CUDA toolkit that the wheel's CMake config requires (it runs nvcc once and

@@ -22,6 +22,7 @@
 
 #include "commands.h"
 #include "common/closest_match.h"
+#include "common/container_image.h"
 #include "common/host_allocator.h"
 #include "common/interrupt.h"
 #include "common/run_directory.h"
@@ -309,14 +310,16 @@ json bench_environment() {
   gmtime_r(&now, &utc);
   char date[32];
   std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return {{"mixt", version()},
-          {"libtorch", TORCH_VERSION},
-          {"build", build_fingerprint()},
-          {"date", date},
-          {"host", host},
-          {"cpu", cpu},
-          {"cpu_cores", ::sysconf(_SC_NPROCESSORS_ONLN)},
-          {"host_allocator", host_allocator().summary()}};
+  json environment = {{"mixt", version()},
+                      {"libtorch", TORCH_VERSION},
+                      {"build", build_fingerprint()},
+                      {"date", date},
+                      {"host", host},
+                      {"cpu", cpu},
+                      {"cpu_cores", ::sysconf(_SC_NPROCESSORS_ONLN)},
+                      {"host_allocator", host_allocator().summary()}};
+  if (const std::string image = container_image(); !image.empty()) environment["container_image"] = image;
+  return environment;
 }
 }  // namespace
 

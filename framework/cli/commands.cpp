@@ -11,6 +11,7 @@
 
 #include "checkpoint/checkpointer.h"
 #include "common/closest_match.h"
+#include "common/container_image.h"
 #include "common/host_allocator.h"
 #include "common/interrupt.h"
 #include "experiment/experiment.h"
@@ -271,6 +272,7 @@ std::string version_text() {
   text += std::string("plugin ABI ") + MIXT_STRINGIFY(MIXT_ABI_MAJOR) "." MIXT_STRINGIFY(MIXT_ABI_MINOR) + " [" +
           build_fingerprint() + "]\n";
   text += "host allocator: " + host_allocator().summary() + "\n";
+  if (const std::string image = container_image(); !image.empty()) text += "container image: " + image + "\n";
   return text;
 }
 

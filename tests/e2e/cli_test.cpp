@@ -53,6 +53,13 @@ TEST(Cli, VersionNamesMixtLibTorchAndCuda) {
   EXPECT_THAT(result.output, HasSubstr("CUDA"));
 }
 
+// The Containerfile names the image in MIXT_CONTAINER_IMAGE; outside an image nothing is said.
+TEST(Cli, VersionNamesTheContainerImageItRunsIn) {
+  EXPECT_THAT(run_mixt({"--version"}, fs::current_path(), "MIXT_CONTAINER_IMAGE='mixt:0.1.0 (abc123)'").output,
+              HasSubstr("\ncontainer image: mixt:0.1.0 (abc123)\n"));
+  EXPECT_THAT(run_mixt({"--version"}).output, Not(HasSubstr("container image")));
+}
+
 // MIXT_HOST_ALLOCATOR (common/host_allocator.h): applied before anything else, and said.
 TEST(Cli, VersionSaysWhichHostAllocatorRunsAndAnUnknownOneIsExitTwo) {
   const std::string lean = "host allocator: lean (blocks >= 8 MiB unmapped on free)\n";

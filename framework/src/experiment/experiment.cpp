@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
+#include "common/container_image.h"
 #include "mixt/helpers/activation_checkpointing.h"
 #include "mixt/version.h"
 
@@ -161,6 +162,7 @@ void write_resolved_recipe(const Experiment& e, const RunDirectory& run) {
   std::ostringstream recipe;
   recipe << "# Resolved recipe written by mixt " << version() << " (" << build_fingerprint() << ")\n"
          << "# Re-run with: mixt run " << (run.path() / "recipe.yaml").string() << "\n";
+  if (const std::string image = container_image(); !image.empty()) recipe << "# Ran in container image " << image << "\n";
   for (const auto& r : e.components.records) {
     recipe << "# " << r.kind << " " << r.name << ": plugin " << r.plugin << " " << r.plugin_version << " ("
            << r.file << ")\n";

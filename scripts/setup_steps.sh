@@ -18,9 +18,9 @@ DEBIAN_PACKAGES+=(libprotobuf-dev protobuf-compiler)
 
 # Python packages: LibTorch itself for the build, then the references the tests and benchmarks
 # compare against (never runtime dependencies of mixt; no weights or data are downloaded).
-DEMO_REQUIREMENTS=("torch==$TORCH_VERSION")
+# numpy only because importing torch without it warns (CMake imports torch to find LibTorch).
+DEMO_REQUIREMENTS=("torch==$TORCH_VERSION" numpy)
 TEST_REQUIREMENTS=(
-  numpy                  # the reference scripts
   torchvision==0.26.0    # the model zoo's and the transforms' parity reference
   pillow                 # image decoding and bench/data_pipeline's reference
   tensorboard            # reads back mixt's event files (tests/support/tensorboard_reader.py)

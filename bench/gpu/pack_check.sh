@@ -9,6 +9,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=$(cd "${1:-$ROOT/build}" && pwd)
 [ "$(id -u)" = 0 ] || { echo "pack_check: needs root (a private mount namespace hides /usr packages)"; exit 77; }
+# Root inside a container usually lacks CAP_SYS_ADMIN, and with it the mount namespace.
+unshare -m true 2>/dev/null || { echo "pack_check: cannot make a private mount namespace here (unshare -m)"; exit 77; }
 SCRATCH=$(mktemp -d)
 trap 'rm -rf "$SCRATCH"' EXIT
 BUILD=$BUILD bash "$ROOT/bench/gpu/pack.sh" "$SCRATCH/made"

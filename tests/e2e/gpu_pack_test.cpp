@@ -15,6 +15,8 @@ TEST(GpuPack, RunsOnTheCpuWithoutTheBuild) {
   const testing::CommandResult result =
       testing::run_command("bash " + testing::shell_quote(MIXT_SOURCE_DIR "/bench/gpu/pack_check.sh") + " " +
                            testing::shell_quote(MIXT_BINARY_DIR));
+  // 77: pack_check found no mount namespace to make (root in a container without CAP_SYS_ADMIN).
+  if (result.exit_code == 77) GTEST_SKIP() << result.output;
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, HasSubstr("pack_check: the pack runs every part"));
   EXPECT_THAT(result.output, HasSubstr("| fp32 |"));  // the ResNet-50 row

@@ -102,6 +102,19 @@ PY
   "$python" -m pip install --quiet $missing
 }
 
+# A torch whose files were partly removed (an interrupted install or uninstall) still has its
+# metadata, so the version check passes and CMake fails later on a missing include folder:
+# check the files LibTorch's CMake config hands out, and reinstall the wheel when one is gone.
+repair_incomplete_torch() {
+  local python="$1" torch_dir
+  torch_dir=$("$python" -c 'import importlib.util as u; s = u.find_spec("torch"); print(s.submodule_search_locations[0] if s else "")')
+  [ -n "$torch_dir" ] || die "torch is not importable by $python after installing it"
+  [ -f "$torch_dir/include/ATen/ATen.h" ] && [ -f "$torch_dir/share/cmake/Torch/TorchConfig.cmake" ] &&
+    [ -d "$torch_dir/lib" ] && return 0
+  log "the torch install in $torch_dir is incomplete (headers or CMake files missing): reinstalling it"
+  "$python" -m pip install --quiet --force-reinstall --no-deps "torch==$TORCH_VERSION"
+}
+
 # A toolkit of the user's own, by the places LibTorch's CMake config looks in.
 have_own_cuda_toolkit() {
   local dir

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "assembly/routing_probe.h"
 #include "checkpoint/checkpointer.h"
 #include "common/closest_match.h"
 #include "common/container_image.h"
@@ -113,6 +114,42 @@ void print_linear_layers(const Components& c, std::vector<std::int64_t> sample_s
               layers.size(), plural, own, all_flops > 0 ? 100.0 * own_flops / all_flops : 0.0);
 }
 
+std::string joined(const std::vector<std::string>& names) {
+  std::string text;
+  for (const auto& name : names) text += (text.empty() ? "" : ", ") + name;
+  return text.empty() ? "none" : text;
+}
+
+// What the model routes (the names fp32_modules and activation_checkpointing can take), what
+// the recipe recomputes and keeps in float32, and the epoch's optimizer steps.
+void print_routing_and_steps(const Experiment& e) {
+  const Components& c = e.components;
+  const ActivationCheckpointing& choice = e.options.activation_checkpointing;
+  const Routing routing = probe_routing(c, /*with_blocks=*/true, choice);
+  if (!c.train->sample_shape().empty()) {
+    if (routing.routed.empty()) {
+      std::printf("  routed    none (fp32_modules and activation_checkpointing need mixt::call_submodule)\n");
+    } else {
+      std::printf("  routed    %zu through mixt::call_submodule: %s\n", routing.routed.size(),
+                  joined(routing.routed).c_str());
+      std::printf("  blocks    %zu through mixt::call_block: %s\n", routing.blocks.size(), joined(routing.blocks).c_str());
+    }
+    const std::vector<std::string>& recomputed = choice.all_blocks ? routing.blocks : choice.names;
+    std::printf("  recompute %s (trainer.activation_checkpointing)\n", joined(recomputed).c_str());
+    std::printf("  fp32      %s (precision.fp32_modules)\n",
+                joined(e.recipe.config().section("precision").strings("fp32_modules", {})).c_str());
+  }
+  const std::int64_t batches = c.train->batches_per_epoch(), steps = e.options.steps_per_epoch(batches);
+  std::string why = std::to_string(batches) + " batch" + (batches == 1 ? "" : "es");
+  if (e.options.accumulate > 1) why += ", " + std::to_string(e.options.accumulate) + " per step (trainer.accumulate)";
+  if (e.options.max_steps_per_epoch > 0 && steps == e.options.max_steps_per_epoch) {
+    why += ", at most " + std::to_string(steps) + " (trainer.max_steps_per_epoch)";
+  }
+  std::printf("  steps     %lld optimizer step%s per epoch (%s), %lld epoch%s\n", static_cast<long long>(steps),
+              steps == 1 ? "" : "s", why.c_str(), static_cast<long long>(e.options.epochs),
+              e.options.epochs == 1 ? "" : "s");
+}
+
 }  // namespace
 
 int check(const std::string& recipe, const std::vector<std::string>& overrides) {
@@ -159,6 +196,7 @@ int check(const std::string& recipe, const std::vector<std::string>& overrides) 
   }
   std::printf("  model     %s parameters\n", grouped.c_str());
   print_linear_layers(e.components, e.components.train->sample_shape());
+  print_routing_and_steps(e);
   return 0;
 }
 

@@ -43,6 +43,8 @@ TEST(CallbackExample, BuildsRunsAndResumesAsDocumented) {
   ASSERT_EQ(first.exit_code, 0) << script << "\n" << first.output;
 
   const fs::path example = dir.path() / "examples/csv_callback";
+  // The documented configure names no build type: find_package(mixt) makes it Release.
+  EXPECT_THAT(testing::read_file(example / "build/CMakeCache.txt"), HasSubstr("CMAKE_BUILD_TYPE:STRING=Release"));
   std::vector<fs::path> runs;
   for (const auto& entry : fs::directory_iterator(example / "runs/csv_callback")) runs.push_back(entry.path());
   ASSERT_EQ(runs.size(), 1u);

@@ -166,6 +166,40 @@ TEST(Cli, CheckAcceptsTheShippedRecipe) {
   EXPECT_THAT(result.output, HasSubstr("data.val   10000 samples, 10 classes, each [1, 28, 28]; 10 batches per epoch"))
       << result.output;
   EXPECT_THAT(result.output, HasSubstr("model     421,642 parameters"));
+  // simple_cnn routes its two halves, the first as a block (models/simple_cnn/simple_cnn.cpp).
+  EXPECT_THAT(result.output, HasSubstr("  routed    2 through mixt::call_submodule: features, classifier\n"
+                                       "  blocks    1 through mixt::call_block: features\n"
+                                       "  recompute none (trainer.activation_checkpointing)\n"
+                                       "  fp32      none (precision.fp32_modules)\n"
+                                       "  steps     469 optimizer steps per epoch (469 batches), 5 epochs\n"))
+      << result.output;
+}
+
+// What the recipe recomputes, keeps in float32, and how many optimizer steps an epoch has
+// once accumulation and max_steps_per_epoch apply (it said 469 batches and nothing else).
+TEST(Cli, CheckSaysWhatIsRecomputedKeptInFloat32AndTheStepsPerEpoch) {
+  const CommandResult all = run_mixt({"check", MIXT_SOURCE_DIR "/recipes/fashion_mnist.yaml",
+                                      "trainer.activation_checkpointing=all", "precision.fp32_modules=[classifier]",
+                                      "trainer.accumulate=2", "trainer.max_steps_per_epoch=100"});
+  ASSERT_EQ(all.exit_code, 0) << all.output;
+  EXPECT_THAT(all.output, HasSubstr("  recompute features (trainer.activation_checkpointing)\n"
+                                    "  fp32      classifier (precision.fp32_modules)\n"
+                                    "  steps     100 optimizer steps per epoch (469 batches, 2 per step "
+                                    "(trainer.accumulate), at most 100 (trainer.max_steps_per_epoch)), 5 epochs\n"))
+      << all.output;
+  // ceil(469 / 2) = 235 when nothing caps it.
+  const CommandResult accumulated =
+      run_mixt({"check", MIXT_SOURCE_DIR "/recipes/fashion_mnist.yaml", "trainer.accumulate=2", "trainer.epochs=1",
+                "trainer.activation_checkpointing=[classifier]"});
+  ASSERT_EQ(accumulated.exit_code, 0) << accumulated.output;
+  EXPECT_THAT(accumulated.output, HasSubstr("  recompute classifier (trainer.activation_checkpointing)\n"));
+  EXPECT_THAT(accumulated.output,
+              HasSubstr("  steps     235 optimizer steps per epoch (469 batches, 2 per step (trainer.accumulate)), 1 epoch\n"));
+  // A submodule the model has but does not route: the hint offers only what it routes.
+  const CommandResult unrouted =
+      run_mixt({"check", MIXT_SOURCE_DIR "/recipes/fashion_mnist.yaml", "precision.fp32_modules=[classifier.0]"});
+  EXPECT_EQ(unrouted.exit_code, 2) << unrouted.output;
+  EXPECT_THAT(unrouted.output, HasSubstr("the submodules it routes: classifier, features")) << unrouted.output;
 }
 
 // --- bad input, one test each -------------------------------------------------------

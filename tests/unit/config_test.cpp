@@ -74,6 +74,25 @@ TEST(Config, MissingRequiredOptionIsAnError) {
   EXPECT_THROW(c.number("lr"), Error);
 }
 
+// "treshold:" next to a missing "threshold" used to report only the missing option.
+TEST(Config, AMisspelledRequiredOptionIsPointedAt) {
+  const Config c = section_of("stopper:\n  name: x\n  treshold: 2\n", "stopper");
+  const Error e = testing::thrown_error([&] {
+    c.number("threshold");
+  });
+  EXPECT_STREQ(e.what(), "r.yaml:3:3: stopper.treshold: unknown key 'treshold' in 'stopper', which misses the "
+                         "required option 'threshold'");
+  EXPECT_EQ(e.hint(), "did you mean `threshold:`?");
+}
+
+TEST(Config, AKeyFarFromTheMissingOptionIsNoMisspelling) {
+  const Config c = section_of("optimizer:\n  name: sgd\n  wd: 0.1\n", "optimizer");
+  const Error e = testing::thrown_error([&] {
+    c.number("lr");
+  });
+  EXPECT_THAT(e.what(), HasSubstr("optimizer.lr: missing required option"));
+}
+
 // An absent section has no line of its own; its errors still name the recipe file.
 TEST(Config, AnAbsentSectionsErrorsNameTheFile) {
   const Config absent = section_of("model: {name: x}\n", "trainer");

@@ -47,6 +47,23 @@ TEST(PluginLoader, FileThatIsNotASharedLibrary) {
   EXPECT_THAT(error, HasSubstr("libmixt_fixture_text.so: not a loadable shared library"));
 }
 
+TEST(PluginLoader, FileThatIsNotASharedLibraryGivesTheDynamicLoadersReason) {
+  const std::string error = load_error(kFixtures + "/libmixt_fixture_text.so");
+  EXPECT_THAT(error, HasSubstr("not a loadable shared library (file too short)")) << error;
+}
+
+// A plugin built with -D_GLIBCXX_USE_CXX11_ABI=0 used to get only "not a loadable shared
+// library" and an ldd hint that finds nothing wrong: the symbol the loader could not find
+// (which of them depends on what the plugin calls first) and the define are named.
+TEST(PluginLoader, OldCxxAbiPluginNamesTheUndefinedSymbolAndTheAbi) {
+  const std::string error = load_error(kFixtures + "/libmixt_fixture_old_cxx_abi.so");
+  EXPECT_THAT(error, HasSubstr("not a loadable shared library (undefined symbol: _ZN")) << error;
+  EXPECT_THAT(error, HasSubstr("compiled with the pre-C++11 std::string (-D_GLIBCXX_USE_CXX11_ABI=0)"));
+  EXPECT_THAT(error, HasSubstr("build it without that define"));
+  // The good fixture, compiled with the C++11 ABI, is no such plugin.
+  EXPECT_THAT(load_error(kFixtures + "/libmixt_fixture_good.so"), Not(HasSubstr("CXX11_ABI")));
+}
+
 TEST(PluginLoader, SharedLibraryWithoutEntryPoint) {
   const std::string error = load_error(kFixtures + "/libfixture_not_a_plugin.so");
   EXPECT_THAT(error, HasSubstr("not a mixt plugin: no entry point 'mixt_plugin_info'"));

@@ -83,6 +83,36 @@ TEST(RecipeLoader, OverrideThroughAScalarIsAnError) {
   EXPECT_THROW(load_recipe(file, {"no_equals_sign"}), Error);
 }
 
+// `callbacks.0.threshold=0` was refused ("callbacks is a list, not a map").
+TEST(RecipeLoader, AnOverrideNamesAListItemByItsIndex) {
+  TempDir dir;
+  const auto file = dir.write("r.yaml", "callbacks: [early_stopping, {name: ema, decay: 0.9}]\n");
+  const Recipe recipe = load_recipe(file, {"callbacks.0.patience=5", "callbacks.1.decay=0.99"});
+  const std::vector<Config> callbacks = recipe.config().sections("callbacks");
+  ASSERT_EQ(callbacks.size(), 2u);
+  EXPECT_EQ(callbacks[0].string("name"), "early_stopping");
+  EXPECT_EQ(callbacks[0].integer("patience"), 5);
+  EXPECT_EQ(callbacks[1].string("name"), "ema");
+  EXPECT_DOUBLE_EQ(callbacks[1].number("decay"), 0.99);
+
+  const Recipe replaced = load_recipe(file, {"callbacks.1={name: tensorboard}"});
+  EXPECT_EQ(replaced.config().sections("callbacks")[1].string("name"), "tensorboard");
+}
+
+TEST(RecipeLoader, AnOverrideOfAListItemThatIsNotThereNamesTheItems) {
+  TempDir dir;
+  const auto file = dir.write("r.yaml", "callbacks: [early_stopping, ema]\n");
+  for (const std::string bad : {"callbacks.2.patience=5", "callbacks.first.patience=5"}) {
+    SCOPED_TRACE(bad);
+    const Error e = testing::thrown_error([&] {
+      load_recipe(file, {bad});
+    });
+    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_THAT(e.what(), HasSubstr("callbacks is a list with items 0 to 1"));
+    EXPECT_THAT(e.hint(), HasSubstr("callbacks.0.<key>=<value>"));
+  }
+}
+
 TEST(RecipeLoader, AnOverrideWithNoValueIsAUsageErrorNotTheDefault) {
   // `trainer.epochs=$EPOCHS` with EPOCHS unset: as YAML the empty value is null, which
   // would silently train for the default number of epochs.

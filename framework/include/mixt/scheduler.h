@@ -19,7 +19,9 @@ class Scheduler {
 
 struct SchedulerContext {
   Optimizer* optimizer = nullptr;      // the optimizer whose learning rate is scheduled
-  std::int64_t steps_per_epoch = 0;    // optimizer steps in one epoch
+  // Optimizer steps in one epoch: the epoch's batches over trainer.accumulate (rounded up),
+  // at most trainer.max_steps_per_epoch. epochs * steps_per_epoch is the run's length.
+  std::int64_t steps_per_epoch = 0;
   std::int64_t epochs = 0;             // epochs in the whole run
 };
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "assembly/routing_probe.h"
 #include "assembly/speed_notes.h"
 #include "distributed/sync_batchnorm.h"
 #include "common/first_line.h"
@@ -38,28 +39,29 @@ std::vector<std::string> submodule_names(const Model& model) {
   return known;
 }
 
-// precision.fp32_modules: read here, for every policy, and checked against the model.
-void apply_fp32_modules(const Config& precision_section, Model& model) {
+// precision.fp32_modules: read here, for every policy, and checked against the model. The
+// hint offers only the names the model routes: any other submodule would fail at step 1.
+void apply_fp32_modules(const Config& precision_section, const Components& components) {
   const std::vector<std::string> names = kFp32Modules.read(precision_section);
-  const std::vector<std::string> known = submodule_names(model);
+  const std::vector<std::string> known = submodule_names(*components.model);
   for (const std::string& name : names) {
     if (std::find(known.begin(), known.end(), name) != known.end()) continue;
     precision_section.fail("fp32_modules", "the model has no submodule named '" + name + "'",
-                           suggestion_hint(name, known, "its submodules"));
+                           routed_names_hint(name, probe_routing(components).routed));
   }
-  set_fp32_modules(model, names);
+  set_fp32_modules(*components.model, names);
 }
 
 // trainer.activation_checkpointing: names checked against the model, as fp32_modules are.
 void apply_activation_checkpointing(const Config& trainer_section, const ActivationCheckpointing& choice,
-                                    Model& model) {
-  const std::vector<std::string> known = submodule_names(model);
+                                    const Components& components) {
+  const std::vector<std::string> known = submodule_names(*components.model);
   for (const std::string& name : choice.names) {
     if (std::find(known.begin(), known.end(), name) != known.end()) continue;
     trainer_section.fail("activation_checkpointing", "the model has no submodule named '" + name + "'",
-                         suggestion_hint(name, known, "its submodules"));
+                         routed_names_hint(name, probe_routing(components).routed));
   }
-  set_activation_checkpointing(model, choice);
+  set_activation_checkpointing(*components.model, choice);
 }
 
 // After the precision policy's setup() and under its autocast, as training runs the model:
@@ -218,24 +220,21 @@ void build_callbacks(Components& components, const Config& recipe, const Registr
 }  // namespace
 
 namespace {
-[[noreturn]] void fail_unrouted(const std::vector<std::string>& unrouted, const std::string& what,
-                                const SourceLocation& where, const std::string& key) {
+[[noreturn]] void fail_unrouted(const Components& components, const std::vector<std::string>& unrouted,
+                                const std::string& what, const SourceLocation& where, const std::string& key) {
   std::string names;
   for (const auto& name : unrouted) names += (names.empty() ? "'" : ", '") + name + "'";
   throw Error(ErrorKind::recipe, "the model never ran " + names + " through mixt::call_submodule, so it cannot " + what,
-              where, key,
-              "list a submodule the model routes (see mixt/helpers/fp32_modules.h; the zoo's models route their top-level "
-              "blocks, as torchvision names them: conv1, layer1 ... fc, and their blocks: layer1.0, "
-              "encoder.layers.encoder_layer_0, features.1 ...), or remove the option");
+              where, key, routed_names_hint(unrouted.front(), probe_routing(components).routed) + "; or remove the option");
 }
 }  // namespace
 
 void check_listed_submodules_routed(const Components& components) {
   if (const auto unrouted = unrouted_fp32_modules(*components.model); !unrouted.empty()) {
-    fail_unrouted(unrouted, "keep it in fp32", components.fp32_modules_where, "precision.fp32_modules");
+    fail_unrouted(components, unrouted, "keep it in fp32", components.fp32_modules_where, "precision.fp32_modules");
   }
   if (const auto unrouted = unrouted_checkpointed_submodules(*components.model); !unrouted.empty()) {
-    fail_unrouted(unrouted, "recompute it in the backward pass", components.activation_checkpointing_where,
+    fail_unrouted(components, unrouted, "recompute it in the backward pass", components.activation_checkpointing_where,
                   "trainer.activation_checkpointing");
   }
 }
@@ -328,12 +327,12 @@ Components build_components(const Config& recipe, const Registry& registry,
   components.precision = registry.make_precision(precision_section, precision_context);
   record(components, registry, ComponentKind::precision, precision_section);
   components.precision->setup(*components.model, components.device);
-  apply_fp32_modules(precision_section, *components.model);
+  apply_fp32_modules(precision_section, components);
   components.speed_note = speed_note(registry.find(ComponentKind::precision, precision_section).name,
                                      *components.precision, *components.model, components.device);
   if (!components.speed_note.empty()) warn_once(components.speed_note);
   components.fp32_modules_where = precision_section.location("fp32_modules");
-  apply_activation_checkpointing(trainer_section, options.activation_checkpointing, *components.model);
+  apply_activation_checkpointing(trainer_section, options.activation_checkpointing, components);
   components.activation_checkpointing_where = trainer_section.location("activation_checkpointing");
   check_model_fits_train_data(components, model_section);
   check_val_fits_model(components, data);
@@ -349,9 +348,8 @@ Components build_components(const Config& recipe, const Registry& registry,
 
   if (recipe.has("scheduler")) {
     const Config scheduler_section = recipe.section("scheduler");
-    std::int64_t steps = (components.train->batches_per_epoch() + options.accumulate - 1) / options.accumulate;
-    if (options.max_steps_per_epoch > 0) steps = std::min(steps, options.max_steps_per_epoch);
-    SchedulerContext context{components.optimizer.get(), steps, options.epochs};
+    SchedulerContext context{components.optimizer.get(), options.steps_per_epoch(components.train->batches_per_epoch()),
+                             options.epochs};
     components.scheduler = registry.make_scheduler(scheduler_section, context);
     record(components, registry, ComponentKind::scheduler, scheduler_section);
   }

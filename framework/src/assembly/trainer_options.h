@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -33,6 +34,13 @@ struct TrainerOptions {
   distributed::DistributedOptions distributed;  // trainer.distributed (used under torchrun)
 
   static TrainerOptions read(const Config& section);
+
+  // Optimizer steps in an epoch of `batches` micro-batches: `accumulate` per step (the last
+  // step may take fewer), at most max_steps_per_epoch. What a schedule's steps_per_epoch is.
+  std::int64_t steps_per_epoch(std::int64_t batches) const {
+    const std::int64_t steps = (batches + accumulate - 1) / accumulate;
+    return max_steps_per_epoch > 0 ? std::min(steps, max_steps_per_epoch) : steps;
+  }
 };
 
 // Every key of `trainer:` with its default and meaning, for `mixt describe trainer`; the

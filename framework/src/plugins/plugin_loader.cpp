@@ -2,10 +2,15 @@
 
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
+#include <cxxabi.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <memory>
 #include <mutex>
 #include <set>
 
@@ -63,6 +68,59 @@ void check_descriptor(const PluginDescriptor* d, const std::string& file) {
   }
 }
 
+// The dynamic loader's own reason for refusing a file (Boost.DLL keeps only an error code),
+// without the file name it repeats.
+std::string dynamic_loader_reason(const fs::path& path) {
+  dlerror();
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle != nullptr) {
+    dlclose(handle);
+    return "";
+  }
+  const char* text = dlerror();
+  std::string reason = text != nullptr ? text : "";
+  const std::string prefix = path.string() + ": ";
+  if (reason.rfind(prefix, 0) == 0) reason.erase(0, prefix.size());
+  return reason;
+}
+
+std::string demangled(const std::string& symbol) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status),
+                                             std::free);
+  return status == 0 && name ? std::string(name.get()) : symbol;
+}
+
+// Whether the library was compiled with the pre-C++11 std::string: it then names that
+// string's members, `std::basic_string<char>` abbreviated `Ss` in the Itanium mangling
+// (the C++11 one is `std::__cxx11::basic_string`), among the symbols it imports.
+bool uses_pre_cxx11_string(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return bytes.find("_ZNSs") != std::string::npos || bytes.find("_ZNKSs") != std::string::npos;
+}
+
+// What to do about a library the dynamic loader refused, from its reason: an undefined
+// symbol is named (demangled), and a plugin built with -D_GLIBCXX_USE_CXX11_ABI=0 is called
+// that, since its symbols cannot resolve against mixt's and the fingerprint check is never
+// reached.
+std::string unloadable_library_hint(const std::string& reason, const fs::path& path) {
+  const std::string marker = "undefined symbol: ";
+  const auto at = reason.find(marker);
+  if (at == std::string::npos) {
+    return "check that it is a .so built for this machine and that its dependencies are on the "
+           "library path (ldd " + path.string() + ")";
+  }
+  const std::string symbol = reason.substr(at + marker.size());
+  const std::string name = demangled(symbol);
+  if (uses_pre_cxx11_string(path)) {
+    return "the plugin was compiled with the pre-C++11 std::string (-D_GLIBCXX_USE_CXX11_ABI=0), and mixt and "
+           "LibTorch with the C++11 one, so " + name + " cannot be found; build it without that define, with "
+           "mixt_add_plugin() (docs/plugins.md)";
+  }
+  return "no loaded library defines " + name + ": link the library that does, or " + kRebuildHint;
+}
+
 }  // namespace
 
 void PluginLoader::load(const fs::path& path) {
@@ -84,9 +142,9 @@ void PluginLoader::load(const fs::path& path) {
   try {
     library.load(canonical, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   } catch (const std::exception&) {
-    throw plugin_error("not a loadable shared library", file,
-                       "the loader could not open it; check that it is a .so built for this "
-                       "machine and that its dependencies are on the library path (ldd " + file + ")");
+    const std::string reason = dynamic_loader_reason(canonical);
+    throw plugin_error("not a loadable shared library" + (reason.empty() ? "" : " (" + reason + ")"), file,
+                       unloadable_library_hint(reason, canonical));
   }
   if (!library.has(MIXT_PLUGIN_ENTRY_SYMBOL)) {
     throw plugin_error("not a mixt plugin: no entry point '" MIXT_PLUGIN_ENTRY_SYMBOL "'", file,

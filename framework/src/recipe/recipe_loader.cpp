@@ -360,6 +360,36 @@ constexpr std::string_view kCommandLine = "command line '";
 
 bool from_command_line(const SourceLocation& where) { return where.file.rfind(kCommandLine, 0) == 0; }
 
+// The item of `list` that an override's key names by its 0-based index. A bare scalar item
+// (`callbacks: [early_stopping]`) becomes the map it reads as, {name: early_stopping}, so that
+// an option can be set beside its name.
+RecipeNodePtr& list_item(RecipeNode& list, const std::string& index, const std::string& dotted,
+                         const std::string& walked) {
+  const std::size_t count = list.items.size();
+  const std::string items = count == 0 ? "no items" : "items 0 to " + std::to_string(count - 1);
+  const bool digits = !index.empty() && index.size() <= 9 &&
+                      index.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits || std::stoul(index) >= count) {
+    throw usage_error("cannot set '" + dotted + "': " + walked + " is a list with " + items + ", and '" + index +
+                          "' is none of them",
+                      "name a list item by its index, e.g. " + walked + ".0.<key>=<value>");
+  }
+  RecipeNodePtr& item = list.items[std::stoul(index)];
+  if (item->type == RecipeNode::Type::scalar) {
+    auto map = std::make_shared<RecipeNode>();
+    map->type = RecipeNode::Type::map;
+    map->where = item->where;
+    map->entries.push_back({"name", item->where, item});
+    item = map;
+  } else if (item->type == RecipeNode::Type::null) {
+    auto map = std::make_shared<RecipeNode>();
+    map->type = RecipeNode::Type::map;
+    map->where = item->where;
+    item = map;
+  }
+  return item;
+}
+
 void apply_override(RecipeNode& root, const std::string& assignment) {
   const std::string source = std::string(kCommandLine) + assignment + "'";
   const auto equals = assignment.find('=');
@@ -408,6 +438,18 @@ void apply_override(RecipeNode& root, const std::string& assignment) {
     const auto dot = dotted.find('.', start);
     const std::string key = dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (key.empty()) throw usage_error("override '" + assignment + "' has an empty key");
+    if (node->type == RecipeNode::Type::sequence) {
+      // `callbacks.0.threshold=0`: one item of a list, by its index.
+      RecipeNodePtr& item = list_item(*node, key, dotted, walked);
+      walked += "." + key;
+      if (dot == std::string::npos) {
+        item = value;
+        return;
+      }
+      node = item.get();
+      start = dot + 1;
+      continue;
+    }
     walked += (walked.empty() ? "" : ".") + key;
     RecipeEntry* entry = node->find(key);
     if (dot == std::string::npos) {
@@ -427,9 +469,9 @@ void apply_override(RecipeNode& root, const std::string& assignment) {
       node->entries.push_back({key, SourceLocation{source}, map});
       entry = &node->entries.back();
     }
-    if (!entry->value->is_map()) {
+    if (!entry->value->is_map() && entry->value->type != RecipeNode::Type::sequence) {
       throw recipe_error("cannot set '" + dotted + "': " + walked + " is " + describe_node(*entry->value) +
-                             ", not a map",
+                             ", not a map or a list",
                          SourceLocation{source}, walked);
     }
     node = entry->value.get();

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <optional>
 
+#include "common/closest_match.h"
 #include "recipe/recipe_node.h"
 
 namespace mixt {
@@ -102,6 +103,17 @@ void Config::fail(std::string_view key, const std::string& message, const std::s
 }
 
 namespace {
+// A key of the section that no reader has asked for and that is spelled like `key`: where a
+// required option is missing, most likely the user's attempt at it ("treshold:").
+// Short keys only by one character: "wd" is no misspelling of "lr".
+std::optional<std::string> misspelling_of(const RecipeNode& section, std::string_view key) {
+  const std::size_t tolerance = key.size() <= 4 ? 1 : key.size() / 3;
+  for (const RecipeEntry& entry : section.entries) {
+    if (section.known_keys.count(entry.key) == 0 && edit_distance(key, entry.key) <= tolerance) return entry.key;
+  }
+  return std::nullopt;
+}
+
 // Reads one typed value: absent -> fallback, noted in the section (or an error when
 // required); wrong type -> an error at the value's location naming what was expected and
 // what was found.
@@ -112,6 +124,14 @@ T read(const Config& config, const RecipeNode& section, const RecipeNode* node, 
     if (fallback) {
       section.fallbacks_used.insert_or_assign(std::string(key), *fallback);
       return *fallback;
+    }
+    if (auto typo = misspelling_of(section, key)) {
+      const std::string where = config.path().empty() ? "the recipe" : "'" + config.path() + "'";
+      throw recipe_error("unknown key '" + *typo + "' in " + where + ", which misses the required option '" +
+                             std::string(key) + "'",
+                         section.find(*typo)->key_where,
+                         config.path().empty() ? *typo : config.path() + "." + *typo,
+                         "did you mean `" + std::string(key) + ":`?");
     }
     config.fail(key, "missing required option",
                 "add `" + std::string(key) + ": <" + expected + ">` to this section");

@@ -310,10 +310,7 @@ std::vector<std::int64_t> Trainer::data_positions() const {
   return resumable ? coordinator_.gather(resumable->position()) : std::vector<std::int64_t>{};
 }
 
-std::int64_t Trainer::steps_per_epoch() const {
-  const std::int64_t steps = (components_.train->batches_per_epoch() + options_.accumulate - 1) / options_.accumulate;
-  return options_.max_steps_per_epoch > 0 ? std::min(steps, options_.max_steps_per_epoch) : steps;
-}
+std::int64_t Trainer::steps_per_epoch() const { return options_.steps_per_epoch(components_.train->batches_per_epoch()); }
 
 at::Tensor Trainer::to_device(const at::Tensor& inputs) const {
   at::Tensor moved = inputs.to(components_.device, /*non_blocking=*/true);

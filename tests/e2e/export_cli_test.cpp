@@ -32,12 +32,13 @@ std::string recipe(const std::string& model, const std::string& shape) {
 }
 
 nlohmann::json run_reference(const fs::path& manifest) {
+  const fs::path results = manifest.parent_path() / "results.json";
   const CommandResult result = testing::run_command(
       testing::shell_quote(MIXT_PYTHON) + " " +
       testing::shell_quote((testing::source_dir() / "tests/support/export_reference.py").string()) + " " +
-      testing::shell_quote(manifest.string()) + " 2>/dev/null");
+      testing::shell_quote(manifest.string()) + " " + testing::shell_quote(results.string()));
   EXPECT_EQ(result.exit_code, 0) << result.output;
-  return nlohmann::json::parse(result.output);
+  return nlohmann::json::parse(testing::read_file(results));
 }
 
 // Exports `model` (a recipe's model section) in the three formats, runs mixt predict on

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The references mixt export's files are held to, run by the C++ tests (export tests).
 
-    export_reference.py MANIFEST.json
+    export_reference.py MANIFEST.json RESULTS.json
 
 MANIFEST is a JSON list of cases. Each case names files mixt wrote:
   name         the case's name, echoed back
@@ -15,7 +15,7 @@ MANIFEST is a JSON list of cases. Each case names files mixt wrote:
                initializer must equal the tensor of its name
   torchvision  (optional) {"model": "resnet18", "kwargs": {...}}: torchvision's model with the
                safetensors weights, on each input
-Prints one JSON object: {name: {field: value}} with the largest absolute differences, the
+Writes RESULTS.json, one JSON object: {name: {field: value}} with the largest absolute differences, the
 checker's verdict, the initializer comparison and the files' metadata. The C++ test decides
 what passes; this script only measures.
 """
@@ -125,7 +125,8 @@ def main():
         except Exception as e:  # reported, the C++ test fails the case
             out["error"] = f"{type(e).__name__}: {e}"
         results[case["name"]] = out
-    json.dump(results, sys.stdout)
+    with open(sys.argv[2], "w") as out:
+        json.dump(results, out)
 
 
 if __name__ == "__main__":

@@ -53,7 +53,7 @@ std::vector<OpCase> op_cases() {
          return at::_convolution(x, m.get("weight"), m.get("bias"), {2, 2}, {1, 1}, {1, 1}, false, {0, 0}, 1, false,
                                  false, true, true);
        }},
-      {"conv2d_grouped", "aten::conv2d", {4, 9, 9},
+      {"convolution_grouped_dilated", "aten::_convolution", {4, 9, 9},
        [](OpModel& m) { m.add("weight", at::randn({8, 2, 3, 3})); },
        [](OpModel& m, const at::Tensor& x) { return at::conv2d(x, m.get("weight"), {}, 1, 2, 2, 2); }},
       {"adaptive_avg_pool2d_global", "aten::adaptive_avg_pool2d", {3, 7, 5}, none,
@@ -115,6 +115,16 @@ std::vector<OpCase> op_cases() {
        [](OpModel& m, const at::Tensor& x) { return at::linear(x, m.get("w"), m.get("b")); }},
       {"linear_3d", "aten::linear", {4, 5}, [](OpModel& m) { m.add("w", at::randn({3, 5})); },
        [](OpModel& m, const at::Tensor& x) { return at::linear(x, m.get("w")); }},
+      {"addmm", "aten::addmm", {5},
+       [](OpModel& m) {
+         m.add("w", at::randn({5, 3}));
+         m.add("b", at::randn({3}));
+       },
+       [](OpModel& m, const at::Tensor& x) { return at::addmm(m.get("b"), x, m.get("w"), 0.5, 2.0); }},
+      {"t", "aten::t", {5}, [](OpModel& m) { m.add("w", at::randn({3, 5})); },
+       [](OpModel& m, const at::Tensor& x) { return at::mm(x, m.get("w").t()); }},
+      {"mm", "aten::mm", {5}, [](OpModel& m) { m.add("w", at::randn({5, 3})); },
+       [](OpModel& m, const at::Tensor& x) { return at::mm(x, m.get("w")); }},
       {"matmul", "aten::matmul", {4, 5}, [](OpModel& m) { m.add("w", at::randn({5, 2})); },
        [](OpModel& m, const at::Tensor& x) { return at::matmul(x, m.get("w")); }},
       {"max_pool2d", "aten::max_pool2d", {2, 9, 9}, none,
@@ -156,12 +166,13 @@ std::set<std::string> traced_ops(const TracedModel& traced) {
 }
 
 nlohmann::json run_reference(const fs::path& manifest) {
+  const fs::path results = manifest.parent_path() / "results.json";
   const testing::CommandResult result = testing::run_command(
       testing::shell_quote(MIXT_PYTHON) + " " +
       testing::shell_quote((testing::source_dir() / "tests/support/export_reference.py").string()) + " " +
-      testing::shell_quote(manifest.string()) + " 2>/dev/null");
+      testing::shell_quote(manifest.string()) + " " + testing::shell_quote(results.string()));
   EXPECT_EQ(result.exit_code, 0) << result.output;
-  return nlohmann::json::parse(result.output);
+  return nlohmann::json::parse(testing::read_file(results));
 }
 
 TEST(OnnxOpTable, EveryEntryHasACaseThatRecordsIt) {

@@ -55,9 +55,6 @@ void convolution(AtenNode& n, Builder& b) {
   conv(n, b, n.ints(3), n.ints(4), n.ints(5), n.int_(8));
 }
 
-// aten::conv2d(input, weight, bias, stride, padding, dilation, groups)
-void conv2d(AtenNode& n, Builder& b) { conv(n, b, n.ints(3), n.ints(4), n.ints(5), n.int_(6)); }
-
 // aten::batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn)
 void batch_norm(AtenNode& n, Builder& b) {
   if (n.bool_(5)) n.refuse("batch norm in training mode (export traces in eval mode)");
@@ -350,6 +347,23 @@ void softmax(AtenNode& n, Builder& b) {
   n.set_output(s->output());
 }
 
+// aten::addmm(self, mat1, mat2, beta, alpha): beta * self + alpha * mat1 @ mat2 (what
+// torch::nn::Linear records for a 2-D input).
+void addmm(AtenNode& n, Builder& b) {
+  torch::jit::Node* g = b.node("Gemm", {n.tensor(1), n.tensor(2), n.tensor(0)});
+  g->f_(attr("beta"), n.double_(3));
+  g->f_(attr("alpha"), n.double_(4));
+  n.set_output(g->output());
+}
+
+// aten::t(self): a matrix transposed (a vector or a scalar unchanged).
+void matrix_transpose(AtenNode& n, Builder& b) {
+  if (n.rank(0) < 2) return n.set_output(n.tensor(0));
+  torch::jit::Node* tr = b.node("Transpose", {n.tensor(0)});
+  tr->is_(attr("perm"), {1, 0});
+  n.set_output(tr->output());
+}
+
 // aten::matmul(self, other)
 void matmul(AtenNode& n, Builder& b) { n.set_output(b.op("MatMul", {n.tensor(0), n.tensor(1)})); }
 
@@ -362,11 +376,11 @@ const std::vector<OnnxTranslation>& onnx_op_table() {
         {"aten::adaptive_avg_pool2d", "GlobalAveragePool | AveragePool | Slice+ReduceMean+Concat", adaptive_avg_pool2d},
         {"aten::add", "Add", add},
         {"aten::add_", "Add", add},
+        {"aten::addmm", "Gemm", addmm},
         {"aten::batch_norm", "BatchNormalization", batch_norm},
         {"aten::cat", "Concat", cat},
         {"aten::chunk", "Split", chunk},
         {"aten::contiguous", "(nothing)", identity},
-        {"aten::conv2d", "Conv", conv2d},
         {"aten::dropout", "(nothing)", dropout},
         {"aten::dropout_", "(nothing)", dropout},
         {"aten::expand_as", "Shape+Expand", expand_as},
@@ -382,6 +396,7 @@ const std::vector<OnnxTranslation>& onnx_op_table() {
         {"aten::layer_norm", "LayerNormalization", layer_norm},
         {"aten::linear", "Gemm | Transpose+MatMul+Add", linear},
         {"aten::matmul", "MatMul", matmul},
+        {"aten::mm", "MatMul", matmul},
         {"aten::max_pool2d", "MaxPool", max_pool2d},
         {"aten::mean", "ReduceMean", mean},
         {"aten::mul", "Mul", [](AtenNode& n, Builder& b) { binary(n, b, "Mul"); }},
@@ -399,6 +414,7 @@ const std::vector<OnnxTranslation>& onnx_op_table() {
         {"aten::silu_", "Sigmoid+Mul", silu},
         {"aten::slice", "Slice", slice_op},
         {"aten::softmax", "Softmax", softmax},
+        {"aten::t", "Transpose", matrix_transpose},
         {"aten::transpose", "Transpose", transpose},
         {"aten::unflatten", "Reshape", unflatten},
         {"aten::view", "Reshape", reshape},

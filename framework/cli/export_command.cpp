@@ -32,7 +32,8 @@ const std::vector<std::int64_t> kCheckBatches{1, 3};
 constexpr double kTraceTolerance = 1e-3;
 
 std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return text;
 }
 
@@ -101,8 +102,8 @@ int export_model(const ExportOptions& options) {
   }
   if (format != "onnx" && options.opset != 17) throw usage_error("--opset goes with --format onnx");
   if (format == "safetensors") refuse_pickle_name("-o", options.output, "mixt export");
-  const bool recipe_source = fs::path(options.source).extension() == ".yaml" ||
-                             fs::path(options.source).extension() == ".yml";
+  const bool recipe_source =
+      fs::path(options.source).extension() == ".yaml" || fs::path(options.source).extension() == ".yml";
   if (format == "safetensors" && !recipe_source && options.overrides.empty() && options.input_shape.empty()) {
     return export_weights(options.source, format, options.output, options.ema, options.best);
   }
@@ -151,7 +152,9 @@ int export_model(const ExportOptions& options) {
   } else {
     const OnnxGraph graph = translate_to_onnx(traced, options.opset);  // refuses before anything is written
     const std::string bytes = onnx_file_bytes(graph, options.opset, metadata);
-    write_file_atomically(options.output, [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
+    write_file_atomically(options.output, [&](std::ostream& out) {
+      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    });
     summary = "ONNX opset " + std::to_string(options.opset) + ", " + std::to_string(graph.initializers.size()) +
               " initializers";
   }
@@ -159,10 +162,11 @@ int export_model(const ExportOptions& options) {
   for (std::int64_t d : in.sample_shape) shape += " x " + std::to_string(d);
   char difference_text[32];
   std::snprintf(difference_text, sizeof(difference_text), "%.2g", difference);
-  std::printf("wrote %s (%s) from %s: input %s, traced at batch %lld, equal to the model at batches 1 and 3 "
-              "(largest difference %s)\n",
-              options.output.c_str(), summary.c_str(), source.c_str(), shape.c_str(),
-              static_cast<long long>(kTraceBatch), difference_text);
+  std::printf(
+      "wrote %s (%s) from %s: input %s, traced at batch %lld, equal to the model at batches 1 and 3 "
+      "(largest difference %s)\n",
+      options.output.c_str(), summary.c_str(), source.c_str(), shape.c_str(), static_cast<long long>(kTraceBatch),
+      difference_text);
   return 0;
 }
 

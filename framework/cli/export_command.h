@@ -16,12 +16,12 @@ namespace mixt::cli {
 struct ExportOptions {
   std::string source;
   std::string output;
-  std::string format;                  // empty: from the output's extension
-  std::int64_t opset = 17;             // ONNX, 17 to 21
-  bool ema = false;                    // the ema callback's average (from a checkpoint)
-  bool best = false;                   // the run's best checkpoint instead of its newest
+  std::string format;                     // empty: from the output's extension
+  std::int64_t opset = 17;                // ONNX, 17 to 21
+  bool ema = false;                       // the ema callback's average (from a checkpoint)
+  bool best = false;                      // the run's best checkpoint instead of its newest
   std::vector<std::int64_t> input_shape;  // one sample, when the recipe's data cannot say
-  std::vector<std::string> overrides;  // key=value, as for `mixt run`
+  std::vector<std::string> overrides;     // key=value, as for `mixt run`
 };
 
 // The format `output` names: .onnx, .pt/.ts/.torchscript (TorchScript), else safetensors.

@@ -59,7 +59,8 @@ std::map<std::string, std::string> export_metadata(const Recipe& recipe, const E
   const nlohmann::json preprocessing = {
       {"transforms", transforms_of(recipe, facts.data_split)},
       {"data_section", facts.data_split.empty() ? nlohmann::json(nullptr) : nlohmann::json("data." + facts.data_split)},
-      {"channel_order", facts.sample_shape.size() == 3 && facts.sample_shape[0] == 3 ? "RGB" : "as the dataset decodes"},
+      {"channel_order",
+       facts.sample_shape.size() == 3 && facts.sample_shape[0] == 3 ? "RGB" : "as the dataset decodes"},
       {"layout", "NCHW float32 (ONNX); channels_last: " + std::string(facts.channels_last ? "true" : "false") +
                      " in the recipe, which only changes memory layout in LibTorch"}};
   std::map<std::string, std::string> out{
@@ -69,7 +70,10 @@ std::map<std::string, std::string> export_metadata(const Recipe& recipe, const E
       {"mixt.format", facts.format + (facts.format == "onnx" ? " opset " + std::to_string(facts.opset) : "")},
       {"mixt.classes", nlohmann::json(facts.class_names).dump()},
       {"mixt.input", nlohmann::json({{"name", "input"}, {"dtype", "float32"}, {"shape", shape}}).dump()},
-      {"mixt.output", nlohmann::json({{"name", "output"}, {"dtype", "float32"}, {"shape", {"batch", facts.outputs}}, {"meaning", "logits"}}).dump()},
+      {"mixt.output",
+       nlohmann::json(
+           {{"name", "output"}, {"dtype", "float32"}, {"shape", {"batch", facts.outputs}}, {"meaning", "logits"}})
+           .dump()},
       {"mixt.preprocessing", preprocessing.dump()},
   };
   return out;

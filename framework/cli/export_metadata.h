@@ -13,14 +13,14 @@
 namespace mixt::cli {
 
 struct ExportFacts {
-  std::string source;                       // the checkpoint, weights file or recipe exported
-  std::vector<std::string> class_names;     // output i's name; empty when unknown
-  std::vector<std::int64_t> sample_shape;   // one input, e.g. {3, 224, 224}
-  std::int64_t outputs = 0;                 // the model's outputs per sample
-  std::string data_split;                   // the data section whose transforms feed the model ("val")
-  bool channels_last = false;               // trainer.channels_last
-  std::string format;                       // "onnx", "torchscript"
-  std::int64_t opset = 0;                   // ONNX only
+  std::string source;                      // the checkpoint, weights file or recipe exported
+  std::vector<std::string> class_names;    // output i's name; empty when unknown
+  std::vector<std::int64_t> sample_shape;  // one input, e.g. {3, 224, 224}
+  std::int64_t outputs = 0;                // the model's outputs per sample
+  std::string data_split;                  // the data section whose transforms feed the model ("val")
+  bool channels_last = false;              // trainer.channels_last
+  std::string format;                      // "onnx", "torchscript"
+  std::int64_t opset = 0;                  // ONNX only
 };
 
 // Keys: mixt.version, mixt.recipe (its name:), mixt.source, mixt.format, mixt.classes (a JSON

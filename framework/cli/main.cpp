@@ -158,10 +158,12 @@ int main(int argc, char** argv) {
                       "onnx, torchscript or safetensors (default: from the output's extension; safetensors "
                       "for other names)");
   export_->add_option("--opset", export_options.opset, "ONNX opset, 17 (the default) to 21");
-  export_->add_option("--input-shape", export_options.input_shape,
-                      "one sample's shape, e.g. 3,224,224, when the recipe has no data section")
+  export_
+      ->add_option("--input-shape", export_options.input_shape,
+                   "one sample's shape, e.g. 3,224,224, when the recipe has no data section")
       ->delimiter(',');
-  export_->add_flag("--ema", export_options.ema, "the ema callback's average of the weights instead of the model's own");
+  export_->add_flag("--ema", export_options.ema,
+                    "the ema callback's average of the weights instead of the model's own");
   export_->add_flag("--best", export_options.best, kBestHelp);
   export_->add_option("overrides", export_options.overrides, "recipe overrides, key=value");
 

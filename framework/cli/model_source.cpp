@@ -7,8 +7,8 @@
 #include "assembly/components.h"
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_weights.h"
-#include "mixt/error.h"
 #include "common/warnings.h"
+#include "mixt/error.h"
 #include "mixt/helpers/state_dict.h"
 
 namespace mixt::cli {
@@ -119,8 +119,9 @@ std::shared_ptr<Model> build_inference_model(const ModelPlan& plan, const Regist
   const Config root = plan.recipe.config();
   const Config section = root.section("model");
   if (plan.checkpoint.empty() && !plan.named_weights) {
-    warn("model.weights is not set: these outputs come from untrained (seed 0) weights; name the weights with "
-         "model.weights=FILE.safetensors (mixt export writes one from a checkpoint), or a run directory");
+    warn(
+        "model.weights is not set: these outputs come from untrained (seed 0) weights; name the weights with "
+        "model.weights=FILE.safetensors (mixt export writes one from a checkpoint), or a run directory");
   }
   at::manual_seed(0);
   std::shared_ptr<Model> model;
@@ -130,8 +131,9 @@ std::shared_ptr<Model> build_inference_model(const ModelPlan& plan, const Regist
     // The sample shape came from the input, not from the recipe's data: say so, or a batch
     // without its batch dimension reads as a recipe or weights mistake.
     throw Error(e.kind(), e.message(), e.where(), e.key_path(),
-                (e.hint().empty() ? "" : e.hint() + "\n  note: ") + "mixt " + command + " builds the model for the samples of " +
-                    shape_source.first + ": " + c10::str(at::IntArrayRef(sample_shape)) + shape_source.second +
+                (e.hint().empty() ? "" : e.hint() + "\n  note: ") + "mixt " + command +
+                    " builds the model for the samples of " + shape_source.first + ": " +
+                    c10::str(at::IntArrayRef(sample_shape)) + shape_source.second +
                     (section.has("num_classes") || classes > 0
                          ? std::string()
                          : " and, not opening the datasets, with the model's default class count: set "

@@ -53,10 +53,10 @@ int predict_tensor(const PredictOptions& options, const ModelPlan& plan, const R
     throw Error(ErrorKind::recipe, "the input must be a batch (N x sample dimensions)", SourceLocation{options.input});
   }
   const std::vector<std::int64_t> shape = batch->sizes().slice(1).vec();
-  const std::shared_ptr<Model> model =
-      build_inference_model(plan, registry, device, shape, 0,
-                    {options.input, " (its first dimension, " + std::to_string(batch->size(0)) + ", is the batch)"},
-                    options.ema, "predict");
+  const std::shared_ptr<Model> model = build_inference_model(
+      plan, registry, device, shape, 0,
+      {options.input, " (its first dimension, " + std::to_string(batch->size(0)) + ", is the batch)"}, options.ema,
+      "predict");
   const at::Tensor result = forward(*model, *batch, device, channels_last);
   save_safetensors(options.output, {{"output", result.to(at::kCPU).contiguous()}});
   std::printf("%s: input %s -> output %s written to %s\n", options.target.c_str(), c10::str(batch->sizes()).c_str(),
@@ -198,8 +198,8 @@ int predict_images(const PredictOptions& options, const ModelTarget& target, Mod
   std::int64_t classes = static_cast<std::int64_t>(run_class_names(target).size());
   if (classes == 0) classes = dataset->num_classes();
   const std::shared_ptr<Model> model =
-      build_inference_model(plan, registry, device, dataset->sample_shape(), classes, {"data." + split + "'s transforms", ""},
-                    options.ema, "predict");
+      build_inference_model(plan, registry, device, dataset->sample_shape(), classes,
+                            {"data." + split + "'s transforms", ""}, options.ema, "predict");
 
   if (files.size() > static_cast<std::size_t>(options.batch)) {
     // On stderr, so that --json's stdout stays one document: a large folder takes minutes.

@@ -116,6 +116,7 @@ def main():
         out = {}
         try:
             data = load_file(case["data"])
+            out["expected_max_abs"] = max(float(data[f"expected_b{b}"].abs().max()) for b in case["batches"])
             if "onnx" in case:
                 check_onnx(case, data, out)
             if "torchscript" in case:

@@ -2,16 +2,16 @@
 // on its own: a one-op model traced at batch 2, translated at opset 17 (the default) and 21
 // (the highest), run by ONNX Runtime at batches 1 and 3 against the model's eager forward
 // (tests/support/export_reference.py measures; this test judges).
+#include "export/onnx_op_table.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "export/onnx_file.h"
-#include "export/onnx_op_table.h"
 #include "export/onnx_translation.h"
 #include "export/traced_model.h"
 #include "mixt/error.h"
@@ -48,24 +48,51 @@ std::vector<OpCase> op_cases() {
     m.add("bias", at::randn({6}));
   };
   return {
-      {"convolution", "aten::_convolution", {4, 9, 9}, conv_params,
+      {"convolution",
+       "aten::_convolution",
+       {4, 9, 9},
+       conv_params,
        [](OpModel& m, const at::Tensor& x) {
          return at::_convolution(x, m.get("weight"), m.get("bias"), {2, 2}, {1, 1}, {1, 1}, false, {0, 0}, 1, false,
                                  false, true, true);
        }},
-      {"convolution_grouped_dilated", "aten::_convolution", {4, 9, 9},
-       [](OpModel& m) { m.add("weight", at::randn({8, 2, 3, 3})); },
+      {"convolution_grouped_dilated",
+       "aten::_convolution",
+       {4, 9, 9},
+       [](OpModel& m) {
+         m.add("weight", at::randn({8, 2, 3, 3}));
+       },
        [](OpModel& m, const at::Tensor& x) { return at::conv2d(x, m.get("weight"), {}, 1, 2, 2, 2); }},
-      {"adaptive_avg_pool2d_global", "aten::adaptive_avg_pool2d", {3, 7, 5}, none,
-       [](OpModel&, const at::Tensor& x) { return at::adaptive_avg_pool2d(x, {1, 1}); }},
-      {"adaptive_avg_pool2d_divisible", "aten::adaptive_avg_pool2d", {3, 8, 6}, none,
-       [](OpModel&, const at::Tensor& x) { return at::adaptive_avg_pool2d(x, {4, 3}); }},
-      {"adaptive_avg_pool2d_general", "aten::adaptive_avg_pool2d", {3, 5, 2}, none,
-       [](OpModel&, const at::Tensor& x) { return at::adaptive_avg_pool2d(x, {3, 7}); }},
-      {"add", "aten::add", {5, 4}, [](OpModel& m) { m.add("b", at::randn({4})); },
+      {"adaptive_avg_pool2d_global",
+       "aten::adaptive_avg_pool2d",
+       {3, 7, 5},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::adaptive_avg_pool2d(x, {1, 1});
+       }},
+      {"adaptive_avg_pool2d_divisible",
+       "aten::adaptive_avg_pool2d",
+       {3, 8, 6},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::adaptive_avg_pool2d(x, {4, 3});
+       }},
+      {"adaptive_avg_pool2d_general",
+       "aten::adaptive_avg_pool2d",
+       {3, 5, 2},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::adaptive_avg_pool2d(x, {3, 7});
+       }},
+      {"add",
+       "aten::add",
+       {5, 4},
+       [](OpModel& m) { m.add("b", at::randn({4})); },
        [](OpModel& m, const at::Tensor& x) { return at::add(x, m.get("b"), 0.5) + 2.0; }},
       {"add_", "aten::add_", {5, 4}, none, [](OpModel&, const at::Tensor& x) { return at::relu(x).add_(x); }},
-      {"batch_norm", "aten::batch_norm", {3, 4, 4},
+      {"batch_norm",
+       "aten::batch_norm",
+       {3, 4, 4},
        [](OpModel& m) {
          m.add("w", at::randn({3}));
          m.add("b", at::randn({3}));
@@ -75,84 +102,234 @@ std::vector<OpCase> op_cases() {
        [](OpModel& m, const at::Tensor& x) {
          return at::batch_norm(x, m.get("w"), m.get("b"), m.get("mean"), m.get("var"), false, 0.1, 1e-5, false);
        }},
-      {"cat", "aten::cat", {3, 4}, none, [](OpModel&, const at::Tensor& x) { return at::cat({x, x * 2.0}, 1); }},
-      {"chunk", "aten::chunk", {7, 2}, none,
+      {"cat",
+       "aten::cat",
+       {3, 4},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::cat({x, x * 2.0}, 1);
+       }},
+      {"chunk",
+       "aten::chunk",
+       {7, 2},
+       none,
        [](OpModel&, const at::Tensor& x) {
          const auto c = x.chunk(3, 1);
          return at::cat({c[2], c[0] * 3.0, c[1]}, 1);
        }},
-      {"contiguous", "aten::contiguous", {3, 4}, none,
+      {"contiguous",
+       "aten::contiguous",
+       {3, 4},
+       none,
        [](OpModel&, const at::Tensor& x) { return x.transpose(1, 2).contiguous(); }},
       {"dropout", "aten::dropout", {6}, none, [](OpModel&, const at::Tensor& x) { return at::dropout(x, 0.5, false); }},
-      {"dropout_", "aten::dropout_", {6}, none,
-       [](OpModel&, const at::Tensor& x) { at::Tensor y = x * 1.0; return at::dropout_(y, 0.5, false); }},
-      {"expand_as", "aten::expand_as", {3, 4}, [](OpModel& m) { m.add("t", at::randn({1, 1, 4})); },
+      {"dropout_",
+       "aten::dropout_",
+       {6},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         at::Tensor y = x * 1.0;
+         return at::dropout_(y, 0.5, false);
+       }},
+      {"expand_as",
+       "aten::expand_as",
+       {3, 4},
+       [](OpModel& m) {
+         m.add("t", at::randn({1, 1, 4}));
+       },
        [](OpModel& m, const at::Tensor& x) { return m.get("t").expand_as(x) + x; }},
-      {"feature_dropout", "aten::feature_dropout", {3, 4, 4}, none,
+      {"feature_dropout",
+       "aten::feature_dropout",
+       {3, 4, 4},
+       none,
        [](OpModel&, const at::Tensor& x) { return at::feature_dropout(x, 0.5, false); }},
       {"flatten", "aten::flatten", {3, 4, 5}, none, [](OpModel&, const at::Tensor& x) { return x.flatten(1); }},
-      {"flatten_inner", "aten::flatten", {3, 4, 5, 2}, none,
+      {"flatten_inner",
+       "aten::flatten",
+       {3, 4, 5, 2},
+       none,
        [](OpModel&, const at::Tensor& x) { return x.flatten(2, 3) * 2.0; }},
       {"gelu", "aten::gelu", {9}, none, [](OpModel&, const at::Tensor& x) { return at::gelu(x); }},
       {"gelu_tanh", "aten::gelu", {9}, none, [](OpModel&, const at::Tensor& x) { return at::gelu(x, "tanh"); }},
-      {"hardsigmoid", "aten::hardsigmoid", {9}, none, [](OpModel&, const at::Tensor& x) { return at::hardsigmoid(x * 4.0); }},
-      {"hardsigmoid_", "aten::hardsigmoid_", {9}, none, [](OpModel&, const at::Tensor& x) { at::Tensor y = x * 4.0; return at::hardsigmoid_(y); }},
+      {"hardsigmoid",
+       "aten::hardsigmoid",
+       {9},
+       none,
+       [](OpModel&, const at::Tensor& x) { return at::hardsigmoid(x * 4.0); }},
+      {"hardsigmoid_",
+       "aten::hardsigmoid_",
+       {9},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         at::Tensor y = x * 4.0;
+         return at::hardsigmoid_(y);
+       }},
       {"hardswish", "aten::hardswish", {9}, none, [](OpModel&, const at::Tensor& x) { return at::hardswish(x * 4.0); }},
-      {"hardswish_", "aten::hardswish_", {9}, none, [](OpModel&, const at::Tensor& x) { at::Tensor y = x * 4.0; return at::hardswish_(y); }},
-      {"hardtanh", "aten::hardtanh", {9}, none, [](OpModel&, const at::Tensor& x) { return at::hardtanh(x * 4.0, 0.0, 6.0); }},
-      {"hardtanh_", "aten::hardtanh_", {9}, none, [](OpModel&, const at::Tensor& x) { at::Tensor y = x * 4.0; return at::hardtanh_(y, -1.0, 2.0); }},
-      {"layer_norm", "aten::layer_norm", {3, 8},
+      {"hardswish_",
+       "aten::hardswish_",
+       {9},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         at::Tensor y = x * 4.0;
+         return at::hardswish_(y);
+       }},
+      {"hardtanh",
+       "aten::hardtanh",
+       {9},
+       none,
+       [](OpModel&, const at::Tensor& x) { return at::hardtanh(x * 4.0, 0.0, 6.0); }},
+      {"hardtanh_",
+       "aten::hardtanh_",
+       {9},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         at::Tensor y = x * 4.0;
+         return at::hardtanh_(y, -1.0, 2.0);
+       }},
+      {"layer_norm",
+       "aten::layer_norm",
+       {3, 8},
        [](OpModel& m) {
          m.add("w", at::randn({8}));
          m.add("b", at::randn({8}));
        },
        [](OpModel& m, const at::Tensor& x) { return at::layer_norm(x, {8}, m.get("w"), m.get("b"), 1e-6); }},
-      {"linear", "aten::linear", {5},
+      {"linear",
+       "aten::linear",
+       {5},
        [](OpModel& m) {
          m.add("w", at::randn({3, 5}));
          m.add("b", at::randn({3}));
        },
        [](OpModel& m, const at::Tensor& x) { return at::linear(x, m.get("w"), m.get("b")); }},
-      {"linear_3d", "aten::linear", {4, 5}, [](OpModel& m) { m.add("w", at::randn({3, 5})); },
+      {"linear_3d",
+       "aten::linear",
+       {4, 5},
+       [](OpModel& m) {
+         m.add("w", at::randn({3, 5}));
+       },
        [](OpModel& m, const at::Tensor& x) { return at::linear(x, m.get("w")); }},
-      {"addmm", "aten::addmm", {5},
+      {"addmm",
+       "aten::addmm",
+       {5},
        [](OpModel& m) {
          m.add("w", at::randn({5, 3}));
          m.add("b", at::randn({3}));
        },
        [](OpModel& m, const at::Tensor& x) { return at::addmm(m.get("b"), x, m.get("w"), 0.5, 2.0); }},
-      {"t", "aten::t", {5}, [](OpModel& m) { m.add("w", at::randn({3, 5})); },
+      {"t",
+       "aten::t",
+       {5},
+       [](OpModel& m) {
+         m.add("w", at::randn({3, 5}));
+       },
        [](OpModel& m, const at::Tensor& x) { return at::mm(x, m.get("w").t()); }},
-      {"mm", "aten::mm", {5}, [](OpModel& m) { m.add("w", at::randn({5, 3})); },
+      {"mm",
+       "aten::mm",
+       {5},
+       [](OpModel& m) {
+         m.add("w", at::randn({5, 3}));
+       },
        [](OpModel& m, const at::Tensor& x) { return at::mm(x, m.get("w")); }},
-      {"matmul", "aten::matmul", {4, 5}, [](OpModel& m) { m.add("w", at::randn({5, 2})); },
+      {"matmul",
+       "aten::matmul",
+       {4, 5},
+       [](OpModel& m) {
+         m.add("w", at::randn({5, 2}));
+       },
        [](OpModel& m, const at::Tensor& x) { return at::matmul(x, m.get("w")); }},
-      {"max_pool2d", "aten::max_pool2d", {2, 9, 9}, none,
-       [](OpModel&, const at::Tensor& x) { return at::max_pool2d(x, {3, 3}, {2, 2}, {1, 1}); }},
-      {"max_pool2d_ceil", "aten::max_pool2d", {2, 8, 8}, none,
-       [](OpModel&, const at::Tensor& x) { return at::max_pool2d(x, {3, 3}, {2, 2}, {0, 0}, {1, 1}, true); }},
-      {"mean", "aten::mean", {3, 4, 5}, none, [](OpModel&, const at::Tensor& x) { return x.mean({-1, 1}, true); }},
-      {"mul", "aten::mul", {4}, [](OpModel& m) { m.add("s", at::randn({4})); },
+      {"max_pool2d",
+       "aten::max_pool2d",
+       {2, 9, 9},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::max_pool2d(x, {3, 3}, {2, 2}, {1, 1});
+       }},
+      {"max_pool2d_ceil",
+       "aten::max_pool2d",
+       {2, 8, 8},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::max_pool2d(x, {3, 3}, {2, 2}, {0, 0}, {1, 1}, true);
+       }},
+      {"mean",
+       "aten::mean",
+       {3, 4, 5},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return x.mean({-1, 1}, true);
+       }},
+      {"mul",
+       "aten::mul",
+       {4},
+       [](OpModel& m) { m.add("s", at::randn({4})); },
        [](OpModel& m, const at::Tensor& x) { return x * m.get("s") * 0.5; }},
       {"mul_", "aten::mul_", {4}, none, [](OpModel&, const at::Tensor& x) { return at::relu(x).mul_(x); }},
       {"narrow", "aten::narrow", {5, 3}, none, [](OpModel&, const at::Tensor& x) { return x.narrow(1, 1, 3); }},
-      {"permute", "aten::permute", {2, 3, 4}, none, [](OpModel&, const at::Tensor& x) { return x.permute({0, 2, 3, 1}); }},
+      {"permute",
+       "aten::permute",
+       {2, 3, 4},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return x.permute({0, 2, 3, 1});
+       }},
       {"relu", "aten::relu", {9}, none, [](OpModel&, const at::Tensor& x) { return at::relu(x); }},
-      {"relu_", "aten::relu_", {9}, none, [](OpModel&, const at::Tensor& x) { at::Tensor y = x * 1.0; return at::relu_(y); }},
-      {"reshape", "aten::reshape", {4, 6}, none, [](OpModel&, const at::Tensor& x) { return x.reshape({-1, 3, 8}); }},
-      {"scaled_dot_product_attention", "aten::scaled_dot_product_attention", {2, 5, 8}, none,
+      {"relu_",
+       "aten::relu_",
+       {9},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         at::Tensor y = x * 1.0;
+         return at::relu_(y);
+       }},
+      {"reshape",
+       "aten::reshape",
+       {4, 6},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return x.reshape({-1, 3, 8});
+       }},
+      {"scaled_dot_product_attention",
+       "aten::scaled_dot_product_attention",
+       {2, 5, 8},
+       none,
        [](OpModel&, const at::Tensor& x) { return at::scaled_dot_product_attention(x, x * 0.5, x + 1.0); }},
       {"select", "aten::select", {3, 4}, none, [](OpModel&, const at::Tensor& x) { return x.select(1, 2); }},
       {"sigmoid", "aten::sigmoid", {9}, none, [](OpModel&, const at::Tensor& x) { return at::sigmoid(x); }},
-      {"sigmoid_", "aten::sigmoid_", {9}, none, [](OpModel&, const at::Tensor& x) { at::Tensor y = x * 1.0; return at::sigmoid_(y); }},
+      {"sigmoid_",
+       "aten::sigmoid_",
+       {9},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         at::Tensor y = x * 1.0;
+         return at::sigmoid_(y);
+       }},
       {"silu", "aten::silu", {9}, none, [](OpModel&, const at::Tensor& x) { return at::silu(x); }},
-      {"silu_", "aten::silu_", {9}, none, [](OpModel&, const at::Tensor& x) { at::Tensor y = x * 1.0; return at::silu_(y); }},
+      {"silu_",
+       "aten::silu_",
+       {9},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         at::Tensor y = x * 1.0;
+         return at::silu_(y);
+       }},
       {"slice", "aten::slice", {6, 2}, none, [](OpModel&, const at::Tensor& x) { return x.slice(1, 1, 5, 2); }},
       {"softmax", "aten::softmax", {3, 5}, none, [](OpModel&, const at::Tensor& x) { return x.softmax(-1); }},
       {"transpose", "aten::transpose", {3, 4}, none, [](OpModel&, const at::Tensor& x) { return x.transpose(0, 2); }},
-      {"unflatten", "aten::unflatten", {12, 2}, none,
-       [](OpModel&, const at::Tensor& x) { return x.unflatten(1, {3, -1}); }},
-      {"view", "aten::view", {4, 6}, none, [](OpModel&, const at::Tensor& x) { return x.view({-1, 6, 4}); }},
+      {"unflatten",
+       "aten::unflatten",
+       {12, 2},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return x.unflatten(1, {3, -1});
+       }},
+      {"view",
+       "aten::view",
+       {4, 6},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return x.view({-1, 6, 4});
+       }},
   };
 }
 

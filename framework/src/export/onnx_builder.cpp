@@ -65,7 +65,8 @@ Value* AtenNode::tensor(std::size_t i, at::ScalarType scalar_type) const {
   if (auto found = tensors_.find(v); found != tensors_.end()) return found->second;
   const c10::IValue value = constant_of(i);
   if (value.isTensor()) return builder_.constant(value.toTensor());
-  if (value.isDouble() || value.isInt() || value.isBool()) return builder_.scalar(value.toScalar().toDouble(), scalar_type);
+  if (value.isDouble() || value.isInt() || value.isBool())
+    return builder_.scalar(value.toScalar().toDouble(), scalar_type);
   refuse("argument " + std::to_string(i) + " is neither a tensor nor a number");
 }
 

@@ -97,8 +97,8 @@ Value* adaptive_mean(Builder& b, Value* x, std::int64_t axis, std::int64_t in, s
   for (std::int64_t i = 0; i < out; ++i) {
     const std::int64_t start = i * in / out, end = ((i + 1) * in + out - 1) / out;
     Value* slice = b.op("Slice", {x, b.ints({start}), b.ints({end}), b.ints({axis})});
-    torch::jit::Node* mean = b.opset() >= 18 ? b.node("ReduceMean", {slice, b.ints({axis})})
-                                              : b.node("ReduceMean", {slice});
+    torch::jit::Node* mean =
+        b.opset() >= 18 ? b.node("ReduceMean", {slice, b.ints({axis})}) : b.node("ReduceMean", {slice});
     if (b.opset() < 18) mean->is_(attr("axes"), {axis});
     mean->i_(attr("keepdims"), 1);
     cells.push_back(mean->output());
@@ -223,7 +223,8 @@ void permute(AtenNode& n, Builder& b) {
 void transpose(AtenNode& n, Builder& b) {
   std::vector<std::int64_t> perm(static_cast<std::size_t>(n.rank(0)));
   for (std::size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<std::int64_t>(i);
-  std::swap(perm.at(static_cast<std::size_t>(n.axis(0, n.int_(1)))), perm.at(static_cast<std::size_t>(n.axis(0, n.int_(2)))));
+  std::swap(perm.at(static_cast<std::size_t>(n.axis(0, n.int_(1)))),
+            perm.at(static_cast<std::size_t>(n.axis(0, n.int_(2)))));
   torch::jit::Node* t = b.node("Transpose", {n.tensor(0)});
   t->is_(attr("perm"), perm);
   n.set_output(t->output());
@@ -237,9 +238,7 @@ void cat(AtenNode& n, Builder& b) {
 }
 
 // aten::expand_as(self, other): the shape read from `other` when the file runs.
-void expand_as(AtenNode& n, Builder& b) {
-  n.set_output(b.op("Expand", {n.tensor(0), b.op("Shape", {n.tensor(1)})}));
-}
+void expand_as(AtenNode& n, Builder& b) { n.set_output(b.op("Expand", {n.tensor(0), b.op("Shape", {n.tensor(1)})})); }
 
 Value* slice(Builder& b, Value* x, std::int64_t axis, std::int64_t start, std::int64_t end, std::int64_t step) {
   return b.op("Slice", {x, b.ints({start}), b.ints({end}), b.ints({axis}), b.ints({step})});
@@ -289,8 +288,7 @@ void attention(AtenNode& n, Builder& b) {
   if (n.double_(4) != 0.0) n.refuse("attention dropout (export traces in eval mode)");
   if (n.bool_(5)) n.refuse("causal attention");
   const std::int64_t rank = n.rank(0);
-  const double scale =
-      n.is_none(6) ? 1.0 / std::sqrt(static_cast<double>(n.traced_sizes(0).back())) : n.double_(6);
+  const double scale = n.is_none(6) ? 1.0 / std::sqrt(static_cast<double>(n.traced_sizes(0).back())) : n.double_(6);
   std::vector<std::int64_t> perm(static_cast<std::size_t>(rank));
   for (std::int64_t i = 0; i < rank; ++i) perm[static_cast<std::size_t>(i)] = i;
   std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
@@ -332,8 +330,8 @@ void mean(AtenNode& n, Builder& b) {
     a = n.axis(0, a);
     if (a == 0) n.refuse("a mean over the batch dimension");
   }
-  torch::jit::Node* m = b.opset() >= 18 ? b.node("ReduceMean", {n.tensor(0), b.ints(axes)})
-                                         : b.node("ReduceMean", {n.tensor(0)});
+  torch::jit::Node* m =
+      b.opset() >= 18 ? b.node("ReduceMean", {n.tensor(0), b.ints(axes)}) : b.node("ReduceMean", {n.tensor(0)});
   if (b.opset() < 18) m->is_(attr("axes"), axes);
   m->i_(attr("keepdims"), n.bool_(2) ? 1 : 0);
   n.set_output(m->output());

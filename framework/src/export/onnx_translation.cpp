@@ -18,11 +18,11 @@ std::string module_of(const torch::jit::Node& node) {
 
 [[noreturn]] void refuse(const torch::jit::Node& node, std::int64_t opset, const std::string& why) {
   const std::string op = node.kind().toQualString();
-  throw usage_error("cannot export to ONNX: " + op + " " + module_of(node) + " at opset " + std::to_string(opset) +
-                        ": " + why,
-                    "export --format torchscript (it needs no translation), change the forward to use ops the "
-                    "table translates (docs/deploy.md lists them), or add an entry for " + op +
-                        " to framework/src/export/onnx_op_table.cpp");
+  throw usage_error(
+      "cannot export to ONNX: " + op + " " + module_of(node) + " at opset " + std::to_string(opset) + ": " + why,
+      "export --format torchscript (it needs no translation), change the forward to use ops the "
+      "table translates (docs/deploy.md lists them), or add an entry for " +
+          op + " to framework/src/export/onnx_op_table.cpp");
 }
 
 }  // namespace

@@ -87,7 +87,8 @@ double check_other_batches(TracedModel& traced, const std::function<at::Tensor(c
       got = traced.module.forward({x}).toTensor();
     } catch (const std::exception& e) {
       throw usage_error("the traced forward fails at batch " + std::to_string(batch) + " (traced at " +
-                            std::to_string(example.size(0)) + "): the model's forward read the batch size into a "
+                            std::to_string(example.size(0)) +
+                            "): the model's forward read the batch size into a "
                             "shape, which a trace freezes",
                         "write the forward without x.size(0) in shapes: x.flatten(1) for view({x.size(0), -1}), "
                         "t.unflatten(-1, {heads, -1}) for reshape({n, l, heads, d}) (docs/plugins.md, \"Exportable "

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "mixt/helpers/safetensors.h"
 #include "test_support.h"
 
@@ -96,12 +98,15 @@ void export_and_check(const std::string& model, const std::vector<std::int64_t>&
   dir.write("manifest.json", manifest.dump());
   const nlohmann::json results = run_reference(dir.path() / "manifest.json");
 
+  // 1e-4, absolute up to logits of 1 and relative to the largest logit above (ResNet-50's
+  // reach 235 with these weights, where float32's own rounding is 1e-5).
+  const double tolerance = 1e-4 * std::max(1.0, results.at("opset17").value("expected_max_abs", 1.0));
   for (const char* name : {"opset17", "opset21"}) {
     const nlohmann::json& r = results.at(name);
     ASSERT_FALSE(r.contains("error")) << name << ": " << r["error"];
     EXPECT_EQ(r["checker"], "ok") << name;
     ASSERT_TRUE(r["onnx_max_diff"].is_number()) << name << ": " << r["onnx_max_diff"];
-    EXPECT_LE(r["onnx_max_diff"].get<double>(), 1e-4) << name;
+    EXPECT_LE(r["onnx_max_diff"].get<double>(), tolerance) << name;
     EXPECT_EQ(r["inputs"][0][0], "batch") << name;
     EXPECT_EQ(r["producer"], "mixt") << name;
   }
@@ -116,7 +121,7 @@ void export_and_check(const std::string& model, const std::vector<std::int64_t>&
   EXPECT_EQ(r["initializers_mismatched"], nlohmann::json::array());
   if (!torchvision.is_null()) {
     ASSERT_TRUE(r["torchvision_max_diff"].is_number()) << r["torchvision_max_diff"];
-    EXPECT_LE(r["torchvision_max_diff"].get<double>(), 1e-4);
+    EXPECT_LE(r["torchvision_max_diff"].get<double>(), tolerance);
   }
   const nlohmann::json& metadata = r["metadata"];
   for (const char* key : {"mixt.version", "mixt.recipe", "mixt.source", "mixt.classes", "mixt.input", "mixt.output",

@@ -9,6 +9,7 @@
 #include "common/atomic_file.h"
 #include "experiment/session.h"
 #include "export/onnx_file.h"
+#include "export/onnx_float16.h"
 #include "export/onnx_translation.h"
 #include "export/traced_model.h"
 #include "export_metadata.h"
@@ -101,6 +102,13 @@ int export_model(const ExportOptions& options) {
                       "leave it out for 17, which every current runtime reads");
   }
   if (format != "onnx" && options.opset != 17) throw usage_error("--opset goes with --format onnx");
+  if (options.dtype != "float32" && options.dtype != "float16") {
+    throw usage_error("--dtype " + options.dtype + ": mixt exports float32 or float16");
+  }
+  if (options.dtype == "float16" && format != "onnx") {
+    throw usage_error("--dtype float16 goes with --format onnx",
+                      "a TorchScript file is float32; model.half() after torch.jit.load makes it float16");
+  }
   if (format == "safetensors") refuse_pickle_name("-o", options.output, "mixt export");
   const bool recipe_source =
       fs::path(options.source).extension() == ".yaml" || fs::path(options.source).extension() == ".yml";
@@ -137,7 +145,7 @@ int export_model(const ExportOptions& options) {
                       "(docs/deploy.md, \"What a trace cannot express\")");
   }
 
-  ExportFacts facts{source, in.class_names, in.sample_shape, 0, in.split, false, format, options.opset};
+  ExportFacts facts{source, in.class_names, in.sample_shape, 0, in.split, false, format, options.opset, options.dtype};
   facts.outputs = traced.graph->outputs().at(0)->type()->expectRef<c10::TensorType>().sizes()[1].value_or(0);
   facts.channels_last =
       plan.recipe.config().section("trainer").boolean("channels_last", TrainerOptions().channels_last);
@@ -150,13 +158,14 @@ int export_model(const ExportOptions& options) {
     });
     summary = "TorchScript";
   } else {
-    const OnnxGraph graph = translate_to_onnx(traced, options.opset);  // refuses before anything is written
+    OnnxGraph graph = translate_to_onnx(traced, options.opset);  // refuses before anything is written
+    if (options.dtype == "float16") convert_to_float16(graph);
     const std::string bytes = onnx_file_bytes(graph, options.opset, metadata);
     write_file_atomically(options.output, [&](std::ostream& out) {
       out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     });
-    summary = "ONNX opset " + std::to_string(options.opset) + ", " + std::to_string(graph.initializers.size()) +
-              " initializers";
+    summary = "ONNX opset " + std::to_string(options.opset) + ", " + options.dtype + ", " +
+              std::to_string(graph.initializers.size()) + " initializers";
   }
   std::string shape = "batch";
   for (std::int64_t d : in.sample_shape) shape += " x " + std::to_string(d);

@@ -18,6 +18,7 @@ struct ExportOptions {
   std::string output;
   std::string format;                     // empty: from the output's extension
   std::int64_t opset = 17;                // ONNX, 17 to 21
+  std::string dtype = "float32";          // ONNX: float32 or float16 (initializers, constants, input, output)
   bool ema = false;                       // the ema callback's average (from a checkpoint)
   bool best = false;                      // the run's best checkpoint instead of its newest
   std::vector<std::int64_t> input_shape;  // one sample, when the recipe's data cannot say

@@ -69,10 +69,10 @@ std::map<std::string, std::string> export_metadata(const Recipe& recipe, const E
       {"mixt.source", facts.source},
       {"mixt.format", facts.format + (facts.format == "onnx" ? " opset " + std::to_string(facts.opset) : "")},
       {"mixt.classes", nlohmann::json(facts.class_names).dump()},
-      {"mixt.input", nlohmann::json({{"name", "input"}, {"dtype", "float32"}, {"shape", shape}}).dump()},
+      {"mixt.input", nlohmann::json({{"name", "input"}, {"dtype", facts.dtype}, {"shape", shape}}).dump()},
       {"mixt.output",
        nlohmann::json(
-           {{"name", "output"}, {"dtype", "float32"}, {"shape", {"batch", facts.outputs}}, {"meaning", "logits"}})
+           {{"name", "output"}, {"dtype", facts.dtype}, {"shape", {"batch", facts.outputs}}, {"meaning", "logits"}})
            .dump()},
       {"mixt.preprocessing", preprocessing.dump()},
   };

@@ -21,6 +21,7 @@ struct ExportFacts {
   bool channels_last = false;              // trainer.channels_last
   std::string format;                      // "onnx", "torchscript"
   std::int64_t opset = 0;                  // ONNX only
+  std::string dtype = "float32";           // of the input and the output
 };
 
 // Keys: mixt.version, mixt.recipe (its name:), mixt.source, mixt.format, mixt.classes (a JSON

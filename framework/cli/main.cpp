@@ -158,6 +158,7 @@ int main(int argc, char** argv) {
                       "onnx, torchscript or safetensors (default: from the output's extension; safetensors "
                       "for other names)");
   export_->add_option("--opset", export_options.opset, "ONNX opset, 17 (the default) to 21");
+  export_->add_option("--dtype", export_options.dtype, "ONNX tensors: float32 (the default) or float16");
   export_
       ->add_option("--input-shape", export_options.input_shape,
                    "one sample's shape, e.g. 3,224,224, when the recipe has no data section")

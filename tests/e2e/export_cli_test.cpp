@@ -178,6 +178,45 @@ TEST(ExportCli, VitB16) {
                                      {"num_classes", 10}}}});
 }
 
+// --dtype float16: the graph's tensors in float16, run by ONNX Runtime's CPU provider on
+// float16 inputs, against mixt's float32 forward (the tolerance is float16's: 11 bits).
+TEST(ExportCli, Float16OnnxRunsInOnnxRuntimeNearTheFloat32Model) {
+  TempDir dir;
+  const fs::path parity = MIXT_MODEL_PARITY_DIR;
+  const std::string model =
+      "{name: resnet18, num_classes: 10, weights: " + (parity / "resnet18.weights.safetensors").string() + "}";
+  dir.write("r.yaml", recipe(model, "[3, 64, 64]"));
+  const CommandResult exported = run_mixt({"export", "r.yaml", "-o", "m16.onnx", "--dtype", "float16"}, dir.path());
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  EXPECT_THAT(exported.output, HasSubstr("float16"));
+  const CommandResult torchscript = run_mixt({"export", "r.yaml", "-o", "m.pt", "--dtype", "float16"}, dir.path());
+  EXPECT_EQ(torchscript.exit_code, 2) << torchscript.output;
+  EXPECT_THAT(torchscript.output, HasSubstr("--dtype float16 goes with --format onnx"));
+  at::manual_seed(5);
+  const at::Tensor x = at::randn({3, 3, 64, 64});
+  save_safetensors(dir.path() / "in.safetensors", {{"input", x}});
+  const CommandResult predicted =
+      run_mixt({"predict", "r.yaml", "--input", "in.safetensors", "--output", "out.safetensors"}, dir.path());
+  ASSERT_EQ(predicted.exit_code, 0) << predicted.output;
+  save_safetensors(
+      dir.path() / "data.safetensors",
+      {{"input_b3", x}, {"expected_b3", load_safetensors(dir.path() / "out.safetensors").tensors.at(0).second}});
+  dir.write("manifest.json", nlohmann::json::array({{{"name", "half"},
+                                                     {"data", (dir.path() / "data.safetensors").string()},
+                                                     {"batches", {3}},
+                                                     {"onnx", (dir.path() / "m16.onnx").string()}}})
+                                 .dump());
+  const nlohmann::json r = run_reference(dir.path() / "manifest.json").at("half");
+  ASSERT_FALSE(r.contains("error")) << r["error"];
+  EXPECT_EQ(r["checker"], "ok");
+  EXPECT_EQ(r["input_dtype"], "float16");
+  EXPECT_EQ(nlohmann::json::parse(r["metadata"]["mixt.input"].get<std::string>())["dtype"], "float16");
+  ASSERT_TRUE(r["onnx_max_diff"].is_number()) << r["onnx_max_diff"];
+  EXPECT_LE(r["onnx_max_diff"].get<double>(), 2e-2 * std::max(1.0, r["expected_max_abs"].get<double>()));
+  std::cout << "[ measured ] resnet18 float16 ONNX in ONNX Runtime (CPU) vs mixt float32: " << r["onnx_max_diff"]
+            << " (logits up to " << r["expected_max_abs"] << ")\n";
+}
+
 // A trained run: its checkpoint exported to ONNX and TorchScript computes what `mixt predict
 // RUN` computes, and the files carry the run's class names.
 TEST(ExportCli, ARunsCheckpointExportsWithItsClassNames) {

@@ -9,7 +9,8 @@ MANIFEST is a JSON list of cases. Each case names files mixt wrote:
                outputs) for each batch N in `batches`
   batches      e.g. [1, 3, 8]
   onnx         (optional) an ONNX file: onnx.checker.check_model(full_check=True), then
-               ONNX Runtime's CPUExecutionProvider on each input
+               ONNX Runtime's CPUExecutionProvider on each input (cast to float16 when the
+               file's input is float16)
   torchscript  (optional) a TorchScript file: torch.jit.load, then its forward on each input
   safetensors  (optional) mixt's safetensors export of the same weights: every ONNX
                initializer must equal the tensor of its name
@@ -22,6 +23,7 @@ what passes; this script only measures.
 import json
 import sys
 
+import numpy as np
 import torch
 from safetensors.torch import load_file
 
@@ -62,10 +64,12 @@ def check_onnx(case, data, out):
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     session = ort.InferenceSession(case["onnx"], options, providers=["CPUExecutionProvider"])
+    half = model.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT16
+    out["input_dtype"] = "float16" if half else "float32"
     diffs = []
     for b in case["batches"]:
         x = data[f"input_b{b}"].numpy()
-        (y,) = session.run(["output"], {"input": x})
+        (y,) = session.run(["output"], {"input": x.astype(np.float16) if half else x})
         diffs.append(max_diff(y, data[f"expected_b{b}"]))
     out["onnx_max_diff"] = worst(diffs)
     if "safetensors" in case:

@@ -1,16 +1,17 @@
-// End to end: `mixt export` of every zoo family (small images and depth; the parity fixture's
-// random weights and batch-norm statistics, made by torchvision) to ONNX, TorchScript and safetensors, traced at batch 2 and run at batches 1, 3
-// and 8 against `mixt predict --input` (mixt's eager forward): ONNX Runtime and torchvision's
-// model on the safetensors within 1e-4, torch.jit.load equal (one thread each), onnx.checker's full
-// check, the ONNX initializers equal to the safetensors tensors by name, and the metadata in
-// both files (tests/support/export_reference.py measures). Then the refusals: exit 2, the op
-// and the module named, no file left behind.
+// End to end: `mixt export` of every zoo family (small images and depth; the parity
+// fixture's random weights and batch-norm statistics, made by torchvision) to ONNX, TorchScript
+// and safetensors, traced at batch 2 and run at batches 1, 3 and 8 against `mixt predict
+// --input` (mixt's eager forward): ONNX Runtime and torchvision's model on the safetensors
+// within 1e-4 (relative above logits of 1), torch.jit.load equal (one thread each),
+// onnx.checker's full check, the ONNX initializers equal to the safetensors tensors by name,
+// and the metadata in both files (tests/support/export_reference.py measures). Then float16,
+// a trained run's checkpoint, and the refusals: exit 2, the op and the module named, no file
+// left behind.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "mixt/helpers/safetensors.h"
 #include "test_support.h"
@@ -131,9 +132,10 @@ void export_and_check(const std::string& model, const std::vector<std::int64_t>&
   EXPECT_EQ(metadata["mixt.recipe"], "export-check");
   EXPECT_EQ(nlohmann::json::parse(metadata["mixt.input"].get<std::string>())["shape"][0], "batch");
   EXPECT_EQ(r["torchscript_metadata"]["mixt.recipe"], "export-check");
-  std::cout << "[ measured ] " << model << ": logits up to " << r["expected_max_abs"] << "; ONNX Runtime " << r["onnx_max_diff"] << " (opset 21 "
-            << results.at("opset21")["onnx_max_diff"] << "), torch.jit.load " << r["torchscript_max_diff"]
-            << ", torchvision " << r.value("torchvision_max_diff", nlohmann::json("-")) << "\n";
+  std::cout << "[ measured ] " << model << ": logits up to " << r["expected_max_abs"] << "; ONNX Runtime "
+            << r["onnx_max_diff"] << " (opset 21 " << results.at("opset21")["onnx_max_diff"] << "), torch.jit.load "
+            << r["torchscript_max_diff"] << ", torchvision " << r.value("torchvision_max_diff", nlohmann::json("-"))
+            << "\n";
 }
 
 nlohmann::json vision(const std::string& name, nlohmann::json kwargs = nlohmann::json::object()) {
@@ -159,7 +161,9 @@ void export_parity_case(const std::string& name, const nlohmann::json& torchvisi
 // simple_cnn has no torchvision twin: its own seeded initialisation.
 TEST(ExportCli, SimpleCnn) { export_and_check("{name: simple_cnn, num_classes: 10}", {1, 28, 28}, nullptr); }
 TEST(ExportCli, Resnet18) { export_parity_case("resnet18", vision("resnet18")); }
-TEST(ExportCli, Resnet50) { export_parity_case("resnet50", {{"model", "resnet50"}, {"kwargs", nlohmann::json::object()}}); }
+TEST(ExportCli, Resnet50) {
+  export_parity_case("resnet50", {{"model", "resnet50"}, {"kwargs", nlohmann::json::object()}});
+}
 TEST(ExportCli, Resnext50) { export_parity_case("resnext50_32x4d", vision("resnext50_32x4d")); }
 TEST(ExportCli, MobilenetV2) { export_parity_case("mobilenet_v2", vision("mobilenet_v2")); }
 TEST(ExportCli, MobilenetV3Small) { export_parity_case("mobilenet_v3_small", vision("mobilenet_v3_small")); }
@@ -237,9 +241,9 @@ TEST(ExportCli, ARunsCheckpointExportsWithItsClassNames) {
     const at::Tensor x = at::randn({batch, 1, 28, 28});
     const std::string b = std::to_string(batch);
     save_safetensors(dir.path() / ("in" + b + ".safetensors"), {{"input", x}});
-    const CommandResult predicted = run_mixt({"predict", run_dir.string(), "--input", "in" + b + ".safetensors",
-                                              "--output", "out" + b + ".safetensors"},
-                                             dir.path(), "OMP_NUM_THREADS=1");
+    const CommandResult predicted = run_mixt(
+        {"predict", run_dir.string(), "--input", "in" + b + ".safetensors", "--output", "out" + b + ".safetensors"},
+        dir.path(), "OMP_NUM_THREADS=1");
     ASSERT_EQ(predicted.exit_code, 0) << predicted.output;
     data.emplace_back("input_b" + b, x);
     data.emplace_back("expected_b" + b,

@@ -5,6 +5,7 @@
 #include <torch/csrc/jit/frontend/tracer.h>
 
 #include <algorithm>
+#include <cctype>
 #include <string>
 
 #include "mixt/error.h"

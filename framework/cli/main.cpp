@@ -16,6 +16,7 @@
 #include "common/host_allocator.h"
 #include "diagnose_command.h"
 #include "evaluate_command.h"
+#include "export_command.h"
 #include "lr_find_command.h"
 #include "mixt/error.h"
 #include "predict_command.h"
@@ -101,7 +102,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", mixt::cli::version_text());
 
-  std::string recipe, kind, name, glob, checkpoint, format = "safetensors", output;
+  std::string recipe, kind, name, glob;
   std::vector<std::string> overrides;
 
   auto* run = app.add_subcommand("run", "train the model a recipe describes");
@@ -144,14 +145,28 @@ int main(int argc, char** argv) {
   worker->add_option("--warmup", bench_options.warmup);
   worker->add_option("--batch", batch);
   worker->add_option("overrides", bench_options.overrides);
-  auto* export_ = app.add_subcommand("export", "write a checkpoint's model weights with torchvision names");
-  export_->add_option("checkpoint", checkpoint, "checkpoint file, run directory or its checkpoints/")->required();
-  export_->add_option("--format", format, "output format (safetensors)");
-  export_->add_option("-o,--output", output, "output file, e.g. model.safetensors")->required();
-  bool ema = false;
-  export_->add_flag("--ema", ema, "the ema callback's average of the weights instead of the model's own");
-  bool best = false;
-  export_->add_flag("--best", best, kBestHelp);
+  mixt::cli::ExportOptions export_options;
+  auto* export_ = app.add_subcommand(
+      "export", "write a model for deployment: ONNX, TorchScript, or its weights as safetensors (torchvision names)");
+  export_
+      ->add_option("source", export_options.source,
+                   "checkpoint file, run directory or its checkpoints/, or a recipe (its model.weights, if any)")
+      ->required();
+  export_->add_option("-o,--output", export_options.output, "output file: model.onnx, model.pt, model.safetensors")
+      ->required();
+  export_->add_option("--format", export_options.format,
+                      "onnx, torchscript or safetensors (default: from the output's extension; safetensors "
+                      "for other names)");
+  export_->add_option("--opset", export_options.opset, "ONNX opset, 17 (the default) to 21");
+  export_->add_option("--dtype", export_options.dtype, "ONNX tensors: float32 (the default) or float16");
+  export_
+      ->add_option("--input-shape", export_options.input_shape,
+                   "one sample's shape, e.g. 3,224,224, when the recipe has no data section")
+      ->delimiter(',');
+  export_->add_flag("--ema", export_options.ema,
+                    "the ema callback's average of the weights instead of the model's own");
+  export_->add_flag("--best", export_options.best, kBestHelp);
+  export_->add_option("overrides", export_options.overrides, "recipe overrides, key=value");
 
   mixt::cli::PredictOptions predict_options;
   auto* predict = app.add_subcommand(
@@ -256,7 +271,7 @@ int main(int argc, char** argv) {
       bench_options.checkpointing = mixt::cli::split_checkpointing_settings(checkpointing);
       return *bench ? mixt::cli::bench(bench_options) : mixt::cli::bench_worker(bench_options);
     }
-    if (*export_) return mixt::cli::export_weights(checkpoint, format, output, ema, best);
+    if (*export_) return mixt::cli::export_model(export_options);
     if (*predict) {
       for (const char* option : {"--transforms", "--top-k", "--batch", "--json", "--csv"}) {
         if (predict->count(option) > 0) predict_options.image_options_given = true;

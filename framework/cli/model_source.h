@@ -3,11 +3,14 @@
 // of which brings the run's resolved recipe.yaml and its classes.txt.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "mixt/model.h"
+#include "plugins/registry.h"
 #include "recipe/recipe_loader.h"
 
 namespace mixt::cli {
@@ -42,6 +45,16 @@ ModelPlan plan_model(const ModelTarget& target, const std::vector<std::string>& 
 // The checkpoint's model weights (or its ema average) loaded strictly into `model`; a
 // mismatch is a recipe error.
 void load_checkpoint_weights(Model& model, at::Device device, const std::filesystem::path& checkpoint, bool ema);
+
+// The model the recipe names, for samples of `sample_shape`, with the checkpoint's weights
+// when there is one, in eval mode on the device: what `predict` and `export` run.
+// `classes`: the class count when the model leaves it to the data (0: the model's own
+// default). `shape_source`: where the sample shape came from, and a note after it, for
+// errors; `command` ("predict") names the command there.
+std::shared_ptr<Model> build_inference_model(const ModelPlan& plan, const Registry& registry, at::Device device,
+                                             const std::vector<std::int64_t>& sample_shape, std::int64_t classes,
+                                             const std::pair<std::string, std::string>& shape_source, bool ema,
+                                             const std::string& command);
 
 // The run directory's classes.txt, line i naming output i; empty without one.
 std::vector<std::string> run_class_names(const ModelTarget& target);

@@ -31,43 +31,6 @@ struct Prediction {
   std::vector<double> probabilities;
 };
 
-// The model the recipe names, for samples of `sample_shape`, with the checkpoint's weights
-// when there is one, in eval mode on the device. `classes`: the class count when the
-// model leaves it to the data (0: the model's own default). `shape_source`: where the
-// sample shape came from, and a note after it, for errors.
-std::shared_ptr<Model> prepare_model(const ModelPlan& plan, const Registry& registry, at::Device device,
-                                     const std::vector<std::int64_t>& sample_shape, std::int64_t classes,
-                                     const std::pair<std::string, std::string>& shape_source, bool ema) {
-  const Config root = plan.recipe.config();
-  const Config section = root.section("model");
-  if (plan.checkpoint.empty() && !plan.named_weights) {
-    warn("model.weights is not set: these outputs come from untrained (seed 0) weights; name the weights with "
-         "model.weights=FILE.safetensors (mixt export writes one from a checkpoint), or a run directory");
-  }
-  at::manual_seed(0);
-  std::shared_ptr<Model> model;
-  try {
-    model = build_model(section, registry, ModelContext{device, sample_shape, classes});
-  } catch (const Error& e) {
-    // The sample shape came from the input, not from the recipe's data: say so, or a batch
-    // without its batch dimension reads as a recipe or weights mistake.
-    throw Error(e.kind(), e.message(), e.where(), e.key_path(),
-                (e.hint().empty() ? "" : e.hint() + "\n  note: ") + "mixt predict builds the model for the samples of " +
-                    shape_source.first + ": " + c10::str(at::IntArrayRef(sample_shape)) + shape_source.second +
-                    (section.has("num_classes") || classes > 0
-                         ? std::string()
-                         : " and, not opening the datasets, with the model's default class count: set "
-                           "model.num_classes=N to the training data's (a run directory's recipe.yaml states it)"));
-  }
-  // Only the model is built from the recipe, so only its section is checked: a misspelt
-  // model.weigths would predict with untrained weights and exit 0.
-  check_unknown_keys(*plan.recipe.root, "model");
-  if (!plan.checkpoint.empty()) load_checkpoint_weights(*model, device, plan.checkpoint, ema);
-  model->to(device);
-  model->eval();
-  return model;
-}
-
 at::Tensor forward(Model& model, const at::Tensor& batch, at::Device device, bool channels_last) {
   at::NoGradGuard no_grad;
   at::Tensor x = batch.to(device, at::kFloat);
@@ -90,10 +53,10 @@ int predict_tensor(const PredictOptions& options, const ModelPlan& plan, const R
     throw Error(ErrorKind::recipe, "the input must be a batch (N x sample dimensions)", SourceLocation{options.input});
   }
   const std::vector<std::int64_t> shape = batch->sizes().slice(1).vec();
-  const std::shared_ptr<Model> model =
-      prepare_model(plan, registry, device, shape, 0,
-                    {options.input, " (its first dimension, " + std::to_string(batch->size(0)) + ", is the batch)"},
-                    options.ema);
+  const std::shared_ptr<Model> model = build_inference_model(
+      plan, registry, device, shape, 0,
+      {options.input, " (its first dimension, " + std::to_string(batch->size(0)) + ", is the batch)"}, options.ema,
+      "predict");
   const at::Tensor result = forward(*model, *batch, device, channels_last);
   save_safetensors(options.output, {{"output", result.to(at::kCPU).contiguous()}});
   std::printf("%s: input %s -> output %s written to %s\n", options.target.c_str(), c10::str(batch->sizes()).c_str(),
@@ -235,8 +198,8 @@ int predict_images(const PredictOptions& options, const ModelTarget& target, Mod
   std::int64_t classes = static_cast<std::int64_t>(run_class_names(target).size());
   if (classes == 0) classes = dataset->num_classes();
   const std::shared_ptr<Model> model =
-      prepare_model(plan, registry, device, dataset->sample_shape(), classes, {"data." + split + "'s transforms", ""},
-                    options.ema);
+      build_inference_model(plan, registry, device, dataset->sample_shape(), classes,
+                            {"data." + split + "'s transforms", ""}, options.ema, "predict");
 
   if (files.size() > static_cast<std::size_t>(options.batch)) {
     // On stderr, so that --json's stdout stays one document: a large folder takes minutes.

@@ -47,13 +47,13 @@ class SelfAttentionImpl : public torch::nn::Module, public mixt::LinearMaps {
     torch::nn::init::xavier_uniform_(in_proj_weight);
     torch::nn::init::zeros_(out_proj->bias);
   }
+  // No size of x is read into a shape: a traced forward (mixt export) keeps the batch symbolic.
   at::Tensor forward(const at::Tensor& x) {  // x: N x L x E
-    const std::int64_t n = x.size(0), l = x.size(1), e = x.size(2);
     auto qkv = linear("in_proj", x, in_proj_weight, in_proj_bias).chunk(3, -1);
-    auto split = [&](const at::Tensor& t) { return t.reshape({n, l, heads_, e / heads_}).transpose(1, 2); };
+    auto split = [&](const at::Tensor& t) { return t.unflatten(-1, {heads_, -1}).transpose(1, 2); };
     at::Tensor y = at::scaled_dot_product_attention(split(qkv[0]), split(qkv[1]), split(qkv[2]), {},
                                                     is_training() ? dropout_ : 0.0);
-    return out_proj->forward(y.transpose(1, 2).reshape({n, l, e}));
+    return out_proj->forward(y.transpose(1, 2).flatten(2));
   }
   std::vector<Map> linear_maps() const override { return {{"in_proj", in_proj_weight, in_proj_bias}}; }
   at::Tensor in_proj_weight, in_proj_bias;
@@ -147,9 +147,10 @@ class VisionTransformer : public mixt::Model {
   at::Tensor forward(const at::Tensor& input) override {
     TORCH_CHECK(input.size(2) == o_.image_size && input.size(3) == o_.image_size, "vit: expected ", o_.image_size, "x",
                 o_.image_size, " images, got ", input.size(2), "x", input.size(3), " (set image_size:)");
-    const std::int64_t n = input.size(0);
-    at::Tensor x = routed(*this, "conv_proj", conv_proj_, input).reshape({n, o_.hidden_dim, -1}).permute({0, 2, 1});
-    x = at::cat({class_token_.expand({n, -1, -1}), x}, 1);
+    // N x hidden x (H/p * W/p) -> N x patches x hidden; the class token expanded as the
+    // first patch is, so that no size of the batch is read into a shape (mixt export).
+    at::Tensor x = routed(*this, "conv_proj", conv_proj_, input).flatten(2).permute({0, 2, 1});
+    x = at::cat({class_token_.expand_as(x.narrow(1, 0, 1)), x}, 1);
     x = mixt::call_submodule(*this, "encoder", x, [this](const at::Tensor& in) { return encoder_->forward(in, *this); });
     return routed(*this, "heads", head_, x.select(1, 0));
   }

@@ -175,9 +175,9 @@ TEST(WeightsCli, MismatchingWeightsAreOneClearError) {
   EXPECT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, HasSubstr("mixt: warning: model.weights is not set"));
 
-  result = run_mixt({"export", "nowhere", "--format", "onnx", "-o", "x"}, dir.path());
+  result = run_mixt({"export", "nowhere", "--format", "tflite", "-o", "x"}, dir.path());
   EXPECT_EQ(result.exit_code, 2) << result.output;
-  EXPECT_THAT(result.output, HasSubstr("unknown export format 'onnx'"));
+  EXPECT_THAT(result.output, HasSubstr("unknown export format 'tflite'"));
 
   // predict builds only the model, and read no unknown-key check: a misspelt key predicted
   // with untrained weights (or 1000 classes) and exit 0.

@@ -78,6 +78,8 @@ def cases():
     return [
         ("resnet18", lambda: get_model("resnet18", num_classes=10), {"name": "resnet18", "num_classes": 10}, [2, 3, 64, 64]),
         ("resnet50", lambda: get_model("resnet50"), {"name": "resnet50"}, [1, 3, 64, 64]),
+        ("resnext50_32x4d", lambda: get_model("resnext50_32x4d", num_classes=10),
+         {"name": "resnext50_32x4d", "num_classes": 10}, [2, 3, 32, 32]),
         ("mobilenet_v2", lambda: get_model("mobilenet_v2", num_classes=10), {"name": "mobilenet_v2", "num_classes": 10}, [2, 3, 64, 64]),
         ("mobilenet_v3_large", lambda: get_model("mobilenet_v3_large", num_classes=10),
          {"name": "mobilenet_v3_large", "num_classes": 10}, [2, 3, 64, 64]),

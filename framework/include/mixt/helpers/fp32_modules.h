@@ -50,6 +50,20 @@ void set_submodule_observer(const torch::nn::Module& model, SubmoduleObserver* o
 SubmoduleObserver* submodule_observer(const torch::nn::Module& model);
 
 namespace detail {
+// While LibTorch's tracer runs (mixt export), the nodes recorded inside a routed call carry
+// the submodule's name as their scope: an op export cannot translate is named with the
+// module it came from. Nothing happens otherwise.
+class TraceScope {
+ public:
+  explicit TraceScope(std::string_view name);
+  ~TraceScope();
+  TraceScope(const TraceScope&) = delete;
+  TraceScope& operator=(const TraceScope&) = delete;
+
+ private:
+  bool pushed_ = false;
+};
+
 template <class Fn>
 at::Tensor run_routed(const torch::nn::Module& model, std::string_view name, const at::Tensor& input, Fn& fn) {
   if (!keeps_in_fp32(model, name)) return fn(input);
@@ -60,6 +74,7 @@ at::Tensor run_routed(const torch::nn::Module& model, std::string_view name, con
 
 template <class Fn>
 at::Tensor route(const torch::nn::Module& model, std::string_view name, const at::Tensor& input, Fn&& fn, bool block) {
+  const TraceScope scope(name);
   at::Tensor output;
   if (checkpoints_activations(model, name, block) && at::GradMode::is_enabled()) {
     output = recompute_in_backward(

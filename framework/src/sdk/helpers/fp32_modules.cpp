@@ -1,5 +1,7 @@
 #include "mixt/helpers/fp32_modules.h"
 
+#include <torch/csrc/jit/frontend/tracer.h>
+
 #include <algorithm>
 #include <atomic>
 #include <map>
@@ -19,6 +21,26 @@ std::map<const torch::nn::Module*, SubmoduleObserver*>& observers() {  // under 
   return table;
 }
 }  // namespace
+
+namespace detail {
+// The graph's current scope, not Graph::push_scope: that one also opens a
+// prim::TracedModuleForward block, which the tracer would then turn into a call of a
+// submodule named `name` (Python's trace names its scopes after module attributes; a routed
+// name need not be one).
+TraceScope::TraceScope(std::string_view name) {
+  if (const auto& state = torch::jit::tracer::getTracingState()) {
+    state->graph->set_current_scope(state->graph->current_scope()->push(c10::Symbol::scope(std::string(name))));
+    pushed_ = true;
+  }
+}
+
+TraceScope::~TraceScope() {
+  if (!pushed_) return;
+  if (const auto& state = torch::jit::tracer::getTracingState()) {
+    state->graph->set_current_scope(state->graph->current_scope()->parent());
+  }
+}
+}  // namespace detail
 
 void set_fp32_modules(const torch::nn::Module& model, std::vector<std::string> names) {
   std::lock_guard<std::mutex> lock(routing::mutex());

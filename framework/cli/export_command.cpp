@@ -1,0 +1,182 @@
+#include "export_command.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+
+#include "assembly/trainer_options.h"
+#include "common/atomic_file.h"
+#include "experiment/session.h"
+#include "export/onnx_file.h"
+#include "export/onnx_float16.h"
+#include "export/onnx_translation.h"
+#include "export/traced_model.h"
+#include "export_metadata.h"
+#include "mixt/decodes_files.h"
+#include "mixt/helpers/safetensors.h"
+#include "mixt/helpers/state_dict.h"
+#include "mixt/version.h"
+#include "model_source.h"
+#include "weights_commands.h"
+
+namespace mixt::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::int64_t kTraceBatch = 2;
+// The batches the traced module is run at against the model before anything is written.
+const std::vector<std::int64_t> kCheckBatches{1, 3};
+// Beyond this, the traced forward computes something else than the model at another batch.
+constexpr double kTraceTolerance = 1e-3;
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+// What the model is fed, its class names, and the data section whose transforms feed it.
+struct ModelInput {
+  std::vector<std::int64_t> sample_shape;
+  std::vector<std::string> class_names;
+  std::int64_t classes = 0;
+  std::string split;
+};
+
+ModelInput model_input(const ExportOptions& options, const ModelTarget& target, const ModelPlan& plan,
+                       const Registry& registry) {
+  ModelInput in;
+  in.class_names = run_class_names(target);
+  const Config data = plan.recipe.config().section("data");
+  for (const char* split : {"val", "train"}) {
+    if (data.has(split) && in.split.empty()) in.split = split;
+  }
+  if (!in.split.empty()) {
+    const Config section = data.section(in.split);
+    const Config trainer = plan.recipe.config().section("trainer");
+    const auto seed = static_cast<std::uint64_t>(trainer.integer("seed", 0));
+    const std::unique_ptr<Dataset> dataset =
+        registry.make_dataset(section, DatasetContext{kPredictSplit, seed, 0, 1, at::kCPU});
+    in.sample_shape = dataset->sample_shape();
+    in.classes = dataset->num_classes();
+    if (in.class_names.empty()) in.class_names = class_names_of(*dataset);
+  }
+  if (!options.input_shape.empty()) in.sample_shape = options.input_shape;
+  if (in.sample_shape.empty()) {
+    throw usage_error("the recipe has no data section to take the input shape from",
+                      "give one sample's shape, e.g. --input-shape 3,224,224");
+  }
+  if (!in.class_names.empty()) in.classes = static_cast<std::int64_t>(in.class_names.size());
+  return in;
+}
+
+int export_recipe_weights(const ExportOptions& options, const ModelPlan& plan, const std::shared_ptr<Model>& model) {
+  NamedTensors tensors = state_dict(*model);
+  for (auto& item : tensors) item.second = item.second.to(at::kCPU).contiguous();
+  save_safetensors(options.output, tensors, {{"format", "pt"}, {"source", "mixt " + std::string(version())}});
+  std::printf("wrote %zu tensors from %s to %s\n", tensors.size(), plan.recipe.file.string().c_str(),
+              options.output.c_str());
+  return 0;
+}
+
+}  // namespace
+
+std::string export_format_of(const std::string& output) {
+  const std::string extension = lower(fs::path(output).extension().string());
+  if (extension == ".onnx") return "onnx";
+  if (extension == ".pt" || extension == ".ts" || extension == ".torchscript") return "torchscript";
+  return "safetensors";
+}
+
+int export_model(const ExportOptions& options) {
+  const std::string format = options.format.empty() ? export_format_of(options.output) : lower(options.format);
+  if (format != "onnx" && format != "torchscript" && format != "safetensors") {
+    throw usage_error("unknown export format '" + options.format + "'",
+                      "mixt export writes --format onnx, torchscript or safetensors");
+  }
+  if (format == "onnx" && (options.opset < 17 || options.opset > 21)) {
+    throw usage_error("--opset " + std::to_string(options.opset) + ": mixt writes ONNX opsets 17 to 21",
+                      "leave it out for 17, which every current runtime reads");
+  }
+  if (format != "onnx" && options.opset != 17) throw usage_error("--opset goes with --format onnx");
+  if (options.dtype != "float32" && options.dtype != "float16") {
+    throw usage_error("--dtype " + options.dtype + ": mixt exports float32 or float16");
+  }
+  if (options.dtype == "float16" && format != "onnx") {
+    throw usage_error("--dtype float16 goes with --format onnx",
+                      "a TorchScript file is float32; model.half() after torch.jit.load makes it float16");
+  }
+  if (format == "safetensors") refuse_pickle_name("-o", options.output, "mixt export");
+  const bool recipe_source =
+      fs::path(options.source).extension() == ".yaml" || fs::path(options.source).extension() == ".yml";
+  if (format == "safetensors" && !recipe_source && options.overrides.empty() && options.input_shape.empty()) {
+    return export_weights(options.source, format, options.output, options.ema, options.best);
+  }
+
+  const ModelTarget target = resolve_model_target(options.source, "export", options.best);
+  ModelPlan plan = plan_model(target, options.overrides, options.ema);
+  Session session;
+  session.load_plugins_of(plan.recipe);
+  const ModelInput in = model_input(options, target, plan, session.registry());
+  const std::string source = !plan.checkpoint.empty() ? plan.checkpoint.string()
+                             : plan.named_weights     ? recipe_weights(plan.recipe)
+                                                      : options.source;
+  const std::shared_ptr<Model> model = build_inference_model(
+      plan, session.registry(), at::kCPU, in.sample_shape, in.classes,
+      {in.split.empty() ? std::string("--input-shape") : "data." + in.split + "'s samples", ""}, options.ema, "export");
+  model->to(at::kFloat);
+  if (format == "safetensors") return export_recipe_weights(options, plan, model);
+
+  std::vector<std::int64_t> example_shape{kTraceBatch};
+  example_shape.insert(example_shape.end(), in.sample_shape.begin(), in.sample_shape.end());
+  at::manual_seed(0);
+  const at::Tensor example = at::randn(example_shape);
+  const auto forward = [&model](const at::Tensor& x) { return model->forward(x); };
+  TracedModel traced = trace_model(*model, forward, example);
+  const double difference = check_other_batches(traced, forward, example, kCheckBatches);
+  if (difference > kTraceTolerance) {
+    throw usage_error("the traced forward differs from the model by " + std::to_string(difference) +
+                          " at a batch other than the trace's: its control flow or shapes depend on the batch or the "
+                          "data, which a trace freezes",
+                      "write the forward without data-dependent branches and without x.size(0) in shapes "
+                      "(docs/deploy.md, \"What a trace cannot express\")");
+  }
+
+  ExportFacts facts{source, in.class_names, in.sample_shape, 0, in.split, false, format, options.opset, options.dtype};
+  facts.outputs = traced.graph->outputs().at(0)->type()->expectRef<c10::TensorType>().sizes()[1].value_or(0);
+  facts.channels_last =
+      plan.recipe.config().section("trainer").boolean("channels_last", TrainerOptions().channels_last);
+  const std::map<std::string, std::string> metadata = export_metadata(plan.recipe, facts);
+
+  std::string summary;
+  if (format == "torchscript") {
+    write_file_atomically(options.output, [&](std::ostream& out) {
+      traced.module.save(out, {{"mixt.json", export_metadata_json(metadata)}});
+    });
+    summary = "TorchScript";
+  } else {
+    OnnxGraph graph = translate_to_onnx(traced, options.opset);  // refuses before anything is written
+    if (options.dtype == "float16") convert_to_float16(graph);
+    const std::string bytes = onnx_file_bytes(graph, options.opset, metadata);
+    write_file_atomically(options.output, [&](std::ostream& out) {
+      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    });
+    summary = "ONNX opset " + std::to_string(options.opset) + ", " + options.dtype + ", " +
+              std::to_string(graph.initializers.size()) + " initializers";
+  }
+  std::string shape = "batch";
+  for (std::int64_t d : in.sample_shape) shape += " x " + std::to_string(d);
+  char difference_text[32];
+  std::snprintf(difference_text, sizeof(difference_text), "%.2g", difference);
+  std::printf(
+      "wrote %s (%s) from %s: input %s, traced at batch %lld, equal to the model at batches 1 and 3 "
+      "(largest difference %s)\n",
+      options.output.c_str(), summary.c_str(), source.c_str(), shape.c_str(), static_cast<long long>(kTraceBatch),
+      difference_text);
+  return 0;
+}
+
+}  // namespace mixt::cli

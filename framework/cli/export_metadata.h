@@ -1,0 +1,36 @@
+// What a deployer needs besides the graph, written into every exported model file: ONNX
+// metadata_props (one key each) and the TorchScript file's extra file "mixt.json" (the same
+// keys in one JSON object).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "recipe/recipe_loader.h"
+
+namespace mixt::cli {
+
+struct ExportFacts {
+  std::string source;                      // the checkpoint, weights file or recipe exported
+  std::vector<std::string> class_names;    // output i's name; empty when unknown
+  std::vector<std::int64_t> sample_shape;  // one input, e.g. {3, 224, 224}
+  std::int64_t outputs = 0;                // the model's outputs per sample
+  std::string data_split;                  // the data section whose transforms feed the model ("val")
+  bool channels_last = false;              // trainer.channels_last
+  std::string format;                      // "onnx", "torchscript"
+  std::int64_t opset = 0;                  // ONNX only
+  std::string dtype = "float32";           // of the input and the output
+};
+
+// Keys: mixt.version, mixt.recipe (its name:), mixt.source, mixt.format, mixt.classes (a JSON
+// array), mixt.input (JSON: name, dtype, shape with "batch" first), mixt.output (JSON),
+// mixt.preprocessing (JSON: the eval transforms as the recipe states them, channel order,
+// channels_last); values are strings.
+std::map<std::string, std::string> export_metadata(const Recipe& recipe, const ExportFacts& facts);
+
+// The same, as one JSON object (the TorchScript extra file).
+std::string export_metadata_json(const std::map<std::string, std::string>& metadata);
+
+}  // namespace mixt::cli

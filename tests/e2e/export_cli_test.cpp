@@ -1,0 +1,325 @@
+// End to end: `mixt export` of every zoo family (small images and depth; the parity
+// fixture's random weights and batch-norm statistics, made by torchvision) to ONNX, TorchScript
+// and safetensors, traced at batch 2 and run at batches 1, 3 and 8 against `mixt predict
+// --input` (mixt's eager forward): ONNX Runtime and torchvision's model on the safetensors
+// within 1e-4 (relative above logits of 1), torch.jit.load equal (one thread each),
+// onnx.checker's full check, the ONNX initializers equal to the safetensors tensors by name,
+// and the metadata in both files (tests/support/export_reference.py measures). Then float16,
+// a trained run's checkpoint, and the refusals: exit 2, the op and the module named, no file
+// left behind.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "mixt/helpers/safetensors.h"
+#include "test_support.h"
+
+namespace mixt {
+namespace {
+
+using testing::CommandResult;
+using ::testing::HasSubstr;
+using testing::run_mixt;
+using testing::TempDir;
+
+const std::vector<std::int64_t> kBatches{1, 3, 8};
+
+std::string recipe(const std::string& model, const std::string& shape) {
+  return "name: export-check\n"
+         "model: " +
+         model +
+         "\n"
+         "data:\n"
+         "  val: { name: synthetic, shape: " +
+         shape +
+         ", num_classes: 10, size: 16, batch_size: 8 }\n"
+         "trainer: { seed: 0 }\n";
+}
+
+nlohmann::json run_reference(const fs::path& manifest) {
+  const fs::path results = manifest.parent_path() / "results.json";
+  const CommandResult result = testing::run_command(
+      testing::shell_quote(MIXT_PYTHON) + " " +
+      testing::shell_quote((testing::source_dir() / "tests/support/export_reference.py").string()) + " " +
+      testing::shell_quote(manifest.string()) + " " + testing::shell_quote(results.string()));
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  return nlohmann::json::parse(testing::read_file(results));
+}
+
+// Exports `model` (a recipe's model section) in the three formats, runs mixt predict on
+// batches of `sample` and holds the files to the references.
+void export_and_check(const std::string& model, const std::vector<std::int64_t>& sample,
+                      const nlohmann::json& torchvision) {
+  SCOPED_TRACE(model);
+  TempDir dir;
+  std::string shape = "[";
+  for (std::size_t i = 0; i < sample.size(); ++i) shape += (i ? ", " : "") + std::to_string(sample[i]);
+  dir.write("r.yaml", recipe(model, shape + "]"));
+  for (const char* file : {"m.onnx", "m.pt", "m.safetensors"}) {
+    const CommandResult exported = run_mixt({"export", "r.yaml", "-o", file}, dir.path());
+    ASSERT_EQ(exported.exit_code, 0) << file << ":\n" << exported.output;
+  }
+  const CommandResult opset21 = run_mixt({"export", "r.yaml", "-o", "m21.onnx", "--opset", "21"}, dir.path());
+  ASSERT_EQ(opset21.exit_code, 0) << opset21.output;
+
+  NamedTensors data;
+  at::manual_seed(7);
+  for (std::int64_t batch : kBatches) {
+    std::vector<std::int64_t> batch_shape{batch};
+    batch_shape.insert(batch_shape.end(), sample.begin(), sample.end());
+    const at::Tensor x = at::randn(batch_shape);
+    const std::string b = std::to_string(batch);
+    save_safetensors(dir.path() / ("in" + b + ".safetensors"), {{"input", x}});
+    // One thread, as the reference script runs: TorchScript then computes mixt's eager forward
+    // bit for bit (at another thread count the convolutions sum in another order).
+    const CommandResult predicted =
+        run_mixt({"predict", "r.yaml", "--input", "in" + b + ".safetensors", "--output", "out" + b + ".safetensors"},
+                 dir.path(), "OMP_NUM_THREADS=1");
+    ASSERT_EQ(predicted.exit_code, 0) << predicted.output;
+    data.emplace_back("input_b" + b, x);
+    data.emplace_back("expected_b" + b,
+                      load_safetensors(dir.path() / ("out" + b + ".safetensors")).tensors.at(0).second);
+  }
+  save_safetensors(dir.path() / "data.safetensors", data);
+  nlohmann::json manifest = nlohmann::json::array();
+  nlohmann::json full = {{"name", "opset17"},
+                         {"data", (dir.path() / "data.safetensors").string()},
+                         {"batches", kBatches},
+                         {"onnx", (dir.path() / "m.onnx").string()},
+                         {"torchscript", (dir.path() / "m.pt").string()},
+                         {"safetensors", (dir.path() / "m.safetensors").string()}};
+  if (!torchvision.is_null()) full["torchvision"] = torchvision;
+  manifest.push_back(full);
+  manifest.push_back({{"name", "opset21"},
+                      {"data", (dir.path() / "data.safetensors").string()},
+                      {"batches", kBatches},
+                      {"onnx", (dir.path() / "m21.onnx").string()}});
+  dir.write("manifest.json", manifest.dump());
+  const nlohmann::json results = run_reference(dir.path() / "manifest.json");
+
+  // 1e-4, absolute up to logits of 1 and relative to the largest logit above (ResNet-50's
+  // reach 235 with these weights, where float32's own rounding is 1e-5).
+  const double tolerance = 1e-4 * std::max(1.0, results.at("opset17").value("expected_max_abs", 1.0));
+  for (const char* name : {"opset17", "opset21"}) {
+    const nlohmann::json& r = results.at(name);
+    ASSERT_FALSE(r.contains("error")) << name << ": " << r["error"];
+    EXPECT_EQ(r["checker"], "ok") << name;
+    ASSERT_TRUE(r["onnx_max_diff"].is_number()) << name << ": " << r["onnx_max_diff"];
+    EXPECT_LE(r["onnx_max_diff"].get<double>(), tolerance) << name;
+    EXPECT_EQ(r["inputs"][0][0], "batch") << name;
+    EXPECT_EQ(r["producer"], "mixt") << name;
+  }
+  const nlohmann::json& r = results.at("opset17");
+  // Logits near zero would make every comparison pass: the weights must give real ones.
+  EXPECT_GT(r["expected_max_abs"].get<double>(), 0.05);
+  EXPECT_EQ(r["opset"][0], 17);
+  EXPECT_EQ(results.at("opset21")["opset"][0], 21);
+  ASSERT_TRUE(r["torchscript_max_diff"].is_number()) << r["torchscript_max_diff"];
+  EXPECT_EQ(r["torchscript_max_diff"].get<double>(), 0.0);
+  EXPECT_GT(r["initializers_checked"].get<int>(), 0);
+  EXPECT_EQ(r["initializers_mismatched"], nlohmann::json::array());
+  if (!torchvision.is_null()) {
+    ASSERT_TRUE(r["torchvision_max_diff"].is_number()) << r["torchvision_max_diff"];
+    EXPECT_LE(r["torchvision_max_diff"].get<double>(), tolerance);
+  }
+  const nlohmann::json& metadata = r["metadata"];
+  for (const char* key : {"mixt.version", "mixt.recipe", "mixt.source", "mixt.classes", "mixt.input", "mixt.output",
+                          "mixt.preprocessing"}) {
+    EXPECT_TRUE(metadata.contains(key)) << key;
+  }
+  EXPECT_EQ(metadata["mixt.recipe"], "export-check");
+  EXPECT_EQ(nlohmann::json::parse(metadata["mixt.input"].get<std::string>())["shape"][0], "batch");
+  EXPECT_EQ(r["torchscript_metadata"]["mixt.recipe"], "export-check");
+  std::cout << "[ measured ] " << model << ": logits up to " << r["expected_max_abs"] << "; ONNX Runtime "
+            << r["onnx_max_diff"] << " (opset 21 " << results.at("opset21")["onnx_max_diff"] << "), torch.jit.load "
+            << r["torchscript_max_diff"] << ", torchvision " << r.value("torchvision_max_diff", nlohmann::json("-"))
+            << "\n";
+}
+
+nlohmann::json vision(const std::string& name, nlohmann::json kwargs = nlohmann::json::object()) {
+  kwargs["num_classes"] = 10;
+  return {{"model", name}, {"kwargs", kwargs}};
+}
+
+// A family with the parity fixture's weights (tests/golden/make_model_zoo_golden.py: random,
+// perturbed, random batch-norm statistics) and its input's sample shape.
+void export_parity_case(const std::string& name, const nlohmann::json& torchvision) {
+  const fs::path parity = MIXT_MODEL_PARITY_DIR;
+  nlohmann::json section = nlohmann::json::parse(testing::read_file(parity / "cases.json")).at(name);
+  section["weights"] = (parity / (name + ".weights.safetensors")).string();
+  if (!section.contains("num_classes")) section["num_classes"] = 1000;  // torchvision's default, as the weights have
+  const NamedTensors io = load_safetensors(parity / (name + ".io.safetensors")).tensors;
+  std::vector<std::int64_t> sample;
+  for (const auto& [key, tensor] : io) {
+    if (key == "input") sample = tensor.sizes().slice(1).vec();
+  }
+  export_and_check(section.dump(), sample, torchvision);
+}
+
+// simple_cnn has no torchvision twin: its own seeded initialisation.
+TEST(ExportCli, SimpleCnn) { export_and_check("{name: simple_cnn, num_classes: 10}", {1, 28, 28}, nullptr); }
+TEST(ExportCli, Resnet18) { export_parity_case("resnet18", vision("resnet18")); }
+TEST(ExportCli, Resnet50) {
+  export_parity_case("resnet50", {{"model", "resnet50"}, {"kwargs", nlohmann::json::object()}});
+}
+TEST(ExportCli, Resnext50) { export_parity_case("resnext50_32x4d", vision("resnext50_32x4d")); }
+TEST(ExportCli, MobilenetV2) { export_parity_case("mobilenet_v2", vision("mobilenet_v2")); }
+TEST(ExportCli, MobilenetV3Small) { export_parity_case("mobilenet_v3_small", vision("mobilenet_v3_small")); }
+TEST(ExportCli, EfficientnetB0) { export_parity_case("efficientnet_b0", vision("efficientnet_b0")); }
+TEST(ExportCli, Vgg11Bn) { export_parity_case("vgg11_bn", vision("vgg11_bn")); }
+TEST(ExportCli, ConvnextTiny) { export_parity_case("convnext_tiny", vision("convnext_tiny")); }
+TEST(ExportCli, VitB16) {
+  export_parity_case("vit_small", {{"model", "VisionTransformer"},
+                                   {"kwargs",
+                                    {{"image_size", 32},
+                                     {"patch_size", 8},
+                                     {"num_layers", 2},
+                                     {"num_heads", 4},
+                                     {"hidden_dim", 64},
+                                     {"mlp_dim", 128},
+                                     {"num_classes", 10}}}});
+}
+
+// --dtype float16: the graph's tensors in float16, run by ONNX Runtime's CPU provider on
+// float16 inputs, against mixt's float32 forward (the tolerance is float16's: 11 bits).
+TEST(ExportCli, Float16OnnxRunsInOnnxRuntimeNearTheFloat32Model) {
+  TempDir dir;
+  const fs::path parity = MIXT_MODEL_PARITY_DIR;
+  const std::string model =
+      "{name: resnet18, num_classes: 10, weights: " + (parity / "resnet18.weights.safetensors").string() + "}";
+  dir.write("r.yaml", recipe(model, "[3, 64, 64]"));
+  const CommandResult exported = run_mixt({"export", "r.yaml", "-o", "m16.onnx", "--dtype", "float16"}, dir.path());
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  EXPECT_THAT(exported.output, HasSubstr("float16"));
+  const CommandResult torchscript = run_mixt({"export", "r.yaml", "-o", "m.pt", "--dtype", "float16"}, dir.path());
+  EXPECT_EQ(torchscript.exit_code, 2) << torchscript.output;
+  EXPECT_THAT(torchscript.output, HasSubstr("--dtype float16 goes with --format onnx"));
+  at::manual_seed(5);
+  const at::Tensor x = at::randn({3, 3, 64, 64});
+  save_safetensors(dir.path() / "in.safetensors", {{"input", x}});
+  const CommandResult predicted =
+      run_mixt({"predict", "r.yaml", "--input", "in.safetensors", "--output", "out.safetensors"}, dir.path());
+  ASSERT_EQ(predicted.exit_code, 0) << predicted.output;
+  save_safetensors(
+      dir.path() / "data.safetensors",
+      {{"input_b3", x}, {"expected_b3", load_safetensors(dir.path() / "out.safetensors").tensors.at(0).second}});
+  dir.write("manifest.json", nlohmann::json::array({{{"name", "half"},
+                                                     {"data", (dir.path() / "data.safetensors").string()},
+                                                     {"batches", {3}},
+                                                     {"onnx", (dir.path() / "m16.onnx").string()}}})
+                                 .dump());
+  const nlohmann::json r = run_reference(dir.path() / "manifest.json").at("half");
+  ASSERT_FALSE(r.contains("error")) << r["error"];
+  EXPECT_EQ(r["checker"], "ok");
+  EXPECT_EQ(r["input_dtype"], "float16");
+  EXPECT_EQ(nlohmann::json::parse(r["metadata"]["mixt.input"].get<std::string>())["dtype"], "float16");
+  ASSERT_TRUE(r["onnx_max_diff"].is_number()) << r["onnx_max_diff"];
+  EXPECT_LE(r["onnx_max_diff"].get<double>(), 2e-2 * std::max(1.0, r["expected_max_abs"].get<double>()));
+  std::cout << "[ measured ] resnet18 float16 ONNX in ONNX Runtime (CPU) vs mixt float32: " << r["onnx_max_diff"]
+            << " (logits up to " << r["expected_max_abs"] << ")\n";
+}
+
+// A trained run: its checkpoint exported to ONNX and TorchScript computes what `mixt predict
+// RUN` computes, and the files carry the run's class names.
+TEST(ExportCli, ARunsCheckpointExportsWithItsClassNames) {
+  TempDir dir;
+  dir.write("tiny.yaml", testing::kTinyRecipe);
+  const CommandResult run =
+      run_mixt({"run", "tiny.yaml", "data.train.limit=256", "data.val=null", "trainer.epochs=1"}, dir.path());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  fs::path run_dir;
+  for (const auto& entry : fs::directory_iterator(dir.path() / "runs" / "tiny")) run_dir = entry.path();
+  for (const char* file : {"m.onnx", "m.pt", "m.safetensors"}) {
+    const CommandResult exported = run_mixt({"export", run_dir.string(), "-o", file}, dir.path());
+    ASSERT_EQ(exported.exit_code, 0) << file << ":\n" << exported.output;
+  }
+  NamedTensors data;
+  at::manual_seed(3);
+  for (std::int64_t batch : {1, 3}) {
+    const at::Tensor x = at::randn({batch, 1, 28, 28});
+    const std::string b = std::to_string(batch);
+    save_safetensors(dir.path() / ("in" + b + ".safetensors"), {{"input", x}});
+    const CommandResult predicted = run_mixt(
+        {"predict", run_dir.string(), "--input", "in" + b + ".safetensors", "--output", "out" + b + ".safetensors"},
+        dir.path(), "OMP_NUM_THREADS=1");
+    ASSERT_EQ(predicted.exit_code, 0) << predicted.output;
+    data.emplace_back("input_b" + b, x);
+    data.emplace_back("expected_b" + b,
+                      load_safetensors(dir.path() / ("out" + b + ".safetensors")).tensors.at(0).second);
+  }
+  save_safetensors(dir.path() / "data.safetensors", data);
+  const nlohmann::json manifest = nlohmann::json::array({{{"name", "run"},
+                                                          {"data", (dir.path() / "data.safetensors").string()},
+                                                          {"batches", {1, 3}},
+                                                          {"onnx", (dir.path() / "m.onnx").string()},
+                                                          {"torchscript", (dir.path() / "m.pt").string()},
+                                                          {"safetensors", (dir.path() / "m.safetensors").string()}}});
+  dir.write("manifest.json", manifest.dump());
+  const nlohmann::json r = run_reference(dir.path() / "manifest.json").at("run");
+  ASSERT_FALSE(r.contains("error")) << r["error"];
+  EXPECT_EQ(r["checker"], "ok");
+  EXPECT_LE(r["onnx_max_diff"].get<double>(), 1e-4);
+  EXPECT_EQ(r["torchscript_max_diff"].get<double>(), 0.0);
+  EXPECT_EQ(r["initializers_mismatched"], nlohmann::json::array());
+  const nlohmann::json classes = nlohmann::json::parse(r["metadata"]["mixt.classes"].get<std::string>());
+  ASSERT_EQ(classes.size(), 10u);
+  EXPECT_EQ(classes[0], "T-shirt/top");
+  EXPECT_EQ(r["torchscript_metadata"]["mixt.classes"], classes);
+  EXPECT_THAT(r["metadata"]["mixt.source"].get<std::string>(), HasSubstr("checkpoints"));
+}
+
+std::string fixture_recipe(const std::string& model) {
+  return "name: unexportable\n"
+         "plugins: [" +
+         std::string(MIXT_FIXTURE_PLUGIN_DIR) + "/libmixt_fixture_unexportable_models.so]\n" +
+         "model: { name: " + model +
+         " }\n"
+         "data:\n"
+         "  val: { name: synthetic, shape: [4, 3], num_classes: 5, size: 8, batch_size: 4 }\n";
+}
+
+TEST(ExportCli, AnOpOutsideTheTableIsRefusedWithItsModuleAndNoFile) {
+  TempDir dir;
+  dir.write("r.yaml", fixture_recipe("fixture_untranslatable_op"));
+  const CommandResult onnx = run_mixt({"export", "r.yaml", "-o", "m.onnx"}, dir.path());
+  EXPECT_EQ(onnx.exit_code, 2) << onnx.output;
+  EXPECT_THAT(onnx.output, HasSubstr("mixt: error: cannot export to ONNX: aten::erfinv in module 'head' at opset 17"));
+  EXPECT_THAT(onnx.output, HasSubstr("hint: export --format torchscript"));
+  EXPECT_FALSE(fs::exists(dir.path() / "m.onnx"));
+  EXPECT_FALSE(fs::exists(dir.path() / "m.onnx.tmp"));
+  const CommandResult opset = run_mixt({"export", "r.yaml", "-o", "m.onnx", "--opset", "21"}, dir.path());
+  EXPECT_THAT(opset.output, HasSubstr("at opset 21"));
+  // TorchScript needs no table.
+  const CommandResult torchscript = run_mixt({"export", "r.yaml", "-o", "m.pt"}, dir.path());
+  EXPECT_EQ(torchscript.exit_code, 0) << torchscript.output;
+  EXPECT_TRUE(fs::exists(dir.path() / "m.pt"));
+}
+
+TEST(ExportCli, AForwardThatFreezesTheBatchIsRefusedInBothFormats) {
+  TempDir dir;
+  dir.write("r.yaml", fixture_recipe("fixture_frozen_batch"));
+  for (const char* file : {"m.onnx", "m.pt"}) {
+    const CommandResult result = run_mixt({"export", "r.yaml", "-o", file}, dir.path());
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_THAT(result.output, HasSubstr("at batch 1 (traced at 2)")) << file;
+    EXPECT_THAT(result.output, HasSubstr("x.flatten(1)")) << file;
+    EXPECT_FALSE(fs::exists(dir.path() / file));
+  }
+}
+
+TEST(ExportCli, UsageErrors) {
+  TempDir dir;
+  dir.write("r.yaml", recipe("{name: simple_cnn, num_classes: 10}", "[1, 28, 28]"));
+  const CommandResult opset = run_mixt({"export", "r.yaml", "-o", "m.onnx", "--opset", "16"}, dir.path());
+  EXPECT_EQ(opset.exit_code, 2);
+  EXPECT_THAT(opset.output, HasSubstr("--opset 16: mixt writes ONNX opsets 17 to 21"));
+  const CommandResult format = run_mixt({"export", "r.yaml", "-o", "m.bin", "--format", "tflite"}, dir.path());
+  EXPECT_EQ(format.exit_code, 2);
+  EXPECT_THAT(format.output, HasSubstr("unknown export format 'tflite'"));
+  EXPECT_FALSE(fs::exists(dir.path() / "m.onnx"));
+}
+
+}  // namespace
+}  // namespace mixt

@@ -1,0 +1,427 @@
+// Every entry of mixt export's ATen -> ONNX op table (framework/src/export/onnx_op_table.cpp)
+// on its own: a one-op model traced at batch 2, translated at opset 17 (the default) and 21
+// (the highest), run by ONNX Runtime at batches 1 and 3 against the model's eager forward
+// (tests/support/export_reference.py measures; this test judges).
+#include "export/onnx_op_table.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "export/onnx_file.h"
+#include "export/onnx_translation.h"
+#include "export/traced_model.h"
+#include "mixt/error.h"
+#include "mixt/helpers/safetensors.h"
+#include "test_support.h"
+
+namespace mixt {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::TempDir;
+
+// A model of one op: parameters made by `init`, `forward` the op under test.
+class OpModel : public torch::nn::Module {
+ public:
+  at::Tensor& add(const std::string& name, const at::Tensor& value) {
+    return register_parameter(name, value, /*requires_grad=*/false);
+  }
+  at::Tensor get(const std::string& name) { return named_parameters(false)[name]; }
+};
+
+struct OpCase {
+  std::string name;  // the case, named after the ATen op it must record
+  std::string op;    // "aten::relu_"
+  std::vector<std::int64_t> sample;
+  std::function<void(OpModel&)> init;
+  std::function<at::Tensor(OpModel&, const at::Tensor&)> forward;
+};
+
+std::vector<OpCase> op_cases() {
+  auto none = [](OpModel&) {};
+  auto conv_params = [](OpModel& m) {
+    m.add("weight", at::randn({6, 4, 3, 3}));
+    m.add("bias", at::randn({6}));
+  };
+  return {
+      {"convolution",
+       "aten::_convolution",
+       {4, 9, 9},
+       conv_params,
+       [](OpModel& m, const at::Tensor& x) {
+         return at::_convolution(x, m.get("weight"), m.get("bias"), {2, 2}, {1, 1}, {1, 1}, false, {0, 0}, 1, false,
+                                 false, true, true);
+       }},
+      {"convolution_grouped_dilated",
+       "aten::_convolution",
+       {4, 9, 9},
+       [](OpModel& m) {
+         m.add("weight", at::randn({8, 2, 3, 3}));
+       },
+       [](OpModel& m, const at::Tensor& x) { return at::conv2d(x, m.get("weight"), {}, 1, 2, 2, 2); }},
+      {"adaptive_avg_pool2d_global",
+       "aten::adaptive_avg_pool2d",
+       {3, 7, 5},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::adaptive_avg_pool2d(x, {1, 1});
+       }},
+      {"adaptive_avg_pool2d_divisible",
+       "aten::adaptive_avg_pool2d",
+       {3, 8, 6},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::adaptive_avg_pool2d(x, {4, 3});
+       }},
+      {"adaptive_avg_pool2d_general",
+       "aten::adaptive_avg_pool2d",
+       {3, 5, 2},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::adaptive_avg_pool2d(x, {3, 7});
+       }},
+      {"add",
+       "aten::add",
+       {5, 4},
+       [](OpModel& m) { m.add("b", at::randn({4})); },
+       [](OpModel& m, const at::Tensor& x) { return at::add(x, m.get("b"), 0.5) + 2.0; }},
+      {"add_", "aten::add_", {5, 4}, none, [](OpModel&, const at::Tensor& x) { return at::relu(x).add_(x); }},
+      {"batch_norm",
+       "aten::batch_norm",
+       {3, 4, 4},
+       [](OpModel& m) {
+         m.add("w", at::randn({3}));
+         m.add("b", at::randn({3}));
+         m.add("mean", at::randn({3}));
+         m.add("var", at::rand({3}) + 0.5);
+       },
+       [](OpModel& m, const at::Tensor& x) {
+         return at::batch_norm(x, m.get("w"), m.get("b"), m.get("mean"), m.get("var"), false, 0.1, 1e-5, false);
+       }},
+      {"cat",
+       "aten::cat",
+       {3, 4},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::cat({x, x * 2.0}, 1);
+       }},
+      {"chunk",
+       "aten::chunk",
+       {7, 2},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         const auto c = x.chunk(3, 1);
+         return at::cat({c[2], c[0] * 3.0, c[1]}, 1);
+       }},
+      {"contiguous",
+       "aten::contiguous",
+       {3, 4},
+       none,
+       [](OpModel&, const at::Tensor& x) { return x.transpose(1, 2).contiguous(); }},
+      {"dropout", "aten::dropout", {6}, none, [](OpModel&, const at::Tensor& x) { return at::dropout(x, 0.5, false); }},
+      {"dropout_",
+       "aten::dropout_",
+       {6},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         at::Tensor y = x * 1.0;
+         return at::dropout_(y, 0.5, false);
+       }},
+      {"expand_as",
+       "aten::expand_as",
+       {3, 4},
+       [](OpModel& m) {
+         m.add("t", at::randn({1, 1, 4}));
+       },
+       [](OpModel& m, const at::Tensor& x) { return m.get("t").expand_as(x) + x; }},
+      {"feature_dropout",
+       "aten::feature_dropout",
+       {3, 4, 4},
+       none,
+       [](OpModel&, const at::Tensor& x) { return at::feature_dropout(x, 0.5, false); }},
+      {"flatten", "aten::flatten", {3, 4, 5}, none, [](OpModel&, const at::Tensor& x) { return x.flatten(1); }},
+      {"flatten_inner",
+       "aten::flatten",
+       {3, 4, 5, 2},
+       none,
+       [](OpModel&, const at::Tensor& x) { return x.flatten(2, 3) * 2.0; }},
+      {"gelu", "aten::gelu", {9}, none, [](OpModel&, const at::Tensor& x) { return at::gelu(x); }},
+      {"gelu_tanh", "aten::gelu", {9}, none, [](OpModel&, const at::Tensor& x) { return at::gelu(x, "tanh"); }},
+      {"hardsigmoid",
+       "aten::hardsigmoid",
+       {9},
+       none,
+       [](OpModel&, const at::Tensor& x) { return at::hardsigmoid(x * 4.0); }},
+      {"hardsigmoid_",
+       "aten::hardsigmoid_",
+       {9},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         at::Tensor y = x * 4.0;
+         return at::hardsigmoid_(y);
+       }},
+      {"hardswish", "aten::hardswish", {9}, none, [](OpModel&, const at::Tensor& x) { return at::hardswish(x * 4.0); }},
+      {"hardswish_",
+       "aten::hardswish_",
+       {9},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         at::Tensor y = x * 4.0;
+         return at::hardswish_(y);
+       }},
+      {"hardtanh",
+       "aten::hardtanh",
+       {9},
+       none,
+       [](OpModel&, const at::Tensor& x) { return at::hardtanh(x * 4.0, 0.0, 6.0); }},
+      {"hardtanh_",
+       "aten::hardtanh_",
+       {9},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         at::Tensor y = x * 4.0;
+         return at::hardtanh_(y, -1.0, 2.0);
+       }},
+      {"layer_norm",
+       "aten::layer_norm",
+       {3, 8},
+       [](OpModel& m) {
+         m.add("w", at::randn({8}));
+         m.add("b", at::randn({8}));
+       },
+       [](OpModel& m, const at::Tensor& x) { return at::layer_norm(x, {8}, m.get("w"), m.get("b"), 1e-6); }},
+      {"linear",
+       "aten::linear",
+       {5},
+       [](OpModel& m) {
+         m.add("w", at::randn({3, 5}));
+         m.add("b", at::randn({3}));
+       },
+       [](OpModel& m, const at::Tensor& x) { return at::linear(x, m.get("w"), m.get("b")); }},
+      {"linear_3d",
+       "aten::linear",
+       {4, 5},
+       [](OpModel& m) {
+         m.add("w", at::randn({3, 5}));
+       },
+       [](OpModel& m, const at::Tensor& x) { return at::linear(x, m.get("w")); }},
+      {"addmm",
+       "aten::addmm",
+       {5},
+       [](OpModel& m) {
+         m.add("w", at::randn({5, 3}));
+         m.add("b", at::randn({3}));
+       },
+       [](OpModel& m, const at::Tensor& x) { return at::addmm(m.get("b"), x, m.get("w"), 0.5, 2.0); }},
+      {"t",
+       "aten::t",
+       {5},
+       [](OpModel& m) {
+         m.add("w", at::randn({3, 5}));
+       },
+       [](OpModel& m, const at::Tensor& x) { return at::mm(x, m.get("w").t()); }},
+      {"mm",
+       "aten::mm",
+       {5},
+       [](OpModel& m) {
+         m.add("w", at::randn({5, 3}));
+       },
+       [](OpModel& m, const at::Tensor& x) { return at::mm(x, m.get("w")); }},
+      {"matmul",
+       "aten::matmul",
+       {4, 5},
+       [](OpModel& m) {
+         m.add("w", at::randn({5, 2}));
+       },
+       [](OpModel& m, const at::Tensor& x) { return at::matmul(x, m.get("w")); }},
+      {"max_pool2d",
+       "aten::max_pool2d",
+       {2, 9, 9},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::max_pool2d(x, {3, 3}, {2, 2}, {1, 1});
+       }},
+      {"max_pool2d_ceil",
+       "aten::max_pool2d",
+       {2, 8, 8},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::max_pool2d(x, {3, 3}, {2, 2}, {0, 0}, {1, 1}, true);
+       }},
+      {"mean",
+       "aten::mean",
+       {3, 4, 5},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return x.mean({-1, 1}, true);
+       }},
+      {"mul",
+       "aten::mul",
+       {4},
+       [](OpModel& m) { m.add("s", at::randn({4})); },
+       [](OpModel& m, const at::Tensor& x) { return x * m.get("s") * 0.5; }},
+      {"mul_", "aten::mul_", {4}, none, [](OpModel&, const at::Tensor& x) { return at::relu(x).mul_(x); }},
+      {"narrow", "aten::narrow", {5, 3}, none, [](OpModel&, const at::Tensor& x) { return x.narrow(1, 1, 3); }},
+      {"permute",
+       "aten::permute",
+       {2, 3, 4},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return x.permute({0, 2, 3, 1});
+       }},
+      {"relu", "aten::relu", {9}, none, [](OpModel&, const at::Tensor& x) { return at::relu(x); }},
+      {"relu_",
+       "aten::relu_",
+       {9},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         at::Tensor y = x * 1.0;
+         return at::relu_(y);
+       }},
+      {"reshape",
+       "aten::reshape",
+       {4, 6},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return x.reshape({-1, 3, 8});
+       }},
+      {"scaled_dot_product_attention",
+       "aten::scaled_dot_product_attention",
+       {2, 5, 8},
+       none,
+       [](OpModel&, const at::Tensor& x) { return at::scaled_dot_product_attention(x, x * 0.5, x + 1.0); }},
+      {"select", "aten::select", {3, 4}, none, [](OpModel&, const at::Tensor& x) { return x.select(1, 2); }},
+      {"sigmoid", "aten::sigmoid", {9}, none, [](OpModel&, const at::Tensor& x) { return at::sigmoid(x); }},
+      {"sigmoid_",
+       "aten::sigmoid_",
+       {9},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         at::Tensor y = x * 1.0;
+         return at::sigmoid_(y);
+       }},
+      {"silu", "aten::silu", {9}, none, [](OpModel&, const at::Tensor& x) { return at::silu(x); }},
+      {"silu_",
+       "aten::silu_",
+       {9},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         at::Tensor y = x * 1.0;
+         return at::silu_(y);
+       }},
+      {"slice", "aten::slice", {6, 2}, none, [](OpModel&, const at::Tensor& x) { return x.slice(1, 1, 5, 2); }},
+      {"softmax", "aten::softmax", {3, 5}, none, [](OpModel&, const at::Tensor& x) { return x.softmax(-1); }},
+      {"transpose", "aten::transpose", {3, 4}, none, [](OpModel&, const at::Tensor& x) { return x.transpose(0, 2); }},
+      {"unflatten",
+       "aten::unflatten",
+       {12, 2},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return x.unflatten(1, {3, -1});
+       }},
+      {"view",
+       "aten::view",
+       {4, 6},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return x.view({-1, 6, 4});
+       }},
+  };
+}
+
+// The kinds of ATen node a traced graph holds.
+std::set<std::string> traced_ops(const TracedModel& traced) {
+  std::set<std::string> ops;
+  for (const torch::jit::Node* node : traced.graph->nodes()) {
+    if (node->kind().is_aten()) ops.insert(node->kind().toQualString());
+  }
+  return ops;
+}
+
+nlohmann::json run_reference(const fs::path& manifest) {
+  const fs::path results = manifest.parent_path() / "results.json";
+  const testing::CommandResult result = testing::run_command(
+      testing::shell_quote(MIXT_PYTHON) + " " +
+      testing::shell_quote((testing::source_dir() / "tests/support/export_reference.py").string()) + " " +
+      testing::shell_quote(manifest.string()) + " " + testing::shell_quote(results.string()));
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  return nlohmann::json::parse(testing::read_file(results));
+}
+
+TEST(OnnxOpTable, EveryEntryHasACaseThatRecordsIt) {
+  std::set<std::string> covered;
+  for (const OpCase& c : op_cases()) covered.insert(c.op);
+  for (const OnnxTranslation& entry : onnx_op_table()) EXPECT_EQ(covered.count(entry.aten), 1u) << entry.aten;
+}
+
+TEST(OnnxOpTable, EveryEntryRunsInOnnxRuntimeLikeTheEagerOp) {
+  TempDir dir;
+  nlohmann::json manifest = nlohmann::json::array();
+  for (const OpCase& c : op_cases()) {
+    at::manual_seed(0);
+    auto model = std::make_shared<OpModel>();
+    c.init(*model);
+    model->eval();
+    const auto forward = [&](const at::Tensor& x) { return c.forward(*model, x); };
+    std::vector<std::int64_t> shape{2};
+    shape.insert(shape.end(), c.sample.begin(), c.sample.end());
+    TracedModel traced = trace_model(*model, forward, at::randn(shape));
+    EXPECT_EQ(traced_ops(traced).count(c.op), 1u) << c.name << " records no " << c.op << ":\n" << *traced.graph;
+    NamedTensors data;
+    for (std::int64_t batch : {1, 3}) {
+      shape[0] = batch;
+      const at::Tensor x = at::randn(shape);
+      at::NoGradGuard no_grad;
+      data.emplace_back("input_b" + std::to_string(batch), x);
+      data.emplace_back("expected_b" + std::to_string(batch), forward(x).contiguous());
+    }
+    save_safetensors(dir.path() / (c.name + ".safetensors"), data);
+    for (std::int64_t opset : {17, 21}) {
+      const std::string name = c.name + "_opset" + std::to_string(opset);
+      try {
+        const std::string bytes = onnx_file_bytes(translate_to_onnx(traced, opset), opset, {{"case", c.name}});
+        std::ofstream(dir.path() / (name + ".onnx"), std::ios::binary) << bytes;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << name << ": " << e.what();
+        continue;
+      }
+      manifest.push_back({{"name", name},
+                          {"data", (dir.path() / (c.name + ".safetensors")).string()},
+                          {"batches", {1, 3}},
+                          {"onnx", (dir.path() / (name + ".onnx")).string()}});
+    }
+  }
+  dir.write("manifest.json", manifest.dump());
+  const nlohmann::json results = run_reference(dir.path() / "manifest.json");
+  for (const auto& item : manifest) {
+    const std::string name = item["name"];
+    const nlohmann::json& r = results.at(name);
+    ASSERT_FALSE(r.contains("error")) << name << ": " << r["error"];
+    EXPECT_EQ(r["checker"], "ok") << name;
+    ASSERT_TRUE(r["onnx_max_diff"].is_number()) << name << ": " << r["onnx_max_diff"];
+    EXPECT_LE(r["onnx_max_diff"].get<double>(), 1e-5) << name;
+    EXPECT_EQ(r["inputs"][0][0], "batch") << name;
+  }
+}
+
+TEST(OnnxOpTable, AnOpWithoutAnEntryIsRefusedByNameAndOpset) {
+  auto model = std::make_shared<OpModel>();
+  const auto forward = [](const at::Tensor& x) { return at::erfinv(x * 0.5); };
+  TracedModel traced = trace_model(*model, forward, at::randn({2, 4}));
+  try {
+    translate_to_onnx(traced, 17);
+    FAIL() << "no refusal";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_THAT(e.what(), HasSubstr("aten::erfinv"));
+    EXPECT_THAT(e.what(), HasSubstr("at opset 17"));
+    EXPECT_THAT(e.what(), HasSubstr("the op table has no entry for it"));
+  }
+}
+
+}  // namespace
+}  // namespace mixt

@@ -8,9 +8,8 @@ function(mixt_set_warnings target)
   endif()
   # GCC 13 (Ubuntu 24.04) reports std::vector<bool>'s growth inside libstdc++, inlined from
   # LibTorch's autograd Function::apply, as an out-of-bounds memmove: a warning, not an error.
-  # Its new -Wdangling-reference flags references into tensors LibTorch's accessors return.
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_GREATER_EQUAL 13)
-    target_compile_options(${target} PRIVATE -Wno-error=array-bounds -Wno-error=dangling-reference)
+    target_compile_options(${target} PRIVATE -Wno-error=array-bounds)
   endif()
   if(MIXT_WARNINGS_AS_ERRORS)
     target_compile_options(${target} PRIVATE -Werror)

@@ -401,7 +401,8 @@ TEST(Trainer, WeightsBrokenWithEveryLossFiniteAreNeverCheckpointed) {
 // synchronisation on a GPU. `precision`: a policy to build instead of the plain one;
 // `optimizer`: an optimizer section instead of the Fixture's (unfused) sgd.
 std::int64_t host_reads_in_a_run_of(std::int64_t steps, const std::string& precision = "",
-                                    const std::string& optimizer = "") {
+                                    const std::string& optimizer = "", double clip = 0,
+                                    const std::string& grad_norm = "logged") {
   Fixture f;
   f.components.val.reset();
   if (!optimizer.empty()) {
@@ -414,6 +415,8 @@ std::int64_t host_reads_in_a_run_of(std::int64_t steps, const std::string& preci
   }
   TrainerOptions o = options(1);
   o.max_steps_per_epoch = steps;
+  o.clip_grad_norm = clip;
+  o.grad_norm = grad_norm;
   const std::vector<std::string> calls =
       testing::operators_called_during([&] { Trainer(f.components, o, nullptr, f.progress).fit(); });
   return std::count(calls.begin(), calls.end(), "aten::_local_scalar_dense");
@@ -426,6 +429,14 @@ TEST(Trainer, AStepReadsNothingBackToTheHost) {
   const std::int64_t four = host_reads_in_a_run_of(4), sixteen = host_reads_in_a_run_of(16);
   EXPECT_EQ(sixteen, four) << "host reads: " << four << " in 4 steps, " << sixteen << " in 16";
   EXPECT_LE(four, 4) << "a handful per epoch: progress, log and epoch-end reads of the loss";
+}
+
+// Clipping and measuring the gradient norm on every step stay on the device too
+// (LibTorch's C++ clip_grad_norm_ returns a double: a read per step).
+TEST(Trainer, AClippedStepThatMeasuresItsNormReadsNothingBackToTheHost) {
+  const std::int64_t four = host_reads_in_a_run_of(4, "", "", 1.0, "every_step");
+  const std::int64_t sixteen = host_reads_in_a_run_of(16, "", "", 1.0, "every_step");
+  EXPECT_EQ(sixteen, four) << "host reads: " << four << " in 4 steps, " << sixteen << " in 16";
 }
 
 // With an optimizer that cannot take the scale and flag (here sgd without fused: true),
@@ -449,6 +460,11 @@ TEST(Trainer, AnAmpFp16StepWithAFusedOptimizerReadsNothingBackToTheHost) {
     const std::int64_t sixteen = host_reads_in_a_run_of(16, "{name: amp_fp16}", optimizer);
     EXPECT_EQ(sixteen, four) << optimizer << ": host reads: " << four << " in 4 steps, " << sixteen << " in 16";
     EXPECT_LE(four, 5) << optimizer << ": a handful per epoch, as without a scaler";
+    // Unscaled, measured and clipped on every step: still nothing per step.
+    const std::int64_t clipped_four = host_reads_in_a_run_of(4, "{name: amp_fp16}", optimizer, 1.0, "every_step");
+    const std::int64_t clipped_sixteen = host_reads_in_a_run_of(16, "{name: amp_fp16}", optimizer, 1.0, "every_step");
+    EXPECT_EQ(clipped_sixteen, clipped_four) << optimizer << ", clipped: host reads: " << clipped_four
+                                             << " in 4 steps, " << clipped_sixteen << " in 16";
   }
 }
 

@@ -74,7 +74,13 @@ struct StepEnd {
   std::int64_t epoch_samples = 0;  // training samples of this epoch so far, over all ranks
   double epoch_seconds = 0;        // since this process's part of the epoch began
   bool logged = false;             // a trainer.log_every step: mixt reads the loss anyway
-  TrainControl& control;           // to ask for the run to end after this step (ABI 4.2)
+  TrainControl& control;           // to ask for the run to end after this step
+  // The global 2-norm of the gradients the optimizer stepped on, before clipping: the
+  // masters' under master-weight policies, unscaled under loss scaling (inf or NaN on a step
+  // a loss scaler skipped). A scalar on the device, so reading it is a synchronisation
+  // there. Defined on logged steps, and on every step when trainer.clip_grad_norm > 0 or
+  // trainer.grad_norm is every_step; undefined on the others.
+  at::Tensor grad_norm{};
 };
 
 // A finished evaluation on data.val (sums over every rank in a data-parallel run).

@@ -18,9 +18,10 @@
 //     precision.backward(loss);                           // scale (if it scales) + backward
 //   [data parallel: the gradients are averaged over the ranks]
 //   precision.gradients_ready(optimizer);                 // e.g. masters take the model's gradients
-//   if (trainer.clip_grad_norm > 0) {
-//     precision.unscale(optimizer);                       // true gradients before clipping
-//     clip_grad_norm_(optimizer.parameters(), max_norm); }
+//   if (clipping, a logged step, or trainer.grad_norm: every_step) {
+//     precision.unscale(optimizer);                       // true gradients before measuring
+//     grad_norm = norm of optimizer.parameters()' grads;  // on the device (StepEnd::grad_norm)
+//     if (trainer.clip_grad_norm > 0) scale the grads by min(1, max_norm / (grad_norm + 1e-6)); }
 //   StepOutcome applied = precision.step(optimizer);      // unscale if needed, check inf/nan, step or skip
 //   precision.update();                                   // loss-scale update
 //   if (scheduler && applied.applied()) scheduler.step(); // a host read only for a device outcome
@@ -77,7 +78,8 @@ class PrecisionPolicy {
   // unscale(), clipping and step(): a policy with master weights hands the model's
   // gradients to them here, so that clipping and the optimizer see the masters'.
   virtual void gradients_ready(Optimizer& optimizer) {}
-  // Makes the gradients true gradients (unscaled) before clipping or inspection.
+  // Makes the gradients true gradients (unscaled) before clipping or measuring their norm.
+  // Called only on the steps that do: step() must unscale when it was not.
   virtual void unscale(Optimizer& optimizer) {}
   // Applies the optimizer step, or skips it; returns whether it was applied: a bool
   // (`return true;`), or, for a policy whose decision stays on the device (a loss scaler

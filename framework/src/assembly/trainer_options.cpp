@@ -22,6 +22,10 @@ const OptionsOf<TrainerOptions>& bound() {
           .add(&T::accumulate, "accumulate", "micro-batches per optimizer step", at_least(1))
           .add(&T::clip_grad_norm, "clip_grad_norm", "clip the global gradient norm to this (0 = off), after unscaling",
                at_least(0))
+          .add(&T::grad_norm, "grad_norm",
+               "when the gradient norm is computed for callbacks and metrics: logged (logged steps, and every "
+               "step when clipping) or every_step",
+               one_of({"logged", "every_step"}))
           .add(&T::max_steps_per_epoch, "max_steps_per_epoch",
                "stop an epoch after this many optimizer steps (0 = whole dataset)", at_least(0))
           .add(&T::keep_checkpoints, "keep_checkpoints", "per-epoch checkpoints kept (last always points at the newest)",

@@ -23,6 +23,7 @@ struct TrainerOptions {
   std::int64_t log_every = 50;          // optimizer steps between metric lines
   std::int64_t accumulate = 1;          // micro-batches per optimizer step
   double clip_grad_norm = 0.0;          // 0 = no clipping
+  std::string grad_norm = "logged";     // when StepEnd::grad_norm is computed: logged | every_step
   std::int64_t max_steps_per_epoch = 0; // 0 = the whole dataset
   std::int64_t keep_checkpoints = 2;    // per-epoch checkpoints kept (plus `last`)
   std::string resume;                   // checkpoint file or run directory

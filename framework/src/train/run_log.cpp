@@ -1,6 +1,7 @@
 #include "train/run_log.h"
 
 #include <cstdio>
+#include <optional>
 #include <string>
 
 namespace mixt {
@@ -13,10 +14,21 @@ void RunLog::on_step_end(const StepEnd& step) {
   // wants() throttles terminal redraws, so ask it once per step.
   const bool show = progress_.wants(step.epoch_step);
   if (!show && !(step.logged && run_)) return;
-  const double loss = step.loss.item<double>();
+  // The loss and the gradient norm in one copy when both are on one device.
+  double loss = 0;
+  std::optional<double> grad_norm;
+  if (step.grad_norm.defined() && step.grad_norm.device() == step.loss.device()) {
+    const at::Tensor both = at::stack({step.loss.to(at::kDouble), step.grad_norm.to(at::kDouble)}).cpu();
+    loss = both[0].item<double>();
+    grad_norm = both[1].item<double>();
+  } else {
+    loss = step.loss.item<double>();
+    if (step.grad_norm.defined()) grad_norm = step.grad_norm.item<double>();
+  }
   if (settle_) settle_();
   const double samples_per_second = static_cast<double>(step.epoch_samples) / step.epoch_seconds;
   auto metrics = step.precision.metrics();  // the policy's own numbers, e.g. loss_scale
+  if (grad_norm) metrics.emplace_back("grad_norm", *grad_norm);
   metrics.emplace_back("skipped_steps", static_cast<double>(step.state.skipped_steps));
   if (show) progress_.show(step.epoch_step, loss, samples_per_second, metrics);
   if (!step.logged || !run_) return;

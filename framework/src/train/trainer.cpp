@@ -1,13 +1,13 @@
 #include "train/trainer.h"
 
 #include <ATen/autocast_mode.h>
-#include <torch/nn/utils/clip_grad.h>
 
 #include <algorithm>
 #include <chrono>
 
 #include "mixt/helpers/fp32_modules.h"
 #include "common/interrupt.h"
+#include "train/gradient_norm.h"
 #include "train/out_of_memory.h"
 #include "common/warnings.h"
 
@@ -178,7 +178,8 @@ bool Trainer::train_epoch(TrainResult& result) {
   std::int64_t step = first_step, epoch_samples = 0;
   bool data_left = true, ended_early = false;
   while (step < steps && data_left) {
-    precision.begin_step(state_.global_step + 1, (step + 1) % options_.log_every == 0);
+    const bool logged = (step + 1) % options_.log_every == 0;
+    precision.begin_step(state_.global_step + 1, logged);
     optimizer.zero_grad();
     at::Tensor loss_sum;
     std::int64_t micro_batches = 0;
@@ -199,9 +200,13 @@ bool Trainer::train_epoch(TrainResult& result) {
     if (micro_batches == 0) break;
     coordinator_.average_gradients();  // before the policy sees them: every rank steps on the same numbers
     precision.gradients_ready(optimizer);
-    if (options_.clip_grad_norm > 0) {
+    at::Tensor grad_norm;  // on the device: read only by whoever needs it
+    if (options_.clip_grad_norm > 0 || logged || options_.grad_norm == "every_step") {
       precision.unscale(optimizer);
-      torch::nn::utils::clip_grad_norm_(optimizer.parameters(), options_.clip_grad_norm);
+      grad_norm = gradient_norm(optimizer.parameters());
+      if (options_.clip_grad_norm > 0 && grad_norm.defined()) {
+        clip_gradients(optimizer.parameters(), grad_norm, options_.clip_grad_norm);
+      }
     }
     // Possibly decided on the device (a sync-free loss-scaled step): read below only where
     // the host needs it, i.e. for the scheduler and for callbacks that ask.
@@ -217,7 +222,6 @@ bool Trainer::train_epoch(TrainResult& result) {
     batches_in_weights_ = state_.batches_in_epoch;  // from here a failure keeps this step
     const StepAgreement agreed = coordinator_.agree_on_step(mean_loss(loss_sum, micro_batches, accumulate));
     if (options_.stop_on_nonfinite_loss) ledger_.watch_loss(agreed.loss, agreed.on_host, applied, state_.global_step);
-    const bool logged = step % options_.log_every == 0;
     if (logged || agreed.on_host) ledger_.settle();  // the loss is read there: one more copy costs nothing
     const StepEnd end{state_,
                       step,
@@ -229,7 +233,8 @@ bool Trainer::train_epoch(TrainResult& result) {
                       epoch_samples * coordinator_.world_size(),
                       seconds_since(started),
                       logged,
-                      stops_};
+                      stops_,
+                      grad_norm};
     notify("on_step_end", [&](Callback& callback) { callback.on_step_end(end); });
     // The loss was read where it is shown, logged or agreed: checking it costs one more scalar.
     const Stop stop = decide_after_step(agreed.on_host || end.logged);

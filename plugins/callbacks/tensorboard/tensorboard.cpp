@@ -67,6 +67,7 @@ class TensorBoard : public mixt::Callback {
     if (!step.logged) return;  // mixt reads the loss on these steps anyway: no extra sync
     file_->add_scalar("train/loss", at, step.loss.item<double>());
     file_->add_scalar("train/lr", at, step.learning_rate);
+    if (step.grad_norm.defined()) file_->add_scalar("train/grad_norm", at, step.grad_norm.item<double>());
     file_->add_scalar("train/samples_per_s", at, static_cast<double>(step.epoch_samples) / step.epoch_seconds);
     for (const auto& [name, value] : step.precision.metrics()) file_->add_scalar("train/" + name, at, value);
     file_->add_scalar("train/skipped_steps", at, static_cast<double>(step.state.skipped_steps));

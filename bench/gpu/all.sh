@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every GPU check of issues 3, 6 and 7 in one call, for a session that has ~15 minutes of an
+# Every GPU check (precision, ResNet-50, NCCL) in one call, for a session that has ~15 minutes of an
 # H200 in all (start-up included): run it once with `timeout_s` ~600 and carry .deps/.
 #   1. bench/gpu/precision_check.sh  (builds build-gpu; autocast/tf32/policies; < 5 min)
 #   2. bench/gpu/resnet50.sh         (ResNet-50 mixt vs PyTorch, 4 policies + fused AMP)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The precision policies on a CUDA machine (issue 3), in one prepared script:
+# The precision policies on a CUDA machine, in one prepared script:
 #   1. builds mixt (torch 2.11.0+cu130 wheel, cmake, nvcc; no package registries: the other
 #      dependencies come from .deps/, which bench/gpu/prepare_deps.sh fills on a machine that
 #      has them),

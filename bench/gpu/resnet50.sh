@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ResNet-50 on a CUDA machine (issue 6), in one prepared script, within 8 minutes on one
+# ResNet-50 on a CUDA machine, in one prepared script, within 8 minutes on one
 # H200: builds mixt against the machine's torch 2.11.0+cu130 with the dependencies carried
 # in .deps/ (bench/gpu/prepare_deps.sh, run where the Debian packages are), then runs
 # bench/resnet50_compare.sh: mixt and plain PyTorch, batch 256, channels_last, synthetic

@@ -1,5 +1,5 @@
 // pow2_float8 — a float8 training recipe written outside the mixt tree with the SDK's seams
-// only (docs/precision.md, "A float8 recipe of your own"): the model in bfloat16 with float32
+// only (docs/writing-a-policy.md, "A float8 recipe of your own"): the model in bfloat16 with float32
 // master weights (mixt/helpers/master_weights.h), and every linear layer whose dimensions
 // at::_scaled_mm takes (multiples of 16; mixt/helpers/linear.h) computing its three matmuls
 // in float8 (mixt/helpers/float8.h) under a scale rule of its own: input and weight scales

@@ -1,7 +1,7 @@
 // my_fp16 — a precision policy written outside the mixt tree: float16 autocast plus
 // mixt::GradScaler, with one twist of its own: the loss scale never grows above `max_scale`.
 // It is built by this folder's CMakeLists.txt against an installed mixt and loaded by
-// recipe.yaml through `plugins:`; docs/precision.md walks through it.
+// recipe.yaml through `plugins:`; docs/writing-a-policy.md walks through it.
 #include <mixt/helpers/grad_scaler.h>
 #include <mixt/options.h>
 #include <mixt/plugin.h>

@@ -3,7 +3,7 @@
 // weights ("masters"), and after each step every master is rounded into the model
 // *stochastically* (stochastic_rounding.h), so that the bfloat16 weights equal the masters on
 // average instead of each update below half a bfloat16 gap rounding away. The bookkeeping is
-// the SDK's mixt::MasterWeights (mixt/helpers/master_weights.h); docs/precision.md walks
+// the SDK's mixt::MasterWeights (mixt/helpers/master_weights.h); docs/writing-a-policy.md walks
 // through it.
 //
 // Reproducible and resumable bit for bit: the random bits of step n come from a generator

@@ -1,6 +1,6 @@
 // examples/custom_float8 (a float8 recipe of its own: power-of-two scales) built out of tree
 // from the installed copy of the example, against the installed SDK, with the commands of
-// docs/precision.md ("A float8 recipe of your own"): it is described, it puts simple_cnn's
+// docs/writing-a-policy.md ("A float8 recipe of your own"): it is described, it puts simple_cnn's
 // hidden layer in float8 (mixt check), it trains, and a bad option is a recipe error.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -18,8 +18,9 @@ TEST(Float8Example, BuildsFromTheInstalledCopyAndTrainsAsDocumented) {
   fs::create_directory_symlink(MIXT_BINARY_DIR, dir.path() / "build");  // the checkout's build, installed first
   const std::string shorter =
       " trainer.max_steps_per_epoch=30 'model.channels=[8, 16]' model.hidden=32 data.val.limit=500";
-  const std::string script = testing::replace_once(testing::documented_commands("docs/precision.md", "custom_float8"),
-                                                   "run recipe.yaml", "run recipe.yaml" + shorter);
+  const std::string script =
+      testing::replace_once(testing::documented_commands("docs/writing-a-policy.md", "custom_float8"),
+                            "run recipe.yaml", "run recipe.yaml" + shorter);
   const std::string home = testing::example_environment(dir.path());
   const CommandResult result = testing::run_shell(script, dir.path(), home);
   ASSERT_EQ(result.exit_code, 0) << script << "\n" << result.output;

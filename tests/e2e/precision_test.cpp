@@ -1,7 +1,7 @@
 // End to end, the real `mixt` binary: every precision policy trains Fashion-MNIST
 // (recipes/fashion_mnist.yaml, policy overridden on the command line) to a real accuracy;
 // amp_fp16 logs loss_scale and skipped_steps to metrics.jsonl and the progress line;
-// fp32_modules errors; and the out-of-tree example of docs/precision.md is installed, built
+// fp32_modules errors; and the out-of-tree example of docs/writing-a-policy.md is installed, built
 // from its installed copy and run with the very commands the document shows, its
 // stochastic-rounding master weights resumed bit for bit.
 #include <gmock/gmock.h>
@@ -34,7 +34,7 @@ fs::path only_run_directory(const fs::path& output) {
 
 // A shortened run of the demo recipe with a narrower net: CI has two shared cores, and
 // float16 autocast on the CPU is several times slower than fp32 (few float16 kernels). The
-// full recipe's 5-epoch accuracies, measured by hand, are in docs/precision.md.
+// full recipe's 5-epoch accuracies, measured by hand, are in docs/benchmarks.md.
 constexpr int kSteps = 80;           // of 469 per epoch: 10240 images
 constexpr double kMinAccuracy = 70;  // untrained: ~10%; measured at 60 steps: fp32 73.4%, amp_bf16 74.0%
 const std::vector<std::string> kSmaller = {"model.channels=[8, 16]", "model.hidden=64", "data.val.limit=2000"};
@@ -170,7 +170,7 @@ TEST(PrecisionCli, CustomPrecisionExampleBuildsAndRunsAsDocumented) {
   TempDir dir;
   fs::create_directory_symlink(MIXT_BINARY_DIR, dir.path() / "build");  // the checkout's build, installed first
   // A shorter run than the document's, and nothing else changed.
-  const std::string documented = testing::documented_commands("docs/precision.md", "custom_precision");
+  const std::string documented = testing::documented_commands("docs/writing-a-policy.md", "custom_precision");
   const std::string shorter = " trainer.max_steps_per_epoch=30 'model.channels=[8, 16]' data.val.limit=500";
   const std::string script = testing::replace_once(
       testing::replace_once(documented, "run recipe.yaml", "run recipe.yaml" + shorter), "run recipe_master.yaml",

@@ -316,7 +316,7 @@ std::vector<std::string> float8_layer_names(torch::nn::Module& model) {
   return names;
 }
 
-// The trainer's step (docs/precision.md, "The contract") on fixed batches, under `policy`.
+// The trainer's step (docs/writing-a-policy.md, "The contract") on fixed batches, under `policy`.
 void expect_training_equal(const nlohmann::json& c, const std::string& policy_name) {
   at::set_num_threads(1);
   torch::nn::Sequential model = mlp(c["sizes"].get<std::vector<std::int64_t>>());

@@ -1,5 +1,5 @@
 // precision/custom_scaler — float16 autocast with a loss scaler written the way a user
-// would write their own (the worked example of docs/precision.md), instead of reusing
+// would write their own (the worked example of docs/writing-a-policy.md), instead of reusing
 // mixt::GradScaler:
 //   - static: one fixed scale; a step whose gradients overflow is skipped, nothing else.
 //   - dynamic: Megatron-LM's DynamicGradScaler with bounds. An overflow skips the step and

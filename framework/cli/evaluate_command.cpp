@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "common/interrupt.h"
+#include "train/evaluator.h"
 #include "confusion_heat_map.h"
 #include "evaluation_report.h"
 #include "experiment/session.h"
@@ -93,10 +94,11 @@ int evaluate(const EvaluateOptions& options) {
   }
   if (interrupt_requested()) throw Error(ErrorKind::interrupted, "interrupted before the evaluation; nothing was done");
 
-  Progress quiet(false, 1, /*quiet=*/true);
-  // Under torchrun each rank scores its shard, each sample once (Trainer::evaluate counts no
+  // Under torchrun each rank scores its shard, each sample once (the Evaluator counts no
   // padding), and the figures are summed; rank 0 reports them.
-  Trainer trainer(c, e.options, nullptr, quiet, e.parallel.get());
+  SingleProcess single_process;
+  const Evaluator evaluator(c, e.parallel ? static_cast<const Coordinator&>(*e.parallel) : single_process);
+
   const bool main_rank = !e.parallel || e.parallel->is_main();
   const bool wants_matrix =
       options.per_class || options.json || !options.confusion_csv.empty() || !options.confusion_png.empty();
@@ -108,7 +110,7 @@ int evaluate(const EvaluateOptions& options) {
     std::fprintf(stderr, "mixt evaluate: data.%s over %d ranks ...\n", options.split.c_str(), e.parallel->world_size());
   }
   EvaluationReport report;
-  report.evaluation = trainer.evaluate(*c.val, wants_matrix ? &report.confusion : nullptr);
+  report.evaluation = evaluator.evaluate(*c.val, wants_matrix ? &report.confusion : nullptr);
   if (report.evaluation.interrupted) throw Error(ErrorKind::interrupted, "interrupted during the evaluation");
   if (!main_rank) return 0;
   report.source = !checkpoint.empty() ? checkpoint.string() : named_weights ? recipe_weights(e.recipe) : options.target;

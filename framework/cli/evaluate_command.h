@@ -1,5 +1,5 @@
 // `mixt evaluate RECIPE|RUN|CHECKPOINT`: scores trained weights on a data section of the
-// recipe, with the trainer's own evaluation (train/evaluation.cpp).
+// recipe, with the trainer's own evaluation (train/evaluator.h, the Evaluator the trainer uses).
 #pragma once
 
 #include <string>

@@ -51,7 +51,8 @@ using testing::same;
 TEST(Trainer, LearnsASeparableProblem) {
   Fixture f;
   Trainer trainer(f.components, options(3), nullptr, f.progress);
-  const Evaluation before = trainer.evaluate(*f.components.val);
+  const SingleProcess single_process;
+  const Evaluation before = Evaluator(f.components, single_process).evaluate(*f.components.val);
   const TrainResult result = trainer.fit();
   ASSERT_TRUE(result.final_eval.has_value());
   EXPECT_EQ(result.optimizer_steps, 48);

@@ -6,7 +6,7 @@
 // under the policy's autocast (mixt check and mixt run alike), so a policy's casts and
 // layouts are checked before anything is written.
 //
-// One optimizer step is, in this order (the one listing of it: Trainer::train_epoch follows
+// One optimizer step is, in this order (the one listing of it: Trainer::train_step follows
 // it line by line, and the docs link here):
 //
 //   precision.begin_step(step, logged);                   // the step about to run: its 1-based

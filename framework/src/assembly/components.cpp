@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "assembly/model_input.h"
 #include "assembly/routing_probe.h"
 #include "assembly/speed_notes.h"
 #include "distributed/sync_batchnorm.h"
@@ -72,7 +73,7 @@ at::Tensor forward_blank_batch(const Components& components, std::vector<std::in
   AutocastScope scope = components.precision->autocast(components.device.type());
   components.model->eval();
   const at::Tensor blank = at::zeros(sample_shape, at::TensorOptions().device(components.device));
-  at::Tensor out = components.model->forward(components.precision->prepare_input(blank));
+  at::Tensor out = components.model->forward(model_input(components, blank));
   components.model->train();
   return out;
 }
@@ -307,6 +308,7 @@ Components build_components(const Config& recipe, const Registry& registry,
   components.model = build_model(model_section, registry, model_context);
   record(components, registry, ComponentKind::model, model_section);
   components.model->to(components.device);
+  components.channels_last = options.channels_last;
   if (options.channels_last) {
     // torch::nn::Module::to() takes no memory format in C++: convert each 4-D tensor.
     at::NoGradGuard no_grad;

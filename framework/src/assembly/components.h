@@ -38,6 +38,9 @@ struct Components {
   // What the policy costs on this device when it computes in a type the device only
   // emulates (assembly/speed_notes.h), warned at start-up; empty when nothing to say.
   std::string speed_note;
+  // trainer.channels_last: the model's 4-D parameters and buffers are NHWC, and so is what
+  // it is fed (assembly/model_input.h).
+  bool channels_last = false;
   // data.train's keys that decide an epoch's order ("shuffle=false, ..."), as the recipe
   // spells them: part of what a mid-epoch checkpoint's position means.
   std::string train_order_keys;

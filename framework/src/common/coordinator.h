@@ -32,7 +32,7 @@ class Coordinator {
   // After the last backward of a step, before the precision policy sees the gradients.
   virtual void average_gradients() = 0;
   // The step's `loss` (this rank's mean), agreed on by every rank. (Whether to stop is
-  // agreed after the step's callbacks: Trainer::decide_after_step.)
+  // agreed after the step's callbacks: StopDecider::after_step.)
   virtual StepAgreement agree_on_step(const at::Tensor& loss) const = 0;
   // Sums small per-rank numbers (sample counts, stop votes) over ranks.
   virtual std::vector<double> sum(const std::vector<double>& values) const = 0;

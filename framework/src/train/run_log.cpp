@@ -6,6 +6,29 @@
 
 namespace mixt {
 
+std::unique_ptr<WarningLog> RunLog::capture_warnings() const {
+  if (!run_) return nullptr;
+  return std::make_unique<WarningLog>([run = run_](const std::string& line) {
+    run->append_log(line);
+    const std::string prefix = "mixt: warning: ";
+    const std::string message = line.rfind(prefix, 0) == 0 ? line.substr(prefix.size()) : line;
+    run->append_metrics({{"event", "warning"}, {"message", message}});
+  });
+}
+
+void RunLog::stopped_early(const StopRequest& request, const TrainState& state, const std::string& where) const {
+  const std::string line = "stopped early by " + request.by + ": " + request.reason + " (" + where + ")";
+  progress_.note(line);
+  if (!run_) return;
+  run_->append_log(line);
+  run_->append_metrics({{"event", "stop"},
+                        {"by", request.by},
+                        {"reason", request.reason},
+                        {"when", stop_when_name(request.when)},
+                        {"epoch", state.epoch + 1},
+                        {"step", state.global_step}});
+}
+
 void RunLog::on_epoch_start(const EpochStart& epoch) {
   progress_.start_epoch(epoch.state.epoch, epoch.state.epochs, epoch.steps_in_epoch, epoch.first_step);
 }

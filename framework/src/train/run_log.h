@@ -4,11 +4,15 @@
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <string>
 #include <utility>
 
 #include "mixt/callback.h"
 #include "train/progress.h"
 #include "common/run_directory.h"
+#include "common/warnings.h"
+#include "train/stop_control.h"
 
 namespace mixt {
 
@@ -20,6 +24,15 @@ class RunLog final : public Callback {
   // Called before it reads TrainState's counts on a step it shows or logs: the trainer
   // brings a count kept on the device up to date there (the loss is read then anyway).
   void settle_counts_with(std::function<void()> settle) { settle_ = std::move(settle); }
+
+  // A line on the terminal (not in log.txt).
+  void note(const std::string& line) const { progress_.note(line); }
+  // While the returned object lives, every warning also goes to log.txt and to
+  // metrics.jsonl as a "warning" event (nothing when the run writes no directory).
+  std::unique_ptr<WarningLog> capture_warnings() const;
+  // A callback's stop request ended the run: said on the terminal, in log.txt and as a
+  // "stop" event. `where`: "after epoch 2 of 5", "in epoch 2, after step 40".
+  void stopped_early(const StopRequest& request, const TrainState& state, const std::string& where) const;
 
   void on_epoch_start(const EpochStart& epoch) override;
   // Reads the loss from the device only on the steps it shows or logs.

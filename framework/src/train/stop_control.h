@@ -35,4 +35,9 @@ class StopControl final : public TrainControl {
 // "after_step" / "after_evaluation", as metrics.jsonl writes it.
 const char* stop_when_name(StopWhen when);
 
+// A request as JSON text and back: how one rank's request reaches the others
+// (Coordinator::text_from carries text).
+std::string to_json_text(const StopRequest& request);
+StopRequest stop_request_from_json_text(const std::string& text);
+
 }  // namespace mixt

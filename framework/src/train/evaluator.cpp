@@ -1,48 +1,21 @@
-// The evaluation after each epoch (and `mixt evaluate`'s): loss, top-1 and top-k over
-// data.val, summed over ranks, and the confusion matrix when asked for.
-#include <algorithm>
+#include "train/evaluator.h"
 
+#include "common/interrupt.h"
 #include "mixt/padded_shards.h"
 #include "train/accuracy.h"
 #include "train/confusion_matrix.h"
-#include "common/interrupt.h"
-#include "train/trainer.h"
+#include "assembly/model_input.h"
 
 namespace mixt {
 
-std::vector<std::string> Trainer::other_weights() const {
-  std::vector<std::string> names;
-  for (const NamedCallback& c : callbacks_) {
-    std::string weights;
-    c.guarded("evaluated_weights", [&] { weights = c.callback->evaluated_weights(); });
-    if (!weights.empty()) names.push_back(std::move(weights));
-  }
-  return names;
-}
-
-Evaluation Trainer::evaluate_with_callbacks(Dataset& dataset, const std::string& weights) {
-  notify("on_evaluation_start", [&](Callback& callback) { callback.on_evaluation_start(state_, weights); });
-  // Each rank evaluates its shard with the weights it swapped in: they must be the same.
-  if (!weights.empty()) {
-    coordinator_.check_in_sync(
-        *components_.model,
-        "with the " + weights + " weights in for their evaluation after epoch " + std::to_string(state_.epoch + 1),
-        "a callback's evaluated weights must be the same on every rank: derive them from "
-        "the synchronised weights only (not from rank-local data)");
-  }
-  Evaluation eval = evaluate(dataset);
-  eval.weights = weights;
-  notify("on_evaluation_end", [&](Callback& callback) { callback.on_evaluation_end(state_, eval); });
-  return eval;
-}
-
-Evaluation Trainer::evaluate(Dataset& dataset, at::Tensor* confusion) {
+Evaluation Evaluator::evaluate(Dataset& dataset, at::Tensor* confusion) const {
   Model& model = *components_.model;
   model.eval();
   at::NoGradGuard no_grad;
   dataset.start_epoch(0);
-  at::Tensor loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(components_.device));
-  at::Tensor correct = at::zeros({2}, at::TensorOptions().dtype(at::kLong).device(components_.device));  // top-1, top-k
+  const at::Device device = components_.device;
+  at::Tensor loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(device));
+  at::Tensor correct = at::zeros({2}, at::TensorOptions().dtype(at::kLong).device(device));  // top-1, top-k
   std::int64_t samples = 0, top_k = 0;
   at::Tensor confusion_sum;  // on the device, when asked for
   // Data parallel: the padding of this rank's shard (samples of other ranks again) is not
@@ -63,9 +36,9 @@ Evaluation Trainer::evaluate(Dataset& dataset, at::Tensor* confusion) {
       stopped.interrupted = true;
       return stopped;
     }
-    const at::Tensor inputs = to_device(batch->inputs);
-    const at::Tensor targets = batch->targets.to(components_.device, true);
-    AutocastScope scope = components_.precision->autocast(components_.device.type());
+    const at::Tensor inputs = model_input(components_, batch->inputs);
+    const at::Tensor targets = batch->targets.to(device, true);
+    AutocastScope scope = components_.precision->autocast(device.type());
     const at::Tensor logits = model.forward(inputs);
     loss_sum += at::cross_entropy_loss(logits.to(at::kFloat), targets, {}, at::Reduction::Sum).to(at::kDouble);
     if (top_k == 0) top_k = top_k_for(logits.size(1));

@@ -1,0 +1,31 @@
+// A model's loss, top-1 and top-k over a dataset: the evaluation after each epoch and
+// `mixt evaluate`'s. In a data-parallel run each rank scores its shard and the sums are
+// taken over ranks, the padding of a shard (other ranks' samples again) not counted.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include "assembly/components.h"
+#include "common/coordinator.h"
+#include "mixt/callback.h"
+
+namespace mixt {
+
+class Evaluator {
+ public:
+  // `coordinator`: the run's other processes (SingleProcess for one).
+  Evaluator(Components& components, const Coordinator& coordinator)
+      : components_(components), coordinator_(coordinator) {}
+
+  // The model's current weights on `dataset`, in eval mode and under the policy's autocast.
+  // `confusion`, when given, receives the [classes, classes] confusion matrix (int64, on
+  // the CPU, summed over ranks; train/confusion_matrix.h). A Ctrl-C in a single process
+  // returns an Evaluation marked interrupted.
+  Evaluation evaluate(Dataset& dataset, at::Tensor* confusion = nullptr) const;
+
+ private:
+  Components& components_;
+  const Coordinator& coordinator_;
+};
+
+}  // namespace mixt

@@ -151,7 +151,7 @@ TEST(ComponentDocs, TheTrainerShowsTheDefaultsItReads) {
       top.push_back(doc);
     }
   }
-  EXPECT_EQ(expect_documented_defaults_read("trainer", top, trainer), 15);
+  EXPECT_EQ(expect_documented_defaults_read("trainer", top, trainer), 16);
   const RecipeNode& section = *trainer.find("distributed")->value;
   EXPECT_EQ(expect_documented_defaults_read("trainer.distributed", distributed, section), 5);
 }

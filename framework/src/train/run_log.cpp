@@ -51,8 +51,8 @@ void RunLog::on_step_end(const StepEnd& step) {
   if (settle_) settle_();
   const double samples_per_second = static_cast<double>(step.epoch_samples) / step.epoch_seconds;
   auto metrics = step.precision.metrics();  // the policy's own numbers, e.g. loss_scale
-  if (grad_norm) metrics.emplace_back("grad_norm", *grad_norm);
   metrics.emplace_back("skipped_steps", static_cast<double>(step.state.skipped_steps));
+  if (grad_norm) metrics.emplace_back("grad_norm", *grad_norm);
   if (show) progress_.show(step.epoch_step, loss, samples_per_second, metrics);
   if (!step.logged || !run_) return;
   nlohmann::json line = {{"event", "step"},

@@ -19,32 +19,27 @@ StopDecider::StopDecider(Components& components, const TrainerOptions& options, 
 StopDecider::Stop StopDecider::after_step(bool loss_read) {
   // Data parallel, the loss is every rank's mean: every rank throws here at the same step.
   if (loss_read) check_loss_finite();
-  const std::vector<double> votes =
-      coordinator_.sum({interrupt_requested() ? 1.0 : 0.0, requests_.after_step() ? 1.0 : 0.0});
-  if (votes[0] > 0) return Stop::interrupt;
-  if (votes[1] == 0) return Stop::go_on;
-  agree_on_request(/*after_step=*/true);
-  return Stop::end_run;
+  return vote(/*after_step=*/true);
 }
 
 // A signal during the evaluation or the checkpoint: the epoch's checkpoint is written, so
 // stopping here loses nothing, where going on would wait for one more training step.
-StopDecider::Stop StopDecider::at_epoch_end() {
-  const std::vector<double> votes =
-      coordinator_.sum({interrupt_requested() ? 1.0 : 0.0, requests_.stop_requested() ? 1.0 : 0.0});
+StopDecider::Stop StopDecider::at_epoch_end() { return vote(/*after_step=*/false); }
+
+// One small all-reduce (none in one process): any rank's signal interrupts every rank; any
+// rank's request (after a step: an after_step one) ends the run on every rank, with the
+// reason of the lowest rank that asked.
+StopDecider::Stop StopDecider::vote(bool after_step) {
+  const bool asked = after_step ? requests_.after_step() : requests_.stop_requested();
+  const std::vector<double> votes = coordinator_.sum({interrupt_requested() ? 1.0 : 0.0, asked ? 1.0 : 0.0});
   if (votes[0] > 0) return Stop::interrupt;
   if (votes[1] == 0) return Stop::go_on;
-  agree_on_request(/*after_step=*/false);
-  return Stop::end_run;
-}
-
-void StopDecider::agree_on_request(bool after_step) {
-  const bool mine = after_step ? requests_.after_step() : requests_.stop_requested();
-  const std::vector<std::int64_t> asked = coordinator_.gather(mine ? 1 : 0);
+  const std::vector<std::int64_t> asked_by = coordinator_.gather(asked ? 1 : 0);
   int from = 0;
-  while (from + 1 < coordinator_.world_size() && asked[static_cast<std::size_t>(from)] == 0) ++from;
-  const std::string shared = coordinator_.text_from(from, mine ? to_json_text(*requests_.request()) : "");
+  while (from + 1 < coordinator_.world_size() && asked_by[static_cast<std::size_t>(from)] == 0) ++from;
+  const std::string shared = coordinator_.text_from(from, asked ? to_json_text(*requests_.request()) : "");
   if (!shared.empty()) requests_.agreed(stop_request_from_json_text(shared));  // rank `from` asked
+  return Stop::end_run;
 }
 
 bool StopDecider::weights_finite() const {

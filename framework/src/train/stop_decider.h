@@ -50,8 +50,8 @@ class StopDecider {
 
  private:
   bool weights_finite() const;
-  // The request every rank reports: the lowest rank's of those that asked (`after_step`: of those).
-  void agree_on_request(bool after_step);
+  // The ranks' decision; `after_step`: only after_step requests count.
+  Stop vote(bool after_step);
 
   Components& components_;
   const TrainerOptions& options_;

@@ -1,6 +1,5 @@
 #include "train/trainer.h"
 
-#include "common/interrupt.h"
 #include "common/warnings.h"
 #include "train/epoch_warnings.h"
 #include "train/gradient_norm.h"
@@ -184,12 +183,10 @@ at::Tensor Trainer::forward_and_backward(EpochRun& epoch) {
 // it, of unscaled gradients, and clipping by it: all on the device.
 at::Tensor Trainer::measure_and_clip(bool logged) {
   if (options_.clip_grad_norm <= 0 && !logged && options_.grad_norm != "every_step") return {};
-  Optimizer& optimizer = *components_.optimizer;
-  components_.precision->unscale(optimizer);
-  const at::Tensor norm = gradient_norm(optimizer.parameters());
-  if (options_.clip_grad_norm > 0 && norm.defined()) {
-    clip_gradients(optimizer.parameters(), norm, options_.clip_grad_norm);
-  }
+  components_.precision->unscale(*components_.optimizer);
+  const std::vector<at::Tensor> parameters = components_.optimizer->parameters();
+  const at::Tensor norm = gradient_norm(parameters);
+  if (options_.clip_grad_norm > 0 && norm.defined()) clip_gradients(parameters, norm, options_.clip_grad_norm);
   return norm;
 }
 

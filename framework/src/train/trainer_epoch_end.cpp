@@ -1,6 +1,5 @@
 // The Trainer at an epoch's end: its checkpoint, the evaluations between the callbacks'
 // hooks, on_epoch_end and the stop decision; and the two ends a signal makes.
-#include "common/interrupt.h"
 #include "train/epoch_warnings.h"
 #include "train/trainer.h"
 

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 
 #include "test_support.h"
@@ -21,6 +22,23 @@ inline std::string example_environment(const std::filesystem::path& scratch) {
         " CCACHE_NOHASHDIR=true CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime";
   }
   return environment;
+}
+
+// A document's commands, which begin by installing this build into "$HOME/.local/mixt", run
+// against the one install the ctest fixture examples_install made with that same command
+// (into MIXT_EXAMPLES_PREFIX): $HOME/.local/mixt in `scratch` links to it and the install line
+// goes. One install for all the example tests instead of one each.
+inline std::string on_shared_install(const std::string& script, const std::filesystem::path& scratch) {
+  const std::filesystem::path prefix = MIXT_EXAMPLES_PREFIX;
+  if (!std::filesystem::exists(prefix / "bin/mixt")) {
+    throw std::logic_error("no installed mixt in " + prefix.string() +
+                           ": run the test through ctest (its fixture examples_install installs it), or "
+                           "cmake --install build --prefix " +
+                           prefix.string());
+  }
+  std::filesystem::create_directories(scratch / ".local");
+  std::filesystem::create_directory_symlink(prefix, scratch / ".local/mixt");
+  return replace_once(script, "cmake --install build --prefix \"$HOME/.local/mixt\"\n", "");
 }
 
 }  // namespace mixt::testing

@@ -17,6 +17,11 @@ inline std::string example_environment(const std::filesystem::path& scratch) {
   const std::string dir = shell_quote(scratch.string());
   std::string environment = "HOME=" + dir;
   if (std::system("command -v ccache > /dev/null 2>&1") == 0) {
+    // The cache of the user running the tests: under the scratch HOME ccache would start an
+    // empty one in each scratch directory, and never hit.
+    const CommandResult cache_dir = run_command("ccache -k cache_dir");
+    const std::string cache = cache_dir.output.substr(0, cache_dir.output.find('\n'));
+    if (cache_dir.exit_code == 0 && !cache.empty()) environment += " CCACHE_DIR=" + shell_quote(cache);
     environment +=
         " CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR=" + dir +
         " CCACHE_NOHASHDIR=true CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime";

@@ -38,8 +38,8 @@ at::Tensor forward(Model& model, const at::Tensor& batch, at::Device device, boo
   return model.forward(x);
 }
 
-int predict_tensor(const PredictOptions& options, const ModelPlan& plan, const Registry& registry,
-                   at::Device device, bool channels_last) {
+int predict_tensor(const PredictOptions& options, const ModelTarget& target, const ModelPlan& plan,
+                   const Registry& registry, at::Device device, bool channels_last) {
   const SafetensorsContents file = load_safetensors(options.input);
   const at::Tensor* batch = nullptr;
   for (const auto& [name, tensor] : file.tensors) {
@@ -53,8 +53,11 @@ int predict_tensor(const PredictOptions& options, const ModelPlan& plan, const R
     throw Error(ErrorKind::recipe, "the input must be a batch (N x sample dimensions)", SourceLocation{options.input});
   }
   const std::vector<std::int64_t> shape = batch->sizes().slice(1).vec();
+  // A model that takes its class count from the data (a plugin reading ModelContext::num_classes)
+  // gets the run's: no dataset is opened here.
+  const auto classes = static_cast<std::int64_t>(run_class_names(target).size());
   const std::shared_ptr<Model> model = build_inference_model(
-      plan, registry, device, shape, 0,
+      plan, registry, device, shape, classes,
       {options.input, " (its first dimension, " + std::to_string(batch->size(0)) + ", is the batch)"}, options.ema,
       "predict");
   const at::Tensor result = forward(*model, *batch, device, channels_last);
@@ -300,7 +303,7 @@ int predict(const PredictOptions& options) {
   const TrainerOptions defaults;  // the trainer's own defaults, without reading its whole section
   const at::Device device = resolve_device(trainer.string("device", defaults.device), trainer);
   const bool channels_last = trainer.boolean("channels_last", defaults.channels_last);
-  if (tensors) return predict_tensor(options, plan, session.registry(), device, channels_last);
+  if (tensors) return predict_tensor(options, target, plan, session.registry(), device, channels_last);
   const auto seed = static_cast<std::uint64_t>(trainer.integer("seed", static_cast<std::int64_t>(defaults.seed)));
   return predict_images(options, target, plan, session.registry(), device, channels_last, seed);
 }

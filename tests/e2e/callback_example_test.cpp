@@ -36,8 +36,10 @@ TEST(CallbackExample, BuildsRunsAndResumesAsDocumented) {
   TempDir dir;
   testing::lay_out_example(dir, "csv_callback");
   const std::string shorter = " trainer.max_steps_per_epoch=25 'model.channels=[8, 16]' data.val.limit=500";
-  const std::string script = testing::replace_once(testing::documented_commands("docs/plugins.md", "csv_callback"),
-                                                   "run recipe.yaml", "run recipe.yaml" + shorter);
+  const std::string script = testing::on_shared_install(
+      testing::replace_once(testing::documented_commands("docs/plugins.md", "csv_callback"), "run recipe.yaml",
+                            "run recipe.yaml" + shorter),
+      dir.path());
   const std::string home = testing::example_environment(dir.path());
   const CommandResult first = testing::run_shell(script, dir.path(), home);
   ASSERT_EQ(first.exit_code, 0) << script << "\n" << first.output;

@@ -20,9 +20,10 @@ TEST(CheckpointedModelExample, BuildsAndTrainsExactlyAsWithoutRecomputation) {
   TempDir dir;
   testing::lay_out_example(dir, "checkpointed_model");
   const std::string shorter = " trainer.max_steps_per_epoch=30 data.val.limit=1000";
-  const std::string script =
+  const std::string script = testing::on_shared_install(
       testing::replace_once(testing::documented_commands("docs/memory.md", "checkpointed_model"), "run recipe.yaml",
-                            "run recipe.yaml" + shorter);
+                            "run recipe.yaml" + shorter),
+      dir.path());
   const std::string home = testing::example_environment(dir.path());
   const CommandResult recomputed = testing::run_shell(script, dir.path(), home);
   ASSERT_EQ(recomputed.exit_code, 0) << script << "\n" << recomputed.output;

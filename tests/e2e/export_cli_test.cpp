@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "export_checks.h"
 #include "mixt/helpers/safetensors.h"
 #include "test_support.h"
 
@@ -38,16 +39,6 @@ std::string recipe(const std::string& model, const std::string& shape) {
          "trainer: { seed: 0 }\n";
 }
 
-nlohmann::json run_reference(const fs::path& manifest) {
-  const fs::path results = manifest.parent_path() / "results.json";
-  const CommandResult result = testing::run_command(
-      testing::shell_quote(MIXT_PYTHON) + " " +
-      testing::shell_quote((testing::source_dir() / "tests/support/export_reference.py").string()) + " " +
-      testing::shell_quote(manifest.string()) + " " + testing::shell_quote(results.string()));
-  EXPECT_EQ(result.exit_code, 0) << result.output;
-  return nlohmann::json::parse(testing::read_file(results));
-}
-
 // Exports `model` (a recipe's model section) in the three formats, runs mixt predict on
 // batches of `sample` and holds the files to the references.
 void export_and_check(const std::string& model, const std::vector<std::int64_t>& sample,
@@ -65,23 +56,7 @@ void export_and_check(const std::string& model, const std::vector<std::int64_t>&
   ASSERT_EQ(opset21.exit_code, 0) << opset21.output;
 
   NamedTensors data;
-  at::manual_seed(7);
-  for (std::int64_t batch : kBatches) {
-    std::vector<std::int64_t> batch_shape{batch};
-    batch_shape.insert(batch_shape.end(), sample.begin(), sample.end());
-    const at::Tensor x = at::randn(batch_shape);
-    const std::string b = std::to_string(batch);
-    save_safetensors(dir.path() / ("in" + b + ".safetensors"), {{"input", x}});
-    // One thread, as the reference script runs: TorchScript then computes mixt's eager forward
-    // bit for bit (at another thread count the convolutions sum in another order).
-    const CommandResult predicted =
-        run_mixt({"predict", "r.yaml", "--input", "in" + b + ".safetensors", "--output", "out" + b + ".safetensors"},
-                 dir.path(), "OMP_NUM_THREADS=1");
-    ASSERT_EQ(predicted.exit_code, 0) << predicted.output;
-    data.emplace_back("input_b" + b, x);
-    data.emplace_back("expected_b" + b,
-                      load_safetensors(dir.path() / ("out" + b + ".safetensors")).tensors.at(0).second);
-  }
+  ASSERT_NO_FATAL_FAILURE(testing::predicted_batches(dir.path(), "r.yaml", sample, kBatches, 7, data));
   save_safetensors(dir.path() / "data.safetensors", data);
   nlohmann::json manifest = nlohmann::json::array();
   nlohmann::json full = {{"name", "opset17"},
@@ -97,7 +72,7 @@ void export_and_check(const std::string& model, const std::vector<std::int64_t>&
                       {"batches", kBatches},
                       {"onnx", (dir.path() / "m21.onnx").string()}});
   dir.write("manifest.json", manifest.dump());
-  const nlohmann::json results = run_reference(dir.path() / "manifest.json");
+  const nlohmann::json results = testing::run_export_reference(dir.path() / "manifest.json");
 
   // 1e-4, absolute up to logits of 1 and relative to the largest logit above (ResNet-50's
   // reach 235 with these weights, where float32's own rounding is 1e-5).
@@ -210,7 +185,7 @@ TEST(ExportCli, Float16OnnxRunsInOnnxRuntimeNearTheFloat32Model) {
                                                      {"batches", {3}},
                                                      {"onnx", (dir.path() / "m16.onnx").string()}}})
                                  .dump());
-  const nlohmann::json r = run_reference(dir.path() / "manifest.json").at("half");
+  const nlohmann::json r = testing::run_export_reference(dir.path() / "manifest.json").at("half");
   ASSERT_FALSE(r.contains("error")) << r["error"];
   EXPECT_EQ(r["checker"], "ok");
   EXPECT_EQ(r["input_dtype"], "float16");
@@ -236,19 +211,7 @@ TEST(ExportCli, ARunsCheckpointExportsWithItsClassNames) {
     ASSERT_EQ(exported.exit_code, 0) << file << ":\n" << exported.output;
   }
   NamedTensors data;
-  at::manual_seed(3);
-  for (std::int64_t batch : {1, 3}) {
-    const at::Tensor x = at::randn({batch, 1, 28, 28});
-    const std::string b = std::to_string(batch);
-    save_safetensors(dir.path() / ("in" + b + ".safetensors"), {{"input", x}});
-    const CommandResult predicted = run_mixt(
-        {"predict", run_dir.string(), "--input", "in" + b + ".safetensors", "--output", "out" + b + ".safetensors"},
-        dir.path(), "OMP_NUM_THREADS=1");
-    ASSERT_EQ(predicted.exit_code, 0) << predicted.output;
-    data.emplace_back("input_b" + b, x);
-    data.emplace_back("expected_b" + b,
-                      load_safetensors(dir.path() / ("out" + b + ".safetensors")).tensors.at(0).second);
-  }
+  ASSERT_NO_FATAL_FAILURE(testing::predicted_batches(dir.path(), run_dir.string(), {1, 28, 28}, {1, 3}, 3, data));
   save_safetensors(dir.path() / "data.safetensors", data);
   const nlohmann::json manifest = nlohmann::json::array({{{"name", "run"},
                                                           {"data", (dir.path() / "data.safetensors").string()},
@@ -257,7 +220,7 @@ TEST(ExportCli, ARunsCheckpointExportsWithItsClassNames) {
                                                           {"torchscript", (dir.path() / "m.pt").string()},
                                                           {"safetensors", (dir.path() / "m.safetensors").string()}}});
   dir.write("manifest.json", manifest.dump());
-  const nlohmann::json r = run_reference(dir.path() / "manifest.json").at("run");
+  const nlohmann::json r = testing::run_export_reference(dir.path() / "manifest.json").at("run");
   ASSERT_FALSE(r.contains("error")) << r["error"];
   EXPECT_EQ(r["checker"], "ok");
   EXPECT_LE(r["onnx_max_diff"].get<double>(), 1e-4);

@@ -15,12 +15,12 @@ namespace {
 
 TEST(Float8Example, BuildsFromTheInstalledCopyAndTrainsAsDocumented) {
   TempDir dir;
-  fs::create_directory_symlink(MIXT_BINARY_DIR, dir.path() / "build");  // the checkout's build, installed first
   const std::string shorter =
       " trainer.max_steps_per_epoch=30 'model.channels=[8, 16]' model.hidden=32 data.val.limit=500";
-  const std::string script =
+  const std::string script = testing::on_shared_install(
       testing::replace_once(testing::documented_commands("docs/writing-a-policy.md", "custom_float8"),
-                            "run recipe.yaml", "run recipe.yaml" + shorter);
+                            "run recipe.yaml", "run recipe.yaml" + shorter),
+      dir.path());
   const std::string home = testing::example_environment(dir.path());
   const CommandResult result = testing::run_shell(script, dir.path(), home);
   ASSERT_EQ(result.exit_code, 0) << script << "\n" << result.output;

@@ -168,13 +168,13 @@ TEST(PrecisionCli, Fp32ModulesAreCheckedAgainstTheModel) {
 // (share/mixt/examples/custom_precision), not the source tree's.
 TEST(PrecisionCli, CustomPrecisionExampleBuildsAndRunsAsDocumented) {
   TempDir dir;
-  fs::create_directory_symlink(MIXT_BINARY_DIR, dir.path() / "build");  // the checkout's build, installed first
   // A shorter run than the document's, and nothing else changed.
   const std::string documented = testing::documented_commands("docs/writing-a-policy.md", "custom_precision");
   const std::string shorter = " trainer.max_steps_per_epoch=30 'model.channels=[8, 16]' data.val.limit=500";
-  const std::string script = testing::replace_once(
-      testing::replace_once(documented, "run recipe.yaml", "run recipe.yaml" + shorter), "run recipe_master.yaml",
-      "run recipe_master.yaml" + shorter);
+  const std::string script = testing::on_shared_install(
+      testing::replace_once(testing::replace_once(documented, "run recipe.yaml", "run recipe.yaml" + shorter),
+                            "run recipe_master.yaml", "run recipe_master.yaml" + shorter),
+      dir.path());
   const std::string home = testing::example_environment(dir.path());
   const CommandResult result = testing::run_shell(script, dir.path(), home);
   ASSERT_EQ(result.exit_code, 0) << script << "\n" << result.output;

@@ -17,13 +17,14 @@ namespace {
 
 TEST(SchedulerExample, BuildsFromTheInstalledCopyAndDecaysAsDocumented) {
   TempDir dir;
-  fs::create_directory_symlink(MIXT_BINARY_DIR, dir.path() / "build");  // the checkout's build, installed first
   // 20 optimizer steps per epoch of 2 micro-batches each: the schedule spans 2 x 20 = 40
   // steps (counted in batches it would be 80, and the rates below would be off).
   const std::string shorter =
       " trainer.max_steps_per_epoch=20 trainer.accumulate=2 'model.channels=[8, 16]' model.hidden=32 data.val.limit=500";
-  const std::string script = testing::replace_once(testing::documented_commands("docs/plugins.md", "linear_decay"),
-                                                   "run recipe.yaml", "run recipe.yaml" + shorter);
+  const std::string script = testing::on_shared_install(
+      testing::replace_once(testing::documented_commands("docs/plugins.md", "linear_decay"), "run recipe.yaml",
+                            "run recipe.yaml" + shorter),
+      dir.path());
   const std::string home = testing::example_environment(dir.path());
   const CommandResult result = testing::run_shell(script, dir.path(), home);
   ASSERT_EQ(result.exit_code, 0) << script << "\n" << result.output;

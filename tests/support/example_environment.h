@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 
 #include "test_support.h"
@@ -16,11 +17,33 @@ inline std::string example_environment(const std::filesystem::path& scratch) {
   const std::string dir = shell_quote(scratch.string());
   std::string environment = "HOME=" + dir;
   if (std::system("command -v ccache > /dev/null 2>&1") == 0) {
+    // The cache of the user running the tests: under the scratch HOME ccache would start an
+    // empty one in each scratch directory, and never hit.
+    const CommandResult cache_dir = run_command("ccache -k cache_dir");
+    const std::string cache = cache_dir.output.substr(0, cache_dir.output.find('\n'));
+    if (cache_dir.exit_code == 0 && !cache.empty()) environment += " CCACHE_DIR=" + shell_quote(cache);
     environment +=
         " CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR=" + dir +
         " CCACHE_NOHASHDIR=true CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime";
   }
   return environment;
+}
+
+// A document's commands, which begin by installing this build into "$HOME/.local/mixt", run
+// against the one install the ctest fixture examples_install made with that same command
+// (into MIXT_EXAMPLES_PREFIX): $HOME/.local/mixt in `scratch` links to it and the install line
+// goes. One install for all the example tests instead of one each.
+inline std::string on_shared_install(const std::string& script, const std::filesystem::path& scratch) {
+  const std::filesystem::path prefix = MIXT_EXAMPLES_PREFIX;
+  if (!std::filesystem::exists(prefix / "bin/mixt")) {
+    throw std::logic_error("no installed mixt in " + prefix.string() +
+                           ": run the test through ctest (its fixture examples_install installs it), or "
+                           "cmake --install build --prefix " +
+                           prefix.string());
+  }
+  std::filesystem::create_directories(scratch / ".local");
+  std::filesystem::create_directory_symlink(prefix, scratch / ".local/mixt");
+  return replace_once(script, "cmake --install build --prefix \"$HOME/.local/mixt\"\n", "");
 }
 
 }  // namespace mixt::testing

@@ -42,22 +42,41 @@ class Cifar10Source : public mixt::SampleSource {
   mixt::TransformPipeline transforms_;
 };
 
-const mixt::Required<std::string> kRoot{"root", "the cifar-10-batches-bin folder"};
-const mixt::Contextual<std::string> kSplit{"split", "train for data.train, test otherwise",
-                                           "train: data_batch_1..5.bin; test: test_batch.bin",
-                                           mixt::one_of({"train", "test"})};
 constexpr std::int64_t kBatchSize = 128;  // the loader's batch_size default here
 
-std::unique_ptr<mixt::Dataset> make_cifar10(const mixt::Config& c, const mixt::DatasetContext& context) {
-  const fs::path root = kRoot.read(c);
-  const std::string split = kSplit.read(c, context.split == "train" ? "train" : "test");
+struct Cifar10Options {
+  std::string root;
+  std::optional<std::string> split;  // absent: train for data.train, test otherwise
+  mixt::TransformKeys transforms;
+  mixt::LoaderKeys loader;
+  mixt::RecipeSection where;
+};
+
+using O = Cifar10Options;
+const auto kOptions =
+    mixt::OptionsOf<O>()
+        .required(&O::root, "root", "the cifar-10-batches-bin folder")
+        .contextual(&O::split, "split", "train for data.train, test otherwise",
+                    "train: data_batch_1..5.bin; test: test_batch.bin", mixt::one_of({"train", "test"}))
+        .include(&O::transforms, mixt::transform_keys("[random_horizontal_flip (train only), to_tensor, normalize "
+                                                      "with CIFAR-10's mean/std]"))
+        .include(&O::loader, mixt::loader_keys(kBatchSize))
+        .recipe_section(&O::where);
+
+std::unique_ptr<mixt::Dataset> make_cifar10(const Cifar10Options& o, const mixt::DatasetContext& context) {
+  const fs::path root = o.root;
+  const mixt::RecipeSection& c = o.where;
+  const std::string split = o.split.value_or(context.split == "train" ? "train" : "test");
   const bool train = split == "train";
-  mixt::TransformPipeline fallback;
-  if (train) fallback.add(mixt::make_random_horizontal_flip(0.5));
-  fallback.add(mixt::make_to_tensor(false));
-  fallback.add(mixt::make_normalize(kMean, kStd));
-  mixt::TransformPipeline transforms = mixt::read_transforms(c, "transforms", fallback);
-  const mixt::LoaderOptions options = mixt::read_loader_options(c, context, /*shuffle_default=*/train, kBatchSize);
+  mixt::TransformPipeline transforms;
+  if (o.transforms.pipeline) {
+    transforms = *o.transforms.pipeline;
+  } else {
+    if (train) transforms.add(mixt::make_random_horizontal_flip(0.5));
+    transforms.add(mixt::make_to_tensor(false));
+    transforms.add(mixt::make_normalize(kMean, kStd));
+  }
+  const mixt::LoaderOptions options = o.loader.for_context(context, /*shuffle_default=*/train);
 
   std::error_code ec;
   if (!fs::is_directory(root, ec)) {
@@ -105,15 +124,7 @@ std::unique_ptr<mixt::Dataset> make_cifar10(const mixt::Config& c, const mixt::D
 }
 
 void register_components(mixt::Registrar& registrar) {
-  std::vector<mixt::OptionDoc> options = {kRoot, kSplit};
-  for (auto& doc : mixt::transform_option_docs()) {
-    doc.default_value = "(below)";
-    doc.help =
-        "default: [random_horizontal_flip (train only), to_tensor, normalize with CIFAR-10's mean/std]. " + doc.help;
-    options.push_back(doc);
-  }
-  for (auto& doc : mixt::loader_option_docs(kBatchSize)) options.push_back(doc);
-  registrar.add_dataset("cifar10", {"CIFAR-10 32x32 colour images, 10 classes (binary batches)", options},
+  registrar.add_dataset("cifar10", "CIFAR-10 32x32 colour images, 10 classes (binary batches)", kOptions,
                         make_cifar10);
 }
 

@@ -24,6 +24,12 @@ constexpr const char* kDefaultRoot = "/usr/share/datasets/fashion-mnist";
 
 class FashionMnist : public mixt::Dataset, public mixt::NamedClasses, public mixt::PadsShards {
  public:
+  mixt::DatasetCapabilities capabilities() override {
+    mixt::DatasetCapabilities can;
+    can.named_classes = this;
+    can.pads_shards = this;
+    return can;
+  }
   FashionMnist(at::Tensor images, at::Tensor labels, std::int64_t batch_size, bool shuffle, bool drop_last,
                bool normalize, double mean, double std, const mixt::DatasetContext& context)
       : images_(std::move(images)),
@@ -91,28 +97,39 @@ class FashionMnist : public mixt::Dataset, public mixt::NamedClasses, public mix
   std::int64_t rank_, world_size_, shard_size_ = 0, position_ = 0;
 };
 
-const mixt::Option<std::string> kRoot{"root", kDefaultRoot, "directory with the IDX .gz files"};
-const mixt::Contextual<std::string> kSplit{"split", "train for data.train, test for data.val",
-                                           "train: 60k images; test: 10k", mixt::one_of({"train", "test"})};
-const mixt::Option<std::int64_t> kBatchSize{"batch_size", 64, "samples per batch", mixt::at_least(1)};
-const mixt::Contextual<bool> kShuffle{"shuffle", "true for train", "reshuffle every epoch (seed + epoch)"};
-const mixt::Option<bool> kDropLast{"drop_last", false, "drop the last incomplete batch"};
-const mixt::Option<std::int64_t> kLimit{"limit", 0, "use only the first N samples (0 = all)", mixt::at_least(0)};
-const mixt::Option<bool> kNormalize{"normalize", true, "subtract mean, divide by std"};
-// The training set's mean and standard deviation of pixel values in [0, 1].
-const mixt::Option<double> kMean{"mean", 0.2860, "pixel mean (of [0,1] values)"};
-const mixt::Option<double> kStd{"std", 0.3530, "pixel standard deviation", mixt::above(0)};
+struct FashionMnistOptions {
+  std::string root = kDefaultRoot;
+  std::optional<std::string> split;  // absent: train for data.train, test otherwise
+  std::int64_t batch_size = 64;
+  std::optional<bool> shuffle;  // absent: true for the train split
+  bool drop_last = false;
+  std::int64_t limit = 0;
+  bool normalize = true;
+  // The training set's mean and standard deviation of pixel values in [0, 1].
+  double mean = 0.2860;
+  double std = 0.3530;
+  mixt::RecipeSection where;
+};
 
-std::unique_ptr<mixt::Dataset> make_fashion_mnist(const mixt::Config& c, const mixt::DatasetContext& context) {
-  const std::string root = kRoot.read(c);
-  const std::string split = kSplit.read(c, context.split == "train" ? "train" : "test");
-  const std::int64_t batch_size = kBatchSize.read(c);
-  const bool shuffle = kShuffle.read(c, split == "train");
-  const bool drop_last = kDropLast.read(c);
-  const std::int64_t limit = kLimit.read(c);
-  const bool normalize = kNormalize.read(c);
-  const double mean = kMean.read(c);
-  const double std = kStd.read(c);
+using O = FashionMnistOptions;
+const auto kOptions =
+    mixt::OptionsOf<O>()
+        .add(&O::root, "root", "directory with the IDX .gz files")
+        .contextual(&O::split, "split", "train for data.train, test for data.val", "train: 60k images; test: 10k",
+                    mixt::one_of({"train", "test"}))
+        .add(&O::batch_size, "batch_size", "samples per batch", mixt::at_least(1))
+        .contextual(&O::shuffle, "shuffle", "true for train", "reshuffle every epoch (seed + epoch)")
+        .add(&O::drop_last, "drop_last", "drop the last incomplete batch")
+        .add(&O::limit, "limit", "use only the first N samples (0 = all)", mixt::at_least(0))
+        .add(&O::normalize, "normalize", "subtract mean, divide by std")
+        .add(&O::mean, "mean", "pixel mean (of [0,1] values)")
+        .add(&O::std, "std", "pixel standard deviation", mixt::above(0))
+        .recipe_section(&O::where);
+
+std::unique_ptr<mixt::Dataset> make_fashion_mnist(const FashionMnistOptions& o, const mixt::DatasetContext& context) {
+  const std::string& root = o.root;
+  const mixt::RecipeSection& c = o.where;
+  const std::string split = o.split.value_or(context.split == "train" ? "train" : "test");
   std::error_code ec;
   if (!fs::is_directory(root, ec)) {
     c.fail("root", "dataset root does not exist: " + root,
@@ -140,17 +157,16 @@ std::unique_ptr<mixt::Dataset> make_fashion_mnist(const mixt::Config& c, const m
     c.fail("root", "image and label files disagree: " + std::to_string(images.size(0)) + " images, " +
                        std::to_string(labels.size(0)) + " labels");
   }
-  if (limit > 0 && limit < images.size(0)) {
-    images = images.slice(0, 0, limit).contiguous();
-    labels = labels.slice(0, 0, limit).contiguous();
+  if (o.limit > 0 && o.limit < images.size(0)) {
+    images = images.slice(0, 0, o.limit).contiguous();
+    labels = labels.slice(0, 0, o.limit).contiguous();
   }
-  return std::make_unique<FashionMnist>(images, labels, batch_size, shuffle, drop_last, normalize, mean, std, context);
+  return std::make_unique<FashionMnist>(images, labels, o.batch_size, o.shuffle.value_or(split == "train"), o.drop_last,
+                                        o.normalize, o.mean, o.std, context);
 }
 
 void register_components(mixt::Registrar& registrar) {
-  registrar.add_dataset("fashion_mnist",
-                        {"Fashion-MNIST 28x28 grey images, 10 classes (IDX .gz files)",
-                         {kRoot, kSplit, kBatchSize, kShuffle, kDropLast, kLimit, kNormalize, kMean, kStd}},
+  registrar.add_dataset("fashion_mnist", "Fashion-MNIST 28x28 grey images, 10 classes (IDX .gz files)", kOptions,
                         make_fashion_mnist);
 }
 

@@ -91,6 +91,11 @@ class ImageFolderDataset : public mixt::NamedLoaderDataset, public mixt::Decodes
         decoding_(std::move(decoding)) {}
   bool takes_file(const std::string& path) const override { return image_folder::is_image_file(path); }
   at::Tensor decode_file(const std::string& path) const override { return decoding_->decode_file(path); }
+  mixt::DatasetCapabilities capabilities() override {
+    mixt::DatasetCapabilities can = NamedLoaderDataset::capabilities();
+    can.decodes_files = this;
+    return can;
+  }
 
  private:
   std::shared_ptr<const ImageDecoding> decoding_;
@@ -112,6 +117,12 @@ class ImageFiles : public mixt::Dataset, public mixt::NamedClasses, public mixt:
   std::vector<std::string> class_names() const override { return classes_; }
   bool takes_file(const std::string& path) const override { return image_folder::is_image_file(path); }
   at::Tensor decode_file(const std::string& path) const override { return decoding_->decode_file(path); }
+  mixt::DatasetCapabilities capabilities() override {
+    mixt::DatasetCapabilities can;
+    can.named_classes = this;
+    can.decodes_files = this;
+    return can;
+  }
 
  private:
   std::vector<std::string> classes_;
@@ -119,22 +130,38 @@ class ImageFiles : public mixt::Dataset, public mixt::NamedClasses, public mixt:
   std::shared_ptr<const ImageDecoding> decoding_;
 };
 
-const mixt::Required<std::string> kRoot{"root", "folder laid out as root/<class>/<image> (classes sorted by name)"};
-const mixt::Option<std::string> kIndex{
-    "index", "", "cache file of the file list: read when present, written after a scan (delete it to rescan)"};
-const mixt::Option<std::int64_t> kChannels{"channels", 3, "3 (RGB) or 1 (grey)",
-                                           [](const std::int64_t& n) -> std::optional<std::string> {
-                                             if (n == 1 || n == 3) return std::nullopt;
-                                             return "expected 1 (grey) or 3 (RGB)";
-                                           }};
+struct ImageFolderOptions {
+  std::optional<std::string> root;  // required, except by mixt predict
+  std::string index;
+  std::int64_t channels = 3;
+  std::int64_t max_image_pixels = image_folder::kDefaultMaxImagePixels;
+  mixt::TransformKeys transforms;
+  mixt::LoaderKeys loader;
+  mixt::RecipeSection where;
+};
 
-const mixt::Option<std::int64_t> kMaxImagePixels{
-    "max_image_pixels", image_folder::kDefaultMaxImagePixels,
-    "an image whose header claims more pixels is a bad sample, not decoded (Pillow's bomb limit)",
-    mixt::at_least(1)};
+std::optional<std::string> grey_or_rgb(const std::int64_t& n) {
+  if (n == 1 || n == 3) return std::nullopt;
+  return "expected 1 (grey) or 3 (RGB)";
+}
 
-image_folder::FolderIndex load_index(const mixt::Config& c, const fs::path& root) {
-  const std::string cache = kIndex.read(c);
+using O = ImageFolderOptions;
+const auto kOptions =
+    mixt::OptionsOf<O>()
+        .contextual(&O::root, "root", "required; mixt predict can do without",
+                    "folder laid out as root/<class>/<image> (classes sorted by name)")
+        .add(&O::index, "index", "cache file of the file list: read when present, written after a scan (delete it to rescan)")
+        .add(&O::channels, "channels", "3 (RGB) or 1 (grey)", grey_or_rgb)
+        .add(&O::max_image_pixels, "max_image_pixels",
+             "an image whose header claims more pixels is a bad sample, not decoded (Pillow's bomb limit)",
+             mixt::at_least(1))
+        .include(&O::transforms, mixt::transform_keys("imagenet_train for data.train, imagenet_eval for the other splits"))
+        .include(&O::loader, mixt::loader_keys())
+        .recipe_section(&O::where);
+
+image_folder::FolderIndex load_index(const ImageFolderOptions& o, const fs::path& root) {
+  const mixt::RecipeSection& c = o.where;
+  const std::string& cache = o.index;
   std::error_code ec;
   if (!fs::is_directory(root, ec)) {
     c.fail("root", (fs::exists(root, ec) ? "dataset root is not a folder: " : "dataset root does not exist: ") +
@@ -177,11 +204,11 @@ image_folder::FolderIndex load_index(const mixt::Config& c, const fs::path& root
 
 // The class names for mixt predict without walking the tree: its class folders when the
 // root is there, else its index's, else none.
-std::unique_ptr<mixt::Dataset> make_image_files(const mixt::Config& c, std::vector<std::int64_t> shape,
+std::unique_ptr<mixt::Dataset> make_image_files(const ImageFolderOptions& o, std::vector<std::int64_t> shape,
                                                 std::shared_ptr<const ImageDecoding> decoding) {
   std::vector<std::string> classes;
-  const fs::path root = c.has("root") ? fs::path(kRoot.read(c)) : fs::path();
-  const std::string cache = kIndex.read(c);
+  const fs::path root = o.root.value_or("");
+  const std::string& cache = o.index;
   std::error_code ec;
   image_folder::FolderIndex index;
   if (!root.empty() && fs::is_directory(root, ec)) {
@@ -195,15 +222,17 @@ std::unique_ptr<mixt::Dataset> make_image_files(const mixt::Config& c, std::vect
   return std::make_unique<ImageFiles>(std::move(classes), std::move(shape), std::move(decoding));
 }
 
-std::unique_ptr<mixt::Dataset> make_image_folder(const mixt::Config& c, const mixt::DatasetContext& context) {
+std::unique_ptr<mixt::Dataset> make_image_folder(const ImageFolderOptions& o, const mixt::DatasetContext& context) {
+  const mixt::RecipeSection& c = o.where;
   // mixt predict may run where the data is not (only the model and a few images are).
   const bool predicting = context.split == mixt::kPredictSplit;
-  const fs::path root = predicting && !c.has("root") ? fs::path() : fs::path(kRoot.read(c));
-  const std::int64_t channels = kChannels.read(c);
-  const std::int64_t max_pixels = kMaxImagePixels.read(c);
+  if (!predicting && !o.root) c.fail_missing("root");
+  const fs::path root = o.root.value_or("");
+  const std::int64_t channels = o.channels;
+  const std::int64_t max_pixels = o.max_image_pixels;
   const bool train = context.split == "train";
-  mixt::TransformPipeline transforms =
-      mixt::read_transforms(c, "transforms", train ? mixt::imagenet_train_pipeline() : mixt::imagenet_eval_pipeline());
+  mixt::TransformPipeline transforms = o.transforms.pipeline.value_or(
+      train ? mixt::imagenet_train_pipeline() : mixt::imagenet_eval_pipeline());
   // Running the pipeline once on a blank image finds the sample shape, and mistakes such
   // as a 3-value normalize on grey images before any file is read.
   bool fixed_size = false;
@@ -222,31 +251,24 @@ std::unique_ptr<mixt::Dataset> make_image_folder(const mixt::Config& c, const mi
     c.fail("transforms", "these transforms give images of different sizes, which cannot be batched",
            "end the geometric transforms with center_crop or random_resized_crop");
   }
-  const mixt::LoaderOptions options = mixt::read_loader_options(c, context, /*shuffle_default=*/train);
+  const mixt::LoaderOptions options = o.loader.for_context(context, /*shuffle_default=*/train);
   // Decoding runs in mixt's worker threads; OpenCV's own pool would only oversubscribe.
   cv::setNumThreads(0);
   auto decoding = std::make_shared<const ImageDecoding>(std::move(transforms), static_cast<int>(channels), max_pixels);
-  if (predicting) return make_image_files(c, std::move(shape), std::move(decoding));
-  image_folder::FolderIndex index = load_index(c, root);
+  if (predicting) return make_image_files(o, std::move(shape), std::move(decoding));
+  image_folder::FolderIndex index = load_index(o, root);
   std::vector<std::string> classes = index.classes;
   auto source = std::make_shared<ImageFolderSource>(root, std::move(index), decoding);
   return std::make_unique<ImageFolderDataset>(source, options, std::move(classes), shape, std::move(decoding));
 }
 
 void register_components(mixt::Registrar& registrar) {
-  std::vector<mixt::OptionDoc> options = {kRoot, kIndex, kChannels, kMaxImagePixels};
-  for (auto& doc : mixt::transform_option_docs()) {
-    doc.default_value = "(below)";
-    doc.help = "default: imagenet_train for data.train, imagenet_eval for the other splits. " + doc.help;
-    options.push_back(doc);
-  }
-  for (auto& doc : mixt::loader_option_docs()) options.push_back(doc);
   // Whole literals: gcc 12 misreads a string + (ternary literal) chain here (-Warray-bounds).
   const char* summary = MIXT_HAVE_LIBJPEG ? "ImageNet-style folders root/<class>/<image>: JPEG decoded by "
                                             "libjpeg-turbo, PNG, BMP, WebP, TIFF, PPM/PGM by OpenCV"
                                           : "ImageNet-style folders root/<class>/<image>: JPEG, PNG, BMP, WebP, "
                                             "TIFF, PPM/PGM decoded by OpenCV";
-  registrar.add_dataset("image_folder", {summary, options}, make_image_folder);
+  registrar.add_dataset("image_folder", summary, kOptions, make_image_folder);
 }
 
 }  // namespace

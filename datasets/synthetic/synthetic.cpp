@@ -4,6 +4,7 @@
 // distinct random samples is generated (from the seed, so runs repeat); every batch of an
 // epoch is that batch (the last one cut short unless drop_last).
 #include <ATen/CPUGeneratorImpl.h>
+#include <mixt/dataset.h>
 #include <mixt/options.h>
 #include <mixt/plugin.h>
 
@@ -50,52 +51,57 @@ std::optional<std::string> up_to_10_to_the_12(const std::int64_t& n) {
   return "must be in [1, 10^12]";
 }
 
-const mixt::Option<std::vector<std::int64_t>> kShape{
-    "shape", {3, 224, 224}, "shape of one input",
-    [](const std::vector<std::int64_t>& shape) -> std::optional<std::string> {
-      if (shape.empty()) return "expected at least one dimension, e.g. [3, 224, 224]";
-      for (auto d : shape) {
-        if (d < 1) return "every dimension must be positive";
-      }
-      return std::nullopt;
-    }};
-const mixt::Option<std::int64_t> kNumClasses{"num_classes", 1000, "labels are uniform in [0, num_classes)",
-                                             mixt::at_least(1)};
-const mixt::Option<std::int64_t> kSize{"size", 256 * 100, "samples per epoch (split across ranks)", up_to_10_to_the_12};
-const mixt::Option<std::int64_t> kBatchSize{"batch_size", 256, "samples per batch", up_to_10_to_the_12};
-const mixt::Option<bool> kDropLast{"drop_last", false, "drop the last incomplete batch"};
-const mixt::Option<bool> kChannelsLast{"channels_last", false, "lay the inputs out channels_last (NHWC memory)"};
+std::optional<std::string> a_positive_shape(const std::vector<std::int64_t>& shape) {
+  if (shape.empty()) return "expected at least one dimension, e.g. [3, 224, 224]";
+  for (auto d : shape) {
+    if (d < 1) return "every dimension must be positive";
+  }
+  return std::nullopt;
+}
 
-std::unique_ptr<mixt::Dataset> make_synthetic(const mixt::Config& c, const mixt::DatasetContext& context) {
-  const std::vector<std::int64_t> shape = kShape.read(c);
-  const std::int64_t num_classes = kNumClasses.read(c);
-  const std::int64_t size = kSize.read(c);
-  const std::int64_t batch_size = kBatchSize.read(c);
-  const bool drop_last = kDropLast.read(c);
-  const bool channels_last = kChannelsLast.read(c);
-  if (channels_last && shape.size() != 3) c.fail("channels_last", "needs a shape of [C, H, W]");
+struct SyntheticOptions {
+  std::vector<std::int64_t> shape = {3, 224, 224};
+  std::int64_t num_classes = 1000;
+  std::int64_t size = 256 * 100;
+  std::int64_t batch_size = 256;
+  bool drop_last = false;
+  bool channels_last = false;
+};
 
-  const std::int64_t shard_size = (size + context.world_size - 1) / context.world_size;
-  const std::int64_t rows = std::min(batch_size, shard_size);
+using O = SyntheticOptions;
+const auto kOptions =
+    mixt::OptionsOf<O>()
+        .add(&O::shape, "shape", "shape of one input", a_positive_shape)
+        .add(&O::num_classes, "num_classes", "labels are uniform in [0, num_classes)", mixt::at_least(1))
+        .add(&O::size, "size", "samples per epoch (split across ranks)", up_to_10_to_the_12)
+        .add(&O::batch_size, "batch_size", "samples per batch", up_to_10_to_the_12)
+        .add(&O::drop_last, "drop_last", "drop the last incomplete batch")
+        .add(&O::channels_last, "channels_last", "lay the inputs out channels_last (NHWC memory)")
+        .rule("channels_last", [](const O& o) -> std::optional<std::string> {
+          if (o.channels_last && o.shape.size() != 3) return "needs a shape of [C, H, W]";
+          return std::nullopt;
+        });
+
+std::unique_ptr<mixt::Dataset> make_synthetic(const SyntheticOptions& o, const mixt::DatasetContext& context) {
+  const std::int64_t shard_size = (o.size + context.world_size - 1) / context.world_size;
+  const std::int64_t rows = std::min(o.batch_size, shard_size);
   std::vector<std::int64_t> batch_shape{rows};
-  batch_shape.insert(batch_shape.end(), shape.begin(), shape.end());
+  batch_shape.insert(batch_shape.end(), o.shape.begin(), o.shape.end());
   // Generated on the CPU from the seed (and rank), so every device gets the same data.
   auto generator =
       at::make_generator<at::CPUGeneratorImpl>(context.seed * 1000003 + static_cast<std::uint64_t>(context.rank));
   at::Tensor inputs = at::randn(batch_shape, generator, at::kFloat);
-  at::Tensor targets = at::randint(num_classes, {rows}, generator, at::kLong);
+  at::Tensor targets = at::randint(o.num_classes, {rows}, generator, at::kLong);
   inputs = inputs.to(context.device);
-  if (channels_last) inputs = inputs.contiguous(at::MemoryFormat::ChannelsLast);
-  return std::make_unique<Synthetic>(inputs, targets.to(context.device), shard_size, batch_size, num_classes,
-                                     drop_last);
+  if (o.channels_last) inputs = inputs.contiguous(at::MemoryFormat::ChannelsLast);
+  return std::make_unique<Synthetic>(inputs, targets.to(context.device), shard_size, o.batch_size, o.num_classes,
+                                     o.drop_last);
 }
 
 void register_components(mixt::Registrar& registrar) {
   registrar.add_dataset(
-      "synthetic",
-      {"random inputs and labels made once on the device (throughput benchmarks without an input pipeline)",
-       {kShape, kNumClasses, kSize, kBatchSize, kDropLast, kChannelsLast}},
-      make_synthetic);
+      "synthetic", "random inputs and labels made once on the device (throughput benchmarks without an input pipeline)",
+      kOptions, make_synthetic);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <mixt/helpers/activation_checkpointing.h>
 #include <mixt/helpers/batch_norm.h>
 #include <mixt/helpers/fp32_modules.h>
+#include <mixt/model.h>
 #include <mixt/options.h>
 #include <mixt/plugin.h>
 #include <torch/nn/modules/container/modulelist.h>
@@ -62,20 +63,27 @@ class ResidualMlp : public mixt::Model {
   torch::nn::ModuleList blocks_{nullptr};
 };
 
-const mixt::Option<std::int64_t> kWidth{"width", 256, "features of every block", mixt::at_least(1)};
-const mixt::Option<std::int64_t> kBlocks{"blocks", 4, "residual blocks", mixt::at_least(1)};
-const mixt::Option<bool> kRecomputeStem{"recompute_stem", false,
-                                        "recompute the first layer in the backward pass (mixt::recompute_in_backward)"};
+// The recipe's `model:` section: each field's initialiser is its default.
+struct ResidualMlpOptions {
+  std::int64_t width = 256;
+  std::int64_t blocks = 4;
+  bool recompute_stem = false;
+};
+
+using O = ResidualMlpOptions;
+const auto kOptions =
+    mixt::OptionsOf<O>()
+        .add(&O::width, "width", "features of every block", mixt::at_least(1))
+        .add(&O::blocks, "blocks", "residual blocks", mixt::at_least(1))
+        .add(&O::recompute_stem, "recompute_stem",
+             "recompute the first layer in the backward pass (mixt::recompute_in_backward)");
 
 void register_components(mixt::Registrar& r) {
-  r.add_model("residual_mlp",
-              {"an MLP of residual blocks, each routed for activation checkpointing",
-               {kWidth, kBlocks, kRecomputeStem}},
-              [](const mixt::Config& c, const mixt::ModelContext& context) -> std::shared_ptr<mixt::Model> {
+  r.add_model("residual_mlp", "an MLP of residual blocks, each routed for activation checkpointing", kOptions,
+              [](const O& o, const mixt::ModelContext& context) -> std::shared_ptr<mixt::Model> {
                 std::int64_t inputs = 1;
                 for (const std::int64_t d : context.sample_shape) inputs *= d;
-                return std::make_shared<ResidualMlp>(inputs, kWidth.read(c), kBlocks.read(c), context.num_classes,
-                                                     kRecomputeStem.read(c));
+                return std::make_shared<ResidualMlp>(inputs, o.width, o.blocks, context.num_classes, o.recompute_stem);
               });
 }
 

@@ -2,6 +2,7 @@
 // appends `row,step,loss,lr` to a CSV file in the run directory. Its row counter is saved
 // in checkpoints, so a run resumed with trainer.resume numbers its rows on from where the
 // checkpoint stood. docs/plugins.md walks through it.
+#include <mixt/callback.h>
 #include <mixt/options.h>
 #include <mixt/plugin.h>
 
@@ -44,16 +45,22 @@ class CsvLog final : public mixt::Callback {
   std::ofstream out_;
 };
 
-// Each option declared once: `mixt describe` lists these, and the factory reads through them.
-const mixt::Option<std::int64_t> kEvery{"every", 10, "optimizer steps between rows", mixt::at_least(1)};
-const mixt::Option<std::string> kFile{"file", "steps.csv", "file name in the run directory"};
+// The recipe's options, each declared once: the field's initialiser is the default, and
+// `mixt describe` lists the same declarations. The factory gets them read and checked.
+struct CsvLogOptions {
+  std::int64_t every = 10;
+  std::string file = "steps.csv";
+};
+
+const auto kOptions = mixt::OptionsOf<CsvLogOptions>()
+                          .add(&CsvLogOptions::every, "every", "optimizer steps between rows", mixt::at_least(1))
+                          .add(&CsvLogOptions::file, "file", "file name in the run directory");
 
 void register_components(mixt::Registrar& registrar) {
   registrar.add_callback("csv_log",
-                         {"writes row, step, loss and learning rate every N steps to a CSV in the run directory",
-                          {kEvery, kFile}},
-                         [](const mixt::Config& config, const mixt::CallbackContext&) {
-                           return std::make_unique<CsvLog>(kEvery.read(config), kFile.read(config));
+                         "writes row, step, loss and learning rate every N steps to a CSV in the run directory",
+                         kOptions, [](const CsvLogOptions& o, const mixt::CallbackContext&) {
+                           return std::make_unique<CsvLog>(o.every, o.file);
                          });
 }
 

@@ -11,6 +11,7 @@
 #include <mixt/helpers/master_weights.h>
 #include <mixt/options.h>
 #include <mixt/plugin.h>
+#include <mixt/precision.h>
 
 #include <cmath>
 #include <cstdint>
@@ -78,17 +79,20 @@ class Pow2Float8Policy : public mixt::PrecisionPolicy {
   mixt::MasterWeights masters_;
 };
 
-const mixt::Option<std::int64_t> kMargin{"margin", 0, "headroom: the power-of-two scales are divided by 2^margin",
-                                         mixt::between(0, 16)};
+struct Pow2Float8Options {
+  std::int64_t margin = 0;
+};
+const auto kOptions = mixt::OptionsOf<Pow2Float8Options>().add(
+    &Pow2Float8Options::margin, "margin", "headroom: the power-of-two scales are divided by 2^margin",
+    mixt::between(0, 16));
 
 void register_components(mixt::Registrar& registrar) {
   registrar.add_precision("pow2_float8",
-                          {"example: float8 linear layers (dims multiples of 16) with input and weight scales rounded "
-                           "down to a power of two, the rest bfloat16 with float32 masters",
-                           {kMargin}},
-                          [](const mixt::Config& c, const mixt::PrecisionContext& context) {
+                          "example: float8 linear layers (dims multiples of 16) with input and weight scales rounded "
+                          "down to a power of two, the rest bfloat16 with float32 masters",
+                          kOptions, [](const Pow2Float8Options& o, const mixt::PrecisionContext& context) {
                             return std::unique_ptr<mixt::PrecisionPolicy>(
-                                std::make_unique<Pow2Float8Policy>(context.fp32_modules, kMargin.read(c)));
+                                std::make_unique<Pow2Float8Policy>(context.fp32_modules, o.margin));
                           });
 }
 

@@ -5,8 +5,11 @@
 #include <mixt/helpers/grad_scaler.h>
 #include <mixt/options.h>
 #include <mixt/plugin.h>
+#include <mixt/precision.h>
 
 #include <algorithm>
+#include <optional>
+#include <string>
 
 namespace {
 
@@ -42,25 +45,35 @@ class MyFp16Policy : public mixt::PrecisionPolicy {
   std::int64_t updates_ = 0;
 };
 
-// Each option declared once: `mixt describe` lists these, and the factory reads through them.
-const mixt::Option<double> kInitScale{"init_scale", 1024.0, "initial loss scale", mixt::above(0)};
-const mixt::Option<std::int64_t> kGrowthInterval{"growth_interval", 200, "finite steps before the scale doubles",
-                                                 mixt::at_least(1)};
-const mixt::Option<double> kMaxScale{"max_scale", 65536.0, "the scale is capped here"};
+// The recipe's `precision:` section, each option declared once: the field's initialiser is
+// the default, and `mixt describe` lists the same declarations.
+struct MyFp16Options {
+  double init_scale = 1024.0;
+  std::int64_t growth_interval = 200;
+  double max_scale = 65536.0;
+};
 
-std::unique_ptr<mixt::PrecisionPolicy> make_my_fp16(const mixt::Config& c, const mixt::PrecisionContext&) {
+using O = MyFp16Options;
+const auto kOptions =
+    mixt::OptionsOf<O>()
+        .add(&O::init_scale, "init_scale", "initial loss scale", mixt::above(0))
+        .add(&O::growth_interval, "growth_interval", "finite steps before the scale doubles", mixt::at_least(1))
+        .add(&O::max_scale, "max_scale", "the scale is capped here")
+        // A check that relates two options: its message is a recipe error at max_scale.
+        .rule("max_scale", [](const O& o) -> std::optional<std::string> {
+          if (!(o.max_scale >= o.init_scale)) return "must be >= init_scale";
+          return std::nullopt;
+        });
+
+std::unique_ptr<mixt::PrecisionPolicy> make_my_fp16(const O& o, const mixt::PrecisionContext&) {
   mixt::GradScalerOptions options;
-  options.init_scale = kInitScale.read(c);
-  options.growth_interval = kGrowthInterval.read(c);
-  const double max_scale = kMaxScale.read(c);
-  if (!(max_scale >= options.init_scale)) c.fail("max_scale", "must be >= init_scale");  // relates two options
-  return std::make_unique<MyFp16Policy>(options, max_scale);
+  options.init_scale = o.init_scale;
+  options.growth_interval = o.growth_interval;
+  return std::make_unique<MyFp16Policy>(options, o.max_scale);
 }
 
 void register_components(mixt::Registrar& registrar) {
-  registrar.add_precision("my_fp16",
-                          {"example: float16 autocast + GradScaler with a capped scale",
-                           {kInitScale, kGrowthInterval, kMaxScale}},
+  registrar.add_precision("my_fp16", "example: float16 autocast + GradScaler with a capped scale", kOptions,
                           make_my_fp16);
 }
 

@@ -13,6 +13,7 @@
 #include <mixt/helpers/master_weights.h>
 #include <mixt/options.h>
 #include <mixt/plugin.h>
+#include <mixt/precision.h>
 
 #include <cstdint>
 
@@ -80,15 +81,17 @@ class MyMasterPolicy : public mixt::PrecisionPolicy {
   mixt::MasterWeights masters_;
 };
 
-const mixt::Option<std::int64_t> kSeed{"seed", 0, "seeds the stochastic rounding (step n draws from seed and n)"};
+struct MyMasterOptions {
+  std::int64_t seed = 0;
+};
+const auto kOptions = mixt::OptionsOf<MyMasterOptions>().add(
+    &MyMasterOptions::seed, "seed", "seeds the stochastic rounding (step n draws from seed and n)");
 
 void register_components(mixt::Registrar& registrar) {
   registrar.add_precision(
-      "my_master",
-      {"example: bfloat16 model, float32 master weights rounded into it stochastically (unbiased)", {kSeed}},
-      [](const mixt::Config& c, const mixt::PrecisionContext& context) {
-        return std::unique_ptr<mixt::PrecisionPolicy>(
-            std::make_unique<MyMasterPolicy>(context.fp32_modules, kSeed.read(c)));
+      "my_master", "example: bfloat16 model, float32 master weights rounded into it stochastically (unbiased)",
+      kOptions, [](const MyMasterOptions& o, const mixt::PrecisionContext& context) {
+        return std::unique_ptr<mixt::PrecisionPolicy>(std::make_unique<MyMasterPolicy>(context.fp32_modules, o.seed));
       });
 }
 

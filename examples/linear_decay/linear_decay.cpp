@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 
 namespace {
 
@@ -27,24 +28,33 @@ class LinearDecay : public mixt::ScheduleByStep {
   std::int64_t total_;
 };
 
-const mixt::Option<double> kStartFactor{"start_factor", 1.0, "the first step's rate, as a multiple of lr",
-                                        mixt::above(0) && mixt::at_most(1)};
-const mixt::Option<double> kEndFactor{"end_factor", 0.0, "the last step's rate, as a multiple of lr",
-                                      mixt::between(0, 1)};
-// Its default depends on the run: described in words, given to read() by the factory.
-const mixt::Contextual<std::int64_t> kTotalSteps{"total_steps", "the run's optimizer steps (epochs x steps per epoch)",
-                                                 "optimizer steps to decay over", mixt::at_least(1)};
+// The recipe's `scheduler:` section.
+struct LinearDecayOptions {
+  double start_factor = 1.0;
+  double end_factor = 0.0;
+  // Its default depends on the run: described in words, empty when not given, and filled in
+  // by the factory from its context.
+  std::optional<std::int64_t> total_steps;
+};
 
-std::unique_ptr<mixt::Scheduler> make_linear_decay(const mixt::Config& c, const mixt::SchedulerContext& context) {
+using O = LinearDecayOptions;
+const auto kOptions =
+    mixt::OptionsOf<O>()
+        .add(&O::start_factor, "start_factor", "the first step's rate, as a multiple of lr",
+             mixt::above(0) && mixt::at_most(1))
+        .add(&O::end_factor, "end_factor", "the last step's rate, as a multiple of lr", mixt::between(0, 1))
+        .contextual(&O::total_steps, "total_steps", "the run's optimizer steps (epochs x steps per epoch)",
+                    "optimizer steps to decay over", mixt::at_least(1));
+
+std::unique_ptr<mixt::Scheduler> make_linear_decay(const O& o, const mixt::SchedulerContext& context) {
   // steps_per_epoch counts optimizer steps: batches / trainer.accumulate, at most
   // trainer.max_steps_per_epoch.
   const std::int64_t run_steps = std::max<std::int64_t>(1, context.epochs * context.steps_per_epoch);
-  return std::make_unique<LinearDecay>(context, kStartFactor.read(c), kEndFactor.read(c), kTotalSteps.read(c, run_steps));
+  return std::make_unique<LinearDecay>(context, o.start_factor, o.end_factor, o.total_steps.value_or(run_steps));
 }
 
 void register_components(mixt::Registrar& registrar) {
-  registrar.add_scheduler("linear_decay", {"linear decay of the learning rate (LinearLR)", {kStartFactor, kEndFactor, kTotalSteps}},
-                          make_linear_decay);
+  registrar.add_scheduler("linear_decay", "linear decay of the learning rate (LinearLR)", kOptions, make_linear_decay);
 }
 
 }  // namespace

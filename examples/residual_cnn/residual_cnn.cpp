@@ -6,6 +6,7 @@
 #include <mixt/helpers/activation_checkpointing.h>
 #include <mixt/helpers/batch_norm.h>
 #include <mixt/helpers/fp32_modules.h>
+#include <mixt/model.h>
 #include <mixt/options.h>
 #include <mixt/plugin.h>
 #include <torch/nn/modules/container/modulelist.h>
@@ -66,21 +67,31 @@ class ResidualCnn : public mixt::Model {
   torch::nn::Linear head_{nullptr};
 };
 
-const mixt::Option<std::int64_t> kWidth{"width", 32, "channels of every block", mixt::at_least(1)};
-const mixt::Option<std::int64_t> kBlocks{"blocks", 3, "residual blocks", mixt::at_least(1)};
+// The recipe's `model:` section: each field's initialiser is its default.
+struct ResidualCnnOptions {
+  std::int64_t width = 32;
+  std::int64_t blocks = 3;
+  mixt::RecipeSection where;  // reads nothing: for errors that only the factory can find
+};
 
-std::shared_ptr<mixt::Model> make_residual_cnn(const mixt::Config& c, const mixt::ModelContext& context) {
+using O = ResidualCnnOptions;
+const auto kOptions = mixt::OptionsOf<O>()
+                          .add(&O::width, "width", "channels of every block", mixt::at_least(1))
+                          .add(&O::blocks, "blocks", "residual blocks", mixt::at_least(1))
+                          .recipe_section(&O::where);
+
+// The options arrive read and checked; what depends on the data is checked here.
+std::shared_ptr<mixt::Model> make_residual_cnn(const O& o, const mixt::ModelContext& context) {
   // sample_shape is the training data's [channels, height, width].
   if (context.sample_shape.size() != 3) {
-    c.fail("name", "residual_cnn takes images [channels, height, width]", "use an image dataset");
+    o.where.fail("name", "residual_cnn takes images [channels, height, width]", "use an image dataset");
   }
-  return std::make_shared<ResidualCnn>(context.sample_shape[0], kWidth.read(c), kBlocks.read(c), context.num_classes);
+  return std::make_shared<ResidualCnn>(context.sample_shape[0], o.width, o.blocks, context.num_classes);
 }
 
 void register_components(mixt::Registrar& registrar) {
-  registrar.add_model("residual_cnn",
-                      {"a small residual CNN routed for fp32 regions and activation checkpointing", {kWidth, kBlocks}},
-                      make_residual_cnn);
+  registrar.add_model("residual_cnn", "a small residual CNN routed for fp32 regions and activation checkpointing",
+                      kOptions, make_residual_cnn);
 }
 
 }  // namespace

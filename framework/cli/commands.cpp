@@ -52,7 +52,7 @@ int run(const std::string& recipe, const std::vector<std::string>& overrides) {
   if (result.final_eval) {
     const Evaluation& eval = *result.final_eval;
     std::printf("test accuracy: %.2f%% (top-%d %.2f%%, val loss %.4f)\n", 100.0 * eval.top1, eval.top_k,
-                100.0 * eval.top5, eval.loss);
+                100.0 * eval.top_k_accuracy, eval.loss);
   }
   if (!run_dir.empty()) std::printf("run directory: %s\n", run_dir.string().c_str());
   return 0;
@@ -163,7 +163,7 @@ int check(const std::string& recipe, const std::vector<std::string>& overrides) 
     const Coordinator& coordinator = e.parallel ? *e.parallel : static_cast<const Coordinator&>(single_process);
     TrainState state;
     Checkpointer(e.components, e.options, state, coordinator)
-        .verify(e.options.resume, /*check_data_order=*/e.parallel != nullptr);
+        .resume(e.options.resume, /*check_data_order=*/e.parallel != nullptr);
   }
   std::printf("%s: ok\n", recipe.c_str());
   for (const auto& r : e.components.records) {
@@ -171,7 +171,7 @@ int check(const std::string& recipe, const std::vector<std::string>& overrides) 
                 r.plugin_version.c_str());
   }
   // What the data sections found: the first thing to look at for an image folder.
-  const auto describe_data = [](const char* split, const Dataset& data) {
+  const auto describe_data = [](const char* split, Dataset& data) {
     std::printf("  data.%-5s %lld samples, %lld classes, each %s; %lld batch%s per epoch\n", split,
                 static_cast<long long>(data.size()), static_cast<long long>(data.num_classes()),
                 c10::str(at::IntArrayRef(data.sample_shape())).c_str(),

@@ -27,7 +27,7 @@ std::string report_text(const EvaluationReport& report, bool per_class) {
                 "%s (%s weights) on data.%s, precision %s\n"
                 "  samples  %lld\n  loss     %.4f\n  top-1    %s\n  top-%d    %s\n",
                 report.source.c_str(), report.weights.c_str(), report.split.c_str(), report.precision.c_str(),
-                static_cast<long long>(e.samples), e.loss, percent(e.top1).c_str(), e.top_k, percent(e.top5).c_str());
+                static_cast<long long>(e.samples), e.loss, percent(e.top1).c_str(), e.top_k, percent(e.top_k_accuracy).c_str());
   std::string out = text;
   if (!per_class || !report.confusion.defined()) return out;
   const std::vector<double> accuracy = per_class_accuracy(report.confusion);
@@ -57,7 +57,7 @@ nlohmann::json report_json(const EvaluationReport& report) {
                         {"loss", e.loss},
                         {"top1", e.top1},
                         {"top_k", e.top_k},
-                        {"top" + std::to_string(e.top_k), e.top5}};
+                        {"top" + std::to_string(e.top_k), e.top_k_accuracy}};
   if (!report.confusion.defined()) return out;
   const std::vector<double> accuracy = per_class_accuracy(report.confusion);
   nlohmann::json classes = nlohmann::json::array(), matrix = nlohmann::json::array();

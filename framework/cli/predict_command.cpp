@@ -113,7 +113,7 @@ std::vector<std::string> image_files(const std::vector<std::string>& arguments, 
 }
 
 // Names for the model's outputs: the run's classes.txt, else the dataset's, else none.
-std::vector<std::string> output_names(const ModelTarget& target, const Dataset& dataset, std::int64_t outputs) {
+std::vector<std::string> output_names(const ModelTarget& target, Dataset& dataset, std::int64_t outputs) {
   std::vector<std::string> names = run_class_names(target);
   if (static_cast<std::int64_t>(names.size()) == outputs) return names;
   names = class_names_of(dataset);

@@ -2,13 +2,13 @@
 // summary `mixt list model` shows, and the options every zoo model reads the same way.
 #pragma once
 
-#include <mixt/config.h>
 #include <mixt/model.h>
 #include <mixt/options.h>
 #include <mixt/plugin.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 namespace mixt::models {
@@ -38,34 +38,35 @@ inline std::string zoo_summary(const std::string& title, const ZooFacts& f) {
          std::to_string(f.input_size) + "x" + std::to_string(f.input_size) + " (torchvision meta)";
 }
 
-inline const Contextual<std::int64_t> kNumClasses{"num_classes", "the dataset's, else 1000", "output classes",
-                                                  at_least(1)};
+// What every zoo model reads the same way: `.include(&MyOptions::zoo, kZooOptions)` first in
+// its options (weights and strict are read by mixt itself; `mixt describe` adds them to
+// every model).
+struct ZooOptions {
+  std::optional<std::int64_t> num_classes;  // empty when not given: see classes()
+  RecipeSection where;                      // the model's section, for errors found from the context
 
-// num_classes: the recipe's, else the dataset's, else ImageNet's 1000.
-inline std::int64_t read_num_classes(const Config& c, const ModelContext& context) {
-  return kNumClasses.read(c, context.num_classes > 0 ? context.num_classes : 1000);
-}
+  // The recipe's num_classes, else the dataset's, else ImageNet's 1000.
+  std::int64_t classes(const ModelContext& context) const {
+    return num_classes.value_or(context.num_classes > 0 ? context.num_classes : 1000);
+  }
+};
+inline const OptionsOf<ZooOptions> kZooOptions =
+    OptionsOf<ZooOptions>()
+        .contextual(&ZooOptions::num_classes, "num_classes", "the dataset's, else 1000", "output classes", at_least(1))
+        .recipe_section(&ZooOptions::where);
 
 // A drop probability: in [0, 1).
-inline Option<double> probability(std::string name, double fallback, std::string help) {
-  return {std::move(name), fallback, std::move(help), at_least(0) && below(1)};
-}
+inline Bounds probability() { return at_least(0) && below(1); }
 
 // Zoo models take RGB images: say so at the recipe rather than deep inside a convolution.
-inline void require_rgb_images(const Config& c, const ModelContext& context) {
+inline void require_rgb_images(const ZooOptions& o, const ModelContext& context) {
   const auto& s = context.sample_shape;
   if (!s.empty() && (s.size() != 3 || s[0] != 3)) {
     std::string shape;
     for (auto d : s) shape.append(shape.empty() ? "" : "x").append(std::to_string(d));  // gcc 12 misreads a + chain
-    c.fail("name", "this model takes 3-channel images (3 x H x W), but the data delivers samples of shape " + shape,
-           "use an RGB dataset, or a model made for this input such as simple_cnn");
+    o.where.fail("name", "this model takes 3-channel images (3 x H x W), but the data delivers samples of shape " + shape,
+                 "use an RGB dataset, or a model made for this input such as simple_cnn");
   }
-}
-
-inline const std::vector<OptionDoc>& common_zoo_options() {
-  // weights and strict are read by mixt itself; `mixt describe` adds them to every model.
-  static const std::vector<OptionDoc> options{kNumClasses};
-  return options;
 }
 
 }  // namespace mixt::models

@@ -140,7 +140,12 @@ struct Variant {
   ZooFacts facts;
 };
 
-const mixt::Option<double> kLayerScale{"layer_scale", 1e-6, "initial per-channel scale of each block's branch"};
+// The recipe's `model:` section; each variant has its own default stochastic_depth_prob.
+struct ConvNeXtOptions {
+  mixt::models::ZooOptions zoo;
+  double stochastic_depth_prob = 0.1;
+  double layer_scale = 1e-6;
+};
 
 void register_components(mixt::Registrar& r) {
   const Variant variants[] = {
@@ -149,19 +154,21 @@ void register_components(mixt::Registrar& r) {
       {"convnext_small", "ConvNeXt-S", {{96, 192, 3}, {192, 384, 3}, {384, 768, 27}, {768, 0, 3}}, 0.4,
        {50223688, 8.684, 224}},
   };
+  using O = ConvNeXtOptions;
   for (const Variant& v : variants) {
-    const mixt::Option<double> stochastic_depth = mixt::models::probability(
-        "stochastic_depth_prob", v.stochastic_depth_prob, "drop probability of the last block's residual branch");
-    std::vector<mixt::OptionDoc> options = mixt::models::common_zoo_options();
-    options.push_back(stochastic_depth);
-    options.push_back(kLayerScale);
-    r.add_model(v.name, {mixt::models::zoo_summary(v.title, v.facts), options},
-                [v, stochastic_depth](const mixt::Config& c,
-                                      const mixt::ModelContext& context) -> std::shared_ptr<mixt::Model> {
-                  mixt::models::require_rgb_images(c, context);
-                  const double sd = stochastic_depth.read(c);
-                  return std::make_shared<ConvNeXt>(v.stages, sd, kLayerScale.read(c),
-                                                    mixt::models::read_num_classes(c, context));
+    O defaults;
+    defaults.stochastic_depth_prob = v.stochastic_depth_prob;
+    const auto options =
+        mixt::OptionsOf<O>(defaults)
+            .include(&O::zoo, mixt::models::kZooOptions)
+            .add(&O::stochastic_depth_prob, "stochastic_depth_prob",
+                 "drop probability of the last block's residual branch", mixt::models::probability())
+            .add(&O::layer_scale, "layer_scale", "initial per-channel scale of each block's branch");
+    r.add_model(v.name, mixt::models::zoo_summary(v.title, v.facts), options,
+                [v](const O& o, const mixt::ModelContext& context) -> std::shared_ptr<mixt::Model> {
+                  mixt::models::require_rgb_images(o.zoo, context);
+                  return std::make_shared<ConvNeXt>(v.stages, o.stochastic_depth_prob, o.layer_scale,
+                                                    o.zoo.classes(context));
                 });
   }
 }

@@ -98,20 +98,26 @@ class EfficientNet : public mixt::Model {
   Chain features_{nullptr}, classifier_{nullptr};
 };
 
-const mixt::Option<double> kDropout = probability("dropout", 0.2, "dropout before the classifier");
-const mixt::Option<double> kStochasticDepth =
-    probability("stochastic_depth_prob", 0.2, "drop probability of the last block's residual branch");
+// The recipe's `model:` section; the defaults are torchvision's.
+struct EfficientNetOptions {
+  ZooOptions zoo;
+  double dropout = 0.2;
+  double stochastic_depth_prob = 0.2;
+};
+
+using O = EfficientNetOptions;
+const auto kOptions =
+    mixt::OptionsOf<O>()
+        .include(&O::zoo, kZooOptions)
+        .add(&O::dropout, "dropout", "dropout before the classifier", probability())
+        .add(&O::stochastic_depth_prob, "stochastic_depth_prob", "drop probability of the last block's residual branch",
+             probability());
 
 void register_components(mixt::Registrar& r) {
-  std::vector<mixt::OptionDoc> options = common_zoo_options();
-  options.push_back(kDropout);
-  options.push_back(kStochasticDepth);
-  r.add_model("efficientnet_b0", {zoo_summary("EfficientNet-B0", ZooFacts{5288548, 0.386, 224}), options},
-              [](const mixt::Config& c, const mixt::ModelContext& context) -> std::shared_ptr<mixt::Model> {
-                require_rgb_images(c, context);
-                const double dropout = kDropout.read(c);
-                const double sd = kStochasticDepth.read(c);
-                return std::make_shared<EfficientNet>(read_num_classes(c, context), dropout, sd);
+  r.add_model("efficientnet_b0", zoo_summary("EfficientNet-B0", ZooFacts{5288548, 0.386, 224}), kOptions,
+              [](const O& o, const mixt::ModelContext& context) -> std::shared_ptr<mixt::Model> {
+                require_rgb_images(o.zoo, context);
+                return std::make_shared<EfficientNet>(o.zoo.classes(context), o.dropout, o.stochastic_depth_prob);
               });
 }
 

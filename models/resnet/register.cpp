@@ -28,19 +28,26 @@ const Variant kVariants[] = {
     {"wide_resnet101_2", "Wide ResNet-101-2", {true, {3, 4, 23, 3}, 1, 128}, {126886696, 22.753, 224}},
 };
 
-const mixt::Option<bool> kZeroInitResidual{"zero_init_residual", false,
-                                            "start the last BN of each residual block at zero"};
+// The recipe's `model:` section, the same for every variant.
+struct ResNetRecipe {
+  mixt::models::ZooOptions zoo;
+  bool zero_init_residual = false;
+};
+
+using O = ResNetRecipe;
+const auto kOptions = mixt::OptionsOf<O>()
+                          .include(&O::zoo, mixt::models::kZooOptions)
+                          .add(&O::zero_init_residual, "zero_init_residual",
+                               "start the last BN of each residual block at zero");
 
 void register_components(mixt::Registrar& registrar) {
   for (const Variant& v : kVariants) {
-    std::vector<mixt::OptionDoc> options = mixt::models::common_zoo_options();
-    options.push_back(kZeroInitResidual);
-    registrar.add_model(v.name, {mixt::models::zoo_summary(v.title, v.facts), options},
-                        [v](const mixt::Config& c, const mixt::ModelContext& context) -> std::shared_ptr<mixt::Model> {
-                          mixt::models::require_rgb_images(c, context);
+    registrar.add_model(v.name, mixt::models::zoo_summary(v.title, v.facts), kOptions,
+                        [v](const O& recipe, const mixt::ModelContext& context) -> std::shared_ptr<mixt::Model> {
+                          mixt::models::require_rgb_images(recipe.zoo, context);
                           ResNetOptions o = v.options;
-                          o.num_classes = mixt::models::read_num_classes(c, context);
-                          o.zero_init_residual = kZeroInitResidual.read(c);
+                          o.num_classes = recipe.zoo.classes(context);
+                          o.zero_init_residual = recipe.zero_init_residual;
                           return std::make_shared<mixt::models::ResNet>(o);
                         });
   }

@@ -7,6 +7,7 @@
 // same net written in Python has the same state_dict keys.
 #include <mixt/helpers/batch_norm.h>
 #include <mixt/helpers/fp32_modules.h>
+#include <mixt/model.h>
 #include <mixt/options.h>
 #include <mixt/plugin.h>
 #include <torch/nn/modules/container/sequential.h>
@@ -59,47 +60,52 @@ class SimpleCnn : public mixt::Model {
   torch::nn::Sequential classifier_{nullptr};
 };
 
-const mixt::Contextual<std::int64_t> kNumClasses{"num_classes", "the dataset's, else 10", "output classes",
-                                                 mixt::at_least(1)};
-const mixt::Option<std::vector<std::int64_t>> kChannels{
-    "channels", {32, 64}, "channels of each conv3x3+pool stage",
-    [](const std::vector<std::int64_t>& channels) -> std::optional<std::string> {
-      if (channels.empty()) return "needs at least one convolution";
-      for (const std::int64_t width : channels) {
-        if (width < 1 || width > 65536) return "each must be in [1, 65536], got " + std::to_string(width);
-      }
-      return std::nullopt;
-    }};
-const mixt::Option<bool> kBatchNorm{"batch_norm", false, "batch norm after each convolution (mixt::BatchNorm2d)"};
-const mixt::Option<std::int64_t> kHidden{"hidden", 128, "width of the hidden linear layer", mixt::at_least(1)};
-const mixt::Option<double> kDropout{"dropout", 0.0, "dropout before the last layer",
-                                    mixt::at_least(0) && mixt::below(1)};
+// The recipe's `model:` section.
+struct SimpleCnnOptions {
+  std::optional<std::int64_t> num_classes;  // empty when not given: the dataset's, else 10
+  std::vector<std::int64_t> channels = {32, 64};
+  bool batch_norm = false;
+  std::int64_t hidden = 128;
+  double dropout = 0.0;
+  mixt::RecipeSection where;  // for the checks against the data
+};
 
-std::shared_ptr<mixt::Model> make_simple_cnn(const mixt::Config& c, const mixt::ModelContext& context) {
+using O = SimpleCnnOptions;
+const auto kOptions =
+    mixt::OptionsOf<O>()
+        .contextual(&O::num_classes, "num_classes", "the dataset's, else 10", "output classes", mixt::at_least(1))
+        .add(&O::channels, "channels", "channels of each conv3x3+pool stage",
+             [](const std::vector<std::int64_t>& channels) -> std::optional<std::string> {
+               if (channels.empty()) return "needs at least one convolution";
+               for (const std::int64_t width : channels) {
+                 if (width < 1 || width > 65536) return "each must be in [1, 65536], got " + std::to_string(width);
+               }
+               return std::nullopt;
+             })
+        .add(&O::batch_norm, "batch_norm", "batch norm after each convolution (mixt::BatchNorm2d)")
+        .add(&O::hidden, "hidden", "width of the hidden linear layer", mixt::at_least(1))
+        .add(&O::dropout, "dropout", "dropout before the last layer", mixt::at_least(0) && mixt::below(1))
+        .recipe_section(&O::where);
+
+std::shared_ptr<mixt::Model> make_simple_cnn(const O& o, const mixt::ModelContext& context) {
   std::vector<std::int64_t> shape = context.sample_shape.empty() ? std::vector<std::int64_t>{1, 28, 28}
                                                                  : context.sample_shape;
   if (shape.size() != 3) {
-    c.fail("name", "simple_cnn takes images (C x H x W), but the dataset delivers samples of " +
-                       std::to_string(shape.size()) + " dimensions");
+    o.where.fail("name", "simple_cnn takes images (C x H x W), but the dataset delivers samples of " +
+                             std::to_string(shape.size()) + " dimensions");
   }
-  const std::int64_t num_classes = kNumClasses.read(c, context.num_classes > 0 ? context.num_classes : 10);
-  const std::vector<std::int64_t> channels = kChannels.read(c);
-  const bool batch_norm = kBatchNorm.read(c);
-  const std::int64_t hidden = kHidden.read(c);
-  const double dropout = kDropout.read(c);
-  const std::int64_t shrink = std::int64_t{1} << channels.size();
+  const std::int64_t shrink = std::int64_t{1} << o.channels.size();
   if (shape[1] < shrink || shape[2] < shrink) {
-    c.fail("channels", "too many pooling stages for " + std::to_string(shape[1]) + "x" + std::to_string(shape[2]) +
-                           " inputs");
+    o.where.fail("channels", "too many pooling stages for " + std::to_string(shape[1]) + "x" +
+                                 std::to_string(shape[2]) + " inputs");
   }
-  return std::make_shared<SimpleCnn>(shape[0], shape[1], shape[2], channels, batch_norm, hidden, dropout, num_classes);
+  const std::int64_t num_classes = o.num_classes.value_or(context.num_classes > 0 ? context.num_classes : 10);
+  return std::make_shared<SimpleCnn>(shape[0], shape[1], shape[2], o.channels, o.batch_norm, o.hidden, o.dropout,
+                                     num_classes);
 }
 
 void register_components(mixt::Registrar& registrar) {
-  registrar.add_model("simple_cnn",
-                      {"small conv net for 28x28 images (Fashion-MNIST)",
-                       {kNumClasses, kChannels, kBatchNorm, kHidden, kDropout}},
-                      make_simple_cnn);
+  registrar.add_model("simple_cnn", "small conv net for 28x28 images (Fashion-MNIST)", kOptions, make_simple_cnn);
 }
 
 }  // namespace

@@ -77,8 +77,17 @@ struct Variant {
   mixt::models::ZooFacts facts;
 };
 
-const mixt::Option<double> kDropout =
-    mixt::models::probability("dropout", 0.5, "dropout of the two hidden classifier layers");
+// The recipe's `model:` section, the same for every variant.
+struct VggOptions {
+  mixt::models::ZooOptions zoo;
+  double dropout = 0.5;
+};
+
+using O = VggOptions;
+const auto kOptions = mixt::OptionsOf<O>()
+                          .include(&O::zoo, mixt::models::kZooOptions)
+                          .add(&O::dropout, "dropout", "dropout of the two hidden classifier layers",
+                               mixt::models::probability());
 
 void register_components(mixt::Registrar& r) {
   const std::vector<std::int64_t> a = {64, M, 128, M, 256, 256, M, 512, 512, M, 512, 512, M};
@@ -93,15 +102,11 @@ void register_components(mixt::Registrar& r) {
       {"vgg16_bn", d, true, {138365992, 15.470, 224}}, {"vgg19_bn", e, true, {143678248, 19.632, 224}},
   };
   for (const Variant& v : variants) {
-    std::vector<mixt::OptionDoc> options = mixt::models::common_zoo_options();
-    options.push_back(kDropout);
     std::string title = std::string("VGG-") + (v.name + 3);
-    r.add_model(v.name, {mixt::models::zoo_summary(title, v.facts), options},
-                [v](const mixt::Config& c, const mixt::ModelContext& context) -> std::shared_ptr<mixt::Model> {
-                  mixt::models::require_rgb_images(c, context);
-                  const double dropout = kDropout.read(c);
-                  return std::make_shared<Vgg>(v.config, v.batch_norm, mixt::models::read_num_classes(c, context),
-                                               dropout);
+    r.add_model(v.name, mixt::models::zoo_summary(title, v.facts), kOptions,
+                [v](const O& o, const mixt::ModelContext& context) -> std::shared_ptr<mixt::Model> {
+                  mixt::models::require_rgb_images(o.zoo, context);
+                  return std::make_shared<Vgg>(v.config, v.batch_norm, o.zoo.classes(context), o.dropout);
                 });
   }
 }

@@ -23,10 +23,11 @@ using mixt::models::routed;
 using mixt::models::routed_block;
 using mixt::models::ZooFacts;
 
+// The recipe's `model:` section; the defaults are ViT-B/16's (vit_b_32 has its own patch_size).
 struct VitOptions {
+  mixt::models::ZooOptions zoo;
   std::int64_t image_size = 224, patch_size = 16, num_layers = 12, num_heads = 12, hidden_dim = 768, mlp_dim = 3072;
   double dropout = 0.0, attention_dropout = 0.0;
-  std::int64_t num_classes = 1000;
 };
 
 torch::nn::LayerNorm layer_norm(std::int64_t dim) {
@@ -128,13 +129,13 @@ class Encoder : public torch::nn::Module {
 
 class VisionTransformer : public mixt::Model {
  public:
-  explicit VisionTransformer(const VitOptions& o) : o_(o) {
+  VisionTransformer(const VitOptions& o, std::int64_t num_classes) : image_size_(o.image_size) {
     conv_proj_ = register_module(
         "conv_proj", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, o.hidden_dim, o.patch_size).stride(o.patch_size)));
     class_token_ = register_parameter("class_token", at::zeros({1, 1, o.hidden_dim}));
     encoder_ = register_module("encoder", std::make_shared<Encoder>(o));
     auto heads = register_module("heads", std::make_shared<torch::nn::Module>());
-    head_ = heads->register_module("head", mixt::Linear(o.hidden_dim, o.num_classes));
+    head_ = heads->register_module("head", mixt::Linear(o.hidden_dim, num_classes));
 
     at::NoGradGuard no_grad;  // torchvision's init (trunc_normal_ at +-2 absolute: a normal draw in practice)
     const double fan_in = 3.0 * static_cast<double>(o.patch_size * o.patch_size);
@@ -145,8 +146,8 @@ class VisionTransformer : public mixt::Model {
   }
 
   at::Tensor forward(const at::Tensor& input) override {
-    TORCH_CHECK(input.size(2) == o_.image_size && input.size(3) == o_.image_size, "vit: expected ", o_.image_size, "x",
-                o_.image_size, " images, got ", input.size(2), "x", input.size(3), " (set image_size:)");
+    TORCH_CHECK(input.size(2) == image_size_ && input.size(3) == image_size_, "vit: expected ", image_size_, "x",
+                image_size_, " images, got ", input.size(2), "x", input.size(3), " (set image_size:)");
     // N x hidden x (H/p * W/p) -> N x patches x hidden; the class token expanded as the
     // first patch is, so that no size of the batch is read into a shape (mixt export).
     at::Tensor x = routed(*this, "conv_proj", conv_proj_, input).flatten(2).permute({0, 2, 1});
@@ -156,60 +157,56 @@ class VisionTransformer : public mixt::Model {
   }
 
  private:
-  VitOptions o_;
+  std::int64_t image_size_;
   torch::nn::Conv2d conv_proj_{nullptr};
   at::Tensor class_token_;
   std::shared_ptr<Encoder> encoder_;
   mixt::Linear head_{nullptr};
 };
 
-const VitOptions kVitDefaults;  // ViT-B
-const mixt::Option<std::int64_t> kImageSize{"image_size", kVitDefaults.image_size,
-                                            "input height and width (fixes the position embedding)"};
-const mixt::Option<std::int64_t> kNumLayers{"num_layers", kVitDefaults.num_layers, "encoder blocks"};
-const mixt::Option<std::int64_t> kNumHeads{"num_heads", kVitDefaults.num_heads, "attention heads"};
-const mixt::Option<std::int64_t> kHiddenDim{"hidden_dim", kVitDefaults.hidden_dim, "embedding width"};
-const mixt::Option<std::int64_t> kMlpDim{"mlp_dim", kVitDefaults.mlp_dim, "MLP hidden width"};
-const mixt::Option<double> kDropout{"dropout", kVitDefaults.dropout, "dropout in the encoder"};
-const mixt::Option<double> kAttentionDropout{"attention_dropout", kVitDefaults.attention_dropout,
-                                             "dropout on attention weights"};
-
 void register_components(mixt::Registrar& r) {
+  using O = VitOptions;
   for (std::int64_t patch : {16, 32}) {
     const std::string name = "vit_b_" + std::to_string(patch);
     const ZooFacts facts = patch == 16 ? ZooFacts{86567656, 17.564, 224} : ZooFacts{88224232, 4.409, 224};
-    const mixt::Option<std::int64_t> patch_size{"patch_size", patch, "side of the square patches"};
-    std::vector<mixt::OptionDoc> options = mixt::models::common_zoo_options();
-    options.insert(options.end(), {kImageSize, patch_size, kNumLayers, kNumHeads, kHiddenDim, kMlpDim, kDropout,
-                                   kAttentionDropout});
-    r.add_model(name, {mixt::models::zoo_summary(patch == 16 ? "ViT-B/16" : "ViT-B/32", facts), options},
-                [patch_size](const mixt::Config& c,
-                             const mixt::ModelContext& context) -> std::shared_ptr<mixt::Model> {
-                  mixt::models::require_rgb_images(c, context);
-                  VitOptions o;
-                  o.image_size = kImageSize.read(c);
-                  o.patch_size = patch_size.read(c);
-                  o.num_layers = kNumLayers.read(c);
-                  o.num_heads = kNumHeads.read(c);
-                  o.hidden_dim = kHiddenDim.read(c);
-                  o.mlp_dim = kMlpDim.read(c);
-                  o.dropout = kDropout.read(c);
-                  o.attention_dropout = kAttentionDropout.read(c);
-                  o.num_classes = mixt::models::read_num_classes(c, context);
-                  if (o.patch_size < 1 || o.image_size % o.patch_size != 0) {
-                    c.fail("patch_size", "must divide image_size");
-                  }
-                  if (o.num_heads < 1 || o.hidden_dim % o.num_heads != 0) c.fail("num_heads", "must divide hidden_dim");
-                  if (o.num_layers < 1 || o.mlp_dim < 1) {
-                    c.fail("num_layers", "num_layers and mlp_dim must be positive");
-                  }
+    O defaults;
+    defaults.patch_size = patch;
+    const auto options =
+        mixt::OptionsOf<O>(defaults)
+            .include(&O::zoo, mixt::models::kZooOptions)
+            .add(&O::image_size, "image_size", "input height and width (fixes the position embedding)")
+            .add(&O::patch_size, "patch_size", "side of the square patches")
+            .add(&O::num_layers, "num_layers", "encoder blocks")
+            .add(&O::num_heads, "num_heads", "attention heads")
+            .add(&O::hidden_dim, "hidden_dim", "embedding width")
+            .add(&O::mlp_dim, "mlp_dim", "MLP hidden width")
+            .add(&O::dropout, "dropout", "dropout in the encoder")
+            .add(&O::attention_dropout, "attention_dropout", "dropout on attention weights")
+            .rule("patch_size",
+                  [](const O& o) -> std::optional<std::string> {
+                    if (o.patch_size < 1 || o.image_size % o.patch_size != 0) return "must divide image_size";
+                    return std::nullopt;
+                  })
+            .rule("num_heads",
+                  [](const O& o) -> std::optional<std::string> {
+                    if (o.num_heads < 1 || o.hidden_dim % o.num_heads != 0) return "must divide hidden_dim";
+                    return std::nullopt;
+                  })
+            .rule("num_layers", [](const O& o) -> std::optional<std::string> {
+              if (o.num_layers < 1 || o.mlp_dim < 1) return "num_layers and mlp_dim must be positive";
+              return std::nullopt;
+            });
+    r.add_model(name, mixt::models::zoo_summary(patch == 16 ? "ViT-B/16" : "ViT-B/32", facts), options,
+                [](const O& o, const mixt::ModelContext& context) -> std::shared_ptr<mixt::Model> {
+                  mixt::models::require_rgb_images(o.zoo, context);
                   const auto& s = context.sample_shape;
                   if (s.size() == 3 && (s[1] != o.image_size || s[2] != o.image_size)) {
-                    c.fail("image_size", "the data delivers " + std::to_string(s[1]) + "x" + std::to_string(s[2]) +
-                                             " images but this ViT is built for " + std::to_string(o.image_size),
-                           "set image_size: to the data's size");
+                    o.zoo.where.fail("image_size",
+                                     "the data delivers " + std::to_string(s[1]) + "x" + std::to_string(s[2]) +
+                                         " images but this ViT is built for " + std::to_string(o.image_size),
+                                     "set image_size: to the data's size");
                   }
-                  return std::make_shared<VisionTransformer>(o);
+                  return std::make_shared<VisionTransformer>(o, o.zoo.classes(context));
                 });
   }
 }

@@ -181,7 +181,7 @@ TEST(Callbacks, OtherWeightsAreEvaluatedAfterTheModelsAndSwappedBack) {
     EXPECT_EQ(first.weights, "first");
     EXPECT_GT(first.loss, own.loss);  // the untrained weights are the worse model
     EXPECT_EQ(first.top_k, 4);        // four blobs: top-k over every class
-    EXPECT_EQ(first.top5, 1.0);
+    EXPECT_EQ(first.top_k_accuracy, 1.0);
   }
 }
 

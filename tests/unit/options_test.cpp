@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "mixt/callback.h"
+#include "mixt/plugin.h"
 #include "recipe/recipe_loader.h"
 
 using ::testing::HasSubstr;
@@ -190,6 +192,189 @@ TEST(Options, RequiredWithoutTheKeyIsTheMissingKeyError) {
   EXPECT_EQ(e.hint(), "add `lr: <a number>` to this section");
   EXPECT_THAT(std::string(error_of(Required<std::string>{"root", ""}, yaml).what()), HasSubstr("c.root: missing required"));
   EXPECT_THAT(std::string(error_of(Required<std::int64_t>{"size", ""}, yaml).what()), HasSubstr("c.size: missing required"));
+}
+
+// --- OptionsOf: a component's options as a struct ------------------------------------
+
+enum class Mode { fast, careful };
+
+struct Group {
+  std::int64_t workers = 4;
+};
+
+struct Settings {
+  double lr = 0;
+  double momentum = 0.9;
+  int every = 10;  // read as int64, stored as int
+  std::optional<std::string> weights;
+  std::optional<std::int64_t> classes;
+  Mode mode = Mode::careful;
+  WordOrList blocks;
+  Group group;
+  RecipeSection where;
+};
+
+OptionsOf<Settings> settings_options() {
+  using S = Settings;
+  return OptionsOf<S>()
+      .required(&S::lr, "lr", "learning rate", at_least(0))
+      .add(&S::momentum, "momentum", "momentum factor", at_least(0))
+      .add(&S::every, "every", "steps between lines", at_least(1))
+      .optional(&S::weights, "weights", "a weights file")
+      .contextual(&S::classes, "classes", "the dataset's", "output classes", at_least(1))
+      .choice(&S::mode, "mode", {{"fast", Mode::fast}, {"careful", Mode::careful}}, "how")
+      .word_or_list(&S::blocks, "blocks", {"none", "all"}, "none", "block names", "what to recompute")
+      .include(&S::group, OptionsOf<Group>().add(&Group::workers, "workers", "threads", at_least(0)))
+      .recipe_section(&S::where)
+      .rule("momentum", [](const S& o) -> std::optional<std::string> {
+        if (o.mode == Mode::fast && o.momentum == 0) return "mode fast needs momentum";
+        return std::nullopt;
+      });
+}
+
+template <class S>
+Error struct_error_of(const OptionsOf<S>& options, const std::string& yaml) {
+  try {
+    options.read(section_of(yaml));
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no error for " << yaml;
+  return runtime_error("none");
+}
+
+TEST(OptionsOf, FillsTheStructFromTheRecipeAndTheInitialisersElsewhere) {
+  const Settings given = settings_options().read(
+      section_of("c: {lr: 0.5, every: 3, weights: w.safetensors, classes: 7, mode: fast, blocks: [a, b], workers: 0}\n"));
+  EXPECT_EQ(given.lr, 0.5);
+  EXPECT_EQ(given.momentum, 0.9);  // not written: the initialiser
+  EXPECT_EQ(given.every, 3);
+  EXPECT_EQ(given.weights, std::optional<std::string>("w.safetensors"));
+  EXPECT_EQ(given.classes, std::optional<std::int64_t>(7));
+  EXPECT_EQ(given.mode, Mode::fast);
+  EXPECT_EQ(given.blocks.word, "");
+  EXPECT_EQ(given.blocks.names, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(given.group.workers, 0);
+  EXPECT_EQ(given.where.path(), "c");
+
+  const Settings defaults = settings_options().read(section_of("c: {lr: 1}\n"));
+  EXPECT_FALSE(defaults.weights.has_value());
+  EXPECT_FALSE(defaults.classes.has_value());  // the factory fills it from its context
+  EXPECT_EQ(defaults.mode, Mode::careful);
+  EXPECT_EQ(defaults.blocks.word, "none");
+  EXPECT_TRUE(defaults.blocks.names.empty());
+  EXPECT_EQ(defaults.group.workers, 4);
+}
+
+TEST(OptionsOf, DocsListEveryKeyInOrderWithTheDefaultsItReads) {
+  std::vector<std::string> rows;
+  for (const OptionDoc& doc : settings_options().docs()) rows.push_back(doc.name + "=" + doc.default_value);
+  EXPECT_EQ(rows, (std::vector<std::string>{"lr=", "momentum=0.9", "every=10", "weights=none", "classes=(the dataset's)",
+                                            "mode=careful", "blocks=none", "workers=4"}));
+  EXPECT_EQ(settings_options().keys(),
+            (std::vector<std::string>{"lr", "momentum", "every", "weights", "classes", "mode", "blocks", "workers"}));
+  // Other defaults than the initialisers, for a struct shared between components.
+  Group eight;
+  eight.workers = 8;
+  const auto group = OptionsOf<Group>(eight).add(&Group::workers, "workers", "threads");
+  EXPECT_EQ(group.docs().front().default_value, "8");
+  EXPECT_EQ(group.read(section_of("c: {}\n")).workers, 8);
+}
+
+TEST(OptionsOf, EveryMistakeIsARecipeErrorAtItsKey) {
+  const auto options = settings_options();
+  EXPECT_STREQ(struct_error_of(options, "c:\n  lr: -1\n").what(), "r.yaml:2:7: c.lr: must not be negative");
+  EXPECT_STREQ(struct_error_of(options, "c:\n  lr: 1\n  mode: quick\n").what(),
+               "r.yaml:3:9: c.mode: expected fast or careful, got \"quick\"");
+  EXPECT_STREQ(struct_error_of(options, "c:\n  lr: 1\n  workers: -2\n").what(),
+               "r.yaml:3:12: c.workers: must not be negative");
+  // A rule relating two options fails at its key once both are read.
+  EXPECT_STREQ(struct_error_of(options, "c:\n  lr: 1\n  momentum: 0\n  mode: fast\n").what(),
+               "r.yaml:3:13: c.momentum: mode fast needs momentum");
+  const Error word = struct_error_of(options, "c:\n  lr: 1\n  blocks: some\n");
+  EXPECT_STREQ(word.what(), "r.yaml:3:11: c.blocks: expected none, all or a list of block names, got 'some'");
+  EXPECT_EQ(word.hint(), "write [some] for a list of one");
+  EXPECT_THAT(struct_error_of(options, "c:\n  lr: 1\n  blocks: [a, '']\n").what(), HasSubstr("an empty name"));
+  EXPECT_THAT(struct_error_of(options, "c: {}\n").what(), HasSubstr("c.lr: missing required option"));
+}
+
+TEST(OptionsOf, RefusedKeysAreErrorsOnlyWhereWrittenAndWhenTheyApply) {
+  struct Scaling {
+    bool dynamic = true;
+    double growth = 2.0;
+  };
+  const auto options = OptionsOf<Scaling>()
+                           .choice(&Scaling::dynamic, "mode", {{"dynamic", true}, {"static", false}}, "")
+                           .refuse({"growth"}, "only used with mode: dynamic", "remove it",
+                                   [](const Scaling& so_far) { return !so_far.dynamic; })
+                           .add(&Scaling::growth, "growth", "", above(1));
+  EXPECT_EQ(options.read(section_of("c: {mode: dynamic, growth: 3.0}\n")).growth, 3.0);
+  EXPECT_FALSE(options.read(section_of("c: {mode: static}\n")).dynamic);
+  // Refused before its own check: the bad value is not the point when the key is not used.
+  const Error refused = struct_error_of(options, "c:\n  mode: static\n  growth: 0.5\n");
+  EXPECT_STREQ(refused.what(), "r.yaml:3:11: c.growth: only used with mode: dynamic");
+  EXPECT_EQ(refused.hint(), "remove it");
+}
+
+TEST(OptionsOf, ARecipeSectionReportsAtItsKeysAndKnowsWhatWasWritten) {
+  const Settings o = settings_options().read(section_of("c:\n  lr: 1\n  weights: w.bin\n"));
+  EXPECT_TRUE(o.where.given("weights"));
+  EXPECT_FALSE(o.where.given("momentum"));  // read with its default, not written
+  try {
+    o.where.fail("weights", "no such file", "check the path");
+    ADD_FAILURE() << "fail() returned";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "r.yaml:3:12: c.weights: no such file");
+    EXPECT_EQ(e.hint(), "check the path");
+    EXPECT_EQ(e.exit_code(), 2);
+  }
+  try {
+    o.where.fail_missing("root");
+    ADD_FAILURE() << "fail_missing() returned";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("c.root: missing required option"));
+  }
+}
+
+// The registrar hands the factory its options read and checked, and lists the same docs.
+class RecordingRegistrar : public Registrar {
+ public:
+  ComponentInfo info;
+  CallbackFactory callback;
+
+ protected:
+  void register_model(const std::string&, ComponentInfo, ModelFactory) override {}
+  void register_optimizer(const std::string&, ComponentInfo, OptimizerFactory) override {}
+  void register_scheduler(const std::string&, ComponentInfo, SchedulerFactory) override {}
+  void register_precision(const std::string&, ComponentInfo, PrecisionFactory) override {}
+  void register_dataset(const std::string&, ComponentInfo, DatasetFactory) override {}
+  void register_callback(const std::string&, ComponentInfo given, CallbackFactory factory) override {
+    info = std::move(given);
+    callback = std::move(factory);
+  }
+};
+
+TEST(OptionsOf, TheRegistrarGivesTheFactoryTheFilledStruct) {
+  RecordingRegistrar registrar;
+  Settings seen;
+  registrar.add_callback(
+      "recorder", "records its options", settings_options(),
+      [&seen](const Settings& o, const CallbackContext&) -> std::unique_ptr<Callback> {
+        seen = o;
+        return nullptr;
+      },
+      WhenUnlisted::on);
+  EXPECT_EQ(registrar.info.summary, "records its options");
+  EXPECT_TRUE(registrar.info.enabled_by_default);
+  ASSERT_EQ(registrar.info.options.size(), settings_options().docs().size());
+  EXPECT_EQ(registrar.info.options[1].default_value, "0.9");
+  registrar.callback(section_of("c: {lr: 0.25, mode: fast}\n"), CallbackContext{});
+  EXPECT_EQ(seen.lr, 0.25);
+  EXPECT_EQ(seen.mode, Mode::fast);
+  // The factory never runs on a recipe its options refuse.
+  seen.lr = -7;
+  EXPECT_THROW(registrar.callback(section_of("c: {lr: -1}\n"), CallbackContext{}), Error);
+  EXPECT_EQ(seen.lr, -7);
 }
 
 }  // namespace

@@ -79,6 +79,16 @@ TEST(PluginLoader, WrongAbiNamesBothVersionsAndTheFix) {
   EXPECT_THAT(error, HasSubstr("rebuild the plugin against mixt"));
 }
 
+// A plugin of the last 4.x SDK, whose factories read the recipe themselves: refused, not
+// called through a Registrar whose functions it does not know.
+TEST(PluginLoader, APluginOfThePreviousMajorAbiIsRefusedNamingBothVersions) {
+  const std::string error = load_error(kFixtures + "/libmixt_fixture_previous_abi.so");
+  EXPECT_THAT(error, HasSubstr("libmixt_fixture_previous_abi.so: incompatible plugin: built for plugin ABI 4.4"))
+      << error;
+  EXPECT_THAT(error, HasSubstr("supports plugin ABI 5."));
+  EXPECT_THAT(error, HasSubstr("rebuild the plugin against mixt"));
+}
+
 TEST(PluginLoader, WrongBuildFingerprintNamesBoth) {
   const std::string error = load_error(kFixtures + "/libmixt_fixture_wrong_fingerprint.so");
   EXPECT_THAT(error, HasSubstr("built with [torch 1.13.1; cxx11abi 0; cuda 0; gcc 9]"));

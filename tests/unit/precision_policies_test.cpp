@@ -380,7 +380,7 @@ class CastsToDouble final : public PrecisionPolicy {
 
 TEST(PrecisionContract, TheBlankForwardPassRunsAfterSetup) {
   testing::BuiltPlugins local;  // its own registry: the fixture policy is added to it alone
-  local.registry.add_precision("fixture_casts_to_double", {"casts the model to float64", {}},
+  local.registry.register_precision("fixture_casts_to_double", {"casts the model to float64", {}},
                                [](const Config&, const PrecisionContext&) -> std::unique_ptr<PrecisionPolicy> {
                                  return std::make_unique<CastsToDouble>();
                                });
@@ -400,7 +400,7 @@ TEST(PrecisionContract, TheBlankForwardPassRunsAfterSetup) {
 TEST(PrecisionContract, APolicySeesTheFp32ModulesOfTheRecipe) {
   testing::BuiltPlugins local;
   std::vector<std::string> seen = {"not called"};
-  local.registry.add_precision("fixture_sees_fp32_modules", {"records its context", {}},
+  local.registry.register_precision("fixture_sees_fp32_modules", {"records its context", {}},
                                [&](const Config&, const PrecisionContext& context) -> std::unique_ptr<PrecisionPolicy> {
                                  seen = context.fp32_modules;
                                  return std::make_unique<PrecisionPolicy>();

@@ -26,7 +26,7 @@ Config section(const std::string& yaml, RecipeNodePtr& root) {
 TEST(Registry, FindsRegisteredComponentsByKindAndName) {
   Registry registry;
   registry.begin_plugin({"/p/libmixt_a.so", "a", "1.0"});
-  registry.add_precision("fp32", {"full", {}}, no_op_policy());
+  registry.register_precision("fp32", {"full", {}}, no_op_policy());
   registry.end_plugin();
   ASSERT_NE(registry.find(ComponentKind::precision, "fp32"), nullptr);
   EXPECT_EQ(registry.find(ComponentKind::precision, "fp32")->origin.file, "/p/libmixt_a.so");
@@ -38,10 +38,10 @@ TEST(Registry, FindsRegisteredComponentsByKindAndName) {
 TEST(Registry, DuplicateNameNamesBothPluginFiles) {
   Registry registry;
   registry.begin_plugin({"/p/libmixt_a.so", "a", "1.0"});
-  registry.add_precision("fp32", {}, no_op_policy());
+  registry.register_precision("fp32", {}, no_op_policy());
   registry.begin_plugin({"/p/libmixt_b.so", "b", "1.0"});
   const Error e = testing::thrown_error([&] {
-    registry.add_precision("fp32", {}, no_op_policy());
+    registry.register_precision("fp32", {}, no_op_policy());
   });
   const std::string what = e.what();
   EXPECT_THAT(what, HasSubstr("/p/libmixt_a.so"));
@@ -50,9 +50,9 @@ TEST(Registry, DuplicateNameNamesBothPluginFiles) {
 
 TEST(Registry, UnknownNameSuggestsTheClosestAtTheRecipeLocation) {
   Registry registry;
-  registry.add_precision("amp_fp16", {}, no_op_policy());
-  registry.add_precision("amp_bf16", {}, no_op_policy());
-  registry.add_precision("fp32", {}, no_op_policy());
+  registry.register_precision("amp_fp16", {}, no_op_policy());
+  registry.register_precision("amp_bf16", {}, no_op_policy());
+  registry.register_precision("fp32", {}, no_op_policy());
   RecipeNodePtr root;
   const Config config = section("trainer: {}\nprecision: {name: amp_fp61}\n", root);
   const Error e = testing::thrown_error([&] {
@@ -66,7 +66,7 @@ TEST(Registry, UnknownNameSuggestsTheClosestAtTheRecipeLocation) {
 TEST(Registry, FactoryExceptionsNameTheComponentAndPlugin) {
   Registry registry;
   registry.begin_plugin({"/p/libmixt_boom.so", "boom", "1.0"});
-  registry.add_precision("boom", {}, [](const Config&, const PrecisionContext&) -> std::unique_ptr<PrecisionPolicy> {
+  registry.register_precision("boom", {}, [](const Config&, const PrecisionContext&) -> std::unique_ptr<PrecisionPolicy> {
     throw std::logic_error("kaput");
   });
   registry.end_plugin();
@@ -80,9 +80,9 @@ TEST(Registry, FactoryExceptionsNameTheComponentAndPlugin) {
 
 TEST(Registry, ListFiltersByKindAndWildcard) {
   Registry registry;
-  registry.add_precision("amp_fp16", {}, no_op_policy());
-  registry.add_precision("amp_bf16", {}, no_op_policy());
-  registry.add_precision("fp32", {}, no_op_policy());
+  registry.register_precision("amp_fp16", {}, no_op_policy());
+  registry.register_precision("amp_bf16", {}, no_op_policy());
+  registry.register_precision("fp32", {}, no_op_policy());
   EXPECT_EQ(registry.list(ComponentKind::precision, "amp_*").size(), 2u);
   EXPECT_EQ(registry.list(std::nullopt, "*").size(), 3u);
   EXPECT_EQ(registry.list(ComponentKind::model).size(), 0u);

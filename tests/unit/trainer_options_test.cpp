@@ -12,6 +12,7 @@
 #include <string>
 
 #include "mixt/plugin.h"
+#include "plugins/option_table.h"
 #include "recipe/recipe_loader.h"
 #include "recipe/recipe_node.h"
 #include "test_support.h"
@@ -83,6 +84,41 @@ TEST(TrainerOptionDocs, NameEveryKeyTheTrainerReadsAndTheDocsTablesGiveItsDefaul
     EXPECT_TRUE(same_default(row->second, option.default_value))
         << option.name << ": the docs say " << row->second << ", mixt describe says " << option.default_value;
   }
+}
+
+// The table rows ("| `key` | ...") under `heading` in docs/`document`, but the row of
+// `except` (recipes.md's pointer to distributed.md), each with its newline.
+std::string table_rows(const std::string& document, const std::string& heading, const std::string& except = "") {
+  const std::string doc = testing::read_file(fs::path(MIXT_SOURCE_DIR) / "docs" / document);
+  const auto start = doc.find(heading);
+  EXPECT_NE(start, std::string::npos) << heading;
+  if (start == std::string::npos) return {};
+  std::istringstream table(doc.substr(start, doc.find("\n## ", start) - start));
+  std::string rows;
+  for (std::string line; std::getline(table, line);) {
+    if (line.rfind("| `", 0) == 0 && line.rfind("| `" + except + "` |", 0) != 0) rows += line + "\n";
+  }
+  return rows;
+}
+
+// The docs' tables are the declarations written out (option_table_rows): a key's default or
+// meaning changed in one place and not the other fails here, printing the rows to paste.
+TEST(TrainerOptionDocs, TheDocsTablesAreTheDeclarationsWrittenOut) {
+  std::vector<OptionDoc> trainer, distributed;
+  for (OptionDoc option : trainer_option_docs()) {
+    if (option.name.rfind("distributed.", 0) == 0) {
+      option.name = option.name.substr(12);
+      distributed.push_back(option);
+    } else {
+      trainer.push_back(option);
+    }
+  }
+  const std::string trainer_rows = option_table_rows(trainer);
+  EXPECT_EQ(table_rows("recipes.md", "### `trainer`", "distributed"), trainer_rows)
+      << "docs/recipes.md's trainer table should read:\n" << trainer_rows;
+  const std::string distributed_rows = option_table_rows(distributed);
+  EXPECT_EQ(table_rows("distributed.md", "## The recipe: `trainer.distributed`"), distributed_rows)
+      << "docs/distributed.md's table should read:\n" << distributed_rows;
 }
 
 }  // namespace

@@ -78,8 +78,9 @@ struct StepEnd {
   // The global 2-norm of the gradients the optimizer stepped on, before clipping: the
   // masters' under master-weight policies, unscaled under loss scaling (inf or NaN on a step
   // a loss scaler skipped). A scalar on the device, so reading it is a synchronisation
-  // there. Defined on logged steps, and on every step when trainer.clip_grad_norm > 0 or
-  // trainer.grad_norm is every_step; undefined on the others.
+  // there. Defined on logged steps, and on every step when trainer.clip_grad_norm > 0,
+  // trainer.grad_norm is every_step or a callback reads_grad_norm_every_step(); undefined
+  // on the others.
   at::Tensor grad_norm{};
 };
 
@@ -90,10 +91,10 @@ struct Evaluation {
   std::string weights;
   double loss = NAN;  // mean cross-entropy per sample
   double top1 = NAN;  // fraction of samples whose arg-max is the label
-  double top5 = NAN;  // fraction whose label is among the top_k highest logits
-  int top_k = 5;      // 5, or the class count for fewer than 5 classes (reported as top-k so)
+  double top_k_accuracy = NAN;  // fraction whose label is among the top_k highest logits
+  int top_k = 5;  // 5, or the class count for fewer than 5 classes (reported as val_topK)
   std::int64_t samples = 0;
-  bool interrupted = false;  // stopped early by Ctrl-C: loss, top1 and top5 are NaN
+  bool interrupted = false;  // stopped early by Ctrl-C: loss, top1 and top_k_accuracy are NaN
 };
 
 struct EpochEnd {
@@ -107,7 +108,7 @@ struct EpochEnd {
   // writes none (tests, mixt bench, the ranks other than 0). It holds the callbacks' state
   // from before this evaluation until on_epoch_end returns; copy it later (a next hook).
   std::filesystem::path checkpoint{};
-  TrainControl& control;  // to ask for the run to end after this epoch (ABI 4.2)
+  TrainControl& control;  // to ask for the run to end after this epoch
 };
 
 class Callback {
@@ -117,6 +118,9 @@ class Callback {
   virtual void on_fit_start(const FitStart& /*fit*/) {}
   virtual void on_epoch_start(const EpochStart& /*epoch*/) {}
   virtual void on_step_end(const StepEnd& /*step*/) {}
+  // True asks for StepEnd::grad_norm on every step (as `trainer.grad_norm: every_step` does),
+  // for a callback that watches it: one norm of all gradients per step, on the device.
+  virtual bool reads_grad_norm_every_step() const { return false; }
   // Other weights this callback evaluates besides the model's own, e.g. "ema": after the
   // model's own evaluation the trainer runs one more for them, and the callback swaps them
   // into the model at its on_evaluation_start and back at its on_evaluation_end. Empty: none.

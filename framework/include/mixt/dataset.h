@@ -19,6 +19,23 @@ struct Batch {
   at::Tensor targets;  // int64 class indices, N
 };
 
+class NamedClasses;
+class ResumesMidEpoch;
+class CountsBadSamples;
+class DecodesFiles;  // mixt/decodes_files.h
+class PadsShards;    // mixt/padded_shards.h
+
+// What a dataset can do beyond the interface below: each an optional interface it also
+// derives from, pointing at itself; null for what it cannot. One query, so the host asks
+// the dataset rather than probing its type across a library boundary.
+struct DatasetCapabilities {
+  NamedClasses* named_classes = nullptr;
+  ResumesMidEpoch* resumes_mid_epoch = nullptr;
+  CountsBadSamples* counts_bad_samples = nullptr;
+  DecodesFiles* decodes_files = nullptr;
+  PadsShards* pads_shards = nullptr;
+};
+
 class Dataset {
  public:
   virtual ~Dataset() = default;
@@ -32,49 +49,49 @@ class Dataset {
   virtual void start_epoch(std::int64_t epoch) = 0;
   // The next batch of the current epoch, or nothing when the epoch is over.
   virtual std::optional<Batch> next_batch() = 0;
+
+  // The optional interfaces below that this dataset implements. None by default.
+  virtual DatasetCapabilities capabilities() { return {}; }
 };
 
-// Optional, for a dataset whose classes have names (class folders, a label file): derive
-// from it as well as from Dataset. mixt then checks that data.val names data.train's classes
-// in the same order (the same count with other names would silently score the wrong
-// labels), prints the names in `mixt check`, and writes them to the run directory as
-// classes.txt, line i naming output i. A dataset that does not derive from it just skips
-// all that. A separate class, so a Dataset that lacks it keeps its layout.
+// For a dataset whose classes have names (class folders, a label file). mixt then checks
+// that data.val names data.train's classes in the same order (the same count with other
+// names would silently score the wrong labels), prints the names in `mixt check`, and
+// writes them to the run directory as classes.txt, line i naming output i.
 class NamedClasses {
  public:
-  // Defined in libmixt: one type_info for the host's dynamic_cast from a plugin's Dataset.
-  virtual ~NamedClasses();
+  virtual ~NamedClasses() = default;
   // One name per class, in label order (class_names()[i] is label i); num_classes() of them.
   virtual std::vector<std::string> class_names() const = 0;
 };
 
 // The names of a dataset's classes, or {} when it does not say.
-std::vector<std::string> class_names_of(const Dataset& dataset);
+std::vector<std::string> class_names_of(Dataset& dataset);
 
-// Optional, for a dataset that can start an epoch part-way without producing the batches
-// before it (decoding images costs seconds per batch): derive from it as well as from
-// Dataset. A mid-epoch resume then starts there; any other dataset has the batches it
-// already delivered replayed through next_batch(), which costs little for in-memory data.
+// For a dataset that can start an epoch part-way without producing the batches before it
+// (decoding images costs seconds per batch). A mid-epoch resume then starts there; any
+// other dataset has the batches it already delivered replayed through next_batch(), which
+// costs little for in-memory data.
 class ResumesMidEpoch {
  public:
-  virtual ~ResumesMidEpoch();  // defined in libmixt (see NamedClasses)
+  virtual ~ResumesMidEpoch() = default;
   // Batches of the current epoch delivered so far: saved with a mid-epoch checkpoint.
   virtual std::int64_t position() const = 0;
   // Starts epoch `epoch` at batch `first_batch`, a position() saved in that epoch.
   virtual void start_epoch_at(std::int64_t epoch, std::int64_t first_batch) = 0;
 };
 
-// Optional, for a dataset that skips samples it cannot read (undecodable files) rather
-// than failing: mixt reports the count with every epoch and fails an epoch of nothing else.
+// For a dataset that skips samples it cannot read (undecodable files) rather than failing:
+// mixt reports the count with every epoch and fails an epoch of nothing else.
 class CountsBadSamples {
  public:
-  virtual ~CountsBadSamples();  // defined in libmixt (see NamedClasses)
+  virtual ~CountsBadSamples() = default;
   // Samples skipped as bad since the dataset was made.
   virtual std::int64_t bad_samples() const = 0;
 };
 
-// The dataset's bad-sample count, or 0 for a dataset that does not count them.
-std::int64_t bad_samples_of(const Dataset* dataset);
+// The dataset's bad-sample count, or 0 for a dataset that does not count them (or none).
+std::int64_t bad_samples_of(Dataset* dataset);
 
 struct DatasetContext {
   std::string split;           // the key under `data:` ("train", "val")

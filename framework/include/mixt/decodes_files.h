@@ -7,7 +7,7 @@
 // sample_shape(), its class names (NamedClasses) and decode_file(): its data (a root
 // folder, a download) may be absent, and it may then hold no samples. A dataset that does
 // not know this split sees a split other than "train", and takes its evaluation defaults.
-// (ABI 4.2: a separate class, as NamedClasses, so no Dataset changes its layout.)
+// A dataset that has one derives from DecodesFiles too and points at it from capabilities().
 #pragma once
 
 #include <ATen/ATen.h>
@@ -22,7 +22,7 @@ inline constexpr const char* kPredictSplit = "predict";
 
 class DecodesFiles {
  public:
-  virtual ~DecodesFiles();  // defined in libmixt: one type_info for the host's dynamic_cast
+  virtual ~DecodesFiles() = default;
   // Whether a file found in a folder is one the dataset would take (its extensions); the
   // others are passed over in silence. A file named on its own is always tried.
   virtual bool takes_file(const std::string& path) const = 0;
@@ -33,6 +33,6 @@ class DecodesFiles {
 };
 
 // The dataset's file decoder, or null when it has none.
-const DecodesFiles* file_decoder_of(const Dataset& dataset);
+DecodesFiles* file_decoder_of(Dataset& dataset);
 
 }  // namespace mixt

@@ -1,27 +1,26 @@
 // mixt/options.h — a component's options, each declared once: name, default, help, check.
 //
-//   const mixt::Required<double> kLr{"lr", "learning rate", mixt::at_least(0)};
-//   const mixt::Option<double> kMomentum{"momentum", 0.0, "momentum factor", mixt::at_least(0)};
-//   registrar.add_optimizer("sgd", {"SGD", {kLr, kMomentum}}, [](const mixt::Config& c, const auto& ctx) {
-//     const double momentum = kMomentum.read(c);  // c.number("momentum", 0.0), then the check
-//     ...
+// A component's options are the fields of a struct; OptionsOf binds each field to its key,
+// and the field's initialiser is the one default. The registrar reads and checks the
+// struct before the factory runs, and `mixt describe` lists the same declarations:
 //
-// The factory reads through the declaration and ComponentInfo lists it, so `mixt describe`
-// shows exactly the default the reader uses (written by format_yaml, which reads back as the
-// same value). A failed check is a recipe error at the value: "r.yaml:3:14: optimizer.momentum:
-// must not be negative". Checks that relate two options stay in the factory.
+//   struct SgdOptions { double lr = 0; double momentum = 0.0; bool nesterov = false; };
+//   const auto kSgdOptions = mixt::OptionsOf<SgdOptions>()
+//       .required(&SgdOptions::lr, "lr", "learning rate", mixt::at_least(0))
+//       .add(&SgdOptions::momentum, "momentum", "momentum factor", mixt::at_least(0))
+//       .add(&SgdOptions::nesterov, "nesterov", "Nesterov momentum")
+//       .rule("nesterov", [](const SgdOptions& o) -> std::optional<std::string> {
+//         if (o.nesterov && o.momentum <= 0) return "Nesterov momentum needs momentum > 0";
+//         return std::nullopt;
+//       });
+//   registrar.add_optimizer("sgd", "SGD", kSgdOptions, [](const SgdOptions& o, const mixt::OptimizerContext& c) {...});
 //
-// Options that fill a struct are bound to its fields with OptionsOf<S> (below): the field's
-// initialiser is then the one default, read, checked and documented from that one place.
-//
-// Header-only templates over Config and OptionDoc: no SDK class layout changes, so this
-// header needs no ABI bump. OptionDoc may still be written by hand.
+// A failed check is a recipe error at the value: "r.yaml:3:14: optimizer.momentum: must not
+// be negative". The single-option declarations (Option, Required, ...) below are the
+// building blocks; SDK helpers use them for options they share between components.
 #pragma once
 
-#include <charconv>
-#include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <functional>
 #include <initializer_list>
 #include <optional>
@@ -31,7 +30,7 @@
 #include <vector>
 
 #include "mixt/config.h"
-#include "mixt/plugin.h"
+#include "mixt/option_doc.h"
 
 namespace mixt {
 
@@ -39,56 +38,12 @@ namespace mixt {
 
 // Shortest text that reads back as the same double, with ".0" on integral values: 0.0, 0.1,
 // 1e-08, 65536.0, -0.0.
-inline std::string format_yaml(double value) {
-  if (std::isnan(value)) return ".nan";
-  if (std::isinf(value)) return value > 0 ? ".inf" : "-.inf";
-  char text[64];
-  const auto end = std::to_chars(text, text + sizeof(text), value).ptr;
-  std::string out(text, end);
-  if (out.find_first_of(".e") == std::string::npos) out += ".0";
-  return out;
-}
-inline std::string format_yaml(std::int64_t value) { return std::to_string(value); }
-inline std::string format_yaml(bool value) { return value ? "true" : "false"; }
+std::string format_yaml(double value);
+std::string format_yaml(std::int64_t value);
+std::string format_yaml(bool value);
 // Plain when YAML would read the plain text back as this string (auto, runs/, steps.csv);
 // double-quoted otherwise ("", "true", "1.0", "null", "a b").
-inline std::string format_yaml(const std::string& value) {
-  const auto plain_char = [](char ch) {
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
-           ch == '.' || ch == '/' || ch == '-';
-  };
-  bool plain = !value.empty() && value.front() != '-' && value.front() != '.';
-  for (const char ch : value) plain = plain && plain_char(ch);
-  if (plain) {
-    std::string lower;
-    for (const char ch : value) lower += static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
-    for (const char* word : {"null", "true", "false", "yes", "no", "on", "off", "y", "n", "inf", "nan"}) {
-      plain = plain && lower != word;
-    }
-    char* end = nullptr;
-    (void)std::strtod(value.c_str(), &end);  // a number would read back as one
-    plain = plain && end != value.c_str() + value.size();
-  }
-  if (plain) return value;
-  std::string out = "\"";
-  for (const char ch : value) {
-    switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (static_cast<unsigned char>(ch) < 0x20) {
-          const char* hex = "0123456789ABCDEF";
-          out += std::string("\\x") + hex[(ch >> 4) & 0xF] + hex[ch & 0xF];
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out + "\"";
-}
+std::string format_yaml(const std::string& value);
 inline std::string format_yaml(const char* value) { return format_yaml(std::string(value)); }  // not the bool one
 template <class T>
 std::string format_yaml(const std::vector<T>& values) {
@@ -125,20 +80,8 @@ class Bounds {
     return both;
   }
 
-  std::optional<std::string> failure(double value) const {
-    const bool low_ok = !low_ || (low_open_ ? value > *low_ : value >= *low_);
-    const bool high_ok = !high_ || (high_open_ ? value < *high_ : value <= *high_);
-    if (low_ok && high_ok) return std::nullopt;
-    if (low_ && high_) {
-      return "must be in " + std::string(low_open_ ? "(" : "[") + number(*low_) + ", " + number(*high_) +
-             (high_open_ ? ")" : "]");
-    }
-    if (low_) {
-      if (*low_ == 0) return low_open_ ? "must be positive" : "must not be negative";
-      return (low_open_ ? "must be greater than " : "must be at least ") + number(*low_);
-    }
-    return (high_open_ ? "must be less than " : "must be at most ") + number(*high_);
-  }
+  // The message for a value outside the range ("must be in [0, 1)"), or nothing.
+  std::optional<std::string> failure(double value) const;
 
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T> && !std::is_same_v<T, bool>>>
   operator Check<T>() const {  // implicit: a Bounds is given where a Check is asked for
@@ -147,11 +90,6 @@ class Bounds {
   }
 
  private:
-  static std::string number(double value) {
-    char text[64];
-    return std::string(text, std::to_chars(text, text + sizeof(text), value).ptr);
-  }
-
   std::optional<double> low_, high_;
   bool low_open_ = false, high_open_ = false;
 };
@@ -163,21 +101,7 @@ inline Bounds below(double high) { return {std::nullopt, false, high, true}; }  
 inline Bounds between(double low, double high) { return at_least(low) && at_most(high); }  // both included
 
 // One of a few words: `expected skip or fail, got "x"`; the choices appear in the help.
-inline Check<std::string> one_of(std::vector<std::string> choices) {
-  std::string words, listed;
-  for (std::size_t i = 0; i < choices.size(); ++i) {
-    words += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
-    listed += (i ? ", " : "") + choices[i];
-  }
-  return Check<std::string>(
-      [choices, words](const std::string& value) -> std::optional<std::string> {
-        for (const auto& choice : choices) {
-          if (value == choice) return std::nullopt;
-        }
-        return "expected " + words + ", got \"" + value + "\"";
-      },
-      "one of: " + listed);
-}
+Check<std::string> one_of(std::vector<std::string> choices);
 
 // --- declarations -----------------------------------------------------------------------
 
@@ -304,7 +228,7 @@ class Optional : public option_detail::Declared<T> {
 
   std::optional<T> read(const Config& c) const {
     if (!c.has(this->name())) return std::nullopt;
-    return this->checked(c, option_detail::read_required<T>(c, this->name()));
+    return this->checked(c, option_detail::read<T>(c, this->name(), T{}));  // present: T{} is not used
   }
   OptionDoc doc() const { return this->doc_with("none"); }
   operator OptionDoc() const { return doc(); }
@@ -321,43 +245,211 @@ template <class T>
 struct identity {  // std::type_identity (C++20): keeps a Check<T> argument out of deduction
   using type = T;
 };
+template <class T>
+using check_of = typename identity<Check<T>>::type;
 }  // namespace option_detail
 
-// Options bound to the fields of a struct: each field's initialiser is its default, so the
-// struct holds the only one; read() fills a struct from a Config, docs() lists them in order.
-//
-//   struct SgdOptions { double momentum = 0.0; bool nesterov = false; };
-//   const auto kOptions = mixt::OptionsOf<SgdOptions>()
-//       .add(&SgdOptions::momentum, "momentum", "momentum factor", mixt::at_least(0))
-//       .add(&SgdOptions::nesterov, "nesterov", "Nesterov momentum");
-//   SgdOptions o = kOptions.read(c);       // ComponentInfo{"SGD", kOptions.docs()}
-//
-// A field that needs more than one option's reading (an enum, two keys checked together)
-// is set by the factory after read(), with its OptionDoc added to docs() by hand.
+// A key that takes one of a few words or a list of names, e.g.
+// `activation_checkpointing: all` or `activation_checkpointing: [layer1, layer2]`.
+struct WordOrList {
+  std::string word;                // the word given (or the default); empty when a list was given
+  std::vector<std::string> names;  // the list given; empty when a word was
+};
+// Reads such a key (OptionsOf::word_or_list).
+WordOrList read_word_or_list(const Config& c, const std::string& key, const std::vector<std::string>& words,
+                             const std::string& default_word, const std::string& names_are);
+
+// Whether the recipe wrote `key` in the section, without making it one of the section's
+// known keys (as Config::has does): for keys a component refuses.
+bool written(const Config& section, std::string_view key);
+
+// Where a component's section sits in the recipe, for the errors only its factory can find
+// (a data root that does not exist): reported at the key's file:line:column like any recipe
+// error. It reads nothing; a field bound with OptionsOf::recipe_section.
+class RecipeSection {
+ public:
+  RecipeSection() = default;
+  explicit RecipeSection(Config section) : section_(std::move(section)) {}
+  [[noreturn]] void fail(std::string_view key, const std::string& message, const std::string& hint = {}) const {
+    section_.fail(key, message, hint);
+  }
+  // Whether the recipe wrote `key` (even with its default value).
+  bool given(std::string_view key) const { return written(section_, key); }
+  // The error of a required option that is absent (naming a misspelt key if there is one),
+  // for a key that is required only sometimes.
+  [[noreturn]] void fail_missing(std::string_view key) const;
+  SourceLocation location(std::string_view key = {}) const { return section_.location(key); }
+  const std::string& path() const { return section_.path(); }  // "data.train"
+
+ private:
+  Config section_;
+};
+
+// A component's options: the fields of a struct S, each bound to its key once. read() fills
+// an S from a recipe section, checking every value and then every rule; docs() lists the
+// keys in the order they were added, for `mixt describe` and ComponentInfo.
 template <class S>
 class OptionsOf {
  public:
+  // `defaults`: where the keys' defaults come from; S{} (the fields' initialisers) unless a
+  // component shares a struct with other defaults (a dataset's own batch size).
+  explicit OptionsOf(S defaults = S{}) : defaults_(std::move(defaults)) {}
+
+  // A key with a default: the field's value in the defaults.
   template <class F, class T = option_detail::read_as_t<F>>
-  OptionsOf add(F S::*field, std::string name, std::string help,
-                typename option_detail::identity<Check<T>>::type check = {}) const {
+  OptionsOf add(F S::*field, std::string name, std::string help, option_detail::check_of<T> check = {}) const {
+    const Option<T> option(std::move(name), static_cast<T>(defaults_.*field), std::move(help), std::move(check));
+    return with(option.doc(), [option, field](const Config& c, S& into) { into.*field = static_cast<F>(option.read(c)); });
+  }
+
+  // A key the recipe must give (`mixt describe` shows "(required)").
+  template <class F, class T = option_detail::read_as_t<F>>
+  OptionsOf required(F S::*field, std::string name, std::string help, option_detail::check_of<T> check = {}) const {
+    const Required<T> option(std::move(name), std::move(help), std::move(check));
+    return with(option.doc(), [option, field](const Config& c, S& into) { into.*field = static_cast<F>(option.read(c)); });
+  }
+
+  // A key that means something only when given (a weights file): the field stays empty when
+  // the key is absent, and `mixt describe` shows "none".
+  template <class F, class T = option_detail::read_as_t<F>>
+  OptionsOf optional(std::optional<F> S::*field, std::string name, std::string help,
+                     option_detail::check_of<T> check = {}) const {
+    const Optional<T> option(std::move(name), std::move(help), std::move(check));
+    return with(option.doc(), [option, field](const Config& c, S& into) {
+      if (auto value = option.read(c)) into.*field = static_cast<F>(*value);
+    });
+  }
+
+  // A key whose default comes from what the component is built for (the dataset's class
+  // count): the field stays empty when the key is absent, the factory fills it from its
+  // context, and `mixt describe` shows `default_in_words` in parentheses.
+  template <class F, class T = option_detail::read_as_t<F>>
+  OptionsOf contextual(std::optional<F> S::*field, std::string name, std::string default_in_words, std::string help,
+                       option_detail::check_of<T> check = {}) const {
+    const Optional<T> option(name, help, check);
+    const Contextual<T> doc(std::move(name), std::move(default_in_words), std::move(help), std::move(check));
+    return with(doc.doc(), [option, field](const Config& c, S& into) {
+      if (auto value = option.read(c)) into.*field = static_cast<F>(*value);
+    });
+  }
+
+  // One of a few words, each standing for a value of the field (an enum): the default is the
+  // word of the field's default value.
+  template <class F>
+  OptionsOf choice(F S::*field, std::string name, std::vector<std::pair<std::string, F>> words,
+                   std::string help) const {
+    std::string fallback;
+    std::vector<std::string> names;
+    for (const auto& [word, value] : words) {
+      names.push_back(word);
+      if (value == defaults_.*field && fallback.empty()) fallback = word;
+    }
+    const Option<std::string> option(std::move(name), fallback, std::move(help), one_of(names));
+    return with(option.doc(), [option, field, words](const Config& c, S& into) {
+      const std::string word = option.read(c);
+      for (const auto& [known, value] : words) {
+        if (known == word) into.*field = value;
+      }
+    });
+  }
+
+  // One of `words` or a list of names, `default_word` when absent; `names_are` says what the
+  // names are ("submodule names") in the error for anything else. An empty name is an error.
+  // `convert` turns what was given into the field's type (for a field that is no WordOrList).
+  template <class F = WordOrList>
+  OptionsOf word_or_list(
+      F S::*field, std::string name, std::vector<std::string> words, std::string default_word, std::string names_are,
+      std::string help, std::function<F(const WordOrList&)> convert = [](const WordOrList& given) { return given; })
+      const {
+    const OptionDoc doc{name, format_yaml(default_word), std::move(help)};
+    return with(doc, [=](const Config& c, S& into) {
+      into.*field = convert(read_word_or_list(c, name, words, default_word, names_are));
+    });
+  }
+
+  // Another struct's options, read from the same section into a field (option groups that
+  // several components share: the data loader's, a loss scaler's).
+  template <class G>
+  OptionsOf include(G S::*field, const OptionsOf<G>& group) const {
     OptionsOf more = *this;
-    const Option<T> option(std::move(name), static_cast<T>(S{}.*field), std::move(help), std::move(check));
-    more.docs_.push_back(option.doc());
-    more.readers_.push_back([option, field](const Config& c, S& into) { into.*field = static_cast<F>(option.read(c)); });
+    more.docs_.insert(more.docs_.end(), group.docs().begin(), group.docs().end());
+    more.readers_.push_back([group, field](const Config& c, S& into) { into.*field = group.read(c); });
     return more;
   }
 
-  // A struct with the defaults, each bound field read (in the order they were added).
+  // A rule relating several options, tested after every key is read: its message becomes
+  // a recipe error at `key` ("nesterov: needs momentum > 0").
+  OptionsOf rule(std::string key, std::function<std::optional<std::string>(const S&)> test) const {
+    OptionsOf more = *this;
+    more.rules_.push_back({std::move(key), std::move(test)});
+    return more;
+  }
+
+  // Keys that are an error where written, when `applies` holds for the options read so far
+  // (those added before this): keys of a mode not chosen, or ones other components take
+  // (amp_bf16 has no loss scaler). They are not offered as known keys in hints.
+  OptionsOf refuse(std::vector<std::string> keys, std::string message, std::string hint,
+                   std::function<bool(const S&)> applies = [](const S&) { return true; }) const {
+    OptionsOf more = *this;
+    more.readers_.push_back([=](const Config& c, S& so_far) {
+      if (!applies(so_far)) return;
+      for (const std::string& key : keys) {
+        if (written(c, key)) c.fail(key, message, hint);
+      }
+    });
+    return more;
+  }
+
+  // The keys it reads, in order (for a list of keys another component refuses).
+  std::vector<std::string> keys() const {
+    std::vector<std::string> names;
+    for (const OptionDoc& doc : docs_) names.push_back(doc.name);
+    return names;
+  }
+
+  // The section itself, for errors at its keys (RecipeSection).
+  OptionsOf recipe_section(RecipeSection S::*field) const {
+    OptionsOf more = *this;
+    more.readers_.push_back([field](const Config& c, S& into) { into.*field = RecipeSection(c); });
+    return more;
+  }
+
+  // Keys that an SDK helper reads from the section itself (a transform pipeline), with the
+  // docs that helper gives for them.
+  OptionsOf read_with(std::vector<OptionDoc> docs, std::function<void(const Config&, S&)> read) const {
+    OptionsOf more = *this;
+    more.docs_.insert(more.docs_.end(), docs.begin(), docs.end());
+    more.readers_.push_back(std::move(read));
+    return more;
+  }
+
+  // A struct with the defaults, each bound key read (in the order added), then the rules.
   S read(const Config& c) const {
-    S out{};
+    S out = defaults_;
     for (const auto& read_into : readers_) read_into(c, out);
+    for (const auto& [key, test] : rules_) {
+      if (auto message = test(out)) c.fail(key, *message);
+    }
     return out;
   }
   const std::vector<OptionDoc>& docs() const { return docs_; }
 
  private:
+  OptionsOf with(OptionDoc doc, std::function<void(const Config&, S&)> read) const {
+    OptionsOf more = *this;
+    more.docs_.push_back(std::move(doc));
+    more.readers_.push_back(std::move(read));
+    return more;
+  }
+
+  S defaults_;
   std::vector<OptionDoc> docs_;
   std::vector<std::function<void(const Config&, S&)>> readers_;
+  std::vector<std::pair<std::string, std::function<std::optional<std::string>(const S&)>>> rules_;
 };
+
+// For a component without options: `registrar.add_precision("fp32", "...", mixt::kNoOptions, ...)`.
+struct NoOptions {};
+inline const OptionsOf<NoOptions> kNoOptions = OptionsOf<NoOptions>();
 
 }  // namespace mixt

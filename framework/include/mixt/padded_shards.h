@@ -4,7 +4,7 @@
 // ceil(N / world_size) samples, and the last sample of some ranks repeats one from the
 // start of the data: an evaluation summed over ranks would count those twice. A dataset
 // that says how many of the samples it serves are its own (the first ones, in the order it
-// serves them) is evaluated exactly: the trainer counts those and no more. The built-in
+// serves them; DatasetCapabilities::pads_shards) is evaluated exactly: the trainer counts those and no more. The built-in
 // loader (mixt::LoaderDataset) and fashion_mnist say it; a dataset that does not is
 // evaluated as it serves.
 #pragma once
@@ -17,7 +17,7 @@ namespace mixt {
 
 class PadsShards {
  public:
-  virtual ~PadsShards();  // defined in libmixt: one type_info for the host's dynamic_cast
+  virtual ~PadsShards() = default;
   // How many of the size() samples this shard serves per epoch, the first ones, are its own.
   virtual std::int64_t own_samples() const = 0;
 };
@@ -31,6 +31,6 @@ inline std::int64_t distributed_sampler_own_samples(std::int64_t total, std::int
 }
 
 // The dataset's own samples per epoch, or size() when it does not say.
-std::int64_t own_samples_of(const Dataset& dataset);
+std::int64_t own_samples_of(Dataset& dataset);
 
 }  // namespace mixt

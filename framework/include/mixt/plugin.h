@@ -1,11 +1,19 @@
 // mixt/plugin.h — what a plugin library is: one descriptor and one registration callback.
 //
-//   #include <mixt/options.h>  // includes mixt/plugin.h
-//   const mixt::Option<double> kLr{"lr", 0.1, "learning rate"};  // declared once: read and described
+//   #include <mixt/optimizer.h>  // the kinds the plugin provides: one header each
+//   #include <mixt/plugin.h>
+//   struct SgdOptions { double lr = 0; double momentum = 0; };
+//   const auto kOptions = mixt::OptionsOf<SgdOptions>()
+//       .required(&SgdOptions::lr, "lr", "learning rate", mixt::at_least(0))
+//       .add(&SgdOptions::momentum, "momentum", "momentum factor");
 //   static void register_components(mixt::Registrar& r) {
-//     r.add_optimizer("sgd", {"SGD with momentum", {kLr}}, [](const mixt::Config& c, const auto& ctx) { ... });
+//     r.add_optimizer("sgd", "SGD with momentum", kOptions,
+//                     [](const SgdOptions& o, const mixt::OptimizerContext& context) { ... });
 //   }
 //   MIXT_PLUGIN("sgd", "1.0.0", register_components)
+//
+// A factory receives its options read and checked (mixt/options.h), never the recipe
+// itself: the declaration is the one place a key is named, read and documented.
 //
 // Build it with the CMake function mixt_add_plugin(). The host loads the library, reads
 // the descriptor through the one exported symbol `mixt_plugin_info`, checks its ABI
@@ -18,22 +26,33 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "mixt/callback.h"
 #include "mixt/config.h"
-#include "mixt/dataset.h"
-#include "mixt/model.h"
-#include "mixt/optimizer.h"
 #include "mixt/option_doc.h"
-#include "mixt/precision.h"
-#include "mixt/scheduler.h"
+#include "mixt/options.h"
 #include "mixt/version.h"
 
 namespace mixt {
 
+// The six kinds; each is declared in its own header (mixt/model.h, mixt/optimizer.h, ...).
+class Model;
+class Optimizer;
+class Scheduler;
+class PrecisionPolicy;
+class Dataset;
+class Callback;
+struct ModelContext;
+struct OptimizerContext;
+struct SchedulerContext;
+struct PrecisionContext;
+struct DatasetContext;
+struct CallbackContext;
+
 enum class ComponentKind { model, optimizer, scheduler, precision, dataset, callback };
 
+// What `mixt list` and `mixt describe` show of a component.
 struct ComponentInfo {
   std::string summary;             // one line, shown by `mixt list`
   std::vector<OptionDoc> options;  // shown by `mixt describe`
@@ -42,33 +61,71 @@ struct ComponentInfo {
   bool enabled_by_default = false;
 };
 
-using ModelFactory = std::function<std::shared_ptr<Model>(const Config&, const ModelContext&)>;
-using OptimizerFactory =
-    std::function<std::unique_ptr<Optimizer>(const Config&, const OptimizerContext&)>;
-using SchedulerFactory =
-    std::function<std::unique_ptr<Scheduler>(const Config&, const SchedulerContext&)>;
-using PrecisionFactory =
-    std::function<std::unique_ptr<PrecisionPolicy>(const Config&, const PrecisionContext&)>;
-using DatasetFactory =
-    std::function<std::unique_ptr<Dataset>(const Config&, const DatasetContext&)>;
-using CallbackFactory =
-    std::function<std::unique_ptr<Callback>(const Config&, const CallbackContext&)>;
+// For add_callback: whether a recipe that does not list the callback gets it anyway.
+enum class WhenUnlisted { off, on };
 
-// Handed to a plugin's register_components. Names are lower_snake and unique per kind.
+// The host's side of a factory: the recipe section and the context.
+using ModelFactory = std::function<std::shared_ptr<Model>(const Config&, const ModelContext&)>;
+using OptimizerFactory = std::function<std::unique_ptr<Optimizer>(const Config&, const OptimizerContext&)>;
+using SchedulerFactory = std::function<std::unique_ptr<Scheduler>(const Config&, const SchedulerContext&)>;
+using PrecisionFactory = std::function<std::unique_ptr<PrecisionPolicy>(const Config&, const PrecisionContext&)>;
+using DatasetFactory = std::function<std::unique_ptr<Dataset>(const Config&, const DatasetContext&)>;
+using CallbackFactory = std::function<std::unique_ptr<Callback>(const Config&, const CallbackContext&)>;
+
+// Handed to a plugin's register_components. Names are lower_snake and unique per kind. Each
+// add_KIND takes the component's options and a factory of (const S& options, const
+// KINDContext&); the options are read and checked before the factory runs.
 class Registrar {
  public:
   virtual ~Registrar() = default;
-  virtual void add_model(const std::string& name, ComponentInfo info, ModelFactory factory) = 0;
-  virtual void add_optimizer(const std::string& name, ComponentInfo info,
-                             OptimizerFactory factory) = 0;
-  virtual void add_scheduler(const std::string& name, ComponentInfo info,
-                             SchedulerFactory factory) = 0;
-  virtual void add_precision(const std::string& name, ComponentInfo info,
-                             PrecisionFactory factory) = 0;
-  virtual void add_dataset(const std::string& name, ComponentInfo info,
-                           DatasetFactory factory) = 0;
-  virtual void add_callback(const std::string& name, ComponentInfo info,
-                            CallbackFactory factory) = 0;
+
+  template <class S, class F>
+  void add_model(const std::string& name, std::string summary, const OptionsOf<S>& options, F factory) {
+    register_model(name, {std::move(summary), options.docs()}, bind<std::shared_ptr<Model>, ModelContext>(options, factory));
+  }
+  template <class S, class F>
+  void add_optimizer(const std::string& name, std::string summary, const OptionsOf<S>& options, F factory) {
+    register_optimizer(name, {std::move(summary), options.docs()},
+                       bind<std::unique_ptr<Optimizer>, OptimizerContext>(options, factory));
+  }
+  template <class S, class F>
+  void add_scheduler(const std::string& name, std::string summary, const OptionsOf<S>& options, F factory) {
+    register_scheduler(name, {std::move(summary), options.docs()},
+                       bind<std::unique_ptr<Scheduler>, SchedulerContext>(options, factory));
+  }
+  template <class S, class F>
+  void add_precision(const std::string& name, std::string summary, const OptionsOf<S>& options, F factory) {
+    register_precision(name, {std::move(summary), options.docs()},
+                       bind<std::unique_ptr<PrecisionPolicy>, PrecisionContext>(options, factory));
+  }
+  template <class S, class F>
+  void add_dataset(const std::string& name, std::string summary, const OptionsOf<S>& options, F factory) {
+    register_dataset(name, {std::move(summary), options.docs()},
+                     bind<std::unique_ptr<Dataset>, DatasetContext>(options, factory));
+  }
+  template <class S, class F>
+  void add_callback(const std::string& name, std::string summary, const OptionsOf<S>& options, F factory,
+                    WhenUnlisted when_unlisted = WhenUnlisted::off) {
+    register_callback(name, {std::move(summary), options.docs(), when_unlisted == WhenUnlisted::on},
+                      bind<std::unique_ptr<Callback>, CallbackContext>(options, factory));
+  }
+
+ protected:
+  // What the add_KIND calls come to; implemented by the host.
+  virtual void register_model(const std::string& name, ComponentInfo info, ModelFactory factory) = 0;
+  virtual void register_optimizer(const std::string& name, ComponentInfo info, OptimizerFactory factory) = 0;
+  virtual void register_scheduler(const std::string& name, ComponentInfo info, SchedulerFactory factory) = 0;
+  virtual void register_precision(const std::string& name, ComponentInfo info, PrecisionFactory factory) = 0;
+  virtual void register_dataset(const std::string& name, ComponentInfo info, DatasetFactory factory) = 0;
+  virtual void register_callback(const std::string& name, ComponentInfo info, CallbackFactory factory) = 0;
+
+ private:
+  template <class Made, class Context, class S, class F>
+  static std::function<Made(const Config&, const Context&)> bind(const OptionsOf<S>& options, F factory) {
+    return [options, factory](const Config& section, const Context& context) -> Made {
+      return factory(options.read(section), context);
+    };
+  }
 };
 
 // The descriptor. Its first three fields never move, whatever the ABI version: the host

@@ -8,8 +8,8 @@
 //   StepOutcome outcome = scaler.step(optimizer);   // no host read
 //   if (outcome.applied()) scheduler.step();        // one read here (cached after)
 //
-// `return true;` still makes one: a bool converts implicitly, and an outcome converts back
-// to bool (a read, for a device outcome), so `bool applied = scaler.step(optimizer)` compiles.
+// `return true;` makes a host outcome. The way back to bool is explicit (applied(), or `if
+// (outcome)`), so no `bool b = outcome;` waits on the device unseen.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -28,7 +28,7 @@ class StepOutcome {
   // Whether the step was applied: for a device outcome, one host read (a synchronisation on a
   // GPU) the first time, cached for the copy it was asked of.
   bool applied() const;
-  operator bool() const { return applied(); }  // NOLINT: implicit, as bool was
+  explicit operator bool() const { return applied(); }
   // Whether applied() costs nothing: decided on the host, or already read.
   bool known() const { return applied_.has_value(); }
   // The decision as a float32 scalar (1: skipped) on `device`, with no host read: the device

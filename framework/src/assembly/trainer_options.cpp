@@ -9,76 +9,74 @@ namespace mixt {
 namespace {
 using T = TrainerOptions;
 
-// Each key of `trainer:` once: its default is the field's initialiser (trainer_options.h).
+// Each key of `trainer:` once: its default is the field's initialiser (trainer_options.h),
+// and its help is what `mixt describe trainer` prints and docs/recipes.md's table shows (a
+// test keeps the table equal to these).
 const OptionsOf<TrainerOptions>& bound() {
   static const auto options =
       OptionsOf<T>()
-          .add(&T::epochs, "epochs", "epochs to train (the total, also when resuming)", at_least(1))
-          .add(&T::device, "device", "auto (CUDA when usable, else CPU), cpu, cuda (= cuda:0) or cuda:N")
-          .add(&T::seed, "seed", "seeds model initialisation and the data order")
+          .add(&T::epochs, "epochs", "epochs to train in all (when resuming too: the total, not how many more)",
+               at_least(1))
+          .add(&T::device, "device", "`auto` (CUDA when usable, else CPU), `cpu`, `cuda` (= `cuda:0`), `cuda:N`")
+          .add(&T::seed, "seed",
+               "seeds model initialisation and the data order; runs on CPU are bitwise reproducible at the same "
+               "`threads`")
           // A million threads made even `mixt check` hang (ATen starts them at once).
           .add(&T::threads, "threads", "intra-op threads (0 = LibTorch's default)", between(0, 1024))
-          .add(&T::log_every, "log_every", "optimizer steps between metric lines", at_least(1))
-          .add(&T::accumulate, "accumulate", "micro-batches per optimizer step", at_least(1))
-          .add(&T::clip_grad_norm, "clip_grad_norm", "clip the global gradient norm to this (0 = off), after unscaling",
-               at_least(0))
+          .add(&T::log_every, "log_every", "optimizer steps between metric lines (and plain progress lines)",
+               at_least(1))
+          .add(&T::accumulate, "accumulate", "micro-batches per optimizer step (the loss is divided by it)",
+               at_least(1))
+          .add(&T::clip_grad_norm, "clip_grad_norm",
+               "clip the global gradient norm to this (0 = off); gradients are unscaled first", at_least(0))
           .add(&T::grad_norm, "grad_norm",
-               "when the gradient norm is computed for callbacks and metrics: logged (logged steps, and every "
-               "step when clipping) or every_step",
+               "when the global gradient norm (before clipping, of the gradients the optimizer steps on, unscaled) "
+               "is computed: `logged` (on `log_every` steps, where metrics.jsonl's `grad_norm` records it, and on "
+               "every step when clipping) or `every_step` (a callback that reads `StepEnd::grad_norm` on every step "
+               "asks for that itself: `reads_grad_norm_every_step()`). Computed on the device: no synchronisation "
+               "until something reads it",
                one_of({"logged", "every_step"}))
           .add(&T::max_steps_per_epoch, "max_steps_per_epoch",
                "stop an epoch after this many optimizer steps (0 = whole dataset)", at_least(0))
-          .add(&T::keep_checkpoints, "keep_checkpoints", "per-epoch checkpoints kept (last always points at the newest)",
-               at_least(1))
-          .add(&T::resume, "resume", "checkpoint file, run directory or its checkpoints/ to continue from")
-          .add(&T::label_smoothing, "label_smoothing", "cross-entropy label smoothing in [0, 1)",
-               at_least(0) && below(1))
-          .add(&T::channels_last, "channels_last", "NHWC memory format for 4-D parameters, buffers and inputs")
-          .add(&T::cudnn_benchmark, "cudnn_benchmark", "let cuDNN time convolution algorithms and keep the fastest")
+          .add(&T::keep_checkpoints, "keep_checkpoints",
+               "per-epoch checkpoints kept (`last` always points at the newest)", at_least(1))
+          .add(&T::resume, "resume",
+               "a checkpoint file, a run directory or its `checkpoints/` to continue from (a directory: its newest "
+               "checkpoint, `interrupted` if there is one, else `last`, else the highest `epoch-NNNN`); `mixt check` "
+               "reads it too")
+          .add(&T::label_smoothing, "label_smoothing",
+               "cross-entropy label smoothing in [0, 1), as `torch.nn.CrossEntropyLoss`", at_least(0) && below(1))
+          .add(&T::channels_last, "channels_last",
+               "NHWC memory format for the model's 4-D parameters and buffers and for 4-D inputs")
+          .add(&T::cudnn_benchmark, "cudnn_benchmark",
+               "let cuDNN time convolution algorithms and keep the fastest (GPU only)")
           .add(&T::stop_on_nonfinite_loss, "stop_on_nonfinite_loss",
-               "stop (exit 1) when an applied step's loss is inf or NaN");
+               "stop (exit 1) when a step the precision policy applied had an inf/NaN loss, before any checkpoint "
+               "holds the broken weights; steps a loss scaler skipped do not count. Checked where the loss is read "
+               "anyway (log and progress lines, epoch ends, before a checkpoint), so it adds no per-step GPU "
+               "synchronisation; `mixt bench` turns it off and marks the row instead")
+          .word_or_list<ActivationCheckpointing>(
+              &T::activation_checkpointing, "activation_checkpointing", {"none", "all"}, "none", "submodule names",
+              "recompute instead of keeping activations: `all` (every block the model routes with "
+              "`mixt::call_block`: ResNet's `stem` and `layer1.0` … `layer4.2`, ViT's encoder layers, the "
+              "`features.N` of ConvNeXt, EfficientNet and MobileNet, VGG's and `simple_cnn`'s `features`) or a list "
+              "of submodule names (`[layer2, layer4.1]`, any name the model routes, as `precision.fp32_modules` "
+              "takes them). Bitwise the same training, less memory, about one more forward pass of time; see "
+              "[memory.md](memory.md)",
+              [](const WordOrList& given) { return ActivationCheckpointing{given.word == "all", given.names}; });
   return options;
-}
-
-// `none`, `all` or a list of names: a scalar and a list under one key, which Option<T> cannot
-// read, so it is read here and documented by hand.
-const OptionDoc kActivationCheckpointing{
-    "activation_checkpointing", "none",
-    "recompute in the backward pass instead of keeping activations: none, all (every block the model routes) or a "
-    "list of submodule names"};
-
-ActivationCheckpointing read_activation_checkpointing(const Config& s) {
-  const std::string& key = kActivationCheckpointing.name;
-  std::optional<std::string> word;
-  try {
-    word = s.string(key, kActivationCheckpointing.default_value);
-  } catch (const Error&) {  // not a scalar: a list of names (or a mistake strings() reports)
-  }
-  if (!word) {
-    ActivationCheckpointing listed{false, s.strings(key, {})};
-    for (const std::string& name : listed.names) {
-      if (name.empty()) s.fail(key, "an empty submodule name", "name the model's submodules as precision.fp32_modules does");
-    }
-    return listed;
-  }
-  if (*word == "none") return {};
-  if (*word == "all") return {true, {}};
-  s.fail(key, "expected none, all or a list of submodule names, got '" + *word + "'",
-         "write [" + *word + "] to recompute the submodule of that name");
 }
 
 }  // namespace
 
 TrainerOptions TrainerOptions::read(const Config& s) {
   TrainerOptions o = bound().read(s);
-  o.activation_checkpointing = read_activation_checkpointing(s);
   o.distributed = distributed::DistributedOptions::read(s.section("distributed"));
   return o;
 }
 
 std::vector<OptionDoc> trainer_option_docs() {
   std::vector<OptionDoc> docs = bound().docs();
-  docs.push_back(kActivationCheckpointing);
   for (OptionDoc doc : distributed::DistributedOptions::docs()) {
     doc.name = "distributed." + doc.name;
     docs.push_back(std::move(doc));

@@ -15,23 +15,25 @@
 
 namespace mixt {
 
+// Each field's initialiser is its key's default; what the keys mean is declared once, with
+// the key (trainer_options.cpp), for `mixt describe trainer` and docs/recipes.md.
 struct TrainerOptions {
   std::int64_t epochs = 1;
-  std::string device = "auto";          // auto | cpu | cuda | cuda:N
+  std::string device = "auto";
   std::uint64_t seed = 0;
-  std::int64_t threads = 0;             // intra-op threads; 0 keeps LibTorch's default
-  std::int64_t log_every = 50;          // optimizer steps between metric lines
-  std::int64_t accumulate = 1;          // micro-batches per optimizer step
-  double clip_grad_norm = 0.0;          // 0 = no clipping
-  std::string grad_norm = "logged";     // when StepEnd::grad_norm is computed: logged | every_step
-  std::int64_t max_steps_per_epoch = 0; // 0 = the whole dataset
-  std::int64_t keep_checkpoints = 2;    // per-epoch checkpoints kept (plus `last`)
-  std::string resume;                   // checkpoint file or run directory
-  double label_smoothing = 0.0;         // cross-entropy label smoothing (as torch.nn.CrossEntropyLoss)
-  bool channels_last = false;           // NHWC memory format for 4-D parameters and inputs
-  bool cudnn_benchmark = false;         // let cuDNN time and pick convolution algorithms
-  bool stop_on_nonfinite_loss = true;   // an applied step with an inf/NaN loss ends the run (exit 1)
-  ActivationCheckpointing activation_checkpointing;  // none (the default), all blocks, or named submodules
+  std::int64_t threads = 0;
+  std::int64_t log_every = 50;
+  std::int64_t accumulate = 1;
+  double clip_grad_norm = 0.0;
+  std::string grad_norm = "logged";
+  std::int64_t max_steps_per_epoch = 0;
+  std::int64_t keep_checkpoints = 2;
+  std::string resume;
+  double label_smoothing = 0.0;
+  bool channels_last = false;
+  bool cudnn_benchmark = false;
+  bool stop_on_nonfinite_loss = true;
+  ActivationCheckpointing activation_checkpointing;
   distributed::DistributedOptions distributed;  // trainer.distributed (used under torchrun)
 
   static TrainerOptions read(const Config& section);

@@ -45,9 +45,6 @@ class Checkpointer {
   // whether a mid-epoch checkpoint must have this run's data order (`mixt check` outside
   // torchrun does not know the number of ranks the run will have).
   Resumed resume(const std::filesystem::path& checkpoint, bool check_data_order = true);
-  // What `mixt check` asks of trainer.resume: that resuming it would work (the components
-  // then hold its state).
-  void verify(const std::filesystem::path& checkpoint, bool check_data_order) { resume(checkpoint, check_data_order); }
 
   // data.train's dataset, samples and batches per rank, ranks, seed and accumulation: what
   // a mid-epoch position means. The same text means the same epoch order, batch for batch.

@@ -4,27 +4,20 @@
 
 namespace mixt {
 
-// Defined here, once: the host's dynamic_cast from a plugin's Dataset needs one type_info.
-NamedClasses::~NamedClasses() = default;
-ResumesMidEpoch::~ResumesMidEpoch() = default;
-CountsBadSamples::~CountsBadSamples() = default;
-DecodesFiles::~DecodesFiles() = default;
-PadsShards::~PadsShards() = default;
-
-std::vector<std::string> class_names_of(const Dataset& dataset) {
-  const auto* named = dynamic_cast<const NamedClasses*>(&dataset);
+std::vector<std::string> class_names_of(Dataset& dataset) {
+  const NamedClasses* named = dataset.capabilities().named_classes;
   return named ? named->class_names() : std::vector<std::string>{};
 }
 
-const DecodesFiles* file_decoder_of(const Dataset& dataset) { return dynamic_cast<const DecodesFiles*>(&dataset); }
+DecodesFiles* file_decoder_of(Dataset& dataset) { return dataset.capabilities().decodes_files; }
 
-std::int64_t own_samples_of(const Dataset& dataset) {
-  const auto* padded = dynamic_cast<const PadsShards*>(&dataset);
+std::int64_t own_samples_of(Dataset& dataset) {
+  const PadsShards* padded = dataset.capabilities().pads_shards;
   return padded ? padded->own_samples() : dataset.size();
 }
 
-std::int64_t bad_samples_of(const Dataset* dataset) {
-  const auto* counting = dynamic_cast<const CountsBadSamples*>(dataset);
+std::int64_t bad_samples_of(Dataset* dataset) {
+  const CountsBadSamples* counting = dataset ? dataset->capabilities().counts_bad_samples : nullptr;
   return counting ? counting->bad_samples() : 0;
 }
 

@@ -11,40 +11,34 @@ std::int64_t default_loader_workers() {
   return std::min<std::int64_t>(4, std::thread::hardware_concurrency());
 }
 
-namespace {
-// The defaults are LoaderOptions' initialisers, written once (a dataset may pass its own batch size).
-const LoaderOptions kDefaults;
-const Option<std::int64_t> kBatchSize{"batch_size", kDefaultBatchSize, "samples per batch", at_least(1)};
-const Contextual<bool> kShuffle{"shuffle", "true for train",
-                                "reshuffle every epoch (DistributedSampler order from seed + epoch)"};
-const Option<bool> kDropLast{"drop_last", kDefaults.drop_last, "drop the last incomplete batch"};
-const Contextual<std::int64_t> kWorkers{"workers", "min(4, cores)", "loader threads (0: load in the training thread)",
-                                        at_least(0)};
-const Option<std::int64_t> kPrefetch{"prefetch", kDefaults.prefetch, "batches prepared ahead of training (0: 2 per worker)",
-                                     at_least(0)};
-const Option<std::string> kOnBadSample{"on_bad_sample", "skip",
-                                       "skip: count and warn once per file; fail: stop, naming the file",
-                                       one_of({"skip", "fail"})};
-}  // namespace
+OptionsOf<LoaderKeys> loader_keys(std::int64_t batch_size_default) {
+  LoaderKeys defaults;
+  defaults.batch_size = batch_size_default;
+  return OptionsOf<LoaderKeys>(defaults)
+      .add(&LoaderKeys::batch_size, "batch_size", "samples per batch", at_least(1))
+      .contextual(&LoaderKeys::shuffle, "shuffle", "true for train",
+                  "reshuffle every epoch (DistributedSampler order from seed + epoch)")
+      .add(&LoaderKeys::drop_last, "drop_last", "drop the last incomplete batch")
+      .contextual(&LoaderKeys::workers, "workers", "min(4, cores)", "loader threads (0: load in the training thread)",
+                  at_least(0))
+      .add(&LoaderKeys::prefetch, "prefetch", "batches prepared ahead of training (0: 2 per worker)", at_least(0))
+      .choice(&LoaderKeys::on_bad_sample, "on_bad_sample", {{"skip", OnBadSample::skip}, {"fail", OnBadSample::fail}},
+              "skip: count and warn once per file; fail: stop, naming the file");
+}
 
-LoaderOptions read_loader_options(const Config& c, const DatasetContext& context, bool shuffle_default,
-                                  std::int64_t batch_size_default) {
+LoaderOptions LoaderKeys::for_context(const DatasetContext& context, bool shuffle_default) const {
   LoaderOptions o;
-  o.batch_size = kBatchSize.with_fallback(batch_size_default).read(c);
-  o.shuffle = kShuffle.read(c, shuffle_default);
-  o.drop_last = kDropLast.read(c);
-  o.workers = kWorkers.read(c, kDefaults.workers);
-  o.prefetch = kPrefetch.read(c);
-  o.on_bad_sample = kOnBadSample.read(c) == "skip" ? OnBadSample::skip : OnBadSample::fail;
+  o.batch_size = batch_size;
+  o.shuffle = shuffle.value_or(shuffle_default);
+  o.drop_last = drop_last;
+  o.workers = workers.value_or(default_loader_workers());
+  o.prefetch = prefetch;
+  o.on_bad_sample = on_bad_sample;
   o.seed = context.seed;
   o.rank = context.rank;
   o.world_size = context.world_size;
   o.device = context.device;
   return o;
-}
-
-std::vector<OptionDoc> loader_option_docs(std::int64_t batch_size_default) {
-  return {kBatchSize.with_fallback(batch_size_default), kShuffle, kDropLast, kWorkers, kPrefetch, kOnBadSample};
 }
 
 }  // namespace mixt

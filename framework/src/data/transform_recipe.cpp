@@ -180,17 +180,20 @@ TransformPipeline read_transforms(const Config& section, std::string_view key, T
   return pipeline;
 }
 
-std::vector<OptionDoc> transform_option_docs() {
+OptionsOf<TransformKeys> transform_keys(const std::string& default_pipeline) {
   const Declarations& k = declarations();
-  return {
-      {"transforms", "(per dataset)",
-       "preset name (imagenet_train | imagenet_eval, options " + options_text({k.preset_size, k.channels_last}) +
-           ") or an ordered list of: random_resized_crop " + options_text({k.crop_size, k.scale, k.ratio}) +
-           ", resize " + options_text({k.resize_size}) + " (the shorter side), center_crop " +
-           options_text({k.crop_size}) + ", random_horizontal_flip " + options_text({k.flip_p}) + ", color_jitter " +
-           options_text({k.brightness, k.contrast, k.saturation}) + " (each x or [low, high]), to_tensor " +
-           options_text({k.channels_last}) + ", normalize " + options_text({k.mean, k.std}) + " (ImageNet's)"},
-  };
+  const OptionDoc doc{
+      "transforms", "(below)",
+      "default: " + default_pipeline + ". preset name (imagenet_train | imagenet_eval, options " +
+          options_text({k.preset_size, k.channels_last}) + ") or an ordered list of: random_resized_crop " +
+          options_text({k.crop_size, k.scale, k.ratio}) + ", resize " + options_text({k.resize_size}) +
+          " (the shorter side), center_crop " + options_text({k.crop_size}) + ", random_horizontal_flip " +
+          options_text({k.flip_p}) + ", color_jitter " + options_text({k.brightness, k.contrast, k.saturation}) +
+          " (each x or [low, high]), to_tensor " + options_text({k.channels_last}) + ", normalize " +
+          options_text({k.mean, k.std}) + " (ImageNet's)"};
+  return OptionsOf<TransformKeys>().read_with({doc}, [](const Config& c, TransformKeys& into) {
+    if (c.has("transforms")) into.pipeline = read_transforms(c, "transforms", {});
+  });
 }
 
 }  // namespace mixt

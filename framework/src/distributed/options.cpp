@@ -27,14 +27,18 @@ const OptionsOf<DistributedOptions>& bound() {
   static const auto options =
       OptionsOf<O>()
           // The backend's own message names it ("unknown backend 'mpi'"): checked in read().
-          .add(&O::backend, "backend", "under torchrun: auto (NCCL on CUDA, Gloo on CPU), nccl or gloo")
-          .add(&O::timeout_seconds, "timeout", "seconds a collective or the store may wait",
+          .add(&O::backend, "backend", "`auto` (NCCL when the rank's device is CUDA, else Gloo), `nccl`, `gloo`")
+          .add(&O::timeout_seconds, "timeout", "seconds a collective or the store may wait before the rank fails",
                up_to(kMaxTimeoutSeconds,
                      "must be a number of seconds in (0, " + std::to_string(kMaxTimeoutSeconds) + "] (a week)"))
-          .add(&O::bucket_mb, "bucket_mb", "gradient all-reduce bucket size in MiB",
+          .add(&O::bucket_mb, "bucket_mb", "gradient all-reduce bucket size in MiB (as DDP's `bucket_cap_mb`)",
                up_to(kMaxBucketMb, "must be a number of MiB in (0, " + std::to_string(kMaxBucketMb) + "]"))
-          .add(&O::overlap, "overlap", "all-reduce gradient buckets during backward (as DDP)")
-          .add(&O::sync_batchnorm, "sync_batchnorm", "global batch statistics in mixt::BatchNorm layers");
+          .add(&O::overlap, "overlap",
+               "`true`: start each bucket's all-reduce from gradient hooks during backward, as DDP does (see "
+               "below); `false`: after the policy's `backward()` returns")
+          .add(&O::sync_batchnorm, "sync_batchnorm",
+               "`true`: the model's `mixt::BatchNorm1d/2d/3d` layers normalise with the statistics of the global "
+               "batch, as `torch.nn.SyncBatchNorm` (see below)");
   return options;
 }
 }  // namespace

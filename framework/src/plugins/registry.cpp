@@ -100,22 +100,22 @@ ComponentEntry& Registry::add(ComponentKind kind, const std::string& name, Compo
   return entry;
 }
 
-void Registry::add_model(const std::string& name, ComponentInfo info, ModelFactory factory) {
+void Registry::register_model(const std::string& name, ComponentInfo info, ModelFactory factory) {
   add(ComponentKind::model, name, std::move(info)).model = std::move(factory);
 }
-void Registry::add_optimizer(const std::string& name, ComponentInfo info, OptimizerFactory factory) {
+void Registry::register_optimizer(const std::string& name, ComponentInfo info, OptimizerFactory factory) {
   add(ComponentKind::optimizer, name, std::move(info)).optimizer = std::move(factory);
 }
-void Registry::add_scheduler(const std::string& name, ComponentInfo info, SchedulerFactory factory) {
+void Registry::register_scheduler(const std::string& name, ComponentInfo info, SchedulerFactory factory) {
   add(ComponentKind::scheduler, name, std::move(info)).scheduler = std::move(factory);
 }
-void Registry::add_precision(const std::string& name, ComponentInfo info, PrecisionFactory factory) {
+void Registry::register_precision(const std::string& name, ComponentInfo info, PrecisionFactory factory) {
   add(ComponentKind::precision, name, std::move(info)).precision = std::move(factory);
 }
-void Registry::add_dataset(const std::string& name, ComponentInfo info, DatasetFactory factory) {
+void Registry::register_dataset(const std::string& name, ComponentInfo info, DatasetFactory factory) {
   add(ComponentKind::dataset, name, std::move(info)).dataset = std::move(factory);
 }
-void Registry::add_callback(const std::string& name, ComponentInfo info, CallbackFactory factory) {
+void Registry::register_callback(const std::string& name, ComponentInfo info, CallbackFactory factory) {
   add(ComponentKind::callback, name, std::move(info)).callback = std::move(factory);
 }
 

@@ -8,7 +8,14 @@
 #include <utility>
 #include <vector>
 
+// The host builds every kind, so it sees them all.
+#include "mixt/callback.h"
+#include "mixt/dataset.h"
+#include "mixt/model.h"
+#include "mixt/optimizer.h"
 #include "mixt/plugin.h"
+#include "mixt/precision.h"
+#include "mixt/scheduler.h"
 
 namespace mixt {
 
@@ -48,12 +55,12 @@ class Registry : public Registrar {
   // while the plugin's library is loaded: the factories' code lives there.
   void discard_plugin();
 
-  void add_model(const std::string& name, ComponentInfo info, ModelFactory factory) override;
-  void add_optimizer(const std::string& name, ComponentInfo info, OptimizerFactory factory) override;
-  void add_scheduler(const std::string& name, ComponentInfo info, SchedulerFactory factory) override;
-  void add_precision(const std::string& name, ComponentInfo info, PrecisionFactory factory) override;
-  void add_dataset(const std::string& name, ComponentInfo info, DatasetFactory factory) override;
-  void add_callback(const std::string& name, ComponentInfo info, CallbackFactory factory) override;
+  void register_model(const std::string& name, ComponentInfo info, ModelFactory factory) override;
+  void register_optimizer(const std::string& name, ComponentInfo info, OptimizerFactory factory) override;
+  void register_scheduler(const std::string& name, ComponentInfo info, SchedulerFactory factory) override;
+  void register_precision(const std::string& name, ComponentInfo info, PrecisionFactory factory) override;
+  void register_dataset(const std::string& name, ComponentInfo info, DatasetFactory factory) override;
+  void register_callback(const std::string& name, ComponentInfo info, CallbackFactory factory) override;
 
   // The entry, or a recipe error at the section's `name:` listing the known names.
   const ComponentEntry& find(ComponentKind kind, const Config& section) const;

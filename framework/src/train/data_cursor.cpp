@@ -6,7 +6,7 @@ namespace mixt {
 
 void DataCursor::start(std::int64_t epoch, std::int64_t batches_done) {
   Dataset& data = *components_.train;
-  auto* resumable = dynamic_cast<ResumesMidEpoch*>(&data);
+  ResumesMidEpoch* resumable = data.capabilities().resumes_mid_epoch;
   const bool saved = resume_positions_.size() == static_cast<std::size_t>(coordinator_.world_size());
   if (batches_done > 0 && resumable && saved) {
     resumable->start_epoch_at(epoch, resume_positions_[static_cast<std::size_t>(coordinator_.rank())]);
@@ -18,7 +18,7 @@ void DataCursor::start(std::int64_t epoch, std::int64_t batches_done) {
 }
 
 std::vector<std::int64_t> DataCursor::positions() const {
-  const auto* resumable = dynamic_cast<const ResumesMidEpoch*>(components_.train.get());
+  const ResumesMidEpoch* resumable = components_.train->capabilities().resumes_mid_epoch;
   return resumable ? coordinator_.gather(resumable->position()) : std::vector<std::int64_t>{};
 }
 

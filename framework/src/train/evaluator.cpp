@@ -67,7 +67,7 @@ Evaluation Evaluator::evaluate(Dataset& dataset, at::Tensor* confusion) const {
   if (sums[3] > 0) {
     eval.loss = sums[0] / sums[3];
     eval.top1 = sums[1] / sums[3];
-    eval.top5 = sums[2] / sums[3];
+    eval.top_k_accuracy = sums[2] / sums[3];
   }
   return eval;
 }

@@ -77,11 +77,11 @@ std::string describe(const Evaluation& eval, nlohmann::json& event) {
   const std::string suffix = eval.weights.empty() ? "" : "_" + eval.weights;
   event["val_loss" + suffix] = eval.loss;
   event["val_top1" + suffix] = eval.top1;
-  event["val_" + top_k_name(eval) + suffix] = eval.top5;
+  event["val_" + top_k_name(eval) + suffix] = eval.top_k_accuracy;
   char text[160];
   std::snprintf(text, sizeof(text), "%sval loss %.4f, top-1 %.2f%%, top-%d %.2f%%",
                 eval.weights.empty() ? "" : (eval.weights + " ").c_str(), eval.loss, 100.0 * eval.top1, eval.top_k,
-                100.0 * eval.top5);
+                100.0 * eval.top_k_accuracy);
   return text;
 }
 }  // namespace

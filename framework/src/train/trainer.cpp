@@ -182,12 +182,20 @@ at::Tensor Trainer::forward_and_backward(EpochRun& epoch) {
 // The gradient norm (StepEnd::grad_norm) where clipping, the log or trainer.grad_norm needs
 // it, of unscaled gradients, and clipping by it: all on the device.
 at::Tensor Trainer::measure_and_clip(bool logged) {
-  if (options_.clip_grad_norm <= 0 && !logged && options_.grad_norm != "every_step") return {};
+  if (options_.clip_grad_norm <= 0 && !logged && !grad_norm_every_step()) return {};
   components_.precision->unscale(*components_.optimizer);
   const std::vector<at::Tensor> parameters = components_.optimizer->parameters();
   const at::Tensor norm = gradient_norm(parameters);
   if (options_.clip_grad_norm > 0 && norm.defined()) clip_gradients(parameters, norm, options_.clip_grad_norm);
   return norm;
+}
+
+bool Trainer::grad_norm_every_step() const {
+  if (options_.grad_norm == "every_step") return true;
+  for (const NamedCallback& c : callbacks_) {
+    if (c.callback->reads_grad_norm_every_step()) return true;
+  }
+  return false;
 }
 
 // After the optimizer step: its bookkeeping, the ranks' agreement on its loss, the

@@ -82,6 +82,7 @@ class Trainer {
   // data ran out before the step's first micro-batch.
   std::optional<StopDecider::Stop> train_step(EpochRun& epoch, TrainResult& result);
   at::Tensor forward_and_backward(EpochRun& epoch);
+  bool grad_norm_every_step() const;  // trainer.grad_norm: every_step, or a callback asks
   at::Tensor measure_and_clip(bool logged);
   StopDecider::Stop after_step(EpochRun& epoch, TrainResult& result, const StepOutcome& applied,
                                const at::Tensor& loss, const at::Tensor& grad_norm, bool logged);

@@ -26,8 +26,10 @@ namespace {
 namespace fs = std::filesystem;
 using mixt::callbacks::Monitor;
 
-const mixt::Option<std::int64_t> kSaveTopK{"save_top_k", 1, "how many of the best epochs keep their checkpoint",
-                                           mixt::at_least(1)};
+struct BestCheckpointOptions {
+  mixt::callbacks::MonitorOptions monitor;
+  std::int64_t save_top_k = 1;
+};
 
 std::string best_name(std::int64_t epoch) {
   char name[40];
@@ -210,18 +212,21 @@ class BestCheckpoint final : public mixt::Callback {
   bool warned_ = false;
 };
 
-std::unique_ptr<mixt::Callback> make_best_checkpoint(const mixt::Config& c, const mixt::CallbackContext&) {
-  Monitor monitor = mixt::callbacks::read_monitor(c);
-  return std::make_unique<BestCheckpoint>(std::move(monitor), kSaveTopK.read(c));
+using O = BestCheckpointOptions;
+const auto kOptions = mixt::OptionsOf<O>()
+                          .include(&O::monitor, mixt::callbacks::kMonitorOptions)
+                          .add(&O::save_top_k, "save_top_k", "how many of the best epochs keep their checkpoint",
+                               mixt::at_least(1));
+
+std::unique_ptr<mixt::Callback> make_best_checkpoint(const BestCheckpointOptions& o, const mixt::CallbackContext&) {
+  return std::make_unique<BestCheckpoint>(o.monitor.watched(), o.save_top_k);
 }
 
 void register_components(mixt::Registrar& registrar) {
-  registrar.add_callback(
-      "best_checkpoint",
-      {"keeps checkpoints/best-epoch-NNNN of the save_top_k best epochs by a validation figure, and a `best` link "
-       "(mixt export RUN --best)",
-       {mixt::callbacks::kMonitor, mixt::callbacks::kMode, kSaveTopK}},
-      make_best_checkpoint);
+  registrar.add_callback("best_checkpoint",
+                         "keeps checkpoints/best-epoch-NNNN of the save_top_k best epochs by a validation figure, and "
+                         "a `best` link (mixt export RUN --best)",
+                         kOptions, make_best_checkpoint);
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ struct Monitor {
       if (!weights.empty() && other.weights == weights) found = &other;
     }
     if (!found) return std::nullopt;
-    return figure == "loss" ? found->loss : figure == "top1" ? found->top1 : found->top5;
+    return figure == "loss" ? found->loss : figure == "top1" ? found->top1 : found->top_k_accuracy;
   }
   // Whether `value` is better than `best` by more than `min_delta` (NaN never is).
   bool improves(double value, double best, double min_delta) const {
@@ -47,22 +47,33 @@ inline std::optional<std::string> monitor_problem(const std::string& name) {
          name + "'";
 }
 
-inline const Option<std::string> kMonitor{
-    "monitor", "val_loss",
-    "the figure watched: val_loss, val_top1, val_top5, or with a callback's weights val_loss_ema",
-    [](const std::string& name) { return monitor_problem(name); }};
-inline const Option<std::string> kMode{
-    "mode", "auto", "min or max: which way is better (auto: min for a loss, else max)", one_of({"auto", "min", "max"})};
+// The recipe's `monitor` and `mode`, as a callback declares them (.include(&S::monitor,
+// kMonitorOptions)); watched() is the Monitor they name.
+struct MonitorOptions {
+  enum class Mode { automatic, min, max };
+  std::string monitor = "val_loss";
+  Mode mode = Mode::automatic;
 
-inline Monitor read_monitor(const Config& c) {
-  Monitor m;
-  m.name = kMonitor.read(c);
-  const std::string rest = m.name.substr(4);  // after "val_"
-  m.figure = rest.substr(0, 4);               // loss, top1, top5
-  if (rest.size() > 5) m.weights = rest.substr(5);
-  const std::string mode = kMode.read(c);
-  m.minimize = mode == "auto" ? m.figure == "loss" : mode == "min";
-  return m;
-}
+  Monitor watched() const {
+    Monitor m;
+    m.name = monitor;
+    const std::string rest = m.name.substr(4);  // after "val_"
+    m.figure = rest.substr(0, 4);               // loss, top1, top5
+    if (rest.size() > 5) m.weights = rest.substr(5);
+    m.minimize = mode == Mode::automatic ? m.figure == "loss" : mode == Mode::min;
+    return m;
+  }
+};
+
+inline const OptionsOf<MonitorOptions> kMonitorOptions =
+    OptionsOf<MonitorOptions>()
+        .add(&MonitorOptions::monitor, "monitor",
+             "the figure watched: val_loss, val_top1, val_top5, or with a callback's weights val_loss_ema",
+             [](const std::string& name) { return monitor_problem(name); })
+        .choice(&MonitorOptions::mode, "mode",
+                {{"auto", MonitorOptions::Mode::automatic},
+                 {"min", MonitorOptions::Mode::min},
+                 {"max", MonitorOptions::Mode::max}},
+                "min or max: which way is better (auto: min for a loss, else max)");
 
 }  // namespace mixt::callbacks

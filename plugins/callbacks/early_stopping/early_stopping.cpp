@@ -20,10 +20,11 @@ namespace {
 
 using mixt::callbacks::Monitor;
 
-const mixt::Option<std::int64_t> kPatience{"patience", 3, "epochs in a row without an improvement before the run ends",
-                                           mixt::at_least(1)};
-const mixt::Option<double> kMinDelta{"min_delta", 0.0, "how much better than the best an improvement must be",
-                                     mixt::at_least(0)};
+struct EarlyStoppingOptions {
+  mixt::callbacks::MonitorOptions monitor;
+  std::int64_t patience = 3;
+  double min_delta = 0.0;
+};
 
 std::string number(double value) {
   char text[32];
@@ -81,18 +82,22 @@ class EarlyStopping final : public mixt::Callback {
   bool warned_ = false;
 };
 
-std::unique_ptr<mixt::Callback> make_early_stopping(const mixt::Config& c, const mixt::CallbackContext&) {
-  Monitor monitor = mixt::callbacks::read_monitor(c);
-  return std::make_unique<EarlyStopping>(std::move(monitor), kPatience.read(c), kMinDelta.read(c));
+using O = EarlyStoppingOptions;
+const auto kOptions =
+    mixt::OptionsOf<O>()
+        .include(&O::monitor, mixt::callbacks::kMonitorOptions)
+        .add(&O::patience, "patience", "epochs in a row without an improvement before the run ends", mixt::at_least(1))
+        .add(&O::min_delta, "min_delta", "how much better than the best an improvement must be", mixt::at_least(0));
+
+std::unique_ptr<mixt::Callback> make_early_stopping(const EarlyStoppingOptions& o, const mixt::CallbackContext&) {
+  return std::make_unique<EarlyStopping>(o.monitor.watched(), o.patience, o.min_delta);
 }
 
 void register_components(mixt::Registrar& registrar) {
-  registrar.add_callback(
-      "early_stopping",
-      {"ends the run when a validation figure has not improved for `patience` epochs (exit 0, after that epoch's "
-       "checkpoint)",
-       {mixt::callbacks::kMonitor, mixt::callbacks::kMode, kPatience, kMinDelta}},
-      make_early_stopping);
+  registrar.add_callback("early_stopping",
+                         "ends the run when a validation figure has not improved for `patience` epochs (exit 0, "
+                         "after that epoch's checkpoint)",
+                         kOptions, make_early_stopping);
 }
 
 }  // namespace

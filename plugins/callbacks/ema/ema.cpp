@@ -22,11 +22,16 @@
 
 namespace {
 
-struct EmaOptions {  // as the declarations below read them
-  double decay = 0, min_decay = 0, warmup_gamma = 0, warmup_power = 0;
-  std::int64_t update_after_step = 0, every = 1;
+// The recipe's section; the defaults are timm ModelEmaV3's.
+struct EmaOptions {
+  double decay = 0.9999;
+  double min_decay = 0.0;
+  std::int64_t update_after_step = 0;
   bool warmup = false;
-  std::string device;  // "model", or "cpu": the average kept off the accelerator
+  double warmup_gamma = 1.0;
+  double warmup_power = 2.0 / 3.0;
+  std::int64_t every = 1;
+  std::string device = "model";  // "model", or "cpu": the average kept off the accelerator
 };
 
 // timm ModelEmaV3.get_decay.
@@ -55,7 +60,7 @@ class Ema : public mixt::Callback {
 
   void on_step_end(const mixt::StepEnd& step) override {
     // `every` first: whether the step was applied may be a host read (a device outcome).
-    if (step.state.global_step % o_.every != 0 || !step.applied) return;
+    if (step.state.global_step % o_.every != 0 || !step.applied.applied()) return;
     update(1.0 - decay_at(o_, step.state.global_step));
   }
 
@@ -132,38 +137,28 @@ class Ema : public mixt::Callback {
   std::vector<at::Tensor> live_;  // the model's own weights while the average is evaluated
 };
 
-const mixt::Option<double> kDecay{"decay", 0.9999, "the average's decay per update", mixt::between(0, 1)};
-const mixt::Option<double> kMinDecay{"min_decay", 0.0, "with warmup: the decay's lower bound", mixt::between(0, 1)};
-const mixt::Option<std::int64_t> kUpdateAfterStep{
-    "update_after_step", 0, "optimizer steps before the average starts (it copies the weights until then)",
-    mixt::at_least(0)};
-const mixt::Option<bool> kWarmup{"warmup", false, "decay 1 - (1 + step / warmup_gamma)^-warmup_power, capped at decay"};
-const mixt::Option<double> kWarmupGamma{"warmup_gamma", 1.0, "the warm-up's step scale", mixt::above(0)};
-const mixt::Option<double> kWarmupPower{"warmup_power", 2.0 / 3.0,
-                                        "the warm-up's power (3/4 for short runs, as timm suggests)", mixt::above(0)};
-const mixt::Option<std::int64_t> kEvery{"every", 1, "optimizer steps between updates", mixt::at_least(1)};
-const mixt::Option<std::string> kDevice{"device", "model",
-                                        "the model's device, or cpu (keeps accelerator memory free)",
-                                        mixt::one_of({"model", "cpu"})};
+using O = EmaOptions;
+const auto kOptions =
+    mixt::OptionsOf<O>()
+        .add(&O::decay, "decay", "the average's decay per update", mixt::between(0, 1))
+        .add(&O::min_decay, "min_decay", "with warmup: the decay's lower bound", mixt::between(0, 1))
+        .add(&O::update_after_step, "update_after_step",
+             "optimizer steps before the average starts (it copies the weights until then)", mixt::at_least(0))
+        .add(&O::warmup, "warmup", "decay 1 - (1 + step / warmup_gamma)^-warmup_power, capped at decay")
+        .add(&O::warmup_gamma, "warmup_gamma", "the warm-up's step scale", mixt::above(0))
+        .add(&O::warmup_power, "warmup_power", "the warm-up's power (3/4 for short runs, as timm suggests)",
+             mixt::above(0))
+        .add(&O::every, "every", "optimizer steps between updates", mixt::at_least(1))
+        .add(&O::device, "device", "the model's device, or cpu (keeps accelerator memory free)",
+             mixt::one_of({"model", "cpu"}));
 
-std::unique_ptr<mixt::Callback> make_ema(const mixt::Config& c, const mixt::CallbackContext& context) {
-  EmaOptions o;
-  o.decay = kDecay.read(c);
-  o.min_decay = kMinDecay.read(c);
-  o.update_after_step = kUpdateAfterStep.read(c);
-  o.warmup = kWarmup.read(c);
-  o.warmup_gamma = kWarmupGamma.read(c);
-  o.warmup_power = kWarmupPower.read(c);
-  o.every = kEvery.read(c);
-  o.device = kDevice.read(c);
+std::unique_ptr<mixt::Callback> make_ema(const EmaOptions& o, const mixt::CallbackContext& context) {
   return std::make_unique<Ema>(o, context.model);
 }
 
 void register_components(mixt::Registrar& registrar) {
-  registrar.add_callback("ema",
-                         {"exponential moving average of the weights (timm ModelEmaV3), evaluated as val_top1_ema",
-                          {kDecay, kMinDecay, kUpdateAfterStep, kWarmup, kWarmupGamma, kWarmupPower, kEvery, kDevice}},
-                         make_ema);
+  registrar.add_callback("ema", "exponential moving average of the weights (timm ModelEmaV3), evaluated as val_top1_ema",
+                         kOptions, make_ema);
 }
 
 }  // namespace

@@ -21,9 +21,9 @@ namespace {
 namespace fs = std::filesystem;
 using mixt::tensorboard::EventFile;
 
-struct TensorBoardOptions {  // as the declarations below read them
+struct TensorBoardOptions {  // the recipe's section
   std::int64_t histograms_every = 0;  // optimizer steps between norm histograms; 0: none
-  bool recipe_text = false;
+  bool recipe_text = true;
 };
 
 std::string read_text(const fs::path& file) {
@@ -82,7 +82,7 @@ class TensorBoard : public mixt::Callback {
     for (const mixt::Evaluation* eval : evaluations) {
       file_->add_scalar(validation_tag("loss", *eval), at, eval->loss);
       file_->add_scalar(validation_tag("top1", *eval), at, eval->top1);
-      file_->add_scalar(validation_tag("top" + std::to_string(eval->top_k), *eval), at, eval->top5);
+      file_->add_scalar(validation_tag("top" + std::to_string(eval->top_k), *eval), at, eval->top_k_accuracy);
     }
     if (epoch.bad_samples > 0) file_->add_scalar("data/bad_samples", at, static_cast<double>(epoch.bad_samples));
     if (device_.is_cuda()) {
@@ -132,20 +132,21 @@ class TensorBoard : public mixt::Callback {
   bool warned_ = false;
 };
 
-const mixt::Option<std::int64_t> kHistogramsEvery{
-    "histograms_every", 0, "optimizer steps between histograms of per-layer gradient and weight norms (0: off)",
-    mixt::at_least(0)};
-const mixt::Option<bool> kRecipeText{"recipe_text", true, "the resolved recipe as a text summary"};
+using O = TensorBoardOptions;
+const auto kOptions =
+    mixt::OptionsOf<O>()
+        .add(&O::histograms_every, "histograms_every",
+             "optimizer steps between histograms of per-layer gradient and weight norms (0: off)", mixt::at_least(0))
+        .add(&O::recipe_text, "recipe_text", "the resolved recipe as a text summary");
 
-std::unique_ptr<mixt::Callback> make_tensorboard(const mixt::Config& c, const mixt::CallbackContext& context) {
-  return std::make_unique<TensorBoard>(TensorBoardOptions{kHistogramsEvery.read(c), kRecipeText.read(c)}, context);
+std::unique_ptr<mixt::Callback> make_tensorboard(const TensorBoardOptions& o, const mixt::CallbackContext& context) {
+  return std::make_unique<TensorBoard>(o, context);
 }
 
 void register_components(mixt::Registrar& registrar) {
-  mixt::ComponentInfo info{"TensorBoard event files in the run directory (on by default; `tensorboard --logdir runs`)",
-                           {kHistogramsEvery, kRecipeText}};
-  info.enabled_by_default = true;
-  registrar.add_callback("tensorboard", std::move(info), make_tensorboard);
+  registrar.add_callback("tensorboard",
+                         "TensorBoard event files in the run directory (on by default; `tensorboard --logdir runs`)",
+                         kOptions, make_tensorboard, mixt::WhenUnlisted::on);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 //                   pass over all parameters per device and dtype (CPU and CUDA). Also takes
 //                   a loss scaler's grad_scale and found_inf (step_scaled), with no host read.
 // Each gives torch.optim's parameters bit for bit (tests/unit/optimizer_parity_test.cpp).
+#include <mixt/optimizer.h>
 #include <mixt/options.h>
 #include <mixt/plugin.h>
 
@@ -17,6 +18,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "../common/grouped_optimizer.h"
 
@@ -25,17 +27,24 @@ namespace {
 using mixt::optimizers::GroupedOptimizer;
 using mixt::optimizers::ParameterGroup;
 
+// The recipe's `optimizer:` section; the defaults are torch.optim.AdamW's.
 struct AdamWOptions {
-  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double lr = 1e-3;
+  std::vector<double> betas = {0.9, 0.999};
+  double eps = 1e-8;
+  double weight_decay = 1e-2;
   bool amsgrad = false;
-  mixt::optimizers::Implementation implementation = mixt::optimizers::Implementation::automatic;
+  mixt::optimizers::GroupOptions group;
+
+  double beta1() const { return betas[0]; }
+  double beta2() const { return betas[1]; }
 };
 
 class AdamW : public GroupedOptimizer {
  public:
   AdamW(std::vector<ParameterGroup> groups, AdamWOptions options)
       : GroupedOptimizer(std::move(groups), {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"},
-                         options.implementation),
+                         options.group.kernels.implementation()),
         o_(options) {}
 
  private:
@@ -67,12 +76,12 @@ class AdamW : public GroupedOptimizer {
     at::Tensor& exp_avg_sq = state(i, kExpAvgSq);
     step_t += 1;
     if (group.weight_decay != 0) p.mul_(1 - group.lr * group.weight_decay);
-    exp_avg.lerp_(grad, 1 - o_.beta1);
-    exp_avg_sq.mul_(o_.beta2).addcmul_(grad, grad, 1 - o_.beta2);
+    exp_avg.lerp_(grad, 1 - o_.beta1());
+    exp_avg_sq.mul_(o_.beta2()).addcmul_(grad, grad, 1 - o_.beta2());
     // Python floats are doubles; `x ** y` is C's pow.
     const double step = step_t.item<float>();
-    const double bias_correction1 = 1 - std::pow(o_.beta1, step);
-    const double bias_correction2 = 1 - std::pow(o_.beta2, step);
+    const double bias_correction1 = 1 - std::pow(o_.beta1(), step);
+    const double bias_correction2 = 1 - std::pow(o_.beta2(), step);
     const double step_size = group.lr / bias_correction1;
     const double bias_correction2_sqrt = std::pow(bias_correction2, 0.5);
     at::Tensor denom;
@@ -112,14 +121,14 @@ class AdamW : public GroupedOptimizer {
       auto [params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps] = gather(group, first, members);
       at::_foreach_add_(steps, 1);
       if (group.weight_decay != 0) at::_foreach_mul_(params, 1 - group.lr * group.weight_decay);
-      at::_foreach_lerp_(exp_avgs, grads, 1 - o_.beta1);
-      at::_foreach_mul_(exp_avg_sqs, o_.beta2);
-      at::_foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - o_.beta2);
+      at::_foreach_lerp_(exp_avgs, grads, 1 - o_.beta1());
+      at::_foreach_mul_(exp_avg_sqs, o_.beta2());
+      at::_foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - o_.beta2());
       std::vector<at::Scalar> step_sizes, bias_corrections2_sqrt;
       for (const auto& step_t : steps) {
         const double step = step_t.item<float>();  // Python's _get_value(step): a float
-        step_sizes.emplace_back((group.lr / (1 - std::pow(o_.beta1, step))) * -1);
-        bias_corrections2_sqrt.emplace_back(std::pow(1 - std::pow(o_.beta2, step), 0.5));
+        step_sizes.emplace_back((group.lr / (1 - std::pow(o_.beta1(), step))) * -1);
+        bias_corrections2_sqrt.emplace_back(std::pow(1 - std::pow(o_.beta2(), step), 0.5));
       }
       std::vector<at::Tensor> denom;
       if (o_.amsgrad) {
@@ -143,9 +152,9 @@ class AdamW : public GroupedOptimizer {
       auto [params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps] = gather(group, first, members);
       const at::Device device = params.front().device();
       at::_foreach_add_(steps, 1);
-      at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, group.lr, o_.beta1, o_.beta2,
-                        group.weight_decay, o_.eps, o_.amsgrad, /*maximize=*/false, scaling.grad_scale_on(device),
-                        scaling.found_inf_on(device));
+      at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, group.lr, o_.beta1(),
+                        o_.beta2(), group.weight_decay, o_.eps, o_.amsgrad, /*maximize=*/false,
+                        scaling.grad_scale_on(device), scaling.found_inf_on(device));
       if (scaling.active()) {
         at::_foreach_sub_(steps, std::vector<at::Tensor>(steps.size(), *scaling.found_inf_on(device)));
       }
@@ -155,38 +164,27 @@ class AdamW : public GroupedOptimizer {
   AdamWOptions o_;
 };
 
-// The defaults are AdamWOptions' initialisers (torch.optim.AdamW's), written once.
-const AdamWOptions kDefaults;
-const mixt::Option<double> kLr{"lr", 1e-3, "learning rate", mixt::at_least(0)};
-const mixt::Option<std::vector<double>> kBetas{
-    "betas", {kDefaults.beta1, kDefaults.beta2}, "coefficients of the running averages",
-    [](const std::vector<double>& b) -> std::optional<std::string> {
-      if (b.size() == 2 && b[0] >= 0 && b[0] < 1 && b[1] >= 0 && b[1] < 1) return std::nullopt;
-      return "expected two numbers in [0, 1), e.g. [0.9, 0.999]";
-    }};
-const mixt::Option<double> kEps{"eps", kDefaults.eps, "added to the denominator", mixt::above(0)};
-const mixt::Option<double> kWeightDecay{"weight_decay", 1e-2, "decoupled weight decay", mixt::at_least(0)};
-const mixt::Option<bool> kAmsgrad{"amsgrad", kDefaults.amsgrad, "use the AMSGrad variant"};
+using O = AdamWOptions;
+const auto kOptions =
+    mixt::OptionsOf<O>()
+        .add(&O::lr, "lr", "learning rate", mixt::at_least(0))
+        .add(&O::betas, "betas", "coefficients of the running averages",
+             [](const std::vector<double>& b) -> std::optional<std::string> {
+               if (b.size() == 2 && b[0] >= 0 && b[0] < 1 && b[1] >= 0 && b[1] < 1) return std::nullopt;
+               return "expected two numbers in [0, 1), e.g. [0.9, 0.999]";
+             })
+        .add(&O::eps, "eps", "added to the denominator", mixt::above(0))
+        .add(&O::weight_decay, "weight_decay", "decoupled weight decay", mixt::at_least(0))
+        .add(&O::amsgrad, "amsgrad", "use the AMSGrad variant")
+        .include(&O::group, mixt::optimizers::kGroupOptions);
 
-std::unique_ptr<mixt::Optimizer> make_adamw(const mixt::Config& c, const mixt::OptimizerContext& context) {
-  const std::vector<double> betas = kBetas.read(c);
-  AdamWOptions o;
-  o.beta1 = betas[0];
-  o.beta2 = betas[1];
-  o.eps = kEps.read(c);
-  o.amsgrad = kAmsgrad.read(c);
-  o.implementation = mixt::optimizers::implementation_option(c);
-  const double lr = kLr.read(c);
-  const double weight_decay = kWeightDecay.read(c);
-  const bool decay_1d = mixt::optimizers::kWeightDecay1d.read(c);
-  return std::make_unique<AdamW>(mixt::optimizers::weight_decay_groups(context, lr, weight_decay, decay_1d), o);
+std::unique_ptr<mixt::Optimizer> make_adamw(const AdamWOptions& o, const mixt::OptimizerContext& context) {
+  return std::make_unique<AdamW>(
+      mixt::optimizers::weight_decay_groups(context, o.lr, o.weight_decay, o.group.weight_decay_1d), o);
 }
 
 void register_components(mixt::Registrar& registrar) {
-  using namespace mixt::optimizers;
-  registrar.add_optimizer("adamw",
-                          {"Adam with decoupled weight decay (torch.optim.AdamW semantics)",
-                           {kLr, kBetas, kEps, kWeightDecay, kAmsgrad, kWeightDecay1d, kForeach, kFused}},
+  registrar.add_optimizer("adamw", "Adam with decoupled weight decay (torch.optim.AdamW semantics)", kOptions,
                           make_adamw);
 }
 

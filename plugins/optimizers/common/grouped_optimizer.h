@@ -9,7 +9,6 @@
 // _foreach_ ops it uses by default on CUDA.
 #pragma once
 
-#include <mixt/config.h>
 #include <mixt/error.h>
 #include <mixt/optimizer.h>
 #include <mixt/options.h>
@@ -35,7 +34,6 @@ struct ParameterGroup {
 
 // One group, or two with `decay_1d` false and a weight decay (mixt::split_for_weight_decay:
 // no weight decay on 1-D parameters). Empty groups are left out.
-inline const Option<bool> kWeightDecay1d{"weight_decay_1d", true, "also decay 1-D parameters (biases, norm scales)"};
 
 inline std::vector<ParameterGroup> weight_decay_groups(const OptimizerContext& context, double lr, double weight_decay,
                                                        bool decay_1d) {
@@ -54,20 +52,37 @@ enum class Implementation {
   automatic,      // torch.optim's foreach=None: foreach when every parameter is on CUDA, else single-tensor
 };
 
-inline const Option<std::string> kForeach{"foreach", "auto",
-                                          "the _foreach_ kernels; auto: when every parameter is on CUDA",
-                                          one_of({"auto", "true", "false"})};
-inline const Option<bool> kFused{"fused", false, "one fused kernel for all parameters (torch.optim fused=True)"};
+// The recipe's choice between them: `fused` and `foreach`, checked as torch.optim checks its
+// arguments.
+struct KernelChoice {
+  std::string foreach = "auto";
+  bool fused = false;
 
-// The recipe's `fused` and `foreach` options, checked as torch.optim checks its arguments.
-inline Implementation implementation_option(const Config& c) {
-  const bool fused = kFused.read(c);
-  const std::string foreach = kForeach.read(c);
-  if (fused && foreach == "true") c.fail("foreach", "fused and foreach cannot both be true (as in torch.optim)");
-  if (fused) return Implementation::fused;
-  if (foreach == "auto") return Implementation::automatic;
-  return foreach == "true" ? Implementation::foreach : Implementation::single_tensor;
-}
+  Implementation implementation() const {
+    if (fused) return Implementation::fused;
+    if (foreach == "auto") return Implementation::automatic;
+    return foreach == "true" ? Implementation::foreach : Implementation::single_tensor;
+  }
+};
+
+// What every grouped optimizer reads after its own options.
+struct GroupOptions {
+  bool weight_decay_1d = true;
+  KernelChoice kernels;
+};
+inline const OptionsOf<KernelChoice> kKernelChoice =
+    OptionsOf<KernelChoice>()
+        .add(&KernelChoice::foreach, "foreach", "the _foreach_ kernels; auto: when every parameter is on CUDA",
+             one_of({"auto", "true", "false"}))
+        .add(&KernelChoice::fused, "fused", "one fused kernel for all parameters (torch.optim fused=True)")
+        .rule("foreach", [](const KernelChoice& o) -> std::optional<std::string> {
+          if (o.fused && o.foreach == "true") return "fused and foreach cannot both be true (as in torch.optim)";
+          return std::nullopt;
+        });
+inline const OptionsOf<GroupOptions> kGroupOptions =
+    OptionsOf<GroupOptions>()
+        .add(&GroupOptions::weight_decay_1d, "weight_decay_1d", "also decay 1-D parameters (biases, norm scales)")
+        .include(&GroupOptions::kernels, kKernelChoice);
 
 // The fused and foreach kernels take parameters of one device and dtype per call (as
 // torch.optim's _group_tensors_by_device_and_dtype): the key that groups them.

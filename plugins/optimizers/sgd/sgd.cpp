@@ -12,7 +12,7 @@
 //                   loss scaler's grad_scale and found_inf (step_scaled): no host read, but
 //                   with dampening != 0 one per step until every momentum buffer exists.
 // Each gives torch.optim's parameters bit for bit (tests/unit/optimizer_parity_test.cpp).
-#include <mixt/options.h>
+#include <mixt/optimizer.h>
 #include <mixt/plugin.h>
 
 #include "../common/grouped_optimizer.h"
@@ -24,16 +24,20 @@ using mixt::optimizers::Implementation;
 using mixt::optimizers::KernelScaling;
 using mixt::optimizers::ParameterGroup;
 
+// The recipe's `optimizer:` section; the defaults are torch.optim.SGD's.
 struct SgdOptions {
+  double lr = 0;
   double momentum = 0, dampening = 0;
+  double weight_decay = 0;
   bool nesterov = false;
-  Implementation implementation = Implementation::automatic;
+  mixt::optimizers::GroupOptions group;
 };
 
 class Sgd : public GroupedOptimizer {
  public:
   Sgd(std::vector<ParameterGroup> groups, SgdOptions options)
-      : GroupedOptimizer(std::move(groups), {"momentum_buffer"}, options.implementation), o_(options) {}
+      : GroupedOptimizer(std::move(groups), {"momentum_buffer"}, options.group.kernels.implementation()),
+        o_(options) {}
 
  private:
   // torch/optim/sgd.py `_single_tensor_sgd`.
@@ -135,35 +139,29 @@ class Sgd : public GroupedOptimizer {
   SgdOptions o_;
 };
 
-const mixt::Required<double> kLr{"lr", "learning rate", mixt::at_least(0)};
-// The defaults are SgdOptions' initialisers (torch.optim.SGD's), written once.
-const SgdOptions kDefaults;
-const mixt::Option<double> kMomentum{"momentum", kDefaults.momentum, "momentum factor", mixt::at_least(0)};
-const mixt::Option<double> kDampening{"dampening", kDefaults.dampening, "dampening for momentum"};
-const mixt::Option<double> kWeightDecay{"weight_decay", 0.0, "L2 penalty added to the gradient", mixt::at_least(0)};
-const mixt::Option<bool> kNesterov{"nesterov", kDefaults.nesterov, "Nesterov momentum"};
+using O = SgdOptions;
+const auto kOptions =
+    mixt::OptionsOf<O>()
+        .required(&O::lr, "lr", "learning rate", mixt::at_least(0))
+        .add(&O::momentum, "momentum", "momentum factor", mixt::at_least(0))
+        .add(&O::dampening, "dampening", "dampening for momentum")
+        .add(&O::weight_decay, "weight_decay", "L2 penalty added to the gradient", mixt::at_least(0))
+        .add(&O::nesterov, "nesterov", "Nesterov momentum")
+        .include(&O::group, mixt::optimizers::kGroupOptions)
+        .rule("nesterov", [](const O& o) -> std::optional<std::string> {
+          if (o.nesterov && (o.momentum <= 0 || o.dampening != 0)) {
+            return "Nesterov momentum needs momentum > 0 and dampening 0";
+          }
+          return std::nullopt;
+        });
 
-std::unique_ptr<mixt::Optimizer> make_sgd(const mixt::Config& c, const mixt::OptimizerContext& context) {
-  const double lr = kLr.read(c);
-  SgdOptions o;
-  o.momentum = kMomentum.read(c);
-  o.dampening = kDampening.read(c);
-  o.nesterov = kNesterov.read(c);
-  o.implementation = mixt::optimizers::implementation_option(c);
-  const double weight_decay = kWeightDecay.read(c);
-  if (o.nesterov && (o.momentum <= 0 || o.dampening != 0)) {
-    c.fail("nesterov", "Nesterov momentum needs momentum > 0 and dampening 0");
-  }
-  const bool decay_1d = mixt::optimizers::kWeightDecay1d.read(c);
-  return std::make_unique<Sgd>(mixt::optimizers::weight_decay_groups(context, lr, weight_decay, decay_1d), o);
+std::unique_ptr<mixt::Optimizer> make_sgd(const SgdOptions& o, const mixt::OptimizerContext& context) {
+  return std::make_unique<Sgd>(
+      mixt::optimizers::weight_decay_groups(context, o.lr, o.weight_decay, o.group.weight_decay_1d), o);
 }
 
 void register_components(mixt::Registrar& registrar) {
-  using namespace mixt::optimizers;
-  registrar.add_optimizer("sgd",
-                          {"stochastic gradient descent (torch.optim.SGD semantics)",
-                           {kLr, kMomentum, kDampening, kWeightDecay, kNesterov, kWeightDecay1d, kForeach, kFused}},
-                          make_sgd);
+  registrar.add_optimizer("sgd", "stochastic gradient descent (torch.optim.SGD semantics)", kOptions, make_sgd);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // torch.amp.GradScaler) so that small gradients survive float16's narrow exponent range.
 // Options and defaults are GradScaler's own.
 #include <mixt/plugin.h>
+#include <mixt/precision.h>
 
 #include "../common/grad_scaler_policy.h"
 
@@ -32,15 +33,14 @@ class AmpFp16Policy : public mixt::PrecisionPolicy {
   mixt::GradScaler scaler_;
 };
 
-std::unique_ptr<mixt::PrecisionPolicy> make_amp_fp16(const mixt::Config& c, const mixt::PrecisionContext& context) {
-  return std::make_unique<AmpFp16Policy>(mixt::precision::read_grad_scaler_options(c, context));
+std::unique_ptr<mixt::PrecisionPolicy> make_amp_fp16(const mixt::GradScalerOptions& o,
+                                                     const mixt::PrecisionContext& context) {
+  return std::make_unique<AmpFp16Policy>(mixt::precision::with_context(o, context));
 }
 
 void register_components(mixt::Registrar& registrar) {
-  registrar.add_precision("amp_fp16",
-                          {"autocast to float16 + dynamic loss scaling (torch.amp.GradScaler semantics)",
-                           mixt::precision::grad_scaler_option_infos()},
-                          make_amp_fp16);
+  registrar.add_precision("amp_fp16", "autocast to float16 + dynamic loss scaling (torch.amp.GradScaler semantics)",
+                          mixt::precision::kGradScalerOptions, make_amp_fp16);
 }
 
 }  // namespace

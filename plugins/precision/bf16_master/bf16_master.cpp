@@ -8,6 +8,7 @@
 // autocast(bfloat16), so float32 modules and reduced-precision ones meet without casts.
 // bfloat16 has float32's exponent range: no loss scaler, no skipped step.
 #include <mixt/plugin.h>
+#include <mixt/precision.h>
 
 #include <memory>
 
@@ -15,15 +16,14 @@
 
 namespace {
 
-std::unique_ptr<mixt::PrecisionPolicy> make_bf16_master(const mixt::Config&, const mixt::PrecisionContext& context) {
+std::unique_ptr<mixt::PrecisionPolicy> make_bf16_master(const mixt::NoOptions&, const mixt::PrecisionContext& context) {
   return std::make_unique<mixt::precision::Bf16MasterPolicy>(context.fp32_modules);
 }
 
 void register_components(mixt::Registrar& registrar) {
   registrar.add_precision("bf16_master",
-                          {"bfloat16 model, float32 master weights in the optimizer, autocast(bfloat16), no scaler",
-                           {}},
-                          make_bf16_master);
+                          "bfloat16 model, float32 master weights in the optimizer, autocast(bfloat16), no scaler",
+                          mixt::kNoOptions, make_bf16_master);
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 // casts. bfloat16 has float32's exponent range: no loss scaler, no skipped step.
 #include <mixt/helpers/master_weights.h>
 #include <mixt/plugin.h>
-
+#include <mixt/precision.h>
 
 #include <string>
 #include <vector>
@@ -36,15 +36,14 @@ class Bf16TruePolicy : public mixt::PrecisionPolicy {
   std::vector<std::string> fp32_modules_;
 };
 
-std::unique_ptr<mixt::PrecisionPolicy> make_bf16_true(const mixt::Config&, const mixt::PrecisionContext& context) {
+std::unique_ptr<mixt::PrecisionPolicy> make_bf16_true(const mixt::NoOptions&, const mixt::PrecisionContext& context) {
   return std::make_unique<Bf16TruePolicy>(context.fp32_modules);
 }
 
 void register_components(mixt::Registrar& registrar) {
   registrar.add_precision("bf16_true",
-                          {"Lightning's bf16-true: model, gradients and optimizer state all bfloat16, no masters",
-                           {}},
-                          make_bf16_true);
+                          "Lightning's bf16-true: model, gradients and optimizer state all bfloat16, no masters",
+                          mixt::kNoOptions, make_bf16_true);
 }
 
 }  // namespace

@@ -3,32 +3,36 @@
 #pragma once
 
 #include <fnmatch.h>
-#include <mixt/config.h>
 #include <mixt/error.h>
 #include <mixt/helpers/linear.h>
 #include <mixt/helpers/master_weights.h>
 #include <mixt/options.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mixt::precision {
 
-inline const Option<std::vector<std::string>> kFp8Modules{
-    "fp8_modules", {},
-    "linear layers (or modules holding them) to compute in float8, by name or glob ('encoder.*'); empty: all"};
-inline const Option<std::vector<std::string>> kFp8Exclude{
-    "fp8_exclude", {}, "linear layers (or modules holding them) kept in bfloat16, by name or glob"};
-inline const Option<bool> kExcludeFirstLast{
-    "exclude_first_last", true, "keep the model's first and last linear layer in bfloat16 (Transformer Engine's advice)"};
-
 struct Float8LayerOptions {
-  std::vector<std::string> modules, exclude, fp32_modules;
+  std::vector<std::string> modules, exclude;
   bool exclude_first_last = true;
+  std::vector<std::string> fp32_modules;  // not an option of its own: the context's (precision.fp32_modules)
 };
 
-inline Float8LayerOptions read_float8_layer_options(const Config& c, const std::vector<std::string>& fp32_modules) {
-  return {kFp8Modules.read(c), kFp8Exclude.read(c), fp32_modules, kExcludeFirstLast.read(c)};
+inline const OptionsOf<Float8LayerOptions> kFloat8LayerOptions =
+    OptionsOf<Float8LayerOptions>()
+        .add(&Float8LayerOptions::modules, "fp8_modules",
+             "linear layers (or modules holding them) to compute in float8, by name or glob ('encoder.*'); empty: all")
+        .add(&Float8LayerOptions::exclude, "fp8_exclude",
+             "linear layers (or modules holding them) kept in bfloat16, by name or glob")
+        .add(&Float8LayerOptions::exclude_first_last, "exclude_first_last",
+             "keep the model's first and last linear layer in bfloat16 (Transformer Engine's advice)");
+
+// The recipe's options with the context's fp32_modules.
+inline Float8LayerOptions with_fp32_modules(Float8LayerOptions options, std::vector<std::string> fp32_modules) {
+  options.fp32_modules = std::move(fp32_modules);
+  return options;
 }
 
 // `name` is the pattern, matches it as a glob, or lies under a module that does.

@@ -13,6 +13,7 @@
 #include <ATen/ops/_amp_foreach_non_finite_check_and_unscale.h>
 #include <mixt/options.h>
 #include <mixt/plugin.h>
+#include <mixt/precision.h>
 
 #include "../common/scaler_options.h"
 
@@ -22,21 +23,21 @@
 
 namespace {
 
+// The recipe's `precision:` section. The dynamic mode's options are declared in
+// ../common/scaler_options.h, where amp_bf16 finds the same keys to reject.
 struct ScalerOptions {
-  bool dynamic = true;
+  bool dynamic = true;  // mode: dynamic (false: static)
   double init_scale = 65536.0;
-  double min_scale = 1.0;
-  double max_scale = 16777216.0;  // 2^24
-  double growth_factor = 2.0;
-  double backoff_factor = 0.5;
-  std::int64_t growth_interval = 1000;
-  std::int64_t hysteresis = 2;
+  mixt::precision::DynamicScalerOptions when_dynamic;
 };
 
 class CustomScalerPolicy : public mixt::PrecisionPolicy {
  public:
   CustomScalerPolicy(ScalerOptions options, const mixt::Communicator* communicator)
-      : o_(options), scale_(options.init_scale), hysteresis_left_(options.hysteresis), communicator_(communicator) {}
+      : o_(options),
+        scale_(options.init_scale),
+        hysteresis_left_(options.when_dynamic.hysteresis),
+        communicator_(communicator) {}
 
   mixt::AutocastScope autocast(at::DeviceType device) const override {
     return mixt::AutocastScope(device, at::kHalf);
@@ -83,13 +84,14 @@ class CustomScalerPolicy : public mixt::PrecisionPolicy {
   void update() override {
     unscaled_ = false;
     if (!o_.dynamic) return;
+    const mixt::precision::DynamicScalerOptions& d = o_.when_dynamic;
     if (overflow_) {
       good_steps_ = 0;
-      if (--hysteresis_left_ <= 0) scale_ = std::max(scale_ * o_.backoff_factor, o_.min_scale);
-    } else if (++good_steps_ == o_.growth_interval) {
+      if (--hysteresis_left_ <= 0) scale_ = std::max(scale_ * d.backoff_factor, d.min_scale);
+    } else if (++good_steps_ == d.growth_interval) {
       good_steps_ = 0;
-      hysteresis_left_ = o_.hysteresis;
-      scale_ = std::min(scale_ * o_.growth_factor, o_.max_scale);
+      hysteresis_left_ = d.hysteresis;
+      scale_ = std::min(scale_ * d.growth_factor, d.max_scale);
     }
   }
 
@@ -105,11 +107,12 @@ class CustomScalerPolicy : public mixt::PrecisionPolicy {
   void load(torch::serialize::InputArchive& archive) override {
     c10::IValue value;
     archive.read("scale", value);
-    scale_ = o_.dynamic ? std::clamp(value.toDouble(), o_.min_scale, o_.max_scale) : o_.init_scale;
+    scale_ = o_.dynamic ? std::clamp(value.toDouble(), o_.when_dynamic.min_scale, o_.when_dynamic.max_scale)
+                        : o_.init_scale;
     archive.read("good_steps", value);
     good_steps_ = value.toInt();
     archive.read("hysteresis_left", value);
-    hysteresis_left_ = std::min(value.toInt(), o_.hysteresis);
+    hysteresis_left_ = std::min(value.toInt(), o_.when_dynamic.hysteresis);
   }
 
  private:
@@ -123,65 +126,37 @@ class CustomScalerPolicy : public mixt::PrecisionPolicy {
   bool overflow_ = false;
 };
 
-const ScalerOptions kDefaults;
-const mixt::Option<std::string> kMode{"mode", "dynamic", "static: a fixed scale; dynamic: grows and backs off",
-                                      mixt::one_of({"dynamic", "static"})};
-const mixt::Option<double> kInitScale{"init_scale", kDefaults.init_scale, "initial (or, static, the only) loss scale",
-                                      mixt::precision::in_float32_range()};
-const mixt::Option<double> kMinScale{"min_scale", kDefaults.min_scale, "dynamic: the scale never backs off below this",
-                                     mixt::precision::in_float32_range()};
-const mixt::Option<double> kMaxScale{"max_scale", kDefaults.max_scale,
-                                     "dynamic: the scale never grows above this (2^24)",
-                                     mixt::precision::in_float32_range()};
-const mixt::Option<double> kGrowthFactor{
-    "growth_factor", kDefaults.growth_factor, "dynamic: multiplier after growth_interval finite steps",
-    mixt::precision::holds([](double x) { return x > 1; }, "must be > 1")};
-const mixt::Option<double> kBackoffFactor{"backoff_factor", kDefaults.backoff_factor,
-                                          "dynamic: multiplier when hysteresis runs out",
-                                          mixt::above(0) && mixt::below(1)};
-const mixt::Option<std::int64_t> kGrowthInterval{"growth_interval", kDefaults.growth_interval,
-                                                 "dynamic: finite steps in a row before growing", mixt::at_least(1)};
-const mixt::Option<std::int64_t> kHysteresis{
-    "hysteresis", kDefaults.hysteresis,
-    "dynamic: the hysteresis-th overflow in a row backs off (1: every one; Megatron-LM)",
-    [](const std::int64_t& h) -> std::optional<std::string> {
-      if (h >= 1) return std::nullopt;
-      return "must be at least 1 (1 = back off on every overflow)";
-    }};
+using O = ScalerOptions;
+const auto kOptions =
+    mixt::OptionsOf<O>()
+        .choice(&O::dynamic, "mode", {{"dynamic", true}, {"static", false}},
+                "static: a fixed scale; dynamic: grows and backs off")
+        .add(&O::init_scale, "init_scale", "initial (or, static, the only) loss scale",
+             mixt::precision::in_float32_range())
+        // Before their own value checks: with mode: static they are not used at all.
+        .refuse(mixt::precision::kDynamicScalerOptions.keys(), "only used with mode: dynamic",
+                "remove it, or set mode: dynamic", [](const O& o) { return !o.dynamic; })
+        .include(&O::when_dynamic, mixt::precision::kDynamicScalerOptions)
+        .rule("max_scale", [](const O& o) -> std::optional<std::string> {
+          if (o.dynamic && !(o.when_dynamic.max_scale >= o.when_dynamic.min_scale)) return "must be >= min_scale";
+          return std::nullopt;
+        })
+        .rule("init_scale", [](const O& o) -> std::optional<std::string> {
+          if (o.dynamic && (o.init_scale < o.when_dynamic.min_scale || o.init_scale > o.when_dynamic.max_scale)) {
+            return "must lie in [min_scale, max_scale]";
+          }
+          return std::nullopt;
+        });
 
-std::unique_ptr<mixt::PrecisionPolicy> make_custom_scaler(const mixt::Config& c,
+std::unique_ptr<mixt::PrecisionPolicy> make_custom_scaler(const ScalerOptions& o,
                                                           const mixt::PrecisionContext& context) {
-  ScalerOptions o;
-  o.dynamic = kMode.read(c) == "dynamic";
-  o.init_scale = kInitScale.read(c);
-  if (!o.dynamic) {
-    for (const std::string& key : {kMinScale.name(), kMaxScale.name(), kGrowthFactor.name(), kBackoffFactor.name(),
-                                   kGrowthInterval.name(), kHysteresis.name()}) {
-      if (mixt::precision::written(c, key.c_str())) {
-        c.fail(key, "only used with mode: dynamic", "remove it, or set mode: dynamic");
-      }
-    }
-    return std::make_unique<CustomScalerPolicy>(o, context.communicator);
-  }
-  o.min_scale = kMinScale.read(c);
-  o.max_scale = kMaxScale.read(c);
-  o.growth_factor = kGrowthFactor.read(c);
-  o.backoff_factor = kBackoffFactor.read(c);
-  o.growth_interval = kGrowthInterval.read(c);
-  o.hysteresis = kHysteresis.read(c);
-  if (!(o.max_scale >= o.min_scale)) c.fail("max_scale", "must be >= min_scale");
-  if (o.init_scale < o.min_scale || o.init_scale > o.max_scale) {
-    c.fail("init_scale", "must lie in [min_scale, max_scale]");
-  }
   return std::make_unique<CustomScalerPolicy>(o, context.communicator);
 }
 
 void register_components(mixt::Registrar& registrar) {
   registrar.add_precision(
-      "custom_scaler",
-      {"autocast float16 + a hand-written loss scaler: static, or dynamic with bounds and hysteresis",
-       {kMode, kInitScale, kMinScale, kMaxScale, kGrowthFactor, kBackoffFactor, kGrowthInterval, kHysteresis}},
-      make_custom_scaler);
+      "custom_scaler", "autocast float16 + a hand-written loss scaler: static, or dynamic with bounds and hysteresis",
+      kOptions, make_custom_scaler);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 // modules and float16 ones meet without casts.
 #include <mixt/helpers/master_weights.h>
 #include <mixt/plugin.h>
+#include <mixt/precision.h>
 #include <torch/nn/modules/batchnorm.h>
 
 #include "../common/grad_scaler_policy.h"
@@ -94,22 +95,28 @@ class Fp16MasterPolicy : public mixt::PrecisionPolicy {
   mixt::MasterWeights masters_;
 };
 
-const mixt::Option<bool> kKeepBatchnormFp32{"keep_batchnorm_fp32", true,
-                                            "batch norm layers stay float32 (Apex O2's default)"};
+struct Fp16MasterOptions {
+  mixt::GradScalerOptions scaler;
+  bool keep_batchnorm_fp32 = true;
+};
 
-std::unique_ptr<mixt::PrecisionPolicy> make_fp16_master(const mixt::Config& c, const mixt::PrecisionContext& context) {
-  return std::make_unique<Fp16MasterPolicy>(mixt::precision::read_grad_scaler_options(c, context),
-                                            context.fp32_modules, kKeepBatchnormFp32.read(c));
+using O = Fp16MasterOptions;
+const auto kOptions = mixt::OptionsOf<O>()
+                          .include(&O::scaler, mixt::precision::kGradScalerOptions)
+                          .add(&O::keep_batchnorm_fp32, "keep_batchnorm_fp32",
+                               "batch norm layers stay float32 (Apex O2's default)");
+
+std::unique_ptr<mixt::PrecisionPolicy> make_fp16_master(const Fp16MasterOptions& o,
+                                                        const mixt::PrecisionContext& context) {
+  return std::make_unique<Fp16MasterPolicy>(mixt::precision::with_context(o.scaler, context), context.fp32_modules,
+                                            o.keep_batchnorm_fp32);
 }
 
 void register_components(mixt::Registrar& registrar) {
-  std::vector<mixt::OptionDoc> options = mixt::precision::grad_scaler_option_infos();
-  options.push_back(kKeepBatchnormFp32);
   registrar.add_precision("fp16_master",
-                          {"Apex O2: float16 model, float32 master weights, batch norm in float32, dynamic loss "
-                           "scaling (GradScaler)",
-                           options},
-                          make_fp16_master);
+                          "Apex O2: float16 model, float32 master weights, batch norm in float32, dynamic loss "
+                          "scaling (GradScaler)",
+                          kOptions, make_fp16_master);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // cuBLAS and cuDNN so the FP32 baseline is honest (PyTorch enables TF32 convolutions by
 // default).
 #include <mixt/plugin.h>
+#include <mixt/precision.h>
 
 namespace {
 
@@ -15,9 +16,10 @@ class Fp32Policy : public mixt::PrecisionPolicy {
 };
 
 void register_components(mixt::Registrar& registrar) {
-  registrar.add_precision(
-      "fp32", {"full fp32 (TF32 off for cuBLAS and cuDNN)", {}},
-      [](const mixt::Config&, const mixt::PrecisionContext&) { return std::make_unique<Fp32Policy>(); });
+  registrar.add_precision("fp32", "full fp32 (TF32 off for cuBLAS and cuDNN)", mixt::kNoOptions,
+                          [](const mixt::NoOptions&, const mixt::PrecisionContext&) {
+                            return std::make_unique<Fp32Policy>();
+                          });
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <ATen/autocast_mode.h>
 #include <mixt/helpers/float8.h>
 #include <mixt/plugin.h>
+#include <mixt/precision.h>
 
 #include <cmath>
 #include <memory>
@@ -22,12 +23,24 @@
 
 namespace {
 
-const mixt::Option<std::int64_t> kHistoryLen{"amax_history_len", 1024, "steps of amax history per tensor",
-                                             mixt::at_least(1)};
-const mixt::Option<std::string> kAmaxCompute{"amax_compute", "max", "amax from the history: its max, or the last step's",
-                                             mixt::one_of({"max", "most_recent"})};
-const mixt::Option<std::int64_t> kMargin{"margin", 0, "scale = (fp8_max / amax) / 2^margin",
-                                         mixt::at_least(0)};
+enum class AmaxCompute { max, most_recent };
+
+struct Fp8DelayedOptions {
+  mixt::precision::Float8LayerOptions layers;
+  std::int64_t amax_history_len = 1024;
+  AmaxCompute amax_compute = AmaxCompute::max;
+  std::int64_t margin = 0;
+};
+
+using O = Fp8DelayedOptions;
+const auto kOptions =
+    mixt::OptionsOf<O>()
+        .include(&O::layers, mixt::precision::kFloat8LayerOptions)
+        .add(&O::amax_history_len, "amax_history_len", "steps of amax history per tensor", mixt::at_least(1))
+        .choice(&O::amax_compute, "amax_compute",
+                {{"max", AmaxCompute::max}, {"most_recent", AmaxCompute::most_recent}},
+                "amax from the history: its max, or the last step's")
+        .add(&O::margin, "margin", "scale = (fp8_max / amax) / 2^margin", mixt::at_least(0));
 
 class DelayedScalingLinear : public mixt::LinearFunction {
  public:
@@ -144,20 +157,18 @@ class Fp8DelayedPolicy : public mixt::precision::Bf16MasterPolicy {
   std::vector<std::shared_ptr<DelayedScalingLinear>> functions_;
 };
 
-std::unique_ptr<mixt::PrecisionPolicy> make_fp8_delayed(const mixt::Config& c, const mixt::PrecisionContext& context) {
-  auto layers = mixt::precision::read_float8_layer_options(c, context.fp32_modules);
-  return std::make_unique<Fp8DelayedPolicy>(std::move(layers), kHistoryLen.read(c),
-                                            kAmaxCompute.read(c) == "most_recent", kMargin.read(c),
+std::unique_ptr<mixt::PrecisionPolicy> make_fp8_delayed(const Fp8DelayedOptions& o,
+                                                        const mixt::PrecisionContext& context) {
+  return std::make_unique<Fp8DelayedPolicy>(mixt::precision::with_fp32_modules(o.layers, context.fp32_modules),
+                                            o.amax_history_len, o.amax_compute == AmaxCompute::most_recent, o.margin,
                                             context.communicator);
 }
 
 void register_components(mixt::Registrar& registrar) {
   registrar.add_precision("fp8_delayed",
-                          {"Transformer Engine's delayed scaling: linear layers in float8 with scales from an amax "
-                           "history (e4m3 forward, e5m2 output gradient), the rest as bf16_master",
-                           {mixt::precision::kFp8Modules, mixt::precision::kFp8Exclude,
-                            mixt::precision::kExcludeFirstLast, kHistoryLen, kAmaxCompute, kMargin}},
-                          make_fp8_delayed);
+                          "Transformer Engine's delayed scaling: linear layers in float8 with scales from an amax "
+                          "history (e4m3 forward, e5m2 output gradient), the rest as bf16_master",
+                          kOptions, make_fp8_delayed);
 }
 
 }  // namespace

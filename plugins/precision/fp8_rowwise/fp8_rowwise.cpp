@@ -6,6 +6,7 @@
 // at::_scaled_mm's rowwise kernel; on the CPU an emulation (dequantise, float32 matmul).
 #include <mixt/helpers/float8.h>
 #include <mixt/plugin.h>
+#include <mixt/precision.h>
 
 #include <memory>
 #include <string>
@@ -33,18 +34,18 @@ class Fp8RowwisePolicy : public mixt::precision::Bf16MasterPolicy {
   mixt::precision::Float8LayerOptions layers_;
 };
 
-std::unique_ptr<mixt::PrecisionPolicy> make_fp8_rowwise(const mixt::Config& c, const mixt::PrecisionContext& context) {
-  return std::make_unique<Fp8RowwisePolicy>(mixt::precision::read_float8_layer_options(c, context.fp32_modules));
+std::unique_ptr<mixt::PrecisionPolicy> make_fp8_rowwise(const mixt::precision::Float8LayerOptions& o,
+                                                        const mixt::PrecisionContext& context) {
+  return std::make_unique<Fp8RowwisePolicy>(mixt::precision::with_fp32_modules(o, context.fp32_modules));
 }
 
 void register_components(mixt::Registrar& registrar) {
   registrar.add_precision(
       "fp8_rowwise",
-      {"torchao's float8 'rowwise' recipe: linear layers in float8 (dynamic per-row scales rounded "
-       "down to a power of two, e4m3 throughout; CUDA's rowwise at::_scaled_mm, on the CPU an "
-       "emulation), the rest as bf16_master",
-       {mixt::precision::kFp8Modules, mixt::precision::kFp8Exclude, mixt::precision::kExcludeFirstLast}},
-      make_fp8_rowwise);
+      "torchao's float8 'rowwise' recipe: linear layers in float8 (dynamic per-row scales rounded "
+      "down to a power of two, e4m3 throughout; CUDA's rowwise at::_scaled_mm, on the CPU an "
+      "emulation), the rest as bf16_master",
+      mixt::precision::kFloat8LayerOptions, make_fp8_rowwise);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 // masters: the scales are computed from each tensor as it is cast.
 #include <mixt/helpers/float8.h>
 #include <mixt/plugin.h>
+#include <mixt/precision.h>
 
 #include <memory>
 #include <string>
@@ -33,18 +34,16 @@ class Fp8TensorwisePolicy : public mixt::precision::Bf16MasterPolicy {
   mixt::precision::Float8LayerOptions layers_;
 };
 
-std::unique_ptr<mixt::PrecisionPolicy> make_fp8_tensorwise(const mixt::Config& c,
+std::unique_ptr<mixt::PrecisionPolicy> make_fp8_tensorwise(const mixt::precision::Float8LayerOptions& o,
                                                            const mixt::PrecisionContext& context) {
-  return std::make_unique<Fp8TensorwisePolicy>(mixt::precision::read_float8_layer_options(c, context.fp32_modules));
+  return std::make_unique<Fp8TensorwisePolicy>(mixt::precision::with_fp32_modules(o, context.fp32_modules));
 }
 
 void register_components(mixt::Registrar& registrar) {
   registrar.add_precision("fp8_tensorwise",
-                          {"torchao's float8 'tensorwise' recipe: linear layers in float8 (dynamic per-tensor scales, "
-                           "e4m3 forward, e5m2 output gradient, at::_scaled_mm), the rest as bf16_master",
-                           {mixt::precision::kFp8Modules, mixt::precision::kFp8Exclude,
-                            mixt::precision::kExcludeFirstLast}},
-                          make_fp8_tensorwise);
+                          "torchao's float8 'tensorwise' recipe: linear layers in float8 (dynamic per-tensor scales, "
+                          "e4m3 forward, e5m2 output gradient, at::_scaled_mm), the rest as bf16_master",
+                          mixt::precision::kFloat8LayerOptions, make_fp8_tensorwise);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // torch.backends.cuda.matmul.fp32_precision = "tf32" / torch.backends.cudnn.conv.fp32_precision.
 // The CPU has no TF32: there the policy runs plain fp32 and says so once.
 #include <mixt/plugin.h>
+#include <mixt/precision.h>
 
 #include <cstdio>
 
@@ -27,9 +28,10 @@ class Tf32Policy : public mixt::PrecisionPolicy {
 };
 
 void register_components(mixt::Registrar& registrar) {
-  registrar.add_precision(
-      "tf32", {"fp32 storage, TF32 tensor-core matmul and convolution on CUDA (plain fp32 on CPU)", {}},
-      [](const mixt::Config&, const mixt::PrecisionContext&) { return std::make_unique<Tf32Policy>(); });
+  registrar.add_precision("tf32", "fp32 storage, TF32 tensor-core matmul and convolution on CUDA (plain fp32 on CPU)",
+                          mixt::kNoOptions, [](const mixt::NoOptions&, const mixt::PrecisionContext&) {
+                            return std::make_unique<Tf32Policy>();
+                          });
 }
 
 }  // namespace

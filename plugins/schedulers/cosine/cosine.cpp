@@ -5,6 +5,7 @@
 #include <mixt/helpers/lr_schedule.h>
 #include <mixt/options.h>
 #include <mixt/plugin.h>
+#include <mixt/scheduler.h>
 
 #include <cmath>
 #include <numbers>
@@ -37,28 +38,31 @@ class CosineSchedule : public mixt::ScheduleByStep {
   double start_factor_, min_lr_;
 };
 
-const mixt::Option<double> kStartFactor{"start_factor", 0.0, "warm-up starts at start_factor * lr",
-                                        mixt::between(0, 1)};
-const mixt::Option<double> kMinLr{"min_lr", 0.0, "learning rate at the end of the run", mixt::at_least(0)};
+struct CosineOptions {
+  mixt::schedulers::WarmupOptions warmup;
+  double start_factor = 0.0;
+  double min_lr = 0.0;
+};
 
-std::unique_ptr<mixt::Scheduler> make_cosine(const mixt::Config& c, const mixt::SchedulerContext& context) {
+using O = CosineOptions;
+const auto kOptions =
+    mixt::OptionsOf<O>()
+        .include(&O::warmup, mixt::schedulers::kWarmupOptions)
+        .add(&O::start_factor, "start_factor", "warm-up starts at start_factor * lr", mixt::between(0, 1))
+        .add(&O::min_lr, "min_lr", "learning rate at the end of the run", mixt::at_least(0));
+
+std::unique_ptr<mixt::Scheduler> make_cosine(const CosineOptions& o, const mixt::SchedulerContext& context) {
   const std::int64_t total = context.steps_per_epoch * context.epochs;
-  const std::int64_t warmup = mixt::schedulers::read_warmup_steps(c, context.steps_per_epoch);
-  const double start_factor = kStartFactor.read(c);
-  const double min_lr = kMinLr.read(c);
-  if (warmup > total) {
-    c.fail(c.has("warmup_epochs") ? "warmup_epochs" : "warmup_steps",
-           "warm-up (" + std::to_string(warmup) + " steps) is longer than the whole run (" + std::to_string(total) +
-               " steps)");
+  const std::int64_t warmup = o.warmup.in_steps(context.steps_per_epoch);
+  if (warmup > total) {  // needs the context: no rule can say it
+    o.warmup.fail("warm-up (" + std::to_string(warmup) + " steps) is longer than the whole run (" +
+                  std::to_string(total) + " steps)");
   }
-  return std::make_unique<CosineSchedule>(context, warmup, total, start_factor, min_lr);
+  return std::make_unique<CosineSchedule>(context, warmup, total, o.start_factor, o.min_lr);
 }
 
 void register_components(mixt::Registrar& registrar) {
-  using mixt::schedulers::kWarmupEpochs, mixt::schedulers::kWarmupSteps;
-  registrar.add_scheduler("cosine",
-                          {"linear warm-up then cosine decay to min_lr over the run, per step",
-                           {kWarmupEpochs, kWarmupSteps, kStartFactor, kMinLr}},
+  registrar.add_scheduler("cosine", "linear warm-up then cosine decay to min_lr over the run, per step", kOptions,
                           make_cosine);
 }
 

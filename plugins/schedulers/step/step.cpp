@@ -3,6 +3,7 @@
 #include <mixt/helpers/lr_schedule.h>
 #include <mixt/options.h>
 #include <mixt/plugin.h>
+#include <mixt/scheduler.h>
 
 #include <cmath>
 
@@ -23,20 +24,24 @@ class StepSchedule : public mixt::ScheduleByStep {
   double gamma_;
 };
 
-const mixt::Option<std::int64_t> kStepEpochs{"step_epochs", 30, "epochs between decays", mixt::at_least(1)};
-const mixt::Option<double> kGamma{"gamma", 0.1, "decay factor", mixt::above(0)};
+struct StepOptions {
+  std::int64_t step_epochs = 30;
+  double gamma = 0.1;
+};
 
-std::unique_ptr<mixt::Scheduler> make_step(const mixt::Config& c, const mixt::SchedulerContext& context) {
-  const std::int64_t step_epochs = kStepEpochs.read(c);
-  const double gamma = kGamma.read(c);
-  return std::make_unique<StepSchedule>(context, step_epochs * std::max<std::int64_t>(1, context.steps_per_epoch),
-                                        gamma);
+using O = StepOptions;
+const auto kOptions = mixt::OptionsOf<O>()
+                          .add(&O::step_epochs, "step_epochs", "epochs between decays", mixt::at_least(1))
+                          .add(&O::gamma, "gamma", "decay factor", mixt::above(0));
+
+std::unique_ptr<mixt::Scheduler> make_step(const StepOptions& o, const mixt::SchedulerContext& context) {
+  return std::make_unique<StepSchedule>(context, o.step_epochs * std::max<std::int64_t>(1, context.steps_per_epoch),
+                                        o.gamma);
 }
 
 void register_components(mixt::Registrar& registrar) {
-  registrar.add_scheduler(
-      "step", {"multiply the learning rate by gamma every step_epochs epochs (StepLR)", {kStepEpochs, kGamma}},
-      make_step);
+  registrar.add_scheduler("step", "multiply the learning rate by gamma every step_epochs epochs (StepLR)", kOptions,
+                          make_step);
 }
 
 }  // namespace

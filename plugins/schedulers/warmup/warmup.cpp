@@ -3,6 +3,7 @@
 #include <mixt/helpers/lr_schedule.h>
 #include <mixt/options.h>
 #include <mixt/plugin.h>
+#include <mixt/scheduler.h>
 
 #include <cmath>
 
@@ -27,19 +28,23 @@ class WarmupSchedule : public mixt::ScheduleByStep {
   double start_factor_;
 };
 
-const mixt::Option<double> kStartFactor{"start_factor", 1.0 / 3.0, "warm-up starts at start_factor * lr",
-                                        mixt::above(0) && mixt::at_most(1)};
+struct WarmupOnlyOptions {
+  mixt::schedulers::WarmupOptions warmup;
+  double start_factor = 1.0 / 3.0;
+};
 
-std::unique_ptr<mixt::Scheduler> make_warmup(const mixt::Config& c, const mixt::SchedulerContext& context) {
-  const std::int64_t warmup = mixt::schedulers::read_warmup_steps(c, context.steps_per_epoch);
-  return std::make_unique<WarmupSchedule>(context, warmup, kStartFactor.read(c));
+using O = WarmupOnlyOptions;
+const auto kOptions = mixt::OptionsOf<O>()
+                          .include(&O::warmup, mixt::schedulers::kWarmupOptions)
+                          .add(&O::start_factor, "start_factor", "warm-up starts at start_factor * lr",
+                               mixt::above(0) && mixt::at_most(1));
+
+std::unique_ptr<mixt::Scheduler> make_warmup(const WarmupOnlyOptions& o, const mixt::SchedulerContext& context) {
+  return std::make_unique<WarmupSchedule>(context, o.warmup.in_steps(context.steps_per_epoch), o.start_factor);
 }
 
 void register_components(mixt::Registrar& registrar) {
-  using mixt::schedulers::kWarmupEpochs, mixt::schedulers::kWarmupSteps;
-  registrar.add_scheduler("warmup",
-                          {"linear warm-up to the base learning rate, then constant (LinearLR)",
-                           {kWarmupEpochs, kWarmupSteps, kStartFactor}},
+  registrar.add_scheduler("warmup", "linear warm-up to the base learning rate, then constant (LinearLR)", kOptions,
                           make_warmup);
 }
 

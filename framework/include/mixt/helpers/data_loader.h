@@ -20,7 +20,9 @@
 //
 // LoaderDataset wraps a loader as a mixt::Dataset, which is all most plugins need:
 //
-//   auto options = mixt::read_loader_options(config, context, /*shuffle=*/context.split == "train");
+//   struct MyOptions { mixt::LoaderKeys loader; ... };
+//   kOptions = mixt::OptionsOf<MyOptions>()...include(&MyOptions::loader, mixt::loader_keys());
+//   auto options = o.loader.for_context(context, /*shuffle_default=*/context.split == "train");
 //   return std::make_unique<mixt::LoaderDataset>(source, options, num_classes, shape);
 //
 // or, when the classes have names, NamedLoaderDataset(source, options, class_names, shape).
@@ -38,6 +40,7 @@
 
 #include "mixt/config.h"
 #include "mixt/dataset.h"
+#include "mixt/options.h"
 #include "mixt/padded_shards.h"
 #include "mixt/helpers/sample_rng.h"
 #include "mixt/option_doc.h"
@@ -90,13 +93,22 @@ struct LoaderOptions {
   std::function<void(const std::string&)> warn;
 };
 
-// Reads batch_size, shuffle, drop_last, workers, prefetch, on_bad_sample from a dataset's
-// section; seed, rank, world_size and device come from the context.
-LoaderOptions read_loader_options(const Config& section, const DatasetContext& context, bool shuffle_default,
-                                  std::int64_t batch_size_default = kDefaultBatchSize);
-// Their documentation, for ComponentInfo: the declarations read_loader_options reads
-// through, with the same batch_size default.
-std::vector<OptionDoc> loader_option_docs(std::int64_t batch_size_default = kDefaultBatchSize);
+// The loader's keys in a dataset's recipe section.
+struct LoaderKeys {
+  std::int64_t batch_size = kDefaultBatchSize;
+  std::optional<bool> shuffle;          // absent: the dataset's default (true for train)
+  bool drop_last = false;
+  std::optional<std::int64_t> workers;  // absent: default_loader_workers()
+  std::int64_t prefetch = 0;
+  OnBadSample on_bad_sample = OnBadSample::skip;
+
+  // The loader's options: these, with seed, rank, world_size and device from the context.
+  LoaderOptions for_context(const DatasetContext& context, bool shuffle_default) const;
+};
+
+// batch_size, shuffle, drop_last, workers, prefetch and on_bad_sample, for OptionsOf::include;
+// a dataset with its own default batch size passes it.
+OptionsOf<LoaderKeys> loader_keys(std::int64_t batch_size_default = kDefaultBatchSize);
 
 class DataLoader {
  public:
@@ -137,8 +149,6 @@ class LoaderDataset : public Dataset, public ResumesMidEpoch, public CountsBadSa
       : loader_(std::move(source), std::move(options)),
         num_classes_(num_classes),
         sample_shape_(std::move(sample_shape)) {}
-  // Defined in libmixt: its vtable and type_info live there, so dynamic_cast from the host
-  // works on a LoaderDataset made in a plugin (built with hidden visibility).
   ~LoaderDataset() override;
 
   std::int64_t size() const override { return loader_.size(); }
@@ -153,6 +163,13 @@ class LoaderDataset : public Dataset, public ResumesMidEpoch, public CountsBadSa
   }
   std::int64_t bad_samples() const override { return loader_.bad_samples(); }
   std::int64_t own_samples() const override { return loader_.own_samples(); }
+  DatasetCapabilities capabilities() override {
+    DatasetCapabilities can;
+    can.resumes_mid_epoch = this;
+    can.counts_bad_samples = this;
+    can.pads_shards = this;
+    return can;
+  }
   DataLoader& loader() { return loader_; }
 
  private:
@@ -171,6 +188,11 @@ class NamedLoaderDataset : public LoaderDataset, public NamedClasses {
                       std::move(sample_shape)),
         class_names_(std::move(class_names)) {}
   std::vector<std::string> class_names() const override { return class_names_; }
+  DatasetCapabilities capabilities() override {
+    DatasetCapabilities can = LoaderDataset::capabilities();
+    can.named_classes = this;
+    return can;
+  }
 
  private:
   std::vector<std::string> class_names_;

@@ -18,6 +18,10 @@
 // Every random draw comes from the sample's SampleRng, so augmentations are reproducible.
 #pragma once
 
+#include <optional>
+
+#include "mixt/options.h"
+
 #include <ATen/ATen.h>
 
 #include <array>
@@ -97,7 +101,11 @@ TransformPipeline imagenet_eval_pipeline(std::int64_t size = 224, bool channels_
 // ending in a tensor) are recipe errors at the item's file:line:column.
 TransformPipeline read_transforms(const Config& section, std::string_view key, TransformPipeline fallback);
 
-// Documentation of the `transforms` option and each transform's options, for ComponentInfo.
-std::vector<OptionDoc> transform_option_docs();
+// The `transforms` key in a dataset's section, for OptionsOf::include.
+struct TransformKeys {
+  std::optional<TransformPipeline> pipeline;  // absent: the dataset's default pipeline
+};
+// `default_pipeline` says in words what the dataset uses when the key is absent.
+OptionsOf<TransformKeys> transform_keys(const std::string& default_pipeline);
 
 }  // namespace mixt

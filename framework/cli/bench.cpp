@@ -1,6 +1,7 @@
 #include "bench.h"
 
 #include <ATen/DeviceAccelerator.h>
+#include <CLI/CLI.hpp>
 #include <c10/core/Event.h>
 #include <poll.h>
 #include <sys/prctl.h>
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -397,6 +399,61 @@ int bench(const BenchOptions& options) {
     return 130;
   }
   return failed ? 1 : 0;
+}
+
+namespace {
+
+std::string trim_spaces(const std::string& text) {
+  const std::size_t first = text.find_first_not_of(' ');
+  return first == std::string::npos ? "" : text.substr(first, text.find_last_not_of(' ') - first + 1);
+}
+
+// The flags as given, before they become BenchOptions.
+struct BenchArguments {
+  BenchOptions options;
+  std::string policies;
+  std::int64_t batch = 0;
+  std::string checkpointing;
+};
+
+// --precision "fp32, amp_bf16" as a shell user quotes it, --batch when given, and the rows
+// of --activation-checkpointing.
+BenchOptions bench_options(BenchArguments& args, const CLI::App& command) {
+  BenchOptions options = args.options;
+  std::stringstream list(args.policies);
+  for (std::string policy; std::getline(list, policy, ',');) {
+    policy = trim_spaces(policy);
+    if (!policy.empty()) options.policies.push_back(policy);
+  }
+  if (command.count("--batch") > 0) options.batch = args.batch;
+  options.checkpointing = split_checkpointing_settings(args.checkpointing);
+  return options;
+}
+
+}  // namespace
+
+void add_bench_commands(CLI::App& app, Commands& commands) {
+  auto args = std::make_shared<BenchArguments>();
+  BenchOptions& o = args->options;
+  CLI::App* bench_app = app.add_subcommand("bench", "time a recipe under several precision policies, one table");
+  bench_app->add_option("recipe", o.recipe, "recipe YAML file")->required();
+  bench_app->add_option("--precision", args->policies, "comma-separated policies, e.g. fp32,tf32,amp_fp16,amp_bf16");
+  bench_app->add_option("--steps", o.steps, "timed optimizer steps per policy")->capture_default_str();
+  bench_app->add_option("--warmup", o.warmup, "untimed steps first")->capture_default_str();
+  bench_app->add_option("--batch", args->batch, "batch size (default: the recipe's)");
+  bench_app->add_option("--activation-checkpointing", args->checkpointing,
+                        "rows per setting of trainer.activation_checkpointing, e.g. none,all or none,[layer1,layer2]");
+  bench_app->add_option("overrides", o.overrides, "key=value overrides");
+  commands.push_back({bench_app, [args, bench_app] { return bench(bench_options(*args, *bench_app)); }});
+  // One policy in a process of its own; `mixt bench` runs it.
+  CLI::App* worker = app.add_subcommand("bench-worker", "")->group("");
+  worker->add_option("recipe", o.recipe)->required();
+  worker->add_option("--precision", args->policies)->required();
+  worker->add_option("--steps", o.steps);
+  worker->add_option("--warmup", o.warmup);
+  worker->add_option("--batch", args->batch);
+  worker->add_option("overrides", o.overrides);
+  commands.push_back({worker, [args, worker] { return bench_worker(bench_options(*args, *worker)); }});
 }
 
 }  // namespace mixt::cli

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "command.h"
+
 namespace mixt::cli {
 
 struct BenchOptions {
@@ -30,5 +32,8 @@ std::vector<std::string> split_checkpointing_settings(const std::string& text);
 int bench(const BenchOptions& options);
 // One policy, one JSON line on stdout.
 int bench_worker(const BenchOptions& options);
+
+// `mixt bench` and, hidden, the `mixt bench-worker` it starts per policy, with their flags.
+void add_bench_commands(CLI::App& app, Commands& commands);
 
 }  // namespace mixt::cli

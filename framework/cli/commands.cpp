@@ -1,6 +1,7 @@
 #include "commands.h"
 
 #include <ATen/detail/CUDAHooksInterface.h>
+#include <CLI/CLI.hpp>
 #include <torch/version.h>
 #include <unistd.h>
 
@@ -8,7 +9,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 
+#include "assembly/model_input.h"
 #include "assembly/routing_probe.h"
 #include "checkpoint/checkpointer.h"
 #include "common/closest_match.h"
@@ -32,7 +35,7 @@ int run(const std::string& recipe, const std::vector<std::string>& overrides) {
   set_interrupt_acknowledgement(launched_as_main_rank() ? kStopAfterStep : nullptr);
   fs::path run_dir;
   const TrainResult result = run_experiment(experiment, ::isatty(STDERR_FILENO) != 0, &run_dir);
-  if (experiment.parallel && !experiment.parallel->is_main()) return 0;  // rank 0 reports
+  if (!experiment.main_rank()) return 0;  // rank 0 reports
   // samples/s over the training loops, as the step lines show it; evaluation and
   // checkpoints are in the total only.
   const std::string stopped =
@@ -77,7 +80,7 @@ class CountingLinear : public LinearFunction {
 // How many of the model's linear layers (mixt/helpers/linear.h) the precision policy
 // computes its own way (float8, for the fp8_* policies), and their share of the linear
 // layers' FLOPs in one forward pass of a blank sample.
-void print_linear_layers(const Components& c, std::vector<std::int64_t> sample_shape) {
+void print_linear_layers(const Components& c, const std::vector<std::int64_t>& sample_shape) {
   const std::vector<LinearLayer> layers = linear_layers(*c.model);
   if (layers.empty()) return;
   std::vector<double> flops(layers.size(), 0.0);
@@ -86,14 +89,7 @@ void print_linear_layers(const Components& c, std::vector<std::int64_t> sample_s
     installed.push_back(layers[i].owner->linear_function(layers[i].map));
     layers[i].set_function(std::make_shared<CountingLinear>(installed.back(), flops[i]));
   }
-  {
-    sample_shape.insert(sample_shape.begin(), 1);
-    at::NoGradGuard no_grad;
-    AutocastScope scope = c.precision->autocast(c.device.type());
-    c.model->eval();
-    c.model->forward(c.precision->prepare_input(at::zeros(sample_shape, at::TensorOptions().device(c.device))));
-    c.model->train();
-  }
+  forward_blank_batch(c, sample_shape, /*batch=*/1);
   std::size_t own = 0;
   double own_flops = 0.0, all_flops = 0.0;
   for (std::size_t i = 0; i < layers.size(); ++i) {
@@ -139,7 +135,7 @@ void print_routing_and_steps(const Experiment& e) {
     std::printf("  fp32      %s (precision.fp32_modules)\n",
                 joined(e.recipe.config().section("precision").strings("fp32_modules", {})).c_str());
   }
-  const std::int64_t batches = c.train->batches_per_epoch(), steps = e.options.steps_per_epoch(batches);
+  const std::int64_t batches = e.facts.batches_per_epoch, steps = e.facts.steps_per_epoch;
   std::string why = std::to_string(batches) + " batch" + (batches == 1 ? "" : "es");
   if (e.options.accumulate > 1) why += ", " + std::to_string(e.options.accumulate) + " per step (trainer.accumulate)";
   if (e.options.max_steps_per_epoch > 0 && steps == e.options.max_steps_per_epoch) {
@@ -159,10 +155,8 @@ int check(const std::string& recipe, const std::vector<std::string>& overrides) 
   // A trainer.resume that names no checkpoint, or one that does not fit the recipe's model,
   // is a recipe error `run` would give: read it as `run` will (nothing is written).
   if (!e.options.resume.empty()) {
-    const SingleProcess single_process;
-    const Coordinator& coordinator = e.parallel ? *e.parallel : static_cast<const Coordinator&>(single_process);
     TrainState state;
-    Checkpointer(e.components, e.options, state, coordinator)
+    Checkpointer(e.components, e.options, state, e.coordinator())
         .resume(e.options.resume, /*check_data_order=*/e.parallel != nullptr);
   }
   std::printf("%s: ok\n", recipe.c_str());
@@ -312,6 +306,56 @@ std::string version_text() {
   text += "host allocator: " + host_allocator().summary() + "\n";
   if (const std::string image = container_image(); !image.empty()) text += "container image: " + image + "\n";
   return text;
+}
+
+namespace {
+// A recipe and its key=value overrides: what run and check take.
+struct RecipeArguments {
+  std::string recipe;
+  std::vector<std::string> overrides;
+};
+}  // namespace
+
+void add_run_command(CLI::App& app, Commands& commands) {
+  auto args = std::make_shared<RecipeArguments>();
+  CLI::App* run_app = app.add_subcommand("run", "train the model a recipe describes");
+  run_app->add_option("recipe", args->recipe, "recipe YAML file")->required();
+  run_app->add_option("overrides", args->overrides, "key=value overrides, e.g. optimizer.lr=0.1 trainer.epochs=2");
+  commands.push_back({run_app, [args] { return run(args->recipe, args->overrides); }});
+}
+
+void add_check_command(CLI::App& app, Commands& commands) {
+  auto args = std::make_shared<RecipeArguments>();
+  CLI::App* check_app = app.add_subcommand("check", "validate a recipe: load its plugins, build every component");
+  check_app->add_option("recipe", args->recipe, "recipe YAML file")->required();
+  check_app->add_option("overrides", args->overrides, "key=value overrides");
+  commands.push_back({check_app, [args] { return check(args->recipe, args->overrides); }});
+}
+
+void add_list_command(CLI::App& app, Commands& commands) {
+  struct Arguments {
+    std::string kind, glob, recipe;
+  };
+  auto args = std::make_shared<Arguments>();
+  CLI::App* list_app = app.add_subcommand("list", "list registered components");
+  list_app->add_option("kind", args->kind,
+                       "model, optimizer, scheduler, precision, dataset or callback (alone: or a name wildcard)");
+  list_app->add_option("glob", args->glob, "wildcard on the name, e.g. 'resnet*'");
+  list_app->add_option("--recipe", args->recipe, "also load this recipe's plugins: list, as mixt run does");
+  commands.push_back({list_app, [args] { return list(args->kind, args->glob, args->recipe); }});
+}
+
+void add_describe_command(CLI::App& app, Commands& commands) {
+  struct Arguments {
+    std::string kind, name, recipe;
+  };
+  auto args = std::make_shared<Arguments>();
+  CLI::App* describe_app =
+      app.add_subcommand("describe", "show a component's (or the trainer's) options and defaults");
+  describe_app->add_option("kind", args->kind, "component kind, or trainer")->required();
+  describe_app->add_option("name", args->name, "component name (none for trainer)");
+  describe_app->add_option("--recipe", args->recipe, "also load this recipe's plugins: list, as mixt run does");
+  commands.push_back({describe_app, [args] { return describe(args->kind, args->name, args->recipe); }});
 }
 
 }  // namespace mixt::cli

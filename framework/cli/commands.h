@@ -1,9 +1,11 @@
-// The `mixt` subcommands. Each returns an exit code; errors are thrown as mixt::Error and
-// turned into a message and exit code by main().
+// The `mixt` subcommands run, check, list and describe. Each returns an exit code; errors
+// are thrown as mixt::Error and turned into a message and exit code by main().
 #pragma once
 
 #include <string>
 #include <vector>
+
+#include "command.h"
 
 namespace mixt::cli {
 
@@ -13,5 +15,11 @@ int check(const std::string& recipe, const std::vector<std::string>& overrides);
 int list(const std::string& kind, const std::string& glob, const std::string& recipe = "");
 int describe(const std::string& kind, const std::string& name, const std::string& recipe = "");
 std::string version_text();
+
+// Their flags, each subcommand added to `app` in this order.
+void add_run_command(CLI::App& app, Commands& commands);
+void add_check_command(CLI::App& app, Commands& commands);
+void add_list_command(CLI::App& app, Commands& commands);
+void add_describe_command(CLI::App& app, Commands& commands);
 
 }  // namespace mixt::cli

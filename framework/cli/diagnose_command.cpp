@@ -1,9 +1,12 @@
 #include "diagnose_command.h"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "experiment/session.h"
@@ -254,6 +257,28 @@ int diagnose(const std::string& recipe, const std::vector<std::string>& override
     print_table(d, options);
   }
   return exit_code;
+}
+
+void add_diagnose_command(CLI::App& app, Commands& commands) {
+  struct Arguments {
+    std::string recipe;
+    std::vector<std::string> overrides;
+    diagnose::DiagnoseOptions options;
+    bool json = false;
+  };
+  auto args = std::make_shared<Arguments>();
+  diagnose::DiagnoseOptions& o = args->options;
+  CLI::App* command = app.add_subcommand(
+      "diagnose", "find where a recipe's precision overflows or underflows (float16, float8), and the fix");
+  command->add_option("recipe", args->recipe, "recipe YAML file")->required();
+  command->add_option("--steps", o.steps, "optimizer steps per run")->capture_default_str();
+  command->add_option("--max-trials", o.max_trials, "runs the fp32_modules search may make")->capture_default_str();
+  command->add_option("--max-skipped", o.max_skipped_fraction,
+                      "a run skipping more than this fraction of its steps is unhealthy")
+      ->capture_default_str();
+  command->add_flag("--json", args->json, "the report as JSON on stdout");
+  command->add_option("overrides", args->overrides, "key=value overrides");
+  commands.push_back({command, [args] { return diagnose(args->recipe, args->overrides, args->options, args->json); }});
 }
 
 }  // namespace mixt::cli

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "command.h"
 #include "diagnose/diagnosis.h"
 
 namespace mixt::cli {
@@ -12,5 +13,6 @@ namespace mixt::cli {
 // fix found), 1 when no fix was found; a bad recipe throws (exit 2).
 int diagnose(const std::string& recipe, const std::vector<std::string>& overrides,
              const diagnose::DiagnoseOptions& options, bool json);
+void add_diagnose_command(CLI::App& app, Commands& commands);
 
 }  // namespace mixt::cli

@@ -1,17 +1,21 @@
 #include "evaluate_command.h"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 
 #include "common/interrupt.h"
 #include "train/evaluator.h"
 #include "confusion_heat_map.h"
 #include "evaluation_report.h"
+#include "experiment/inference.h"
+#include "experiment/model_source.h"
 #include "experiment/session.h"
-#include "model_source.h"
 #include "output_files.h"
 
 namespace mixt::cli {
@@ -80,26 +84,19 @@ int evaluate(const EvaluateOptions& options) {
   install_interrupt_handlers("mixt: stopping the evaluation (again to quit at once)");
 
   ModelPlan plan = plan_evaluation(target, options);
-  const fs::path& checkpoint = plan.checkpoint;
-  const bool named_weights = plan.named_weights;
+  const std::string source = weights_source(plan, options.target);
   Session session;
   Experiment e = session.prepare(std::move(plan.recipe));
   Components& c = e.components;
   if (!c.val) throw usage_error("data." + options.split + " is empty (null)", "name a data section with --split");
-  if (!checkpoint.empty()) {
-    load_checkpoint_weights(*c.model, c.device, checkpoint, options.ema);
-  } else if (!named_weights) {
-    warn("model.weights is not set: these figures are those of untrained (seed " + std::to_string(e.options.seed) +
-         ") weights; name a run directory or checkpoint, or model.weights=FILE.safetensors");
-  }
+  const Inference inference(c, plan, options.ema, e.options.seed);  // the plan's weights, in the built model
   if (interrupt_requested()) throw Error(ErrorKind::interrupted, "interrupted before the evaluation; nothing was done");
 
   // Under torchrun each rank scores its shard, each sample once (the Evaluator counts no
   // padding), and the figures are summed; rank 0 reports them.
-  SingleProcess single_process;
-  const Evaluator evaluator(c, e.parallel ? static_cast<const Coordinator&>(*e.parallel) : single_process);
+  const Evaluator evaluator(c, e.coordinator());
 
-  const bool main_rank = !e.parallel || e.parallel->is_main();
+  const bool main_rank = e.main_rank();
   const bool wants_matrix =
       options.per_class || options.json || !options.confusion_csv.empty() || !options.confusion_png.empty();
   // On stderr, so that --json's stdout stays one document: a large set takes minutes.
@@ -113,7 +110,7 @@ int evaluate(const EvaluateOptions& options) {
   report.evaluation = evaluator.evaluate(*c.val, wants_matrix ? &report.confusion : nullptr);
   if (report.evaluation.interrupted) throw Error(ErrorKind::interrupted, "interrupted during the evaluation");
   if (!main_rank) return 0;
-  report.source = !checkpoint.empty() ? checkpoint.string() : named_weights ? recipe_weights(e.recipe) : options.target;
+  report.source = source;
   report.weights = options.ema ? "ema" : "model";
   report.split = options.split;
   for (const ComponentRecord& record : c.records) {
@@ -135,6 +132,28 @@ int evaluate(const EvaluateOptions& options) {
     if (!options.confusion_png.empty()) std::printf("heat map: %s\n", options.confusion_png.c_str());
   }
   return 0;
+}
+
+void add_evaluate_command(CLI::App& app, Commands& commands) {
+  auto o = std::make_shared<EvaluateOptions>();
+  CLI::App* command =
+      app.add_subcommand("evaluate", "score trained weights on a recipe's data: loss, top-1, top-5");
+  command
+      ->add_option("target", o->target,
+                   "a run directory, its checkpoints/ or a checkpoint file (each brings its recipe.yaml), or a "
+                   "recipe with model.weights=FILE.safetensors")
+      ->required();
+  command->add_option("overrides", o->overrides, "key=value overrides, as for mixt run");
+  command->add_option("--split", o->split, "the data.* section to score")->capture_default_str();
+  command->add_option("--precision", o->precision,
+                      "a precision policy instead of the recipe's (with its defaults), e.g. fp32");
+  command->add_flag("--ema", o->ema, "the ema callback's average of the weights (from a checkpoint)");
+  command->add_flag("--best", o->best, kBestHelp);
+  command->add_flag("--per-class", o->per_class, "top-1 accuracy of each class, by name");
+  command->add_option("--confusion", o->confusion_csv, "write the confusion matrix as CSV to FILE");
+  command->add_option("--confusion-png", o->confusion_png, "draw the confusion matrix as a PNG heat map");
+  command->add_flag("--json", o->json, "the figures, per-class accuracy and matrix as JSON on stdout");
+  commands.push_back({command, [o] { return evaluate(*o); }});
 }
 
 }  // namespace mixt::cli

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "command.h"
+
 namespace mixt::cli {
 
 struct EvaluateOptions {
@@ -21,5 +23,6 @@ struct EvaluateOptions {
 };
 
 int evaluate(const EvaluateOptions& options);
+void add_evaluate_command(CLI::App& app, Commands& commands);
 
 }  // namespace mixt::cli

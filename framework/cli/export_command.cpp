@@ -1,12 +1,16 @@
 #include "export_command.h"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 
-#include "assembly/trainer_options.h"
 #include "common/atomic_file.h"
+#include "experiment/inference.h"
+#include "experiment/model_source.h"
 #include "experiment/session.h"
 #include "export/onnx_file.h"
 #include "export/onnx_float16.h"
@@ -17,7 +21,6 @@
 #include "mixt/helpers/safetensors.h"
 #include "mixt/helpers/state_dict.h"
 #include "mixt/version.h"
-#include "model_source.h"
 #include "weights_commands.h"
 
 namespace mixt::cli {
@@ -47,7 +50,7 @@ struct ModelInput {
 };
 
 ModelInput model_input(const ExportOptions& options, const ModelTarget& target, const ModelPlan& plan,
-                       const Registry& registry) {
+                       const Registry& registry, std::uint64_t seed) {
   ModelInput in;
   in.class_names = run_class_names(target);
   const Config data = plan.recipe.config().section("data");
@@ -56,8 +59,6 @@ ModelInput model_input(const ExportOptions& options, const ModelTarget& target, 
   }
   if (!in.split.empty()) {
     const Config section = data.section(in.split);
-    const Config trainer = plan.recipe.config().section("trainer");
-    const auto seed = static_cast<std::uint64_t>(trainer.integer("seed", 0));
     const std::unique_ptr<Dataset> dataset =
         registry.make_dataset(section, DatasetContext{kPredictSplit, seed, 0, 1, at::kCPU});
     in.sample_shape = dataset->sample_shape();
@@ -120,13 +121,13 @@ int export_model(const ExportOptions& options) {
   ModelPlan plan = plan_model(target, options.overrides, options.ema);
   Session session;
   session.load_plugins_of(plan.recipe);
-  const ModelInput in = model_input(options, target, plan, session.registry());
-  const std::string source = !plan.checkpoint.empty() ? plan.checkpoint.string()
-                             : plan.named_weights     ? recipe_weights(plan.recipe)
-                                                      : options.source;
-  const std::shared_ptr<Model> model = build_inference_model(
-      plan, session.registry(), at::kCPU, in.sample_shape, in.classes,
+  const InferenceSettings settings = InferenceSettings::read(plan.recipe, at::kCPU);  // traced on the CPU
+  const ModelInput in = model_input(options, target, plan, session.registry(), settings.seed);
+  const std::string source = weights_source(plan, options.source);
+  const Inference inference(
+      plan, session.registry(), settings, in.sample_shape, in.classes,
       {in.split.empty() ? std::string("--input-shape") : "data." + in.split + "'s samples", ""}, options.ema, "export");
+  const std::shared_ptr<Model>& model = inference.shared_model();
   model->to(at::kFloat);
   if (format == "safetensors") return export_recipe_weights(options, plan, model);
 
@@ -147,8 +148,7 @@ int export_model(const ExportOptions& options) {
 
   ExportFacts facts{source, in.class_names, in.sample_shape, 0, in.split, false, format, options.opset, options.dtype};
   facts.outputs = traced.graph->outputs().at(0)->type()->expectRef<c10::TensorType>().sizes()[1].value_or(0);
-  facts.channels_last =
-      plan.recipe.config().section("trainer").boolean("channels_last", TrainerOptions().channels_last);
+  facts.channels_last = inference.channels_last();
   const std::map<std::string, std::string> metadata = export_metadata(plan.recipe, facts);
 
   std::string summary;
@@ -177,6 +177,30 @@ int export_model(const ExportOptions& options) {
       options.output.c_str(), summary.c_str(), source.c_str(), shape.c_str(), static_cast<long long>(kTraceBatch),
       difference_text);
   return 0;
+}
+
+void add_export_command(CLI::App& app, Commands& commands) {
+  auto o = std::make_shared<ExportOptions>();
+  CLI::App* command = app.add_subcommand(
+      "export", "write a model for deployment: ONNX, TorchScript, or its weights as safetensors (torchvision names)");
+  command
+      ->add_option("source", o->source,
+                   "checkpoint file, run directory or its checkpoints/, or a recipe (its model.weights, if any)")
+      ->required();
+  command->add_option("-o,--output", o->output, "output file: model.onnx, model.pt, model.safetensors")->required();
+  command->add_option("--format", o->format,
+                      "onnx, torchscript or safetensors (default: from the output's extension; safetensors "
+                      "for other names)");
+  command->add_option("--opset", o->opset, "ONNX opset, 17 (the default) to 21");
+  command->add_option("--dtype", o->dtype, "ONNX tensors: float32 (the default) or float16");
+  command
+      ->add_option("--input-shape", o->input_shape,
+                   "one sample's shape, e.g. 3,224,224, when the recipe has no data section")
+      ->delimiter(',');
+  command->add_flag("--ema", o->ema, "the ema callback's average of the weights instead of the model's own");
+  command->add_flag("--best", o->best, kBestHelp);
+  command->add_option("overrides", o->overrides, "recipe overrides, key=value");
+  commands.push_back({command, [o] { return export_model(*o); }});
 }
 
 }  // namespace mixt::cli

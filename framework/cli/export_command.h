@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "command.h"
+
 namespace mixt::cli {
 
 struct ExportOptions {
@@ -29,5 +31,6 @@ struct ExportOptions {
 std::string export_format_of(const std::string& output);
 
 int export_model(const ExportOptions& options);
+void add_export_command(CLI::App& app, Commands& commands);
 
 }  // namespace mixt::cli

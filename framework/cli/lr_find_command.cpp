@@ -1,9 +1,12 @@
 #include "lr_find_command.h"
 
+#include <CLI/CLI.hpp>
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -110,7 +113,7 @@ int lr_find(const LrFindOptions& options) {
   Session session;
   Experiment e = prepare_interruptibly(session, options.recipe, options.overrides,
                                        "mixt: stopping the range test (again to quit at once)", "the range test");
-  const bool main_rank = !e.parallel || e.parallel->is_main();
+  const bool main_rank = e.main_rank();
   if (main_rank && !e.options.resume.empty()) {
     warn("trainer.resume is not used by the range test (" + e.options.resume +
          "): it starts from the recipe's model, with model.weights if set; to test from a run's weights, "
@@ -120,7 +123,8 @@ int lr_find(const LrFindOptions& options) {
   for (const ComponentRecord& record : e.components.records) {
     if (record.kind == "precision") policy = record.name;
   }
-  const fs::path json_file = !options.json.empty() ? fs::path(options.json) : e.output / "lr-find" / (e.name + ".json");
+  const fs::path json_file =
+      !options.json.empty() ? fs::path(options.json) : e.facts.output / "lr-find" / (e.facts.name + ".json");
   const LrRamp ramp{options.min_lr, options.max_lr, options.steps};
   if (main_rank) {
     std::fprintf(stderr, "mixt lr-find: %lld steps of %s, lr %s to %s (precision %s%s) ...\n",
@@ -144,13 +148,13 @@ int lr_find(const LrFindOptions& options) {
   const LrPlotFrame frame = plot_frame(plotted);
   std::error_code ec;
   fs::create_directories(json_file.parent_path().empty() ? fs::path(".") : json_file.parent_path(), ec);
-  write_file(json_file, curve_json(options, result, suggested, e.name, policy, plotted, frame).dump(2) + "\n");
+  write_file(json_file, curve_json(options, result, suggested, e.facts.name, policy, plotted, frame).dump(2) + "\n");
   if (!options.png.empty()) {
     LrCurvePlot plot;
     for (const LrRangePoint& p : plotted) plot.points.emplace_back(p.lr, p.smoothed);
     if (suggested) plot.suggestion = std::make_pair(suggested->lr, suggested->smoothed);
     plot.frame = frame;
-    plot.title = "mixt lr-find: " + e.name + " (" + policy + "), smoothed training loss";
+    plot.title = "mixt lr-find: " + e.facts.name + " (" + policy + "), smoothed training loss";
     write_lr_curve_plot(options.png, plot);
   }
 
@@ -168,6 +172,21 @@ int lr_find(const LrFindOptions& options) {
   }
   std::printf("suggested: optimizer.lr=%s\n", short_lr(suggested->lr).c_str());
   return 0;
+}
+
+void add_lr_find_command(CLI::App& app, Commands& commands) {
+  auto o = std::make_shared<LrFindOptions>();
+  CLI::App* command = app.add_subcommand(
+      "lr-find", "learning-rate range test: an exponential lr ramp from the recipe's start, the suggested lr");
+  command->add_option("recipe", o->recipe, "recipe YAML file")->required();
+  command->add_option("overrides", o->overrides, "key=value overrides, as for mixt run");
+  command->add_option("--min", o->min_lr, "the ramp's first learning rate")->capture_default_str();
+  command->add_option("--max", o->max_lr, "its last")->capture_default_str();
+  command->add_option("--steps", o->steps, "optimizer steps of the ramp (skipped ones not counted)")
+      ->capture_default_str();
+  command->add_option("--json", o->json, "write the curve to FILE (default: <output>/lr-find/<name>.json)");
+  command->add_option("--png", o->png, "draw the smoothed loss against log lr, suggestion marked, as a PNG");
+  commands.push_back({command, [o] { return lr_find(*o); }});
 }
 
 }  // namespace mixt::cli

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "command.h"
+
 namespace mixt::cli {
 
 struct LrFindOptions {
@@ -21,6 +23,7 @@ struct LrFindOptions {
 };
 
 int lr_find(const LrFindOptions& options);
+void add_lr_find_command(CLI::App& app, Commands& commands);
 
 // "3.2e-3": two significant digits, the exponent without padding (as an override reads).
 std::string short_lr(double lr);

@@ -1,20 +1,22 @@
 #include "predict_command.h"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <utility>
 
-#include "assembly/components.h"
-#include "assembly/trainer_options.h"
 #include "common/interrupt.h"
 #include "evaluation_report.h"
+#include "experiment/inference.h"
+#include "experiment/model_source.h"
 #include "experiment/session.h"
 #include "mixt/decodes_files.h"
 #include "mixt/helpers/safetensors.h"
-#include "model_source.h"
 #include "output_files.h"
 #include "weights_commands.h"
 
@@ -31,15 +33,8 @@ struct Prediction {
   std::vector<double> probabilities;
 };
 
-at::Tensor forward(Model& model, const at::Tensor& batch, at::Device device, bool channels_last) {
-  at::NoGradGuard no_grad;
-  at::Tensor x = batch.to(device, at::kFloat);
-  if (channels_last && x.dim() == 4) x = x.contiguous(at::MemoryFormat::ChannelsLast);
-  return model.forward(x);
-}
-
 int predict_tensor(const PredictOptions& options, const ModelTarget& target, const ModelPlan& plan,
-                   const Registry& registry, at::Device device, bool channels_last) {
+                   const Registry& registry, const InferenceSettings& settings) {
   const SafetensorsContents file = load_safetensors(options.input);
   const at::Tensor* batch = nullptr;
   for (const auto& [name, tensor] : file.tensors) {
@@ -56,11 +51,11 @@ int predict_tensor(const PredictOptions& options, const ModelTarget& target, con
   // A model that takes its class count from the data (a plugin reading ModelContext::num_classes)
   // gets the run's: no dataset is opened here.
   const auto classes = static_cast<std::int64_t>(run_class_names(target).size());
-  const std::shared_ptr<Model> model = build_inference_model(
-      plan, registry, device, shape, classes,
+  const Inference inference(
+      plan, registry, settings, shape, classes,
       {options.input, " (its first dimension, " + std::to_string(batch->size(0)) + ", is the batch)"}, options.ema,
       "predict");
-  const at::Tensor result = forward(*model, *batch, device, channels_last);
+  const at::Tensor result = inference.forward(*batch);
   save_safetensors(options.output, {{"output", result.to(at::kCPU).contiguous()}});
   std::printf("%s: input %s -> output %s written to %s\n", options.target.c_str(), c10::str(batch->sizes()).c_str(),
               c10::str(result.sizes()).c_str(), options.output.c_str());
@@ -181,11 +176,11 @@ nlohmann::json json(const std::vector<Prediction>& predictions, const std::vecto
 }
 
 int predict_images(const PredictOptions& options, const ModelTarget& target, ModelPlan& plan,
-                   const Registry& registry, at::Device device, bool channels_last, std::uint64_t seed) {
+                   const Registry& registry, const InferenceSettings& settings) {
   const std::string split = decoding_section(plan.recipe, options.transforms);
   const Config section = plan.recipe.config().section("data").section(split);
   const std::unique_ptr<Dataset> dataset =
-      registry.make_dataset(section, DatasetContext{kPredictSplit, seed, 0, 1, device});
+      registry.make_dataset(section, DatasetContext{kPredictSplit, settings.seed, 0, 1, settings.device});
   const DecodesFiles* decoder = file_decoder_of(*dataset);
   if (!decoder) {
     throw usage_error("data." + split + "'s dataset '" + section.string("name", "") +
@@ -200,8 +195,7 @@ int predict_images(const PredictOptions& options, const ModelTarget& target, Mod
   // The class count when the recipe leaves it to the data: the run's, else the data's.
   std::int64_t classes = static_cast<std::int64_t>(run_class_names(target).size());
   if (classes == 0) classes = dataset->num_classes();
-  const std::shared_ptr<Model> model =
-      build_inference_model(plan, registry, device, dataset->sample_shape(), classes,
+  const Inference inference(plan, registry, settings, dataset->sample_shape(), classes,
                             {"data." + split + "'s transforms", ""}, options.ema, "predict");
 
   if (files.size() > static_cast<std::size_t>(options.batch)) {
@@ -228,7 +222,7 @@ int predict_images(const PredictOptions& options, const ModelTarget& target, Mod
       }
     }
     if (inputs.empty()) continue;
-    const at::Tensor logits = forward(*model, at::stack(inputs), device, channels_last).to(at::kCPU, at::kFloat);
+    const at::Tensor logits = inference.forward(at::stack(inputs)).to(at::kCPU, at::kFloat);
     if (outputs < 0) {
       outputs = logits.size(1);
       names = output_names(target, *dataset, outputs);
@@ -250,9 +244,7 @@ int predict_images(const PredictOptions& options, const ModelTarget& target, Mod
                         "the warnings above say why for each");
   }
 
-  const std::string source = !plan.checkpoint.empty() ? plan.checkpoint.string()
-                             : plan.named_weights     ? recipe_weights(plan.recipe)
-                                                      : options.target;
+  const std::string source = weights_source(plan, options.target);
   if (!options.csv.empty()) {
     write_file(options.csv, csv(predictions, names));
   }
@@ -299,13 +291,43 @@ int predict(const PredictOptions& options) {
   ModelPlan plan = plan_model(target, options.overrides, options.ema);
   Session session;
   session.load_plugins_of(plan.recipe);
-  const Config trainer = plan.recipe.config().section("trainer");
-  const TrainerOptions defaults;  // the trainer's own defaults, without reading its whole section
-  const at::Device device = resolve_device(trainer.string("device", defaults.device), trainer);
-  const bool channels_last = trainer.boolean("channels_last", defaults.channels_last);
-  if (tensors) return predict_tensor(options, target, plan, session.registry(), device, channels_last);
-  const auto seed = static_cast<std::uint64_t>(trainer.integer("seed", static_cast<std::int64_t>(defaults.seed)));
-  return predict_images(options, target, plan, session.registry(), device, channels_last, seed);
+  const InferenceSettings settings = InferenceSettings::read(plan.recipe);
+  if (tensors) return predict_tensor(options, target, plan, session.registry(), settings);
+  return predict_images(options, target, plan, session.registry(), settings);
+}
+
+void add_predict_command(CLI::App& app, Commands& commands) {
+  auto o = std::make_shared<PredictOptions>();
+  CLI::App* command = app.add_subcommand(
+      "predict", "run trained weights on images (the top classes, by name) or on a tensor (safetensors in and out)");
+  command
+      ->add_option("target", o->target,
+                   "a run directory, its checkpoints/ or a checkpoint file (each brings its recipe.yaml), or a "
+                   "recipe with model.weights=FILE.safetensors")
+      ->required();
+  command->add_option("overrides", o->overrides, "key=value overrides, e.g. model.weights=w.safetensors");
+  command
+      ->add_option("--image", o->images,
+                   "an image file, or a folder of them (walked; repeat for more): decoded by data.val's dataset, "
+                   "through its evaluation transforms")
+      ->allow_extra_args(false);
+  command->add_option("--transforms", o->transforms,
+                      "transforms instead of data.val's, as YAML: a preset (imagenet_eval) or a list");
+  command->add_option("--top-k", o->top_k, "classes shown per image (at most the class count)")->capture_default_str();
+  command->add_option("--batch", o->batch, "images per forward pass")->capture_default_str();
+  command->add_flag("--json", o->json, "the predictions (and the images skipped) as JSON on stdout");
+  command->add_option("--csv", o->csv, "write the predictions to FILE: image,rank,index,class,probability");
+  command->add_flag("--ema", o->ema, "the ema callback's average of the weights (from a checkpoint)");
+  command->add_flag("--best", o->best, kBestHelp);
+  command->add_option("--input", o->input,
+                      "instead of --image: a safetensors file with the input batch (N x C x H x W, transformed)");
+  command->add_option("--output", o->output, "with --input: the safetensors file to write the outputs to");
+  commands.push_back({command, [o, command] {
+                        for (const char* option : {"--transforms", "--top-k", "--batch", "--json", "--csv"}) {
+                          if (command->count(option) > 0) o->image_options_given = true;
+                        }
+                        return predict(*o);
+                      }});
 }
 
 }  // namespace mixt::cli

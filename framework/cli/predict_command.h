@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "command.h"
+
 namespace mixt::cli {
 
 struct PredictOptions {
@@ -28,5 +30,6 @@ struct PredictOptions {
 };
 
 int predict(const PredictOptions& options);
+void add_predict_command(CLI::App& app, Commands& commands);
 
 }  // namespace mixt::cli

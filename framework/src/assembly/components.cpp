@@ -65,19 +65,6 @@ void apply_activation_checkpointing(const Config& trainer_section, const Activat
   set_activation_checkpointing(*components.model, choice);
 }
 
-// After the precision policy's setup() and under its autocast, as training runs the model:
-// a policy's casts and layouts are checked too.
-at::Tensor forward_blank_batch(const Components& components, std::vector<std::int64_t> sample_shape) {
-  sample_shape.insert(sample_shape.begin(), 2);  // two: batch norm in training mode needs more than one
-  at::NoGradGuard no_grad;
-  AutocastScope scope = components.precision->autocast(components.device.type());
-  components.model->eval();
-  const at::Tensor blank = at::zeros(sample_shape, at::TensorOptions().device(components.device));
-  at::Tensor out = components.model->forward(model_input(components, blank));
-  components.model->train();
-  return out;
-}
-
 // An explicit model.num_classes that is not the training data's would fail only at the
 // first step ("Target 1 is out of bounds"), after the run directory exists, or train
 // outputs no label ever names. One forward pass on a blank batch finds it before anything
@@ -348,10 +335,10 @@ Components build_components(const Config& recipe, const Registry& registry,
   components.optimizer = registry.make_optimizer(optimizer_section, optimizer_context);
   record(components, registry, ComponentKind::optimizer, optimizer_section);
 
+  components.steps_per_epoch = options.steps_per_epoch(components.train->batches_per_epoch());
   if (recipe.has("scheduler")) {
     const Config scheduler_section = recipe.section("scheduler");
-    SchedulerContext context{components.optimizer.get(), options.steps_per_epoch(components.train->batches_per_epoch()),
-                             options.epochs};
+    SchedulerContext context{components.optimizer.get(), components.steps_per_epoch, options.epochs};
     components.scheduler = registry.make_scheduler(scheduler_section, context);
     record(components, registry, ComponentKind::scheduler, scheduler_section);
   }

@@ -44,6 +44,10 @@ struct Components {
   // data.train's keys that decide an epoch's order ("shuffle=false, ..."), as the recipe
   // spells them: part of what a mid-epoch checkpoint's position means.
   std::string train_order_keys;
+  // Optimizer steps per epoch under the recipe's trainer options (data.train's batches,
+  // trainer.accumulate, trainer.max_steps_per_epoch): worked out once, here, for the
+  // scheduler; `mixt check` reports it (experiment/experiment.h: RunFacts).
+  std::int64_t steps_per_epoch = 0;
 };
 
 // Builds the model a `model:` section names and, when the section has `weights: FILE`

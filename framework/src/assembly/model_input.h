@@ -1,9 +1,13 @@
 // What a model is fed, in training, evaluation and the blank batch alike: a batch's inputs
 // on the run's device, NHWC when the model was laid out so (trainer.channels_last, 4-D
-// inputs only), then as the precision policy prepares them.
+// inputs only), then as the precision policy prepares them. And the blank batch itself: the
+// one forward pass the build's checks, the routing probe and `mixt check` make on zeros.
 #pragma once
 
 #include <ATen/ATen.h>
+
+#include <cstdint>
+#include <vector>
 
 #include "assembly/components.h"
 
@@ -13,6 +17,23 @@ inline at::Tensor model_input(const Components& components, const at::Tensor& in
   at::Tensor moved = inputs.to(components.device, /*non_blocking=*/true);
   if (components.channels_last && moved.dim() == 4) moved = moved.contiguous(at::MemoryFormat::ChannelsLast);
   return components.precision->prepare_input(moved);
+}
+
+// One forward pass on `batch` zero samples of `sample_shape`, as training runs the model
+// (after the policy's setup, under its autocast, fed through model_input) but in eval mode
+// and without gradients; the model's mode is restored after. Two samples by default: batch
+// norm in training mode needs more than one.
+inline at::Tensor forward_blank_batch(const Components& components, std::vector<std::int64_t> sample_shape,
+                                      std::int64_t batch = 2) {
+  sample_shape.insert(sample_shape.begin(), batch);
+  at::NoGradGuard no_grad;
+  AutocastScope scope = components.precision->autocast(components.device.type());
+  const bool training = components.model->is_training();
+  components.model->eval();
+  const at::Tensor blank = at::zeros(sample_shape, at::TensorOptions().device(components.device));
+  at::Tensor out = components.model->forward(model_input(components, blank));
+  components.model->train(training);
+  return out;
 }
 
 }  // namespace mixt

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "assembly/model_input.h"
 #include "common/closest_match.h"
 #include "mixt/helpers/activation_checkpointing.h"
 #include "mixt/helpers/fp32_modules.h"
@@ -35,22 +36,15 @@ class ObserverSwap {
 
 Routing probe_routing(const Components& components, bool with_blocks, const ActivationCheckpointing& choice) {
   Routing routing;
-  std::vector<std::int64_t> shape = components.train->sample_shape();
+  const std::vector<std::int64_t> shape = components.train->sample_shape();
   if (shape.empty()) return routing;
-  shape.insert(shape.begin(), 2);  // as the blank forward of the build: batch norm wants two
 
   const Model& model = *components.model;
   RoutedNames observed;
   if (with_blocks) set_activation_checkpointing(model, ActivationCheckpointing{true, {}});
   {
     ObserverSwap swap(model, &observed);
-    at::NoGradGuard no_grad;
-    AutocastScope scope = components.precision->autocast(components.device.type());
-    const bool training = components.model->is_training();
-    components.model->eval();
-    const at::Tensor blank = at::zeros(shape, at::TensorOptions().device(components.device));
-    components.model->forward(components.precision->prepare_input(blank));
-    components.model->train(training);
+    forward_blank_batch(components, shape);  // as the build's: two samples
   }
   if (with_blocks) {
     routing.blocks = checkpointed_submodules(model);

@@ -93,6 +93,11 @@ std::string train_order_keys(const RecipeNode& root) {
 }
 }  // namespace
 
+Coordinator& Experiment::coordinator() const {
+  static SingleProcess single_process;  // stateless: one serves every experiment
+  return parallel ? static_cast<Coordinator&>(*parallel) : single_process;
+}
+
 Experiment prepare_experiment(const fs::path& recipe_file, const std::vector<std::string>& overrides,
                               PluginLoader& loader, Registry& registry, const Warn& warn) {
   return prepare_experiment(load_recipe(recipe_file, overrides), loader, registry, warn);
@@ -103,16 +108,17 @@ Experiment prepare_experiment(Recipe recipe, PluginLoader& loader, Registry& reg
   e.recipe = std::move(recipe);
   load_recipe_plugins(e.recipe, loader, warn);
   const Config root = e.recipe.config();
-  e.name = root.string("name", e.recipe.file.stem().string());
-  check_run_name(root, e.name);
-  e.output = kRecipeOutput.read(root);
-  if (std::any_of(e.output.native().begin(), e.output.native().end(),
+  RunFacts& facts = e.facts;
+  facts.name = root.string("name", e.recipe.file.stem().string());
+  check_run_name(root, facts.name);
+  facts.output = kRecipeOutput.read(root);
+  if (std::any_of(facts.output.native().begin(), facts.output.native().end(),
                   [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
     root.fail("output", "the path holds a control character", "name the directory for run directories plainly");
   }
   std::error_code ec;
-  if (fs::exists(e.output, ec) && !fs::is_directory(e.output, ec)) {
-    root.fail("output", "'" + e.output.string() + "' is a file, not a directory",
+  if (fs::exists(facts.output, ec) && !fs::is_directory(facts.output, ec)) {
+    root.fail("output", "'" + facts.output.string() + "' is a file, not a directory",
               "name the directory for run directories (created when missing)");
   }
   const Config trainer = root.section("trainer");
@@ -147,7 +153,11 @@ Experiment prepare_experiment(Recipe recipe, PluginLoader& loader, Registry& reg
                                   e.parallel ? &e.parallel->communicator() : nullptr);
   check_unknown_keys(*e.recipe.root);
   if (e.parallel) e.parallel->set_parameters(e.components.model->parameters(/*recurse=*/true));
-  e.components.train_order_keys = train_order_keys(*e.recipe.root);
+  facts.data_order = train_order_keys(*e.recipe.root);
+  e.components.train_order_keys = facts.data_order;  // the Checkpointer's, from the Components it is given
+  facts.device = e.components.device;
+  facts.batches_per_epoch = e.components.train->batches_per_epoch();
+  facts.steps_per_epoch = e.components.steps_per_epoch;
   const Config model = root.section("model");
   const std::vector<OptionDoc>& model_options = registry.find(ComponentKind::model, model).info.options;
   const bool takes_num_classes = std::any_of(model_options.begin(), model_options.end(),
@@ -175,7 +185,7 @@ void write_resolved_recipe(const Experiment& e, const RunDirectory& run) {
     resolved->erase("name");
     auto value = std::make_shared<RecipeNode>();
     value->type = RecipeNode::Type::scalar;
-    value->scalar = e.name;
+    value->scalar = e.facts.name;
     value->quoted = true;
     resolved->entries.insert(resolved->entries.begin(), {"name", {}, value});
   }
@@ -209,7 +219,7 @@ void write_resolved_recipe(const Experiment& e, const RunDirectory& run) {
 
 // runs/<name>/elastic-<run id>: the link from a torchelastic job to its run directory.
 fs::path elastic_link(const Experiment& e) {
-  return e.output / e.name / ("elastic-" + e.parallel->environment().run_id);
+  return e.facts.output / e.facts.name / ("elastic-" + e.parallel->environment().run_id);
 }
 
 constexpr const char* kRunDirectoryKey = "run_directory";
@@ -263,7 +273,7 @@ void note_activation_checkpointing(const Experiment& e, Progress& progress) {
 }  // namespace
 
 TrainResult run_experiment(Experiment& e, bool terminal, fs::path* run_dir) {
-  const bool main_rank = !e.parallel || e.parallel->is_main();
+  const bool main_rank = e.main_rank();
   const bool elastic = e.parallel && !e.parallel->environment().run_id.empty();
   const bool restarted = elastic && e.parallel->environment().restart_count > 0;
   std::unique_ptr<RunDirectory> run;
@@ -286,7 +296,7 @@ TrainResult run_experiment(Experiment& e, bool terminal, fs::path* run_dir) {
   if (main_rank && !run_path.empty()) {
     run = std::make_unique<RunDirectory>(run_path, RunDirectory::Reopen{});
   } else if (main_rank) {
-    run = std::make_unique<RunDirectory>(e.output, e.name);
+    run = std::make_unique<RunDirectory>(e.facts.output, e.facts.name);
     run_path = run->path();
     write_resolved_recipe(e, *run);
     if (elastic) record_job_run_directory(e, run_path);

@@ -24,10 +24,22 @@ inline const Option<std::string> kRecipeOutput{"output", "runs", "directory for 
 
 using Warn = std::function<void(const std::string&)>;
 
+// What a command knows about the run, worked out once when the experiment is prepared and
+// read from here by every command (nothing recomputes them).
+struct RunFacts {
+  std::string name;              // the recipe's name:, else its file's stem: <output>/<name>/
+  std::filesystem::path output;  // the recipe's output:, where run directories go
+  at::Device device = at::kCPU;  // trainer.device, resolved (a torchrun rank's GPU)
+  // data.train's keys that decide an epoch's order ("shuffle=false, ..."), as the recipe
+  // spells them: part of what a mid-epoch checkpoint's position means.
+  std::string data_order;
+  std::int64_t batches_per_epoch = 0;  // data.train's (on this rank)
+  std::int64_t steps_per_epoch = 0;    // optimizer steps: the batches, trainer.accumulate, max_steps_per_epoch
+};
+
 struct Experiment {
   Recipe recipe;
-  std::string name;
-  std::filesystem::path output;
+  RunFacts facts;
   TrainerOptions options;
   Components components;
   // data.train's class count when the model takes num_classes and the recipe leaves it to
@@ -35,6 +47,11 @@ struct Experiment {
   std::int64_t implied_num_classes = 0;
   // Set when launched by torchrun (RANK/WORLD_SIZE in the environment): the process group.
   std::unique_ptr<distributed::DataParallel> parallel;
+
+  // The process group under torchrun, else a single process (no-op barriers, identity sums).
+  Coordinator& coordinator() const;
+  // Rank 0, or the only process: the one that reports and writes.
+  bool main_rank() const { return !parallel || parallel->is_main(); }
 };
 
 // Loads the default plugin locations and the recipe's `plugins:` (each relative to the

@@ -1,6 +1,9 @@
-// What every mixt command starts from: the registry, the plugin loader that fills it, and
-// for a command that runs a recipe the Experiment prepared from it (resolved recipe,
-// components, coordinator). Warnings go through the one channel of warnings.h.
+// What every mixt command starts from: the registry and the plugin loader that fills it.
+// A command that runs a recipe prepares an Experiment from it here (experiment.h: the
+// resolved recipe, the run's facts worked out once — name, output, device, data order,
+// steps per epoch —, the components, the coordinator); `evaluate`, `predict` and `export`
+// then load their model through an Inference (inference.h). Warnings go through the one
+// channel of warnings.h.
 #pragma once
 
 #include <filesystem>

@@ -1,4 +1,4 @@
-#include "model_source.h"
+#include "experiment/model_source.h"
 
 #include <algorithm>
 #include <cstring>
@@ -11,7 +11,7 @@
 #include "mixt/error.h"
 #include "mixt/helpers/state_dict.h"
 
-namespace mixt::cli {
+namespace mixt {
 
 namespace fs = std::filesystem;
 
@@ -112,40 +112,8 @@ std::string recipe_weights(const Recipe& recipe) {
   return weights ? weights->value->scalar : "";
 }
 
-std::shared_ptr<Model> build_inference_model(const ModelPlan& plan, const Registry& registry, at::Device device,
-                                             const std::vector<std::int64_t>& sample_shape, std::int64_t classes,
-                                             const std::pair<std::string, std::string>& shape_source, bool ema,
-                                             const std::string& command) {
-  const Config root = plan.recipe.config();
-  const Config section = root.section("model");
-  if (plan.checkpoint.empty() && !plan.named_weights) {
-    warn(
-        "model.weights is not set: these outputs come from untrained (seed 0) weights; name the weights with "
-        "model.weights=FILE.safetensors (mixt export writes one from a checkpoint), or a run directory");
-  }
-  at::manual_seed(0);
-  std::shared_ptr<Model> model;
-  try {
-    model = build_model(section, registry, ModelContext{device, sample_shape, classes});
-  } catch (const Error& e) {
-    // The sample shape came from the input, not from the recipe's data: say so, or a batch
-    // without its batch dimension reads as a recipe or weights mistake.
-    throw Error(e.kind(), e.message(), e.where(), e.key_path(),
-                (e.hint().empty() ? "" : e.hint() + "\n  note: ") + "mixt " + command +
-                    " builds the model for the samples of " + shape_source.first + ": " +
-                    c10::str(at::IntArrayRef(sample_shape)) + shape_source.second +
-                    (section.has("num_classes") || classes > 0
-                         ? std::string()
-                         : " and, not opening the datasets, with the model's default class count: set "
-                           "model.num_classes=N to the training data's (a run directory's recipe.yaml states it)"));
-  }
-  // Only the model is built from the recipe, so only its section is checked: a misspelt
-  // model.weigths would predict with untrained weights and exit 0.
-  check_unknown_keys(*plan.recipe.root, "model");
-  if (!plan.checkpoint.empty()) load_checkpoint_weights(*model, device, plan.checkpoint, ema);
-  model->to(device);
-  model->eval();
-  return model;
+std::string weights_source(const ModelPlan& plan, const std::string& argument) {
+  return !plan.checkpoint.empty() ? plan.checkpoint.string() : plan.named_weights ? recipe_weights(plan.recipe) : argument;
 }
 
-}  // namespace mixt::cli
+}  // namespace mixt

@@ -1,6 +1,7 @@
-// Where `mixt evaluate` and `mixt predict` take their model from: a recipe (its
-// model.weights, if any), or a run directory, its checkpoints/ or a checkpoint file, each
-// of which brings the run's resolved recipe.yaml and its classes.txt.
+// Where `mixt evaluate`, `mixt predict` and `mixt export` take their model from: a recipe
+// (its model.weights, if any), or a run directory, its checkpoints/ or a checkpoint file,
+// each of which brings the run's resolved recipe.yaml and its classes.txt. The model itself
+// is loaded by experiment/inference.h.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +14,7 @@
 #include "plugins/registry.h"
 #include "recipe/recipe_loader.h"
 
-namespace mixt::cli {
+namespace mixt {
 
 // What the command's argument names: a recipe, or a checkpoint and the recipe its run
 // directory keeps.
@@ -46,20 +47,14 @@ ModelPlan plan_model(const ModelTarget& target, const std::vector<std::string>& 
 // mismatch is a recipe error.
 void load_checkpoint_weights(Model& model, at::Device device, const std::filesystem::path& checkpoint, bool ema);
 
-// The model the recipe names, for samples of `sample_shape`, with the checkpoint's weights
-// when there is one, in eval mode on the device: what `predict` and `export` run.
-// `classes`: the class count when the model leaves it to the data (0: the model's own
-// default). `shape_source`: where the sample shape came from, and a note after it, for
-// errors; `command` ("predict") names the command there.
-std::shared_ptr<Model> build_inference_model(const ModelPlan& plan, const Registry& registry, at::Device device,
-                                             const std::vector<std::int64_t>& sample_shape, std::int64_t classes,
-                                             const std::pair<std::string, std::string>& shape_source, bool ema,
-                                             const std::string& command);
-
 // The run directory's classes.txt, line i naming output i; empty without one.
 std::vector<std::string> run_class_names(const ModelTarget& target);
 
 // The model.weights file, as the recipe (or the command line) names it; empty when none.
 std::string recipe_weights(const Recipe& recipe);
 
-}  // namespace mixt::cli
+// Where the plan's weights come from, as reports name them: the checkpoint, else the
+// model.weights file, else `argument` (the recipe the command was given).
+std::string weights_source(const ModelPlan& plan, const std::string& argument);
+
+}  // namespace mixt

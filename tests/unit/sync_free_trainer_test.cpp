@@ -46,7 +46,7 @@ class Recorder : public Callback {
  public:
   explicit Recorder(Seen& seen) : seen_(seen) {}
   void on_step_end(const StepEnd& step) override {
-    seen_.applied.push_back(step.applied);
+    seen_.applied.push_back(step.applied.applied());  // a host read, on purpose
     seen_.learning_rates.push_back(step.learning_rate);
     if (step.logged) seen_.skipped_on_logged_steps.push_back(step.state.skipped_steps);
   }

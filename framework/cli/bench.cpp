@@ -115,57 +115,67 @@ void check_policies_exist(const Recipe& recipe, const std::vector<std::string>& 
 
 json interrupted_row(const std::string& policy) { return {{"policy", policy}, {"error", "interrupted"}}; }
 
-// Runs `mixt bench-worker` for one policy; returns its JSON line (or an error record).
-// An interrupt of `mixt bench` stops the worker too: a terminal's Ctrl-C reaches both, a
-// signal to `mixt bench` alone (kill, a job scheduler) is passed on, and a worker whose
-// parent died gets SIGTERM.
-json run_worker(const BenchOptions& options, const std::string& policy, const std::string& checkpointing) {
-  if (interrupt_requested()) return interrupted_row(policy);
+// The command line of `mixt bench-worker` for one policy.
+std::vector<std::string> worker_arguments(const BenchOptions& options, const std::string& policy,
+                                          const std::string& checkpointing) {
   std::vector<std::string> args = {"/proc/self/exe", "bench-worker", options.recipe, "--precision", policy,
                                    "--steps", std::to_string(options.steps), "--warmup",
                                    std::to_string(options.warmup)};
   if (options.batch) args.insert(args.end(), {"--batch", std::to_string(*options.batch)});
   args.insert(args.end(), options.overrides.begin(), options.overrides.end());
   if (!checkpointing.empty()) args.push_back("trainer.activation_checkpointing=" + checkpointing);
-  int pipe_fds[2];
-  if (::pipe(pipe_fds) != 0) return {{"policy", policy}, {"error", "cannot create a pipe"}};
-  const pid_t parent = ::getpid();
-  const pid_t child = ::fork();
-  if (child == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) ::_exit(130);  // the parent died before prctl
-    ::dup2(pipe_fds[1], STDOUT_FILENO);
-    ::close(pipe_fds[0]);
-    ::close(pipe_fds[1]);
-    std::vector<char*> argv;
-    for (auto& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    ::execv("/proc/self/exe", argv.data());
-    ::_exit(127);
-  }
+  return args;
+}
+
+// In the forked child: the worker, its stdout the pipe's write end; it never returns.
+[[noreturn]] void exec_worker(std::vector<std::string>& args, const int pipe_fds[2], pid_t parent) {
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (::getppid() != parent) ::_exit(130);  // the parent died before prctl
+  ::dup2(pipe_fds[1], STDOUT_FILENO);
+  ::close(pipe_fds[0]);
   ::close(pipe_fds[1]);
+  std::vector<char*> argv;
+  for (auto& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  ::execv("/proc/self/exe", argv.data());
+  ::_exit(127);
+}
+
+// All the worker writes to the pipe, until it closes; an interrupt meanwhile is passed on
+// to the worker (once).
+std::string read_worker_output(int fd, pid_t child) {
   std::string output;
   char buffer[4096];
   bool forwarded = false;
-  for (pollfd readable{pipe_fds[0], POLLIN, 0};;) {
+  for (pollfd readable{fd, POLLIN, 0};;) {
     // A signal interrupts poll (never restarted), and the timeout bounds a missed one.
     if (interrupt_requested() && !forwarded) {
       ::kill(child, SIGINT);
       forwarded = true;
     }
     if (::poll(&readable, 1, 200) <= 0) continue;
-    const ssize_t got = ::read(pipe_fds[0], buffer, sizeof(buffer));
+    const ssize_t got = ::read(fd, buffer, sizeof(buffer));
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) break;
     output.append(buffer, static_cast<std::size_t>(got));
   }
-  ::close(pipe_fds[0]);
+  return output;
+}
+
+// The worker's exit code, 128 + the signal for one a signal ended.
+int wait_for_exit(pid_t child) {
   int status = 0;
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  if (interrupt_requested() || code == 130) return interrupted_row(policy);
-  const auto last_line = output.find_last_of('{');
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Where the worker's JSON line starts: the last opening brace of its output.
+constexpr char kJsonLineStart = '{';
+
+// The worker's row: the last JSON line of its output, or an error record.
+json worker_row(const std::string& policy, int code, const std::string& output) {
+  const auto last_line = output.find_last_of(kJsonLineStart);
   if (code != 0 || last_line == std::string::npos) {
     return {{"policy", policy}, {"error", "failed (exit " + std::to_string(code) + ")"}};
   }
@@ -174,6 +184,26 @@ json run_worker(const BenchOptions& options, const std::string& policy, const st
   } catch (const std::exception&) {
     return {{"policy", policy}, {"error", "unreadable worker output"}};
   }
+}
+
+// Runs `mixt bench-worker` for one policy; returns its JSON line (or an error record).
+// An interrupt of `mixt bench` stops the worker too: a terminal's Ctrl-C reaches both, a
+// signal to `mixt bench` alone (kill, a job scheduler) is passed on, and a worker whose
+// parent died gets SIGTERM.
+json run_worker(const BenchOptions& options, const std::string& policy, const std::string& checkpointing) {
+  if (interrupt_requested()) return interrupted_row(policy);
+  std::vector<std::string> args = worker_arguments(options, policy, checkpointing);
+  int pipe_fds[2];
+  if (::pipe(pipe_fds) != 0) return {{"policy", policy}, {"error", "cannot create a pipe"}};
+  const pid_t parent = ::getpid();
+  const pid_t child = ::fork();
+  if (child == 0) exec_worker(args, pipe_fds, parent);
+  ::close(pipe_fds[1]);
+  const std::string output = read_worker_output(pipe_fds[0], child);
+  ::close(pipe_fds[0]);
+  const int code = wait_for_exit(child);
+  if (interrupt_requested() || code == 130) return interrupted_row(policy);
+  return worker_row(policy, code, output);
 }
 
 std::string format(const char* pattern, double value) {
@@ -227,27 +257,88 @@ std::string speed_notes(const std::vector<json>& rows) {
 
 }  // namespace
 
-int bench_worker(const BenchOptions& options) {
-  const Recipe recipe = load_recipe(options.recipe, options.overrides);
+namespace {
+
+// The recipe's overrides for one policy's run: one epoch of warmup + steps batches, no
+// validation, no resume, no logging.
+std::vector<std::string> worker_overrides(const BenchOptions& options, const std::string& policy,
+                                          const std::string& recipe_policy) {
   std::vector<std::string> overrides = options.overrides;
-  const std::string policy = options.policies.at(0);
   // Keep the recipe's policy options when benchmarking its own policy; otherwise the
   // policy runs with its defaults (other policies' options would be unknown keys).
-  if (policy != recipe_policy(recipe)) overrides.push_back("precision={name: " + policy + "}");
+  if (policy != recipe_policy) overrides.push_back("precision={name: " + policy + "}");
   // A non-finite loss is reported in the table (NON-FINITE LOSS), not a reason to lose the row.
   overrides.insert(overrides.end(), {"data.val=null", "trainer.epochs=1", "trainer.resume=\"\"",
                                      "trainer.log_every=1000000000", "trainer.stop_on_nonfinite_loss=false",
                                      "trainer.max_steps_per_epoch=" + std::to_string(options.warmup + options.steps)});
   if (options.batch) overrides.push_back("data.train.batch_size=" + std::to_string(*options.batch));
+  return overrides;
+}
 
-  Session session;
-  Experiment e = session.prepare(options.recipe, overrides);
-  const std::int64_t available = e.components.train->batches_per_epoch();
+void check_enough_batches(std::int64_t available, const BenchOptions& options) {
   if (available < options.warmup + options.steps) {
     throw usage_error("the training data has " + std::to_string(available) +
                           " batches per epoch; the benchmark needs " + std::to_string(options.warmup + options.steps),
                       "lower --steps/--warmup, or use more (or synthetic) data");
   }
+}
+
+struct PeakMemory {
+  double mib = 0;
+  std::string kind;
+};
+
+PeakMemory peak_memory(at::Device device) {
+  PeakMemory peak;
+  if (device.is_cuda()) {
+    const auto stats = at::accelerator::getDeviceStats(device.index());
+    peak.mib = static_cast<double>(stats.allocated_bytes[0].peak) / (1024.0 * 1024.0);
+    peak.kind = "CUDA caching-allocator peak";
+  } else {
+    rusage usage{};
+    ::getrusage(RUSAGE_SELF, &usage);
+    peak.mib = static_cast<double>(usage.ru_maxrss) / 1024.0;
+    peak.kind = "process peak RSS, " + host_allocator().setting + " host allocator";
+  }
+  return peak;
+}
+
+// The worker's JSON line, from the run's result and the step times after the warmup.
+json worker_line(const std::string& policy, const Experiment& e, const BenchOptions& options, const TrainResult& result,
+                 const StepTimerCallback& timer, const std::vector<double>& timed) {
+  const at::Device device = e.components.device;
+  const std::int64_t batch_size = result.optimizer_steps > 0 ? result.samples / result.optimizer_steps : 0;
+  double total_ms = 0;
+  for (double ms : timed) total_ms += ms;
+  const PeakMemory peak = peak_memory(device);
+  const std::int64_t skipped = result.skipped_steps;
+  const double loss = timer.last_loss.defined() ? timer.last_loss.item<double>() : NAN;
+  return {{"policy", policy},
+          {"device", device.str()},
+          {"batch", batch_size},
+          {"steps", static_cast<std::int64_t>(timed.size())},
+          {"warmup", options.warmup},
+          {"images_per_s", total_ms > 0 ? 1000.0 * static_cast<double>(batch_size * timed.size()) / total_ms : NAN},
+          {"step_ms_p50", percentile(timed, 0.5)},
+          {"step_ms_p95", percentile(timed, 0.95)},
+          {"peak_memory_mib", peak.mib},
+          {"memory_kind", peak.kind},
+          {"loss", loss},
+          {"loss_finite", std::isfinite(loss)},
+          {"skipped_steps", skipped},
+          {"speed_note", e.components.speed_note}};
+}
+
+}  // namespace
+
+int bench_worker(const BenchOptions& options) {
+  const Recipe recipe = load_recipe(options.recipe, options.overrides);
+  const std::string policy = options.policies.at(0);
+  const std::vector<std::string> overrides = worker_overrides(options, policy, recipe_policy(recipe));
+
+  Session session;
+  Experiment e = session.prepare(options.recipe, overrides);
+  check_enough_batches(e.components.train->batches_per_epoch(), options);
   const at::Device device = e.components.device;
   if (device.is_cuda()) at::accelerator::resetPeakStats(device.index());
 
@@ -256,42 +347,10 @@ int bench_worker(const BenchOptions& options) {
   auto timer = std::make_shared<StepTimerCallback>(device);
   trainer.add_callback(timer, "bench_timer");
   const TrainResult result = trainer.fit();
-  const at::Tensor& last_loss = timer->last_loss;
-  const std::int64_t batch_size = result.optimizer_steps > 0 ? result.samples / result.optimizer_steps : 0;
 
   std::vector<double> all = timer->timer.step_ms();
   const std::vector<double> timed(all.begin() + std::min<std::size_t>(all.size(), options.warmup), all.end());
-  double total_ms = 0;
-  for (double ms : timed) total_ms += ms;
-  double peak_mib = 0;
-  std::string memory_kind;
-  if (device.is_cuda()) {
-    const auto stats = at::accelerator::getDeviceStats(device.index());
-    peak_mib = static_cast<double>(stats.allocated_bytes[0].peak) / (1024.0 * 1024.0);
-    memory_kind = "CUDA caching-allocator peak";
-  } else {
-    rusage usage{};
-    ::getrusage(RUSAGE_SELF, &usage);
-    peak_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;
-    memory_kind = "process peak RSS, " + host_allocator().setting + " host allocator";
-  }
-  const std::int64_t skipped = result.skipped_steps;
-  const double loss = last_loss.defined() ? last_loss.item<double>() : NAN;
-  const json line = {
-      {"policy", policy},
-      {"device", device.str()},
-      {"batch", batch_size},
-      {"steps", static_cast<std::int64_t>(timed.size())},
-      {"warmup", options.warmup},
-      {"images_per_s", total_ms > 0 ? 1000.0 * static_cast<double>(batch_size * timed.size()) / total_ms : NAN},
-      {"step_ms_p50", percentile(timed, 0.5)},
-      {"step_ms_p95", percentile(timed, 0.95)},
-      {"peak_memory_mib", peak_mib},
-      {"memory_kind", memory_kind},
-      {"loss", loss},
-      {"loss_finite", std::isfinite(loss)},
-      {"skipped_steps", skipped},
-      {"speed_note", e.components.speed_note}};
+  const json line = worker_line(policy, e, options, result, *timer, timed);
   std::printf("%s\n", line.dump().c_str());
   return 0;
 }

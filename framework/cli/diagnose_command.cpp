@@ -78,7 +78,8 @@ void print_float8(const Diagnosis& d) {
   }
 }
 
-void print_table(const Diagnosis& d, const diagnose::DiagnoseOptions& options) {
+// The run as written: its steps, skips, losses and loss scale, and where inf/NaN came first.
+void print_summary(const Diagnosis& d) {
   const diagnose::Observations& o = d.observed;
   std::int64_t nonfinite_losses = 0;
   for (const auto& s : o.steps) nonfinite_losses += !std::isfinite(s.loss);
@@ -94,7 +95,10 @@ void print_table(const Diagnosis& d, const diagnose::DiagnoseOptions& options) {
                 static_cast<long long>(o.first_nonfinite->step));
   }
   if (d.stopped) std::printf("  stopped early  %s\n", d.stopped->c_str());
+}
 
+// Per routed module, how much of its forward output float16 cannot hold.
+void print_modules(const diagnose::Observations& o) {
   std::printf("\nforward outputs of the routed modules (over all steps; float16: max 65504, smallest normal 6.1e-05)\n");
   if (o.modules.empty()) {
     std::printf("  none: the model routes no submodule through mixt::call_submodule, so none can be kept in float32\n");
@@ -108,7 +112,10 @@ void print_table(const Diagnosis& d, const diagnose::DiagnoseOptions& options) {
                   percent(c.nonfinite, c.values).c_str());
     }
   }
+}
 
+// The share of gradient values float16 would flush to zero, and the ten parameters with most.
+void print_gradients(const diagnose::Observations& o) {
   std::int64_t nonzero = 0, flushed = 0;
   std::vector<std::pair<std::string, diagnose::UnderflowCounts>> worst;
   for (const auto& [name, counts] : o.parameters) {
@@ -128,10 +135,11 @@ void print_table(const Diagnosis& d, const diagnose::DiagnoseOptions& options) {
                 percent(worst[i].second.flushed, worst[i].second.nonzero).c_str(),
                 static_cast<long long>(worst[i].second.nonzero));
   }
+}
 
-  print_float8(d);
-
-  std::printf("\n");
+// Healthy, or the trials and the fix they found (or why there is none).
+void print_verdict(const Diagnosis& d, const diagnose::DiagnoseOptions& options) {
+  const diagnose::Observations& o = d.observed;
   if (d.healthy) {
     std::printf("healthy: every loss finite, %lld of %zu steps skipped: nothing to fix\n",
                 static_cast<long long>(o.skipped()), o.steps.size());
@@ -159,14 +167,29 @@ void print_table(const Diagnosis& d, const diagnose::DiagnoseOptions& options) {
   }
 }
 
-nlohmann::json to_json(const Diagnosis& d, int exit_code) {
-  using nlohmann::json;
+void print_table(const Diagnosis& d, const diagnose::DiagnoseOptions& options) {
+  print_summary(d);
+  print_modules(d.observed);
+  print_gradients(d.observed);
+  print_float8(d);
+  std::printf("\n");
+  print_verdict(d, options);
+}
+
+using nlohmann::json;
+
+json steps_json(const diagnose::Observations& o) {
   const auto finite_or_null = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
-  json steps = json::array(), modules = json::array(), parameters = json::array(), trials = json::array();
-  for (const auto& s : d.observed.steps) {
+  json steps = json::array();
+  for (const auto& s : o.steps) {
     steps.push_back({{"step", s.step}, {"loss", finite_or_null(s.loss)}, {"loss_scale", s.loss_scale}, {"applied", s.applied}});
   }
-  for (const auto& [name, c] : d.observed.modules) {
+  return steps;
+}
+
+json modules_json(const diagnose::Observations& o) {
+  json modules = json::array();
+  for (const auto& [name, c] : o.modules) {
     modules.push_back({{"name", name},
                        {"values", c.values},
                        {"abs_max", c.abs_max},
@@ -174,50 +197,70 @@ nlohmann::json to_json(const Diagnosis& d, int exit_code) {
                        {"below_float16_normal", c.below_float16_normal},
                        {"nonfinite", c.nonfinite}});
   }
-  for (const auto& [name, c] : d.observed.parameters) {
+  return modules;
+}
+
+json parameters_json(const diagnose::Observations& o) {
+  json parameters = json::array();
+  for (const auto& [name, c] : o.parameters) {
     parameters.push_back({{"name", name}, {"nonzero", c.nonzero}, {"flushed", c.flushed}, {"flushed_fraction", c.fraction()}});
   }
+  return parameters;
+}
+
+// One float8 layer's counts, by operand.
+json float8_casts_json(const std::array<diagnose::Float8CastCounts, 3>& by_operand) {
+  json operands;
+  const char* names[] = {"input", "weight", "grad_output"};
+  for (std::size_t i = 0; i < by_operand.size(); ++i) {
+    const diagnose::Float8CastCounts& c = by_operand[i];
+    operands[names[i]] = {{"values", c.values},
+                          {"nonzero", c.nonzero},
+                          {"underflow", c.underflow},
+                          {"saturated", c.saturated},
+                          {"underflow_fraction", c.underflow_fraction()},
+                          {"saturated_fraction", c.saturated_fraction()}};
+  }
+  return operands;
+}
+
+json float8_layers_json(const diagnose::Observations& o) {
   json float8_layers = json::array();
-  const auto casts = [](const std::array<diagnose::Float8CastCounts, 3>& by_operand) {
-    json operands;
-    const char* names[] = {"input", "weight", "grad_output"};
-    for (std::size_t i = 0; i < by_operand.size(); ++i) {
-      const diagnose::Float8CastCounts& c = by_operand[i];
-      operands[names[i]] = {{"values", c.values},
-                            {"nonzero", c.nonzero},
-                            {"underflow", c.underflow},
-                            {"saturated", c.saturated},
-                            {"underflow_fraction", c.underflow_fraction()},
-                            {"saturated_fraction", c.saturated_fraction()}};
-    }
-    return operands;
-  };
-  for (const diagnose::Float8Layer& layer : d.observed.float8_layers) {
-    json entry = casts(layer.judged());
+  for (const diagnose::Float8Layer& layer : o.float8_layers) {
+    json entry = float8_casts_json(layer.judged());
     entry["name"] = layer.name;
-    entry["first_step"] = casts(layer.first_step);
+    entry["first_step"] = float8_casts_json(layer.first_step);
     entry["keep_in_bfloat16"] = diagnose::keep_in_bfloat16(layer);
     float8_layers.push_back(entry);
   }
+  return float8_layers;
+}
+
+json trials_json(const Diagnosis& d) {
+  json trials = json::array();
   for (const auto& t : d.trials) {
     trials.push_back({{"fp32_modules", t.fp32_modules}, {"steps", t.steps}, {"skipped", t.skipped},
                       {"losses_finite", t.losses_finite}, {"healthy", t.healthy}});
   }
+  return trials;
+}
+
+json to_json(const Diagnosis& d, int exit_code) {
   json report = {{"recipe", d.recipe},
                  {"policy", d.policy},
                  {"device", d.device},
                  {"recipe_fp32_modules", d.recipe_fp32_modules},
-                 {"steps", steps},
+                 {"steps", steps_json(d.observed)},
                  {"skipped", d.observed.skipped()},
-                 {"modules", modules},
-                 {"parameters", parameters},
+                 {"modules", modules_json(d.observed)},
+                 {"parameters", parameters_json(d.observed)},
                  {"first_nonfinite", nullptr},
                  {"stopped", d.stopped ? json(*d.stopped) : json(nullptr)},
                  {"healthy", d.healthy},
-                 {"trials", trials},
+                 {"trials", trials_json(d)},
                  {"fix", nullptr},
                  {"recipe_fp8_exclude", d.recipe_fp8_exclude},
-                 {"float8_layers", float8_layers},
+                 {"float8_layers", float8_layers_json(d.observed)},
                  {"float8_limits",
                   {{"underflow_fraction", diagnose::kFloat8UnderflowLimit},
                    {"saturated_fraction", diagnose::kFloat8SaturationLimit}}},

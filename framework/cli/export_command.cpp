@@ -83,16 +83,8 @@ int export_recipe_weights(const ExportOptions& options, const ModelPlan& plan, c
   return 0;
 }
 
-}  // namespace
-
-std::string export_format_of(const std::string& output) {
-  const std::string extension = lower(fs::path(output).extension().string());
-  if (extension == ".onnx") return "onnx";
-  if (extension == ".pt" || extension == ".ts" || extension == ".torchscript") return "torchscript";
-  return "safetensors";
-}
-
-int export_model(const ExportOptions& options) {
+// The export format, after the checks of the flags that go with it; nothing is read yet.
+std::string checked_export_format(const ExportOptions& options) {
   const std::string format = options.format.empty() ? export_format_of(options.output) : lower(options.format);
   if (format != "onnx" && format != "torchscript" && format != "safetensors") {
     throw usage_error("unknown export format '" + options.format + "'",
@@ -111,6 +103,77 @@ int export_model(const ExportOptions& options) {
                       "a TorchScript file is float32; model.half() after torch.jit.load makes it float16");
   }
   if (format == "safetensors") refuse_pickle_name("-o", options.output, "mixt export");
+  return format;
+}
+
+struct CheckedTrace {
+  TracedModel traced;
+  // The largest difference from the model at kCheckBatches.
+  double difference = 0;
+};
+
+// The model traced at kTraceBatch on a seeded random example, and run at kCheckBatches
+// against the model.
+CheckedTrace trace_and_check(const std::shared_ptr<Model>& model, const std::vector<std::int64_t>& sample_shape) {
+  std::vector<std::int64_t> example_shape{kTraceBatch};
+  example_shape.insert(example_shape.end(), sample_shape.begin(), sample_shape.end());
+  at::manual_seed(0);
+  const at::Tensor example = at::randn(example_shape);
+  const auto forward = [&model](const at::Tensor& x) { return model->forward(x); };
+  TracedModel traced = trace_model(*model, forward, example);
+  const double difference = check_other_batches(traced, forward, example, kCheckBatches);
+  if (difference > kTraceTolerance) {
+    throw usage_error("the traced forward differs from the model by " + std::to_string(difference) +
+                          " at a batch other than the trace's: its control flow or shapes depend on the batch or the "
+                          "data, which a trace freezes",
+                      "write the forward without data-dependent branches and without x.size(0) in shapes "
+                      "(docs/deploy.md, \"What a trace cannot express\")");
+  }
+  return {std::move(traced), difference};
+}
+
+// Writes the traced model as TorchScript or ONNX; returns what was written, for the summary line.
+std::string write_traced(const ExportOptions& options, const std::string& format, TracedModel& traced,
+                         const std::map<std::string, std::string>& metadata) {
+  if (format == "torchscript") {
+    write_file_atomically(options.output, [&](std::ostream& out) {
+      traced.module.save(out, {{"mixt.json", export_metadata_json(metadata)}});
+    });
+    return "TorchScript";
+  }
+  OnnxGraph graph = translate_to_onnx(traced, options.opset);  // refuses before anything is written
+  if (options.dtype == "float16") convert_to_float16(graph);
+  const std::string bytes = onnx_file_bytes(graph, options.opset, metadata);
+  write_file_atomically(
+      options.output, [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
+  return "ONNX opset " + std::to_string(options.opset) + ", " + options.dtype + ", " +
+         std::to_string(graph.initializers.size()) + " initializers";
+}
+
+void print_written(const ExportOptions& options, const std::string& summary, const std::string& source,
+                   const std::vector<std::int64_t>& sample_shape, double difference) {
+  std::string shape = "batch";
+  for (std::int64_t d : sample_shape) shape += " x " + std::to_string(d);
+  char difference_text[32];
+  std::snprintf(difference_text, sizeof(difference_text), "%.2g", difference);
+  std::printf(
+      "wrote %s (%s) from %s: input %s, traced at batch %lld, equal to the model at batches 1 and 3 "
+      "(largest difference %s)\n",
+      options.output.c_str(), summary.c_str(), source.c_str(), shape.c_str(), static_cast<long long>(kTraceBatch),
+      difference_text);
+}
+
+}  // namespace
+
+std::string export_format_of(const std::string& output) {
+  const std::string extension = lower(fs::path(output).extension().string());
+  if (extension == ".onnx") return "onnx";
+  if (extension == ".pt" || extension == ".ts" || extension == ".torchscript") return "torchscript";
+  return "safetensors";
+}
+
+int export_model(const ExportOptions& options) {
+  const std::string format = checked_export_format(options);
   const bool recipe_source =
       fs::path(options.source).extension() == ".yaml" || fs::path(options.source).extension() == ".yml";
   if (format == "safetensors" && !recipe_source && options.overrides.empty() && options.input_shape.empty()) {
@@ -131,51 +194,14 @@ int export_model(const ExportOptions& options) {
   model->to(at::kFloat);
   if (format == "safetensors") return export_recipe_weights(options, plan, model);
 
-  std::vector<std::int64_t> example_shape{kTraceBatch};
-  example_shape.insert(example_shape.end(), in.sample_shape.begin(), in.sample_shape.end());
-  at::manual_seed(0);
-  const at::Tensor example = at::randn(example_shape);
-  const auto forward = [&model](const at::Tensor& x) { return model->forward(x); };
-  TracedModel traced = trace_model(*model, forward, example);
-  const double difference = check_other_batches(traced, forward, example, kCheckBatches);
-  if (difference > kTraceTolerance) {
-    throw usage_error("the traced forward differs from the model by " + std::to_string(difference) +
-                          " at a batch other than the trace's: its control flow or shapes depend on the batch or the "
-                          "data, which a trace freezes",
-                      "write the forward without data-dependent branches and without x.size(0) in shapes "
-                      "(docs/deploy.md, \"What a trace cannot express\")");
-  }
-
+  CheckedTrace trace = trace_and_check(model, in.sample_shape);
   ExportFacts facts{source, in.class_names, in.sample_shape, 0, in.split, false, format, options.opset, options.dtype};
-  facts.outputs = traced.graph->outputs().at(0)->type()->expectRef<c10::TensorType>().sizes()[1].value_or(0);
+  facts.outputs = trace.traced.graph->outputs().at(0)->type()->expectRef<c10::TensorType>().sizes()[1].value_or(0);
   facts.channels_last = inference.channels_last();
   const std::map<std::string, std::string> metadata = export_metadata(plan.recipe, facts);
 
-  std::string summary;
-  if (format == "torchscript") {
-    write_file_atomically(options.output, [&](std::ostream& out) {
-      traced.module.save(out, {{"mixt.json", export_metadata_json(metadata)}});
-    });
-    summary = "TorchScript";
-  } else {
-    OnnxGraph graph = translate_to_onnx(traced, options.opset);  // refuses before anything is written
-    if (options.dtype == "float16") convert_to_float16(graph);
-    const std::string bytes = onnx_file_bytes(graph, options.opset, metadata);
-    write_file_atomically(options.output, [&](std::ostream& out) {
-      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    });
-    summary = "ONNX opset " + std::to_string(options.opset) + ", " + options.dtype + ", " +
-              std::to_string(graph.initializers.size()) + " initializers";
-  }
-  std::string shape = "batch";
-  for (std::int64_t d : in.sample_shape) shape += " x " + std::to_string(d);
-  char difference_text[32];
-  std::snprintf(difference_text, sizeof(difference_text), "%.2g", difference);
-  std::printf(
-      "wrote %s (%s) from %s: input %s, traced at batch %lld, equal to the model at batches 1 and 3 "
-      "(largest difference %s)\n",
-      options.output.c_str(), summary.c_str(), source.c_str(), shape.c_str(), static_cast<long long>(kTraceBatch),
-      difference_text);
+  const std::string summary = write_traced(options, format, trace.traced, metadata);
+  print_written(options, summary, source, in.sample_shape, trace.difference);
   return 0;
 }
 

@@ -92,6 +92,45 @@ json curve_json(const LrFindOptions& o, const LrFindResult& result, const std::o
   return report;
 }
 
+// The name of the recipe's precision policy, as its component record has it.
+std::string precision_policy(const Experiment& e) {
+  std::string policy;
+  for (const ComponentRecord& record : e.components.records) {
+    if (record.kind == "precision") policy = record.name;
+  }
+  return policy;
+}
+
+// The smoothed loss against log lr, the suggestion marked.
+void write_plot(const std::string& png, const std::vector<LrRangePoint>& plotted,
+                const std::optional<LrRangePoint>& suggested, const LrPlotFrame& frame, const std::string& recipe_name,
+                const std::string& policy) {
+  LrCurvePlot plot;
+  for (const LrRangePoint& p : plotted) plot.points.emplace_back(p.lr, p.smoothed);
+  if (suggested) plot.suggestion = std::make_pair(suggested->lr, suggested->smoothed);
+  plot.frame = frame;
+  plot.title = "mixt lr-find: " + recipe_name + " (" + policy + "), smoothed training loss";
+  write_lr_curve_plot(png, plot);
+}
+
+// How the ramp ended, where the curve and plot went, and the suggested learning rate.
+void print_outcome(const LrFindOptions& options, const LrFindResult& result, const fs::path& json_file,
+                   const std::optional<LrRangePoint>& suggested) {
+  const LrRangeTest& test = result.test;
+  const std::string ended = test.diverged()       ? "the loss diverged at lr " + short_lr(test.points().back().lr)
+                            : result.data_ran_out ? "stopped: the policy skipped as many steps as it applied"
+                                                  : "the ramp reached --max";
+  std::printf("%lld steps (%lld skipped); %s\n", static_cast<long long>(test.points().size()),
+              static_cast<long long>(test.skipped_steps()), ended.c_str());
+  std::printf("curve: %s\n", json_file.string().c_str());
+  if (!options.png.empty()) std::printf("plot: %s\n", options.png.c_str());
+  if (!suggested) {
+    std::printf("no suggestion: fewer than 12 applied steps with a finite loss; raise --steps or lower --max\n");
+    return;
+  }
+  std::printf("suggested: optimizer.lr=%s\n", short_lr(suggested->lr).c_str());
+}
+
 }  // namespace
 
 std::string short_lr(double lr) {
@@ -119,10 +158,7 @@ int lr_find(const LrFindOptions& options) {
          "): it starts from the recipe's model, with model.weights if set; to test from a run's weights, "
          "mixt export that run and set model.weights to the file");
   }
-  std::string policy;
-  for (const ComponentRecord& record : e.components.records) {
-    if (record.kind == "precision") policy = record.name;
-  }
+  const std::string policy = precision_policy(e);
   const fs::path json_file =
       !options.json.empty() ? fs::path(options.json) : e.facts.output / "lr-find" / (e.facts.name + ".json");
   const LrRamp ramp{options.min_lr, options.max_lr, options.steps};
@@ -149,28 +185,8 @@ int lr_find(const LrFindOptions& options) {
   std::error_code ec;
   fs::create_directories(json_file.parent_path().empty() ? fs::path(".") : json_file.parent_path(), ec);
   write_file(json_file, curve_json(options, result, suggested, e.facts.name, policy, plotted, frame).dump(2) + "\n");
-  if (!options.png.empty()) {
-    LrCurvePlot plot;
-    for (const LrRangePoint& p : plotted) plot.points.emplace_back(p.lr, p.smoothed);
-    if (suggested) plot.suggestion = std::make_pair(suggested->lr, suggested->smoothed);
-    plot.frame = frame;
-    plot.title = "mixt lr-find: " + e.facts.name + " (" + policy + "), smoothed training loss";
-    write_lr_curve_plot(options.png, plot);
-  }
-
-  const LrRangeTest& test = result.test;
-  const std::string ended = test.diverged()       ? "the loss diverged at lr " + short_lr(test.points().back().lr)
-                            : result.data_ran_out ? "stopped: the policy skipped as many steps as it applied"
-                                                  : "the ramp reached --max";
-  std::printf("%lld steps (%lld skipped); %s\n", static_cast<long long>(test.points().size()),
-              static_cast<long long>(test.skipped_steps()), ended.c_str());
-  std::printf("curve: %s\n", json_file.string().c_str());
-  if (!options.png.empty()) std::printf("plot: %s\n", options.png.c_str());
-  if (!suggested) {
-    std::printf("no suggestion: fewer than 12 applied steps with a finite loss; raise --steps or lower --max\n");
-    return 0;
-  }
-  std::printf("suggested: optimizer.lr=%s\n", short_lr(suggested->lr).c_str());
+  if (!options.png.empty()) write_plot(options.png, plotted, suggested, frame, e.facts.name, policy);
+  print_outcome(options, result, json_file, suggested);
   return 0;
 }
 

@@ -255,6 +255,101 @@ fs::path Checkpointer::save_epoch_end(const RunDirectory& run) const {
   return directory / name;
 }
 
+namespace {
+
+// The model's, the optimizer's, the precision policy's and the scheduler's states.
+void load_component_states(Components& components, torch::serialize::InputArchive& checkpoint, const fs::path& file) {
+  torch::serialize::InputArchive model_archive, optimizer_archive, precision_archive;
+  checkpoint.read("model", model_archive);
+  // Module::load would give a parameter the saved tensor whatever its shape (set_): a
+  // model changed since (other channels, other classes) would silently become the saved one.
+  const LoadReport fit = compare_state_dict(*components.model, flatten_archive(model_archive));
+  if (!fit.complete()) {
+    throw Error(ErrorKind::recipe, "checkpoint does not fit this recipe's model" + fit.describe(),
+                SourceLocation{file.string()}, "trainer.resume",
+                "resume with the recipe that wrote it (its run directory has recipe.yaml); to start another model "
+                "from these weights, mixt export them and name the file in model.weights (strict: false loads "
+                "what matches)");
+  }
+  components.model->load(model_archive);
+  checkpoint.read("optimizer", optimizer_archive);
+  components.optimizer->load(optimizer_archive);
+  checkpoint.read("precision", precision_archive);
+  try {
+    components.precision->load(precision_archive);
+  } catch (const Error& e) {  // e.g. a disabled GradScaler's (empty) state, resumed enabled
+    throw Error(ErrorKind::recipe, "the checkpoint's precision state does not fit this recipe: " + e.message(),
+                SourceLocation{file.string()}, "trainer.resume",
+                "resume with the precision options of the recipe that wrote it (its run directory has "
+                "recipe.yaml)");
+  }
+  if (components.scheduler) {
+    torch::serialize::InputArchive scheduler_archive;
+    if (checkpoint.try_read("scheduler", scheduler_archive)) components.scheduler->load(scheduler_archive);
+  }
+}
+
+// The trainer's counters into `state`, each rank's data position when saved mid-epoch, and
+// the CPU generator's state, which it restores; returns the saved data order.
+std::string read_trainer_state(torch::serialize::InputArchive& checkpoint, TrainState& state,
+                               std::vector<std::int64_t>& data_positions) {
+  torch::serialize::InputArchive trainer_archive;
+  checkpoint.read("trainer", trainer_archive);
+  std::string saved_data_order;
+  c10::IValue value;
+  trainer_archive.read("epoch", value);
+  state.epoch = value.toInt();
+  trainer_archive.read("batches_in_epoch", value);
+  state.batches_in_epoch = value.toInt();
+  trainer_archive.read("global_step", value);
+  state.global_step = value.toInt();
+  if (trainer_archive.try_read("skipped_steps", value)) state.skipped_steps = value.toInt();
+  if (trainer_archive.try_read("data_positions", value)) data_positions = value.toIntVector();
+  if (trainer_archive.try_read("data_order", value)) saved_data_order = value.toStringRef();
+  at::Tensor rng;
+  trainer_archive.read("cpu_rng_state", rng);
+  auto generator = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  generator.set_state(rng);
+  return saved_data_order;
+}
+
+// A checkpoint from further into an epoch than this data has batches (other data, another
+// batch size) would silently train on nothing, or fail deep in the loader.
+void check_position_fits(const TrainState& state, const std::vector<std::int64_t>& data_positions, std::int64_t batches,
+                         const fs::path& file) {
+  std::int64_t furthest = state.batches_in_epoch;
+  for (const std::int64_t position : data_positions) furthest = std::max(furthest, position);
+  if (furthest > batches) {
+    throw Error(ErrorKind::recipe,
+                "checkpoint stopped after batch " + std::to_string(furthest) + " of epoch " +
+                    std::to_string(state.epoch + 1) + ", but the training data has " + std::to_string(batches) +
+                    " batches per epoch",
+                SourceLocation{file.string()}, "trainer.resume",
+                "resume with the data and batch size the run was started with (its run directory has recipe.yaml)");
+  }
+}
+
+// Mid-epoch, the position counts batches of the order the run had: with another batch
+// size, seed, accumulation, world size or dataset the same count is other samples, and
+// the rest of the epoch would skip some and train others twice, silently.
+void check_same_data_order(const Checkpointer& checkpointer, const TrainState& state,
+                           const std::string& saved_data_order, const fs::path& file) {
+  if (state.batches_in_epoch > 0 && !saved_data_order.empty() && saved_data_order != checkpointer.data_order()) {
+    throw Error(ErrorKind::recipe,
+                "checkpoint stopped in the middle of epoch " + std::to_string(state.epoch + 1) + " (after batch " +
+                    std::to_string(state.batches_in_epoch) + ") with data.train " + saved_data_order +
+                    "; this run has " + checkpointer.data_order() +
+                    ": the rest of the epoch would not be the samples it left",
+                SourceLocation{file.string()}, "trainer.resume",
+                "resume mid-epoch with the data.train, trainer.seed, trainer.accumulate and number of ranks the run "
+                "was interrupted with (its run directory has recipe.yaml), or resume from the epoch's start: the "
+                "checkpoint before it (checkpoints/epoch-NNNN, or none: start again)");
+  }
+}
+
+}  // namespace
+
 Checkpointer::Resumed Checkpointer::resume(const fs::path& path, bool check_data_order) {
   const fs::path file = resolve_checkpoint(path);
   CheckpointContents contents = read_checkpoint(file, components_.device);
@@ -263,51 +358,9 @@ Checkpointer::Resumed Checkpointer::resume(const fs::path& path, bool check_data
   TrainState state = state_;
   std::string saved_data_order;  // empty in checkpoints of mixt before it was saved
   try {
-    torch::serialize::InputArchive model_archive, optimizer_archive, precision_archive, trainer_archive;
-    contents.archive.read("model", model_archive);
-    // Module::load would give a parameter the saved tensor whatever its shape (set_): a
-    // model changed since (other channels, other classes) would silently become the saved one.
-    const LoadReport fit = compare_state_dict(*components_.model, flatten_archive(model_archive));
-    if (!fit.complete()) {
-      throw Error(ErrorKind::recipe, "checkpoint does not fit this recipe's model" + fit.describe(),
-                  SourceLocation{file.string()}, "trainer.resume",
-                  "resume with the recipe that wrote it (its run directory has recipe.yaml); to start another model "
-                  "from these weights, mixt export them and name the file in model.weights (strict: false loads "
-                  "what matches)");
-    }
-    components_.model->load(model_archive);
-    contents.archive.read("optimizer", optimizer_archive);
-    components_.optimizer->load(optimizer_archive);
-    contents.archive.read("precision", precision_archive);
-    try {
-      components_.precision->load(precision_archive);
-    } catch (const Error& e) {  // e.g. a disabled GradScaler's (empty) state, resumed enabled
-      throw Error(ErrorKind::recipe, "the checkpoint's precision state does not fit this recipe: " + e.message(),
-                  SourceLocation{file.string()}, "trainer.resume",
-                  "resume with the precision options of the recipe that wrote it (its run directory has "
-                  "recipe.yaml)");
-    }
-    if (components_.scheduler) {
-      torch::serialize::InputArchive scheduler_archive;
-      if (contents.archive.try_read("scheduler", scheduler_archive)) components_.scheduler->load(scheduler_archive);
-    }
+    load_component_states(components_, contents.archive, file);
     load_callback_state(contents.archive, file);
-    contents.archive.read("trainer", trainer_archive);
-    c10::IValue value;
-    trainer_archive.read("epoch", value);
-    state.epoch = value.toInt();
-    trainer_archive.read("batches_in_epoch", value);
-    state.batches_in_epoch = value.toInt();
-    trainer_archive.read("global_step", value);
-    state.global_step = value.toInt();
-    if (trainer_archive.try_read("skipped_steps", value)) state.skipped_steps = value.toInt();
-    if (trainer_archive.try_read("data_positions", value)) resumed.data_positions = value.toIntVector();
-    if (trainer_archive.try_read("data_order", value)) saved_data_order = value.toStringRef();
-    at::Tensor rng;
-    trainer_archive.read("cpu_rng_state", rng);
-    auto generator = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    generator.set_state(rng);
+    saved_data_order = read_trainer_state(contents.archive, state, resumed.data_positions);
   } catch (const Error&) {
     throw;
   } catch (const c10::Error& e) {
@@ -315,33 +368,8 @@ Checkpointer::Resumed Checkpointer::resume(const fs::path& path, bool check_data
                 SourceLocation{file.string()}, "trainer.resume");
   }
   state_ = state;
-  // A checkpoint from further into an epoch than this data has batches (other data, another
-  // batch size) would silently train on nothing, or fail deep in the loader.
-  std::int64_t furthest = state_.batches_in_epoch;
-  for (const std::int64_t position : resumed.data_positions) furthest = std::max(furthest, position);
-  const std::int64_t batches = components_.train->batches_per_epoch();
-  if (furthest > batches) {
-    throw Error(ErrorKind::recipe,
-                "checkpoint stopped after batch " + std::to_string(furthest) + " of epoch " +
-                    std::to_string(state_.epoch + 1) + ", but the training data has " + std::to_string(batches) +
-                    " batches per epoch",
-                SourceLocation{file.string()}, "trainer.resume",
-                "resume with the data and batch size the run was started with (its run directory has recipe.yaml)");
-  }
-  // Mid-epoch, the position counts batches of the order the run had: with another batch
-  // size, seed, accumulation, world size or dataset the same count is other samples, and
-  // the rest of the epoch would skip some and train others twice, silently.
-  if (check_data_order && state_.batches_in_epoch > 0 && !saved_data_order.empty() &&
-      saved_data_order != data_order()) {
-    throw Error(ErrorKind::recipe,
-                "checkpoint stopped in the middle of epoch " + std::to_string(state_.epoch + 1) + " (after batch " +
-                    std::to_string(state_.batches_in_epoch) + ") with data.train " + saved_data_order +
-                    "; this run has " + data_order() + ": the rest of the epoch would not be the samples it left",
-                SourceLocation{file.string()}, "trainer.resume",
-                "resume mid-epoch with the data.train, trainer.seed, trainer.accumulate and number of ranks the run "
-                "was interrupted with (its run directory has recipe.yaml), or resume from the epoch's start: the "
-                "checkpoint before it (checkpoints/epoch-NNNN, or none: start again)");
-  }
+  check_position_fits(state_, resumed.data_positions, components_.train->batches_per_epoch(), file);
+  if (check_data_order) check_same_data_order(*this, state_, saved_data_order, file);
   return resumed;
 }
 

@@ -25,110 +25,149 @@ std::string module_of(const torch::jit::Node& node) {
           op + " to framework/src/export/onnx_op_table.cpp");
 }
 
-}  // namespace
+// One translation's state: the ONNX graph being built, the model's parameters and buffers
+// by name, and what each value of the traced graph has become in the ONNX graph.
+class Translation {
+ public:
+  Translation(const TracedModel& traced, std::int64_t opset)
+      : opset_(opset), builder_(opset), out_(builder_.graph()), result_{builder_.shared_graph(), {}} {
+    for (const auto& item : traced.module.named_parameters(/*recurse=*/true)) state_[item.name] = item.value;
+    for (const auto& item : traced.module.named_buffers(/*recurse=*/true)) state_[item.name] = item.value;
+  }
 
-OnnxGraph translate_to_onnx(const TracedModel& traced, std::int64_t opset) {
-  OnnxBuilder builder(opset);
-  torch::jit::Graph& out = builder.graph();
-  OnnxGraph result{builder.shared_graph(), {}};
+  // The traced graph's inputs: the module itself (the root of the GetAttr paths), then the input.
+  void add_inputs(const torch::jit::Graph& graph) {
+    paths_[graph.inputs().at(0)] = "";
+    Value* input = out_.addInput("input");
+    input->setType(graph.inputs().at(1)->type());
+    tensors_[graph.inputs().at(1)] = input;
+  }
 
-  std::map<std::string, at::Tensor> state;
-  for (const auto& item : traced.module.named_parameters(/*recurse=*/true)) state[item.name] = item.value;
-  for (const auto& item : traced.module.named_buffers(/*recurse=*/true)) state[item.name] = item.value;
-
-  std::map<const Value*, Value*> tensors;
-  std::map<const Value*, std::vector<Value*>> lists;
-  std::map<const Value*, std::string> paths;  // module paths of prim::GetAttr chains
-
-  const torch::jit::Graph& graph = *traced.graph;
-  paths[graph.inputs().at(0)] = "";
-  Value* input = out.addInput("input");
-  input->setType(graph.inputs().at(1)->type());
-  tensors[graph.inputs().at(1)] = input;
-
-  for (const torch::jit::Node* node : graph.nodes()) {
+  void translate(const torch::jit::Node* node) {
     const c10::Symbol kind = node->kind();
-    if (kind == c10::prim::Constant) continue;  // read by the entries that take them
+    if (kind == c10::prim::Constant) return;  // read by the entries that take them
     if (kind == c10::prim::GetAttr) {
-      const std::string parent = paths.at(node->input(0));
-      const std::string path = (parent.empty() ? "" : parent + ".") + node->s(c10::attr::name);
-      paths[node->output()] = path;
-      if (node->output()->type()->isSubtypeOf(*c10::TensorType::get())) {
-        const auto found = state.find(path);
-        if (found == state.end()) refuse(*node, opset, "no parameter or buffer named " + path);
-        Value* parameter = out.addInput(path);
-        parameter->setType(c10::TensorType::create(found->second));
-        tensors[node->output()] = parameter;
-        result.initializers[path] = found->second.detach().contiguous();
-      }
-      continue;
+      get_attr(node);
+    } else if (kind == c10::prim::ListConstruct) {
+      list_construct(node);
+    } else if (kind == c10::prim::ListUnpack) {
+      list_unpack(node);
+    } else {
+      aten_op(node);
     }
-    if (kind == c10::prim::ListConstruct) {
-      std::vector<Value*> items;
-      for (const Value* item : node->inputs()) {
-        if (auto found = tensors.find(item); found != tensors.end()) items.push_back(found->second);
-      }
-      if (!items.empty()) {
-        if (items.size() != node->inputs().size()) refuse(*node, opset, "a list of tensors and other values");
-        lists[node->output()] = items;
-      }
-      continue;
+  }
+
+  void add_output(const torch::jit::Graph& graph) {
+    if (graph.outputs().size() != 1 || !tensors_.count(graph.outputs()[0])) {
+      throw usage_error("cannot export to ONNX: the forward must return one tensor");
     }
-    if (kind == c10::prim::ListUnpack) {
-      const auto found = lists.find(node->input(0));
-      if (found == lists.end() || found->second.size() != node->outputs().size()) {
-        refuse(*node, opset, "unpacks a list the trace did not record");
-      }
-      for (std::size_t i = 0; i < node->outputs().size(); ++i) tensors[node->outputs()[i]] = found->second[i];
-      continue;
+    Value* output = tensors_.at(graph.outputs()[0]);
+    if (output->node()->kind() == c10::prim::Param || output->node()->kind() == c10::onnx::Constant) {
+      output = builder_.op("Identity", {output});
     }
+    output->setDebugName("output");
+    output->setType(graph.outputs()[0]->type());
+    out_.registerOutput(output);
+  }
+
+  // Unused nodes (constants an entry made and did not need): ONNX ops have no side effects.
+  // (torch::jit::EliminateDeadCode asks the alias analysis, which knows no onnx:: schema.)
+  void remove_unused() {
+    for (auto it = out_.nodes().rbegin(); it != out_.nodes().rend();) {
+      torch::jit::Node* node = *it;
+      ++it;
+      bool used = false;
+      for (const Value* v : node->outputs()) used = used || v->hasUses();
+      if (!used) node->destroy();
+    }
+    for (std::size_t i = out_.inputs().size(); i-- > 1;) {
+      if (!out_.inputs()[i]->hasUses()) {
+        result_.initializers.erase(out_.inputs()[i]->debugName());
+        out_.eraseInput(i);
+      }
+    }
+  }
+
+  OnnxGraph take_result() { return std::move(result_); }
+
+ private:
+  // A module path; a tensor attribute becomes a graph input and an initializer.
+  void get_attr(const torch::jit::Node* node) {
+    const std::string parent = paths_.at(node->input(0));
+    const std::string path = (parent.empty() ? "" : parent + ".") + node->s(c10::attr::name);
+    paths_[node->output()] = path;
+    if (node->output()->type()->isSubtypeOf(*c10::TensorType::get())) {
+      const auto found = state_.find(path);
+      if (found == state_.end()) refuse(*node, opset_, "no parameter or buffer named " + path);
+      Value* parameter = out_.addInput(path);
+      parameter->setType(c10::TensorType::create(found->second));
+      tensors_[node->output()] = parameter;
+      result_.initializers[path] = found->second.detach().contiguous();
+    }
+  }
+
+  void list_construct(const torch::jit::Node* node) {
+    std::vector<Value*> items;
+    for (const Value* item : node->inputs()) {
+      if (auto found = tensors_.find(item); found != tensors_.end()) items.push_back(found->second);
+    }
+    if (!items.empty()) {
+      if (items.size() != node->inputs().size()) refuse(*node, opset_, "a list of tensors and other values");
+      lists_[node->output()] = items;
+    }
+  }
+
+  void list_unpack(const torch::jit::Node* node) {
+    const auto found = lists_.find(node->input(0));
+    if (found == lists_.end() || found->second.size() != node->outputs().size()) {
+      refuse(*node, opset_, "unpacks a list the trace did not record");
+    }
+    for (std::size_t i = 0; i < node->outputs().size(); ++i) tensors_[node->outputs()[i]] = found->second[i];
+  }
+
+  // An ATen op, through its entry of the op table.
+  void aten_op(const torch::jit::Node* node) {
+    const c10::Symbol kind = node->kind();
     const OnnxTranslation* entry = kind.is_aten() ? find_onnx_translation(kind.toQualString()) : nullptr;
-    if (!entry) refuse(*node, opset, "the op table has no entry for it");
-    AtenNode aten(node, builder, tensors, lists);
+    if (!entry) refuse(*node, opset_, "the op table has no entry for it");
+    AtenNode aten(node, builder_, tensors_, lists_);
     try {
-      entry->translate(aten, builder);
+      entry->translate(aten, builder_);
     } catch (const Untranslatable& e) {
-      refuse(*node, opset, e.why);
+      refuse(*node, opset_, e.why);
     }
     for (std::size_t i = 0; i < node->outputs().size(); ++i) {
       const Value* traced_output = node->outputs()[i];
       if (traced_output->type()->kind() == c10::TypeKind::ListType) {
-        lists[traced_output] = aten.output_list();
+        lists_[traced_output] = aten.output_list();
       } else if (aten.outputs()[i]) {
-        tensors[traced_output] = aten.outputs()[i];
+        tensors_[traced_output] = aten.outputs()[i];
       } else {
-        refuse(*node, opset, "its entry gave no value for output " + std::to_string(i));
+        refuse(*node, opset_, "its entry gave no value for output " + std::to_string(i));
       }
     }
   }
 
-  if (graph.outputs().size() != 1 || !tensors.count(graph.outputs()[0])) {
-    throw usage_error("cannot export to ONNX: the forward must return one tensor");
-  }
-  Value* output = tensors.at(graph.outputs()[0]);
-  if (output->node()->kind() == c10::prim::Param || output->node()->kind() == c10::onnx::Constant) {
-    output = builder.op("Identity", {output});
-  }
-  output->setDebugName("output");
-  output->setType(graph.outputs()[0]->type());
-  out.registerOutput(output);
+  std::int64_t opset_;
+  OnnxBuilder builder_;
+  torch::jit::Graph& out_;
+  OnnxGraph result_;
+  std::map<std::string, at::Tensor> state_;
+  std::map<const Value*, Value*> tensors_;
+  std::map<const Value*, std::vector<Value*>> lists_;
+  std::map<const Value*, std::string> paths_;  // module paths of prim::GetAttr chains
+};
 
-  // Unused nodes (constants an entry made and did not need): ONNX ops have no side effects.
-  // (torch::jit::EliminateDeadCode asks the alias analysis, which knows no onnx:: schema.)
-  for (auto it = out.nodes().rbegin(); it != out.nodes().rend();) {
-    torch::jit::Node* node = *it;
-    ++it;
-    bool used = false;
-    for (const Value* v : node->outputs()) used = used || v->hasUses();
-    if (!used) node->destroy();
-  }
-  for (std::size_t i = out.inputs().size(); i-- > 1;) {
-    if (!out.inputs()[i]->hasUses()) {
-      result.initializers.erase(out.inputs()[i]->debugName());
-      out.eraseInput(i);
-    }
-  }
-  return result;
+}  // namespace
+
+OnnxGraph translate_to_onnx(const TracedModel& traced, std::int64_t opset) {
+  Translation translation(traced, opset);
+  const torch::jit::Graph& graph = *traced.graph;
+  translation.add_inputs(graph);
+  for (const torch::jit::Node* node : graph.nodes()) translation.translate(node);
+  translation.add_output(graph);
+  translation.remove_unused();
+  return translation.take_result();
 }
 
 }  // namespace mixt

@@ -390,8 +390,15 @@ RecipeNodePtr& list_item(RecipeNode& list, const std::string& index, const std::
   return item;
 }
 
-void apply_override(RecipeNode& root, const std::string& assignment) {
-  const std::string source = std::string(kCommandLine) + assignment + "'";
+namespace {
+
+// An override's dotted key and its value's YAML text.
+struct Assignment {
+  std::string dotted;
+  std::string text;
+};
+
+Assignment split_assignment(const std::string& assignment) {
   const auto equals = assignment.find('=');
   if (equals == std::string::npos || equals == 0) {
     throw usage_error("override '" + assignment + "' is not key=value",
@@ -416,6 +423,11 @@ void apply_override(RecipeNode& root, const std::string& assignment) {
     throw usage_error("override '" + assignment + "': the value starts with a quote but does not end with it",
                       "quote the whole value, e.g. " + dotted + "='\"a b\"' in the shell");
   }
+  return {dotted, text};
+}
+
+// The override's value, every node of it located at `source`, the command line.
+RecipeNodePtr override_value(const std::string& text, const std::string& source) {
   RecipeNodePtr value = parse_yaml(text, source);
   // Every node of the override points at the command line, not at the YAML snippet.
   std::function<void(RecipeNode&)> relocate = [&](RecipeNode& node) {
@@ -430,7 +442,12 @@ void apply_override(RecipeNode& root, const std::string& assignment) {
   // A map given here replaces the recipe's whole map, as `_delete_: true` asks a recipe's
   // map to: written here out of habit, it is no unknown key.
   strip_all_delete_markers(*value);
+  return value;
+}
 
+// Walks `dotted` down from `root`, making the maps it lacks, and sets its last key to `value`.
+void set_dotted(RecipeNode& root, const std::string& assignment, const std::string& dotted, const RecipeNodePtr& value,
+                const std::string& source) {
   RecipeNode* node = &root;
   std::string walked;
   std::size_t start = 0;
@@ -477,6 +494,15 @@ void apply_override(RecipeNode& root, const std::string& assignment) {
     node = entry->value.get();
     start = dot + 1;
   }
+}
+
+}  // namespace
+
+void apply_override(RecipeNode& root, const std::string& assignment) {
+  const std::string source = std::string(kCommandLine) + assignment + "'";
+  const Assignment split = split_assignment(assignment);
+  const RecipeNodePtr value = override_value(split.text, source);
+  set_dotted(root, assignment, split.dotted, value, source);
 }
 
 namespace {

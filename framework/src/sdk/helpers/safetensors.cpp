@@ -81,6 +81,87 @@ void save_safetensors(const fs::path& file, const NamedTensors& tensors,
   });
 }
 
+namespace {
+
+struct Header {
+  nlohmann::ordered_json json;
+  std::uint64_t size = 0;  // in bytes, after the 8 that give it
+};
+
+// The header: its length, then that many bytes of JSON.
+Header read_header(std::istream& in, const fs::path& file, std::uint64_t file_size) {
+  Header header;
+  in.read(reinterpret_cast<char*>(&header.size), sizeof(header.size));
+  if (!in || header.size > kMaxHeader || header.size + 8 > file_size) {
+    throw bad_file(file, "bad header length");
+  }
+  std::string text(header.size, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(header.size));
+  try {
+    header.json = nlohmann::ordered_json::parse(text);
+  } catch (const std::exception&) {
+    throw bad_file(file, "the header is not JSON");
+  }
+  if (!header.json.is_object()) throw bad_file(file, "the header is not a JSON object");
+  return header;
+}
+
+void read_metadata(const fs::path& file, const nlohmann::ordered_json& entry,
+                   std::map<std::string, std::string>& metadata) {
+  if (!entry.is_object()) throw bad_file(file, "__metadata__ is not an object");
+  for (const auto& [key, value] : entry.items()) {
+    metadata[key] = value.is_string() ? value.get<std::string>() : value.dump();
+  }
+}
+
+// A tensor's header entry: its dtype, shape, and bytes in the data (from the data's start).
+struct TensorEntry {
+  at::ScalarType type{};
+  std::vector<std::int64_t> shape;
+  std::uint64_t begin = 0, end = 0;
+};
+
+TensorEntry tensor_entry(const fs::path& file, const std::string& name, const nlohmann::ordered_json& entry) {
+  TensorEntry t;
+  try {
+    const std::string dtype = entry.at("dtype").get<std::string>();
+    const auto known =
+        std::find_if(std::begin(kDtypes), std::end(kDtypes), [&](const DtypeName& d) { return dtype == d.name; });
+    if (known == std::end(kDtypes)) throw bad_file(file, "tensor '" + name + "' has unsupported dtype " + dtype);
+    t.type = known->type;
+    t.shape = entry.at("shape").get<std::vector<std::int64_t>>();
+    const auto offsets = entry.at("data_offsets").get<std::vector<std::uint64_t>>();
+    if (offsets.size() != 2) throw bad_file(file, "tensor '" + name + "': data_offsets needs two numbers");
+    t.begin = offsets[0];
+    t.end = offsets[1];
+  } catch (const nlohmann::json::exception&) {
+    throw bad_file(file, "tensor '" + name + "' lacks dtype, shape or data_offsets");
+  }
+  for (const std::int64_t dimension : t.shape) {
+    if (dimension < 0) throw bad_file(file, "tensor '" + name + "' has a negative dimension in its shape");
+  }
+  return t;
+}
+
+// The tensor `entry` describes, read from the data, which starts at `data_start` and has
+// `data_size` bytes.
+at::Tensor read_tensor(std::istream& in, const fs::path& file, const std::string& name,
+                       const nlohmann::ordered_json& entry, std::uint64_t data_start, std::uint64_t data_size) {
+  const TensorEntry t = tensor_entry(file, name, entry);
+  at::Tensor tensor = at::empty(t.shape, at::TensorOptions().dtype(t.type));
+  const std::uint64_t bytes = tensor.numel() * tensor.element_size();
+  if (t.end < t.begin || t.end - t.begin != bytes || t.end > data_size) {
+    throw bad_file(file,
+                   "tensor '" + name + "': data_offsets do not match its shape and dtype, or the file is truncated");
+  }
+  in.seekg(static_cast<std::streamoff>(data_start + t.begin));
+  in.read(static_cast<char*>(tensor.data_ptr()), static_cast<std::streamsize>(bytes));
+  if (!in) throw bad_file(file, "truncated while reading tensor '" + name + "'");
+  return tensor;
+}
+
+}  // namespace
+
 SafetensorsContents load_safetensors(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) {
@@ -91,61 +172,16 @@ SafetensorsContents load_safetensors(const fs::path& file) {
   }
   std::error_code ec;
   const std::uint64_t file_size = fs::file_size(file, ec);
-  std::uint64_t header_size = 0;
-  in.read(reinterpret_cast<char*>(&header_size), sizeof(header_size));
-  if (!in || header_size > kMaxHeader || header_size + 8 > file_size) {
-    throw bad_file(file, "bad header length");
-  }
-  std::string text(header_size, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(header_size));
-  nlohmann::ordered_json header;
-  try {
-    header = nlohmann::ordered_json::parse(text);
-  } catch (const std::exception&) {
-    throw bad_file(file, "the header is not JSON");
-  }
-  if (!header.is_object()) throw bad_file(file, "the header is not a JSON object");
+  const Header header = read_header(in, file, file_size);
 
-  const std::uint64_t data_size = file_size - 8 - header_size;
+  const std::uint64_t data_size = file_size - 8 - header.size;
   SafetensorsContents contents;
-  for (const auto& [name, entry] : header.items()) {
+  for (const auto& [name, entry] : header.json.items()) {
     if (name == "__metadata__") {
-      if (!entry.is_object()) throw bad_file(file, "__metadata__ is not an object");
-      for (const auto& [key, value] : entry.items()) {
-        contents.metadata[key] = value.is_string() ? value.get<std::string>() : value.dump();
-      }
+      read_metadata(file, entry, contents.metadata);
       continue;
     }
-    at::ScalarType type{};
-    std::vector<std::int64_t> shape;
-    std::uint64_t begin = 0, end = 0;
-    try {
-      const std::string dtype = entry.at("dtype").get<std::string>();
-      const auto known = std::find_if(std::begin(kDtypes), std::end(kDtypes),
-                                      [&](const DtypeName& d) { return dtype == d.name; });
-      if (known == std::end(kDtypes)) throw bad_file(file, "tensor '" + name + "' has unsupported dtype " + dtype);
-      type = known->type;
-      shape = entry.at("shape").get<std::vector<std::int64_t>>();
-      const auto offsets = entry.at("data_offsets").get<std::vector<std::uint64_t>>();
-      if (offsets.size() != 2) throw bad_file(file, "tensor '" + name + "': data_offsets needs two numbers");
-      begin = offsets[0];
-      end = offsets[1];
-    } catch (const nlohmann::json::exception&) {
-      throw bad_file(file, "tensor '" + name + "' lacks dtype, shape or data_offsets");
-    }
-    for (const std::int64_t dimension : shape) {
-      if (dimension < 0) throw bad_file(file, "tensor '" + name + "' has a negative dimension in its shape");
-    }
-    at::Tensor tensor = at::empty(shape, at::TensorOptions().dtype(type));
-    const std::uint64_t bytes = tensor.numel() * tensor.element_size();
-    if (end < begin || end - begin != bytes || end > data_size) {
-      throw bad_file(file,
-                     "tensor '" + name + "': data_offsets do not match its shape and dtype, or the file is truncated");
-    }
-    in.seekg(static_cast<std::streamoff>(8 + header_size + begin));
-    in.read(static_cast<char*>(tensor.data_ptr()), static_cast<std::streamsize>(bytes));
-    if (!in) throw bad_file(file, "truncated while reading tensor '" + name + "'");
-    contents.tensors.emplace_back(name, std::move(tensor));
+    contents.tensors.emplace_back(name, read_tensor(in, file, name, entry, 8 + header.size, data_size));
   }
   return contents;
 }

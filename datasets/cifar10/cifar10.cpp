@@ -35,11 +35,30 @@ class Cifar10Source : public mixt::SampleSource {
   mixt::Sample load(std::int64_t i, mixt::SampleRng& rng) const override {
     return {transforms_(images_[i], rng), labels_.data_ptr<std::int64_t>()[i]};
   }
+  std::string describe() const { return "32x32 RGB -> " + transforms_.describe(); }
 
  private:
   at::Tensor images_, labels_;
   std::vector<std::string> files_;
   mixt::TransformPipeline transforms_;
+};
+
+// The loader's dataset, which also says what a record goes through (for mixt export).
+class Cifar10 : public mixt::NamedLoaderDataset, public mixt::DescribesPreprocessing {
+ public:
+  Cifar10(std::shared_ptr<const Cifar10Source> source, mixt::LoaderOptions options, std::vector<std::string> classes,
+          std::vector<std::int64_t> shape)
+      : NamedLoaderDataset(source, std::move(options), std::move(classes), std::move(shape)),
+        preprocessing_(source->describe()) {}
+  std::string preprocessing() const override { return preprocessing_; }
+  mixt::DatasetCapabilities capabilities() override {
+    mixt::DatasetCapabilities can = NamedLoaderDataset::capabilities();
+    can.describes_preprocessing = this;
+    return can;
+  }
+
+ private:
+  std::string preprocessing_;
 };
 
 constexpr std::int64_t kBatchSize = 128;  // the loader's batch_size default here
@@ -120,7 +139,7 @@ std::unique_ptr<mixt::Dataset> make_cifar10(const Cifar10Options& o, const mixt:
   // batches.meta.txt's names, in label order (torchvision's CIFAR10.classes).
   std::vector<std::string> classes = {"airplane", "automobile", "bird",  "cat",  "deer",
                                       "dog",      "frog",       "horse", "ship", "truck"};
-  return std::make_unique<mixt::NamedLoaderDataset>(source, options, std::move(classes), shape);
+  return std::make_unique<Cifar10>(source, options, std::move(classes), shape);
 }
 
 void register_components(mixt::Registrar& registrar) {

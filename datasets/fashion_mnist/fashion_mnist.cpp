@@ -22,13 +22,22 @@ namespace fs = std::filesystem;
 
 constexpr const char* kDefaultRoot = "/usr/share/datasets/fashion-mnist";
 
-class FashionMnist : public mixt::Dataset, public mixt::NamedClasses, public mixt::PadsShards {
+class FashionMnist : public mixt::Dataset,
+                     public mixt::NamedClasses,
+                     public mixt::PadsShards,
+                     public mixt::DescribesPreprocessing {
  public:
   mixt::DatasetCapabilities capabilities() override {
     mixt::DatasetCapabilities can;
     can.named_classes = this;
     can.pads_shards = this;
+    can.describes_preprocessing = this;
     return can;
+  }
+  std::string preprocessing() const override {
+    const std::string scaled = "28x28 grey, pixel values / 255";
+    if (!normalize_) return scaled;
+    return scaled + " -> normalize(mean=" + mixt::format_yaml(mean_) + ", std=" + mixt::format_yaml(std_) + ")";
   }
   FashionMnist(at::Tensor images, at::Tensor labels, std::int64_t batch_size, bool shuffle, bool drop_last,
                bool normalize, double mean, double std, const mixt::DatasetContext& context)

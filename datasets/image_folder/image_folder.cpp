@@ -41,6 +41,11 @@ class ImageDecoding {
     return transforms_(image_folder::decode_image(read_bytes(file), channels_, max_pixels_), rng);
   }
 
+  // What a file goes through, in words (DescribesPreprocessing).
+  std::string describe() const {
+    return std::string(channels_ == 3 ? "decode as RGB" : "decode as grey") + " -> " + transforms_.describe();
+  }
+
   // One file named by the user, as mixt predict asks for it.
   at::Tensor decode_file(const std::string& path) const {
     std::error_code ec;
@@ -82,7 +87,9 @@ class ImageFolderSource : public mixt::SampleSource {
   std::shared_ptr<const ImageDecoding> decoding_;
 };
 
-class ImageFolderDataset : public mixt::NamedLoaderDataset, public mixt::DecodesFiles {
+class ImageFolderDataset : public mixt::NamedLoaderDataset,
+                           public mixt::DecodesFiles,
+                           public mixt::DescribesPreprocessing {
  public:
   ImageFolderDataset(std::shared_ptr<const mixt::SampleSource> source, mixt::LoaderOptions options,
                      std::vector<std::string> classes, std::vector<std::int64_t> shape,
@@ -91,9 +98,11 @@ class ImageFolderDataset : public mixt::NamedLoaderDataset, public mixt::Decodes
         decoding_(std::move(decoding)) {}
   bool takes_file(const std::string& path) const override { return image_folder::is_image_file(path); }
   at::Tensor decode_file(const std::string& path) const override { return decoding_->decode_file(path); }
+  std::string preprocessing() const override { return decoding_->describe(); }
   mixt::DatasetCapabilities capabilities() override {
     mixt::DatasetCapabilities can = NamedLoaderDataset::capabilities();
     can.decodes_files = this;
+    can.describes_preprocessing = this;
     return can;
   }
 
@@ -103,7 +112,10 @@ class ImageFolderDataset : public mixt::NamedLoaderDataset, public mixt::Decodes
 
 // Built for mixt predict (mixt::kPredictSplit): no samples, only the decoder, the sample
 // shape and the class names when the tree (or its index) is there to say them.
-class ImageFiles : public mixt::Dataset, public mixt::NamedClasses, public mixt::DecodesFiles {
+class ImageFiles : public mixt::Dataset,
+                   public mixt::NamedClasses,
+                   public mixt::DecodesFiles,
+                   public mixt::DescribesPreprocessing {
  public:
   ImageFiles(std::vector<std::string> classes, std::vector<std::int64_t> shape,
              std::shared_ptr<const ImageDecoding> decoding)
@@ -117,10 +129,12 @@ class ImageFiles : public mixt::Dataset, public mixt::NamedClasses, public mixt:
   std::vector<std::string> class_names() const override { return classes_; }
   bool takes_file(const std::string& path) const override { return image_folder::is_image_file(path); }
   at::Tensor decode_file(const std::string& path) const override { return decoding_->decode_file(path); }
+  std::string preprocessing() const override { return decoding_->describe(); }
   mixt::DatasetCapabilities capabilities() override {
     mixt::DatasetCapabilities can;
     can.named_classes = this;
     can.decodes_files = this;
+    can.describes_preprocessing = this;
     return can;
   }
 

@@ -47,6 +47,7 @@ struct ModelInput {
   std::vector<std::string> class_names;
   std::int64_t classes = 0;
   std::string split;
+  std::string preprocessing;  // the dataset's own description, when it gives one
 };
 
 ModelInput model_input(const ExportOptions& options, const ModelTarget& target, const ModelPlan& plan,
@@ -64,6 +65,7 @@ ModelInput model_input(const ExportOptions& options, const ModelTarget& target, 
     in.sample_shape = dataset->sample_shape();
     in.classes = dataset->num_classes();
     if (in.class_names.empty()) in.class_names = class_names_of(*dataset);
+    in.preprocessing = preprocessing_of(*dataset);
   }
   if (!options.input_shape.empty()) in.sample_shape = options.input_shape;
   if (in.sample_shape.empty()) {
@@ -198,6 +200,7 @@ int export_model(const ExportOptions& options) {
   ExportFacts facts{source, in.class_names, in.sample_shape, 0, in.split, false, format, options.opset, options.dtype};
   facts.outputs = trace.traced.graph->outputs().at(0)->type()->expectRef<c10::TensorType>().sizes()[1].value_or(0);
   facts.channels_last = inference.channels_last();
+  facts.dataset_preprocessing = in.preprocessing;
   const std::map<std::string, std::string> metadata = export_metadata(plan.recipe, facts);
 
   const std::string summary = write_traced(options, format, trace.traced, metadata);

@@ -58,6 +58,10 @@ std::map<std::string, std::string> export_metadata(const Recipe& recipe, const E
   const RecipeEntry* name = recipe.root->find("name");
   const nlohmann::json preprocessing = {
       {"transforms", transforms_of(recipe, facts.data_split)},
+      // In words, from the dataset itself: what `transforms` does, or its default when the
+      // recipe states none (values included: sizes, mean, std).
+      {"described", facts.dataset_preprocessing.empty() ? nlohmann::json(nullptr)
+                                                        : nlohmann::json(facts.dataset_preprocessing)},
       {"data_section", facts.data_split.empty() ? nlohmann::json(nullptr) : nlohmann::json("data." + facts.data_split)},
       {"channel_order",
        facts.sample_shape.size() == 3 && facts.sample_shape[0] == 3 ? "RGB" : "as the dataset decodes"},

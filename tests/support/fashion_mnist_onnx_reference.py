@@ -2,12 +2,14 @@
 """Top-1 of mixt export's files over the Fashion-MNIST test set, for the C++ test that holds
 them to `mixt evaluate` (ExportFashionMnist, tests/e2e/export_fashion_mnist_test.cpp).
 
-    fashion_mnist_onnx_reference.py MODEL.onnx MODEL.pt ROOT MEAN STD RESULTS.json
+    fashion_mnist_onnx_reference.py MODEL.onnx MODEL.pt ROOT RESULTS.json
 
 ROOT holds the IDX .gz files (the Debian package dataset-fashion-mnist installs them in
-/usr/share/datasets/fashion-mnist). Each image is preprocessed as mixt's fashion_mnist dataset
-does, with the same ATen ops on float32 (x / 255, then (x - MEAN) / STD), so that ONNX
-Runtime gets the very inputs `mixt evaluate` gives the model. ONNX Runtime (CPUExecutionProvider) and
+/usr/share/datasets/fashion-mnist). Each image is preprocessed as the ONNX file's metadata
+says (mixt.preprocessing's "described": "28x28 grey, pixel values / 255 -> normalize(mean=M,
+std=S)"), as a deployer would, with the ATen ops mixt's fashion_mnist dataset uses on float32
+(x / 255, then (x - M) / S): the same results as `mixt evaluate` then show the metadata is
+right. ONNX Runtime (CPUExecutionProvider) and
 torch.jit.load each score all 10,000 images; RESULTS.json holds, per runtime, the correct count
 overall and per class, and how many images have their two best logits within 1e-4 (where a
 float rounding could pick the other class). The C++ test decides what passes.
@@ -15,7 +17,10 @@ float rounding could pick the other class). The C++ test decides what passes.
 import gzip
 import json
 import os
+import re
 import sys
+
+import onnx
 
 import numpy as np
 import onnxruntime as ort
@@ -38,7 +43,11 @@ def score(logits, labels):
 
 
 def main():
-    onnx_file, ts_file, root, mean, std, results = sys.argv[1:7]
+    onnx_file, ts_file, root, results = sys.argv[1:5]
+    metadata = {p.key: p.value for p in onnx.load(onnx_file, load_external_data=False).metadata_props}
+    described = json.loads(metadata["mixt.preprocessing"])["described"]
+    normalize = re.search(r"normalize\(mean=([-0-9.e]+), std=([-0-9.e]+)\)", described)
+    mean, std = normalize.groups()
     images = read_idx(os.path.join(root, "t10k-images-idx3-ubyte.gz"), 16).reshape(-1, 1, 28, 28)
     labels = read_idx(os.path.join(root, "t10k-labels-idx1-ubyte.gz"), 8).astype(np.int64)
     # datasets/fashion_mnist: to(float), div_(255), sub_(mean), div_(std), as the same ATen ops.
@@ -55,7 +64,7 @@ def main():
         ts_logits = np.concatenate([module(torch.from_numpy(x[i:i + 1000])).numpy() for i in range(0, len(x), 1000)])
 
     out = {"samples": int(len(labels)), "onnxruntime": score(onnx_logits, labels),
-           "torchscript": score(ts_logits, labels)}
+           "torchscript": score(ts_logits, labels), "described": described, "mean": float(mean), "std": float(std)}
     with open(results, "w") as f:
         json.dump(out, f)
 

@@ -114,9 +114,9 @@ TEST(Transforms, PresetsGiveTheStandardImagenetShapes) {
     EXPECT_EQ(p.output_shape(350, 400, 3), (std::vector<std::int64_t>{3, 224, 224})) << preset;
     EXPECT_TRUE(p.has_fixed_output_size(3));
   }
-  EXPECT_EQ(imagenet_eval_pipeline().describe(), "resize(256) -> center_crop(224x224) -> to_tensor -> normalize");
+  EXPECT_EQ(imagenet_eval_pipeline().describe(), "resize(256) -> center_crop(224x224) -> to_tensor -> normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])");
   const TransformPipeline small = pipeline_from("transforms: {name: imagenet_eval, size: 112}");
-  EXPECT_EQ(small.describe(), "resize(128) -> center_crop(112x112) -> to_tensor -> normalize");
+  EXPECT_EQ(small.describe(), "resize(128) -> center_crop(112x112) -> to_tensor -> normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])");
 }
 
 TEST(Transforms, ToTensorScalesAndCanLayOutChannelsLast) {

@@ -22,6 +22,7 @@ struct Batch {
 class NamedClasses;
 class ResumesMidEpoch;
 class CountsBadSamples;
+class DescribesPreprocessing;
 class DecodesFiles;  // mixt/decodes_files.h
 class PadsShards;    // mixt/padded_shards.h
 
@@ -32,6 +33,7 @@ struct DatasetCapabilities {
   NamedClasses* named_classes = nullptr;
   ResumesMidEpoch* resumes_mid_epoch = nullptr;
   CountsBadSamples* counts_bad_samples = nullptr;
+  DescribesPreprocessing* describes_preprocessing = nullptr;
   DecodesFiles* decodes_files = nullptr;
   PadsShards* pads_shards = nullptr;
 };
@@ -92,6 +94,19 @@ class CountsBadSamples {
 
 // The dataset's bad-sample count, or 0 for a dataset that does not count them (or none).
 std::int64_t bad_samples_of(Dataset* dataset);
+
+// For a dataset that can say what it does to an input before the model sees it, in
+// evaluation: `mixt export` writes it into the exported file for whoever deploys the model,
+// when the recipe names no transforms of its own.
+class DescribesPreprocessing {
+ public:
+  virtual ~DescribesPreprocessing() = default;
+  // E.g. "decode RGB -> resize(256) -> center_crop(224x224) -> to_tensor -> normalize(...)".
+  virtual std::string preprocessing() const = 0;
+};
+
+// The dataset's description of its preprocessing, or "" when it gives none.
+std::string preprocessing_of(Dataset& dataset);
 
 struct DatasetContext {
   std::string split;           // the key under `data:` ("train", "val")

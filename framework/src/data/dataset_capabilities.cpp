@@ -21,4 +21,9 @@ std::int64_t bad_samples_of(Dataset* dataset) {
   return counting ? counting->bad_samples() : 0;
 }
 
+std::string preprocessing_of(Dataset& dataset) {
+  const DescribesPreprocessing* describing = dataset.capabilities().describes_preprocessing;
+  return describing ? describing->preprocessing() : std::string();
+}
+
 }  // namespace mixt

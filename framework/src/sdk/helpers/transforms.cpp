@@ -1,6 +1,7 @@
 // The image transforms of mixt/helpers/transforms.h, on H x W x C uint8 tensors (views where a
 // transform only selects pixels), following torchvision.transforms.v2 on tensors.
 #include "mixt/helpers/transforms.h"
+#include "mixt/options.h"
 
 #include <algorithm>
 #include <cmath>
@@ -166,7 +167,10 @@ class Normalize : public Transform {
     return image;
   }
   bool takes_tensor() const override { return true; }
-  std::string describe() const override { return "normalize"; }
+  // The values too: a deployer reads them from an exported model's metadata.
+  std::string describe() const override {
+    return "normalize(mean=" + format_yaml(mean_) + ", std=" + format_yaml(std_) + ")";
+  }
 
  private:
   std::vector<double> mean_, std_;

@@ -13,7 +13,8 @@ int run(const std::string& recipe, const std::vector<std::string>& overrides);
 int check(const std::string& recipe, const std::vector<std::string>& overrides);
 // `recipe`: when not empty, its `plugins:` are loaded as well, as `run` loads them.
 int list(const std::string& kind, const std::string& glob, const std::string& recipe = "");
-int describe(const std::string& kind, const std::string& name, const std::string& recipe = "");
+// `markdown`: the options as the rows of a Markdown table (the docs' option tables).
+int describe(const std::string& kind, const std::string& name, const std::string& recipe = "", bool markdown = false);
 std::string version_text();
 
 // Their flags, each subcommand added to `app` in this order.

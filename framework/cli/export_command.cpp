@@ -197,10 +197,10 @@ int export_model(const ExportOptions& options) {
   if (format == "safetensors") return export_recipe_weights(options, plan, model);
 
   CheckedTrace trace = trace_and_check(model, in.sample_shape);
-  ExportFacts facts{source, in.class_names, in.sample_shape, 0, in.split, false, format, options.opset, options.dtype};
+  ExportFacts facts{source, in.class_names, in.sample_shape, 0,     in.split,
+                    false,  format,         options.opset,  options.dtype, in.preprocessing};
   facts.outputs = trace.traced.graph->outputs().at(0)->type()->expectRef<c10::TensorType>().sizes()[1].value_or(0);
   facts.channels_last = inference.channels_last();
-  facts.dataset_preprocessing = in.preprocessing;
   const std::map<std::string, std::string> metadata = export_metadata(plan.recipe, facts);
 
   const std::string summary = write_traced(options, format, trace.traced, metadata);

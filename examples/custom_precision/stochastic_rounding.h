@@ -1,5 +1,5 @@
 // Stochastic rounding of float32 to bfloat16, for my_master.cpp (and its unit test,
-// tests/unit/stochastic_rounding_test.cpp). bfloat16 is float32's upper 16 bits: adding a
+// tests/examples/stochastic_rounding_test.cpp). bfloat16 is float32's upper 16 bits: adding a
 // uniform random integer in [0, 2^16) to the low 16 bits and truncating them rounds up
 // (away from zero) with probability (distance to the lower neighbour) / (gap between the
 // neighbours), so the rounding is unbiased: E[round(x)] = x. Round-to-nearest instead loses

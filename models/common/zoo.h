@@ -14,7 +14,7 @@
 namespace mixt::models {
 
 // Published by torchvision in its weights' meta ("num_params", "_ops" in GFLOPs at the
-// default input size); tests/unit/model_zoo_names_test.cpp checks both against the built
+// default input size); tests/models/model_zoo_test.cpp checks both against the built
 // model and tests/golden/model_zoo.json.
 struct ZooFacts {
   std::int64_t params;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Output dtypes under torch.autocast on the CPU, for tests/unit/autocast_parity_test.cpp.
+"""Output dtypes under torch.autocast on the CPU, for tests/sdk/autocast_parity_test.cpp.
 
 For each op of the table (conv2d, linear, matmul, softmax, log_softmax, layer_norm,
 batch_norm, cross_entropy, add and cat between mixed dtypes), with float32 inputs and,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden confusion matrix and per-class accuracy for tests/unit/confusion_matrix_test.cpp.
+"""Golden confusion matrix and per-class accuracy for tests/train/confusion_matrix_test.cpp.
 
 Computed by hand with numpy (no torch, nothing of mixt): each sample's prediction is the
 arg-max of its logits, the matrix counts (label, prediction) pairs, and a class's accuracy

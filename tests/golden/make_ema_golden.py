@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden runs of timm's ModelEmaV3 for tests/unit/ema_test.cpp.
+"""Golden runs of timm's ModelEmaV3 for tests/plugins/callbacks/ema_test.cpp.
 
 A module with a Linear (fc) and a BatchNorm1d (bn: float buffers and the integer
 num_batches_tracked) takes a random state at every optimizer step; timm's ModelEmaV3

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden counts for mixt diagnose's float8 part (tests/unit/diagnose_test.cpp,
+"""Golden counts for mixt diagnose's float8 part (tests/diagnose/diagnose_test.cpp,
 Float8Range.*): of a tensor's finite non-zero values, how many a float8 cast under a scale
 turns into zero (underflow) and how many its clamp cuts (saturated: |x*scale| more than
 half a step above the format's largest value, where rounding alone would not land on it).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden values for tests/unit/float8_test.cpp, from torchao's float8 training itself.
+"""Golden values for tests/sdk/helpers/float8_test.cpp, from torchao's float8 training itself.
 
 torchao 0.18 (`convert_to_float8_training`, recipe "tensorwise": dynamic per-tensor
 scales, e4m3 input and weight, e5m2 output gradient, torch._scaled_mm) runs on the CPU with

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden values for tests/unit/float8_test.cpp, from torchao's float8 training itself.
+"""Golden values for tests/sdk/helpers/float8_test.cpp, from torchao's float8 training itself.
 
 torchao 0.18's recipe "rowwise" (`Float8LinearConfig.from_recipe_name("rowwise")`: per-row
 (axiswise) scales rounded down to a power of two, e4m3 for input, weight and output

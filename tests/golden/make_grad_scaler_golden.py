@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden run of torch.amp.GradScaler for tests/unit/grad_scaler_parity_test.cpp.
+"""Golden run of torch.amp.GradScaler for tests/sdk/helpers/grad_scaler_parity_test.cpp.
 
 Drives PyTorch's own GradScaler (device "cpu") through a long random sequence: three
 optimizers sharing one scaler (SGD with momentum over two tensors, Nesterov SGD with weight

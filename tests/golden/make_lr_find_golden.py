@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden range tests for tests/unit/lr_range_test_test.cpp (mixt lr-find's arithmetic).
+"""Golden range tests for tests/train/lr_range_test_test.cpp (mixt lr-find's arithmetic).
 
 Each case is a fixed sequence of optimizer steps (a training loss, and whether the precision
 policy applied the step) fed to the learning-rate range test as fastai and Lightning compute

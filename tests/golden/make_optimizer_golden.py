@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden values for tests/unit/optimizer_parity_test.cpp, from torch.optim itself.
+"""Golden values for tests/plugins/optimizers/optimizer_parity_test.cpp, from torch.optim itself.
 
 On the CPU torch.optim runs its single-tensor updates (its default there), the _foreach_
 ops (foreach=True: its default on CUDA) or the fused kernels (fused=True); mixt must match

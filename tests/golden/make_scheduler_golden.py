@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden learning-rate curves for tests/unit/scheduler_parity_test.cpp, from
+"""Golden learning-rate curves for tests/plugins/schedulers/scheduler_parity_test.cpp, from
 torch.optim.lr_scheduler stepped once per optimizer step.
 
     python3 tests/golden/make_scheduler_golden.py > tests/golden/schedulers.json

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden top-1/top-k counts for tests/unit/accuracy_test.cpp, from torchvision's reference.
+"""Golden top-1/top-k counts for tests/train/accuracy_test.cpp, from torchvision's reference.
 
 `accuracy` below is torchvision's references/classification/utils.py `accuracy` (the
 function its ImageNet recipes report Acc@1 and Acc@5 with), copied verbatim but for

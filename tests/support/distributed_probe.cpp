@@ -1,6 +1,6 @@
 // A test-only helper: one rank of a Gloo process group on loopback, configured from the
 // same environment torchrun sets (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT). Launched
-// once per rank by tests/unit/distributed_test.cpp.
+// once per rank by tests/distributed/distributed_test.cpp.
 //
 //   distributed_probe collectives   all-reduce (sum/max/avg), broadcast, barrier and the
 //                                   bucketed gradient average, each checked exactly

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Top-1 of mixt export's files over the Fashion-MNIST test set, for the C++ test that holds
-them to `mixt evaluate` (ExportFashionMnist, tests/e2e/export_fashion_mnist_test.cpp).
+them to `mixt evaluate` (ExportFashionMnist, tests/cli/export_fashion_mnist_test.cpp).
 
     fashion_mnist_onnx_reference.py MODEL.onnx MODEL.pt ROOT RESULTS.json
 

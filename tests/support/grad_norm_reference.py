@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch's side of tests/unit/gradient_norm_test.cpp.
+"""PyTorch's side of tests/train/gradient_norm_test.cpp.
 
 Replays a short mixt training run in plain PyTorch: the test's two-layer MLP (Linear(8, 16),
 ReLU, Linear(16, 4)) from the initial weights mixt started from, the batches mixt's trainer

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""TensorBoard's own readers over a mixt run directory, for tests/e2e/tensorboard_test.cpp.
+"""TensorBoard's own readers over a mixt run directory, for tests/cli/tensorboard_cli_test.cpp.
 
     tensorboard_reader.py events RUN_DIR   EventAccumulator (it checks both CRCs of every record)
     tensorboard_reader.py serve RUN_DIR    the real `tensorboard` server on a loopback port,

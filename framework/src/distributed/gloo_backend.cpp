@@ -9,7 +9,7 @@
 // Debian headers is ever used: every Gloo object is created, used and destroyed by the
 // Gloo inside libtorch_cpu. The ProcessGroupGloo members it allocates are standard
 // containers and smart pointers, whose layout does not depend on Gloo's version.
-// libgloo.so is not linked (tests/unit/distributed_test.cpp checks the binary).
+// libgloo.so is not linked (tests/distributed/distributed_test.cpp checks the binary).
 //
 // Everything else in mixt sees the result as a c10d::Backend.
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>

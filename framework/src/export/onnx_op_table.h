@@ -1,7 +1,7 @@
 // The ATen -> ONNX op table of `mixt export --format onnx`: one entry per ATen op the
 // tracer records, each turning one traced node into onnx:: nodes at the requested opset
 // (17 to 21). An op missing here is refused by name (export/onnx_translation.h); every
-// entry has a test of its own (tests/unit/onnx_op_table_test.cpp), run in ONNX Runtime.
+// entry has a test of its own (tests/export/onnx_op_table_test.cpp), run in ONNX Runtime.
 #pragma once
 
 #include <string_view>

@@ -9,7 +9,7 @@
 //   fused: true     at::_fused_adamw_, the kernel torch.optim.AdamW(fused=True) calls: one
 //                   pass over all parameters per device and dtype (CPU and CUDA). Also takes
 //                   a loss scaler's grad_scale and found_inf (step_scaled), with no host read.
-// Each gives torch.optim's parameters bit for bit (tests/unit/optimizer_parity_test.cpp).
+// Each gives torch.optim's parameters bit for bit (tests/plugins/optimizers/optimizer_parity_test.cpp).
 #include <mixt/optimizer.h>
 #include <mixt/options.h>
 #include <mixt/plugin.h>

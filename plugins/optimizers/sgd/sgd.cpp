@@ -11,7 +11,7 @@
 //                   over all parameters per device and dtype (CPU and CUDA). Also takes a
 //                   loss scaler's grad_scale and found_inf (step_scaled): no host read, but
 //                   with dampening != 0 one per step until every momentum buffer exists.
-// Each gives torch.optim's parameters bit for bit (tests/unit/optimizer_parity_test.cpp).
+// Each gives torch.optim's parameters bit for bit (tests/plugins/optimizers/optimizer_parity_test.cpp).
 #include <mixt/optimizer.h>
 #include <mixt/plugin.h>
 

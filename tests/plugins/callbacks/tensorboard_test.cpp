@@ -1,6 +1,6 @@
 // The tensorboard callback's file: TFRecord's masked CRC-32C against the published CRC-32C
 // check value, and a disk that fills up for a while: one warning, the run goes on, and
-// TensorBoard reads every record flushed before it filled and after it had room again. Reading back whole runs is tests/e2e/tensorboard_test.cpp.
+// TensorBoard reads every record flushed before it filled and after it had room again. Reading back whole runs is tests/cli/tensorboard_cli_test.cpp.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -111,7 +111,7 @@ TEST(Options, AbsentKeyReadsTheFallback) {
             std::optional<std::string>("w.safetensors"));
 }
 
-// The error a read of `yaml`'s section c through `option` throws.
+// The error a read of `yaml`'s section c through `option` (a declaration or an OptionsOf) throws.
 template <class Declaration>
 Error error_of(const Declaration& option, const std::string& yaml) {
   try {
@@ -232,17 +232,6 @@ OptionsOf<Settings> settings_options() {
       });
 }
 
-template <class S>
-Error struct_error_of(const OptionsOf<S>& options, const std::string& yaml) {
-  try {
-    options.read(section_of(yaml));
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no error for " << yaml;
-  return runtime_error("none");
-}
-
 TEST(OptionsOf, FillsTheStructFromTheRecipeAndTheInitialisersElsewhere) {
   const Settings given = settings_options().read(
       section_of("c: {lr: 0.5, every: 3, weights: w.safetensors, classes: 7, mode: fast, blocks: [a, b], workers: 0}\n"));
@@ -284,19 +273,19 @@ TEST(OptionsOf, DocsListEveryKeyInOrderWithTheDefaultsItReads) {
 
 TEST(OptionsOf, EveryMistakeIsARecipeErrorAtItsKey) {
   const auto options = settings_options();
-  EXPECT_STREQ(struct_error_of(options, "c:\n  lr: -1\n").what(), "r.yaml:2:7: c.lr: must not be negative");
-  EXPECT_STREQ(struct_error_of(options, "c:\n  lr: 1\n  mode: quick\n").what(),
+  EXPECT_STREQ(error_of(options, "c:\n  lr: -1\n").what(), "r.yaml:2:7: c.lr: must not be negative");
+  EXPECT_STREQ(error_of(options, "c:\n  lr: 1\n  mode: quick\n").what(),
                "r.yaml:3:9: c.mode: expected fast or careful, got \"quick\"");
-  EXPECT_STREQ(struct_error_of(options, "c:\n  lr: 1\n  workers: -2\n").what(),
+  EXPECT_STREQ(error_of(options, "c:\n  lr: 1\n  workers: -2\n").what(),
                "r.yaml:3:12: c.workers: must not be negative");
   // A rule relating two options fails at its key once both are read.
-  EXPECT_STREQ(struct_error_of(options, "c:\n  lr: 1\n  momentum: 0\n  mode: fast\n").what(),
+  EXPECT_STREQ(error_of(options, "c:\n  lr: 1\n  momentum: 0\n  mode: fast\n").what(),
                "r.yaml:3:13: c.momentum: mode fast needs momentum");
-  const Error word = struct_error_of(options, "c:\n  lr: 1\n  blocks: some\n");
+  const Error word = error_of(options, "c:\n  lr: 1\n  blocks: some\n");
   EXPECT_STREQ(word.what(), "r.yaml:3:11: c.blocks: expected none, all or a list of block names, got 'some'");
   EXPECT_EQ(word.hint(), "write [some] for a list of one");
-  EXPECT_THAT(struct_error_of(options, "c:\n  lr: 1\n  blocks: [a, '']\n").what(), HasSubstr("an empty name"));
-  EXPECT_THAT(struct_error_of(options, "c: {}\n").what(), HasSubstr("c.lr: missing required option"));
+  EXPECT_THAT(error_of(options, "c:\n  lr: 1\n  blocks: [a, '']\n").what(), HasSubstr("an empty name"));
+  EXPECT_THAT(error_of(options, "c: {}\n").what(), HasSubstr("c.lr: missing required option"));
 }
 
 TEST(OptionsOf, RefusedKeysAreErrorsOnlyWhereWrittenAndWhenTheyApply) {
@@ -312,7 +301,7 @@ TEST(OptionsOf, RefusedKeysAreErrorsOnlyWhereWrittenAndWhenTheyApply) {
   EXPECT_EQ(options.read(section_of("c: {mode: dynamic, growth: 3.0}\n")).growth, 3.0);
   EXPECT_FALSE(options.read(section_of("c: {mode: static}\n")).dynamic);
   // Refused before its own check: the bad value is not the point when the key is not used.
-  const Error refused = struct_error_of(options, "c:\n  mode: static\n  growth: 0.5\n");
+  const Error refused = error_of(options, "c:\n  mode: static\n  growth: 0.5\n");
   EXPECT_STREQ(refused.what(), "r.yaml:3:11: c.growth: only used with mode: dynamic");
   EXPECT_EQ(refused.hint(), "remove it");
 }

@@ -8,11 +8,11 @@ namespace mixt {
 
 InferenceSettings InferenceSettings::read(const Recipe& recipe, std::optional<at::Device> device) {
   const Config trainer = recipe.config().section("trainer");
-  const TrainerOptions defaults;  // the trainer's own defaults, without reading its whole section
+  const TrainerOptions options = TrainerOptions::read(trainer);  // through the declarations, checked
   InferenceSettings settings;
-  settings.device = device ? *device : resolve_device(trainer.string("device", defaults.device), trainer);
-  settings.channels_last = trainer.boolean("channels_last", defaults.channels_last);
-  settings.seed = static_cast<std::uint64_t>(trainer.integer("seed", static_cast<std::int64_t>(defaults.seed)));
+  settings.device = device ? *device : resolve_device(options.device, trainer);
+  settings.channels_last = options.channels_last;
+  settings.seed = options.seed;
   return settings;
 }
 

@@ -13,6 +13,7 @@
 
 #include "mixt/plugin.h"
 #include "plugins/option_table.h"
+#include "doc_tables.h"
 #include "recipe/recipe_loader.h"
 #include "recipe/recipe_node.h"
 #include "test_support.h"
@@ -86,21 +87,6 @@ TEST(TrainerOptionDocs, NameEveryKeyTheTrainerReadsAndTheDocsTablesGiveItsDefaul
   }
 }
 
-// The table rows ("| `key` | ...") under `heading` in docs/`document`, but the row of
-// `except` (recipes.md's pointer to distributed.md), each with its newline.
-std::string table_rows(const std::string& document, const std::string& heading, const std::string& except = "") {
-  const std::string doc = testing::read_file(fs::path(MIXT_SOURCE_DIR) / "docs" / document);
-  const auto start = doc.find(heading);
-  EXPECT_NE(start, std::string::npos) << heading;
-  if (start == std::string::npos) return {};
-  std::istringstream table(doc.substr(start, doc.find("\n## ", start) - start));
-  std::string rows;
-  for (std::string line; std::getline(table, line);) {
-    if (line.rfind("| `", 0) == 0 && line.rfind("| `" + except + "` |", 0) != 0) rows += line + "\n";
-  }
-  return rows;
-}
-
 // The docs' tables are the declarations written out (option_table_rows): a key's default or
 // meaning changed in one place and not the other fails here, printing the rows to paste.
 TEST(TrainerOptionDocs, TheDocsTablesAreTheDeclarationsWrittenOut) {
@@ -114,10 +100,10 @@ TEST(TrainerOptionDocs, TheDocsTablesAreTheDeclarationsWrittenOut) {
     }
   }
   const std::string trainer_rows = option_table_rows(trainer);
-  EXPECT_EQ(table_rows("recipes.md", "### `trainer`", "distributed"), trainer_rows)
+  EXPECT_EQ(testing::doc_table_rows("recipes.md", "### `trainer`", "distributed"), trainer_rows)
       << "docs/recipes.md's trainer table should read:\n" << trainer_rows;
   const std::string distributed_rows = option_table_rows(distributed);
-  EXPECT_EQ(table_rows("distributed.md", "## The recipe: `trainer.distributed`"), distributed_rows)
+  EXPECT_EQ(testing::doc_table_rows("distributed.md", "## The recipe: `trainer.distributed`"), distributed_rows)
       << "docs/distributed.md's table should read:\n" << distributed_rows;
 }
 

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "data_support.h"
+#include "doc_tables.h"
+#include "plugins/option_table.h"
 #include "mixt/options.h"
 #include "recipe/recipe_loader.h"
 #include "recipe/recipe_node.h"
@@ -154,6 +156,30 @@ TEST(ComponentDocs, TheTrainerShowsTheDefaultsItReads) {
   EXPECT_EQ(expect_documented_defaults_read("trainer", top, trainer), 16);
   const RecipeNode& section = *trainer.find("distributed")->value;
   EXPECT_EQ(expect_documented_defaults_read("trainer.distributed", distributed, section), 5);
+}
+
+// docs/float8.md's option tables are the float8 policies' declarations written out: the
+// layer choice all three share, then fp8_delayed's own.
+TEST(ComponentDocs, TheFloat8TablesAreTheDeclarationsWrittenOut) {
+  testing::BuiltPlugins plugins;
+  const std::vector<OptionDoc>& delayed = plugins.registry.find(ComponentKind::precision, "fp8_delayed")->info.options;
+  std::vector<OptionDoc> layers, own;
+  for (const OptionDoc& option : delayed) {
+    if (option.name == "fp8_modules" || option.name == "fp8_exclude" || option.name == "exclude_first_last") {
+      layers.push_back(option);
+    } else if (option.name != "fp32_modules") {  // mixt's own key, in precision.md
+      own.push_back(option);
+    }
+  }
+  ASSERT_EQ(layers.size(), 3u);
+  for (const char* other : {"fp8_tensorwise", "fp8_rowwise"}) {
+    const std::vector<OptionDoc>& options = plugins.registry.find(ComponentKind::precision, other)->info.options;
+    EXPECT_EQ(option_table_rows({options.begin(), options.begin() + 3}), option_table_rows(layers)) << other;
+  }
+  EXPECT_EQ(testing::doc_table_rows("float8.md", "the same options:"), option_table_rows(layers))
+      << "docs/float8.md's table should read:\n" << option_table_rows(layers);
+  EXPECT_EQ(testing::doc_table_rows("float8.md", "## Delayed scaling: `fp8_delayed`"), option_table_rows(own))
+      << "docs/float8.md's fp8_delayed table should read:\n" << option_table_rows(own);
 }
 
 }  // namespace

@@ -23,11 +23,13 @@ struct Float8LayerOptions {
 inline const OptionsOf<Float8LayerOptions> kFloat8LayerOptions =
     OptionsOf<Float8LayerOptions>()
         .add(&Float8LayerOptions::modules, "fp8_modules",
-             "linear layers (or modules holding them) to compute in float8, by name or glob ('encoder.*'); empty: all")
+             "linear layers, or modules holding them, computed in float8, by name or glob (`fnmatch`: `'encoder.*'`, "
+             "`'*.mlp.*'`); empty: all")
         .add(&Float8LayerOptions::exclude, "fp8_exclude",
-             "linear layers (or modules holding them) kept in bfloat16, by name or glob")
+             "linear layers, or modules holding them, kept in bfloat16, by name or glob as `fp8_modules`")
         .add(&Float8LayerOptions::exclude_first_last, "exclude_first_last",
-             "keep the model's first and last linear layer in bfloat16 (Transformer Engine's advice)");
+             "the model's first and last linear layer (in `named_modules()` order, the forward's for the zoo) stay "
+             "bfloat16, as Transformer Engine advises");
 
 // The recipe's options with the context's fp32_modules.
 inline Float8LayerOptions with_fp32_modules(Float8LayerOptions options, std::vector<std::string> fp32_modules) {

@@ -39,8 +39,8 @@ const auto kOptions =
         .add(&O::amax_history_len, "amax_history_len", "steps of amax history per tensor", mixt::at_least(1))
         .choice(&O::amax_compute, "amax_compute",
                 {{"max", AmaxCompute::max}, {"most_recent", AmaxCompute::most_recent}},
-                "amax from the history: its max, or the last step's")
-        .add(&O::margin, "margin", "scale = (fp8_max / amax) / 2^margin", mixt::at_least(0));
+                "the amax a scale comes from: the history's max, or the last step's")
+        .add(&O::margin, "margin", "`scale = (fp8_max / amax) / 2^margin`", mixt::at_least(0));
 
 class DelayedScalingLinear : public mixt::LinearFunction {
  public:

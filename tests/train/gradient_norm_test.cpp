@@ -50,7 +50,8 @@ struct SeenStep {
 
 class NormRecorder : public Callback {
  public:
-  explicit NormRecorder(std::vector<SeenStep>& seen) : seen_(seen) {}
+  NormRecorder(std::vector<SeenStep>& seen, bool asks) : seen_(seen), asks_(asks) {}
+  bool reads_grad_norm_every_step() const override { return asks_; }
   void on_step_end(const StepEnd& step) override {
     seen_.push_back({step.grad_norm.defined(), step.grad_norm.defined() ? step.grad_norm.item<double>() : NAN,
                      step.logged});
@@ -58,6 +59,7 @@ class NormRecorder : public Callback {
 
  private:
   std::vector<SeenStep>& seen_;
+  bool asks_;
 };
 
 struct TrainedRun {
@@ -67,8 +69,9 @@ struct TrainedRun {
 
 // Five steps of `policy` on the blobs, as the assembly builds a run: the policy set up on
 // the model, the optimizer over its optimizer_parameters.
+// `callback_asks`: the recording callback asks for the norm on every step itself.
 TrainedRun train(const std::string& policy, double clip, const std::string& grad_norm, std::int64_t log_every = 1000,
-          RunDirectory* run_directory = nullptr) {
+          RunDirectory* run_directory = nullptr, bool callback_asks = false) {
   at::set_num_threads(1);
   testing::Fixture f;
   auto blobs = std::make_unique<RecordingBlobs>();
@@ -91,7 +94,7 @@ TrainedRun train(const std::string& policy, double clip, const std::string& grad
   o.clip_grad_norm = clip;
   o.grad_norm = grad_norm;
   Trainer trainer(f.components, o, run_directory, f.progress);
-  trainer.add_callback(std::make_shared<NormRecorder>(run.seen), "norms");
+  trainer.add_callback(std::make_shared<NormRecorder>(run.seen, callback_asks), "norms");
   trainer.fit();
   run.record["batches"] = recorded.served;
   return run;
@@ -151,6 +154,7 @@ TEST(GradientNorm, IsDefinedOnLoggedStepsAndEveryStepWhenClippingOrAsked) {
   EXPECT_EQ(defined_at(train("fp32", 0, "logged", 2)), (std::vector<bool>{false, true, false, true, false}));
   EXPECT_EQ(defined_at(train("fp32", 1.0, "logged", 2)), std::vector<bool>(5, true));
   EXPECT_EQ(defined_at(train("fp32", 0, "every_step", 2)), std::vector<bool>(5, true));
+  EXPECT_EQ(defined_at(train("fp32", 0, "logged", 2, nullptr, /*callback_asks=*/true)), std::vector<bool>(5, true));
 }
 
 TEST(GradientNorm, MetricsJsonlLogsItOnLoggedSteps) {

@@ -38,6 +38,8 @@ Trainer::Trainer(Components& components, TrainerOptions options, RunDirectory* r
   checkpointer_.settle_before_saving_with([this] { ledger_.settle(); });
   callbacks_.push_back({run_log_, "progress", "mixt", ""});
   callbacks_.insert(callbacks_.end(), components_.callbacks.begin(), components_.callbacks.end());
+  grad_norm_every_step_ = options_.grad_norm == "every_step";
+  for (const NamedCallback& c : callbacks_) grad_norm_every_step_ |= c.callback->reads_grad_norm_every_step();
 }
 
 void Trainer::write_to(RunDirectory* run) {
@@ -46,6 +48,7 @@ void Trainer::write_to(RunDirectory* run) {
 }
 
 void Trainer::add_callback(std::shared_ptr<Callback> callback, std::string name) {
+  grad_norm_every_step_ |= callback->reads_grad_norm_every_step();
   callbacks_.push_back({std::move(callback), std::move(name), "mixt", ""});
 }
 
@@ -182,20 +185,12 @@ at::Tensor Trainer::forward_and_backward(EpochRun& epoch) {
 // The gradient norm (StepEnd::grad_norm) where clipping, the log or trainer.grad_norm needs
 // it, of unscaled gradients, and clipping by it: all on the device.
 at::Tensor Trainer::measure_and_clip(bool logged) {
-  if (options_.clip_grad_norm <= 0 && !logged && !grad_norm_every_step()) return {};
+  if (options_.clip_grad_norm <= 0 && !logged && !grad_norm_every_step_) return {};
   components_.precision->unscale(*components_.optimizer);
   const std::vector<at::Tensor> parameters = components_.optimizer->parameters();
   const at::Tensor norm = gradient_norm(parameters);
   if (options_.clip_grad_norm > 0 && norm.defined()) clip_gradients(parameters, norm, options_.clip_grad_norm);
   return norm;
-}
-
-bool Trainer::grad_norm_every_step() const {
-  if (options_.grad_norm == "every_step") return true;
-  for (const NamedCallback& c : callbacks_) {
-    if (c.callback->reads_grad_norm_every_step()) return true;
-  }
-  return false;
 }
 
 // After the optimizer step: its bookkeeping, the ranks' agreement on its loss, the

@@ -82,7 +82,6 @@ class Trainer {
   // data ran out before the step's first micro-batch.
   std::optional<StopDecider::Stop> train_step(EpochRun& epoch, TrainResult& result);
   at::Tensor forward_and_backward(EpochRun& epoch);
-  bool grad_norm_every_step() const;  // trainer.grad_norm: every_step, or a callback asks
   at::Tensor measure_and_clip(bool logged);
   StopDecider::Stop after_step(EpochRun& epoch, TrainResult& result, const StepOutcome& applied,
                                const at::Tensor& loss, const at::Tensor& grad_norm, bool logged);
@@ -130,6 +129,8 @@ class Trainer {
   Evaluator evaluator_;
   std::shared_ptr<RunLog> run_log_;
   std::vector<NamedCallback> callbacks_;  // the run log, the recipe's, the caller's
+  // trainer.grad_norm: every_step, or a callback reads_grad_norm_every_step(): decided once.
+  bool grad_norm_every_step_ = false;
   // Micro-batches of state_.epoch whose optimizer step is in the weights: what a failure
   // saves. Behind state_.batches_in_epoch while a step is under way.
   std::int64_t batches_in_weights_ = 0;

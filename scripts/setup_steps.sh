@@ -22,6 +22,7 @@ DEBIAN_PACKAGES+=(libprotobuf-dev protobuf-compiler)
 DEMO_REQUIREMENTS=("torch==$TORCH_VERSION" numpy)
 TEST_REQUIREMENTS=(
   torchvision==0.26.0    # the model zoo's and the transforms' parity reference
+  transformers==5.24.0   # GPT2LMHeadModel, the gpt2 models' parity reference (brings safetensors)
   pillow                 # image decoding and bench/data_pipeline's reference
   tensorboard            # reads back mixt's event files (tests/support/tensorboard_reader.py)
   timm                   # ModelEmaV3, the ema callback's golden reference

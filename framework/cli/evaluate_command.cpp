@@ -137,7 +137,7 @@ int evaluate(const EvaluateOptions& options) {
 void add_evaluate_command(CLI::App& app, Commands& commands) {
   auto o = std::make_shared<EvaluateOptions>();
   CLI::App* command =
-      app.add_subcommand("evaluate", "score trained weights on a recipe's data: loss, top-1, top-5");
+      app.add_subcommand("evaluate", "score trained weights on a recipe's data: the loss and the task's figures (top-1, top-5; perplexity)");
   command
       ->add_option("target", o->target,
                    "a run directory, its checkpoints/ or a checkpoint file (each brings its recipe.yaml), or a "

@@ -23,12 +23,18 @@ std::int64_t row_sum(const at::Tensor& confusion, std::int64_t row) {
 std::string report_text(const EvaluationReport& report, bool per_class) {
   const Evaluation& e = report.evaluation;
   char text[512];
-  std::snprintf(text, sizeof(text),
-                "%s (%s weights) on data.%s, precision %s\n"
-                "  samples  %lld\n  loss     %.4f\n  top-1    %s\n  top-%d    %s\n",
+  std::snprintf(text, sizeof(text), "%s (%s weights) on data.%s, precision %s\n  samples  %lld\n  loss     %.4f\n",
                 report.source.c_str(), report.weights.c_str(), report.split.c_str(), report.precision.c_str(),
-                static_cast<long long>(e.samples), e.loss, percent(e.top1).c_str(), e.top_k, percent(e.top_k_accuracy).c_str());
-  std::string out = text;
+                static_cast<long long>(e.samples), e.loss);
+  std::string figures;
+  for (const Figure& figure : e.figures) {
+    char value[32];
+    std::snprintf(value, sizeof(value), "%.4f", figure.value);
+    const std::string shown = figure.percent ? percent(figure.value) : std::isfinite(figure.value) ? value : "-";
+    figures += "  " + figure.label + std::string(figure.label.size() < 8 ? 8 - figure.label.size() : 0, ' ') + " " +
+               shown + "\n";
+  }
+  std::string out = text + figures;
   if (!per_class || !report.confusion.defined()) return out;
   const std::vector<double> accuracy = per_class_accuracy(report.confusion);
   int width = 5;  // "class"
@@ -54,10 +60,9 @@ nlohmann::json report_json(const EvaluationReport& report) {
                         {"split", report.split},
                         {"precision", report.precision},
                         {"samples", e.samples},
-                        {"loss", e.loss},
-                        {"top1", e.top1},
-                        {"top_k", e.top_k},
-                        {"top" + std::to_string(e.top_k), e.top_k_accuracy}};
+                        {"loss", e.loss}};
+  for (const Figure& figure : e.figures) out[figure.name] = figure.value;  // top1 and top5, or perplexity
+  if (std::isfinite(e.top_k_accuracy)) out["top_k"] = e.top_k;
   if (!report.confusion.defined()) return out;
   const std::vector<double> accuracy = per_class_accuracy(report.confusion);
   nlohmann::json classes = nlohmann::json::array(), matrix = nlohmann::json::array();

@@ -9,6 +9,7 @@
 #include "diagnose_command.h"
 #include "evaluate_command.h"
 #include "export_command.h"
+#include "generate_command.h"
 #include "lr_find_command.h"
 #include "predict_command.h"
 #include "reporting.h"
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
   add_export_command(app, commands);
   add_predict_command(app, commands);
   add_evaluate_command(app, commands);
+  add_generate_command(app, commands);
   add_lr_find_command(app, commands);
   add_diagnose_command(app, commands);
 

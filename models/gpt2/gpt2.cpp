@@ -24,7 +24,10 @@
 //
 // Input: token ids, int64 (or int32) [batch, time], time <= context_length. Output: logits
 // [batch, time, vocab_size]. Attention is at::scaled_dot_product_attention with is_causal
-// (flash attention on CUDA for float16/bfloat16).
+// (flash attention on CUDA for float16/bfloat16). For generation it decodes with a KV cache
+// (mixt/cached_decoding.h): each block keeps its keys and values, so a new token costs one
+// position's arithmetic.
+#include <mixt/cached_decoding.h>
 #include <mixt/helpers/fp32_modules.h>
 #include <mixt/helpers/linear.h>
 #include <mixt/model.h>
@@ -48,12 +51,14 @@ namespace {
 
 // The recipe's `model:` section; the defaults are GPT-2 small's (the 124M "gpt2").
 struct Gpt2Options {
-  std::int64_t vocab_size = 50257, context_length = 1024, num_layers = 12, num_heads = 12, hidden_dim = 768;
+  std::optional<std::int64_t> vocab_size;  // empty: the data's vocabulary (ModelContext::num_classes), else 50257
+  std::int64_t context_length = 1024, num_layers = 12, num_heads = 12, hidden_dim = 768;
   std::optional<std::int64_t> mlp_dim;  // empty: 4 x hidden_dim
   double dropout = 0.1, attention_dropout = 0.1, layer_norm_eps = 1e-5;
   mixt::RecipeSection where;
 
   std::int64_t mlp_width() const { return mlp_dim.value_or(4 * hidden_dim); }
+  std::int64_t vocab() const { return vocab_size.value_or(50257); }
 };
 
 // The published sizes (transformers' gpt2, gpt2-medium, gpt2-large, gpt2-xl configs).
@@ -112,6 +117,26 @@ class AttentionImpl : public torch::nn::Module {
                                                     is_training() ? dropout_ : 0.0, /*is_causal=*/true);
     return resid_dropout->forward(c_proj->forward(y.transpose(1, 2).flatten(2)));
   }
+  // The new positions of x (N x new x E) after the `past` ones whose keys and values `k`
+  // and `v` hold (N x heads x past x width/heads, undefined for none); appends theirs.
+  at::Tensor decode(const at::Tensor& x, at::Tensor& k, at::Tensor& v) {
+    auto qkv = c_attn->forward(x).chunk(3, -1);
+    auto split = [&](const at::Tensor& t) { return t.unflatten(-1, {heads_, -1}).transpose(1, 2); };
+    const at::Tensor q = split(qkv[0]);
+    k = k.defined() ? at::cat({k, split(qkv[1])}, 2) : split(qkv[1]);
+    v = v.defined() ? at::cat({v, split(qkv[2])}, 2) : split(qkv[2]);
+    const std::int64_t fresh = q.size(2), past = k.size(2) - fresh;
+    at::Tensor y;
+    if (past == 0 || fresh == 1) {
+      // SDPA's is_causal aligns its mask top-left: right only without a past; one new
+      // position sees every key.
+      y = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/past == 0);
+    } else {
+      const at::Tensor sees = at::ones({fresh, past + fresh}, q.options().dtype(at::kBool)).tril(past);
+      y = at::scaled_dot_product_attention(q, k, v, sees);
+    }
+    return c_proj->forward(y.transpose(1, 2).flatten(2));
+  }
   Conv1D c_attn{nullptr}, c_proj{nullptr};
   torch::nn::Dropout resid_dropout{nullptr};
 
@@ -150,6 +175,10 @@ class BlockImpl : public torch::nn::Module {
     at::Tensor x = input + attn->forward(ln_1->forward(input));
     return x + mlp->forward(ln_2->forward(x));
   }
+  at::Tensor decode(const at::Tensor& input, at::Tensor& k, at::Tensor& v) {
+    at::Tensor x = input + attn->decode(ln_1->forward(input), k, v);
+    return x + mlp->forward(ln_2->forward(x));
+  }
   torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
   Attention attn{nullptr};
   Mlp mlp{nullptr};
@@ -160,7 +189,7 @@ TORCH_MODULE(Block);
 class TransformerImpl : public torch::nn::Module {
  public:
   explicit TransformerImpl(const Gpt2Options& o) {
-    wte = register_module("wte", torch::nn::Embedding(o.vocab_size, o.hidden_dim));
+    wte = register_module("wte", torch::nn::Embedding(o.vocab(), o.hidden_dim));
     wpe = register_module("wpe", torch::nn::Embedding(o.context_length, o.hidden_dim));
     drop = register_module("drop", torch::nn::Dropout(o.dropout));
     auto h = register_module("h", std::make_shared<torch::nn::Module>());
@@ -190,6 +219,18 @@ class TransformerImpl : public torch::nn::Module {
                                 [norm = &ln_f](const at::Tensor& in) { return (*norm)->forward(in); });
   }
 
+  // Positions past .. past+new-1 of `ids` (N x new) through every block's decode, `keys` and
+  // `values` holding each block's cache (grown here). Eval mode: no dropout, no routing.
+  at::Tensor decode(const at::Tensor& ids, std::int64_t past, std::vector<at::Tensor>& keys,
+                    std::vector<at::Tensor>& values) {
+    keys.resize(blocks_.size());
+    values.resize(blocks_.size());
+    const at::Tensor positions = at::arange(past, past + ids.size(1), ids.options().dtype(at::kLong));
+    at::Tensor x = wte->forward(ids) + wpe->forward(positions);
+    for (std::size_t i = 0; i < blocks_.size(); ++i) x = blocks_[i]->decode(x, keys[i], values[i]);
+    return ln_f->forward(x);
+  }
+
   torch::nn::Embedding wte{nullptr}, wpe{nullptr};
   torch::nn::Dropout drop{nullptr};
   torch::nn::LayerNorm ln_f{nullptr};
@@ -215,7 +256,7 @@ class LmHeadImpl : public torch::nn::Module, public mixt::LinearMaps {
 };
 TORCH_MODULE(LmHead);
 
-class Gpt2LMHeadModel : public mixt::Model {
+class Gpt2LMHeadModel : public mixt::Model, public mixt::CachedDecoding {
  public:
   explicit Gpt2LMHeadModel(const Gpt2Options& o) : context_(o.context_length) {
     transformer_ = register_module("transformer", Transformer(o));
@@ -231,8 +272,25 @@ class Gpt2LMHeadModel : public mixt::Model {
     return mixt::call_submodule(*this, "lm_head", h, [this](const at::Tensor& in) { return lm_head_->forward(in); });
   }
 
+  std::int64_t context_length() const override { return context_; }
+  void clear_cache() override {
+    keys_.clear();
+    values_.clear();
+    past_ = 0;
+  }
+  at::Tensor decode(const at::Tensor& ids) override {
+    TORCH_CHECK(ids.dim() == 2, "gpt2: expected token ids [batch, new], got shape ", ids.sizes());
+    TORCH_CHECK(past_ + ids.size(1) <= context_, "gpt2: ", past_ + ids.size(1), " tokens decoded, more than context_length ",
+                context_, "; clear the cache and decode the last ", context_, " again");
+    const at::Tensor logits = lm_head_->forward(transformer_->decode(ids, past_, keys_, values_));
+    past_ += ids.size(1);
+    return logits;
+  }
+
  private:
   std::int64_t context_;
+  std::vector<at::Tensor> keys_, values_;  // per block: N x heads x past x head width
+  std::int64_t past_ = 0;
   Transformer transformer_{nullptr};
   LmHead lm_head_{nullptr};
 };
@@ -252,8 +310,8 @@ void register_components(mixt::Registrar& r) {
     defaults.hidden_dim = v.hidden_dim;
     const auto options =
         mixt::OptionsOf<O>(defaults)
-            .add(&O::vocab_size, "vocab_size", "token ids 0 .. vocab_size-1; the logits' last dimension",
-                 mixt::at_least(1))
+            .contextual(&O::vocab_size, "vocab_size", "the data's vocabulary, else 50257",
+                        "token ids 0 .. vocab_size-1; the logits' last dimension", mixt::at_least(1))
             .add(&O::context_length, "context_length", "longest sequence (rows of the position embedding)",
                  mixt::at_least(1))
             .add(&O::num_layers, "num_layers", "transformer blocks", mixt::at_least(1))
@@ -288,7 +346,9 @@ void register_components(mixt::Registrar& r) {
                                      " tokens but the model's context_length is " + std::to_string(o.context_length),
                                  "raise context_length, or shorten the sequences");
                   }
-                  return std::make_shared<Gpt2LMHeadModel>(o);
+                  O resolved = o;
+                  if (!resolved.vocab_size && context.num_classes > 0) resolved.vocab_size = context.num_classes;
+                  return std::make_shared<Gpt2LMHeadModel>(resolved);
                 });
   }
 }

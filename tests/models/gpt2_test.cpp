@@ -16,6 +16,7 @@
 
 #include "expect_error.h"
 #include "mixt/autocast.h"
+#include "mixt/cached_decoding.h"
 #include "mixt/helpers/activation_checkpointing.h"
 #include "mixt/helpers/fp32_modules.h"
 #include "mixt/helpers/linear.h"
@@ -289,6 +290,30 @@ TEST(Gpt2, RoutesItsBlocksForFp32ModulesAndActivationCheckpointing) {
   for (std::size_t i = 0; i < parameters.size(); ++i) {
     EXPECT_TRUE(at::allclose(parameters[i].grad(), plain[i], 1e-6, 1e-7)) << i;
   }
+}
+
+// --- generation ---------------------------------------------------------------------------
+
+// Decoding with the KV cache (a prompt of 5, then one token at a time, then 3 at once) gives
+// the logits forward() gives for the whole sequence, position by position; clear_cache starts over.
+TEST(Gpt2, DecodingWithTheCacheGivesTheLogitsOfTheWholeSequence) {
+  const auto model = build("{name: gpt2, vocab_size: 50, context_length: 16, num_layers: 2, num_heads: 2, hidden_dim: 32}");
+  model->eval();
+  at::NoGradGuard no_grad;
+  auto* cached = dynamic_cast<CachedDecoding*>(model.get());
+  ASSERT_NE(cached, nullptr);
+  EXPECT_EQ(cached->context_length(), 16);
+  at::manual_seed(3);
+  const at::Tensor ids = at::randint(0, 50, {2, 12}, at::kLong);
+  const at::Tensor whole = model->forward(ids);
+  for (int pass = 0; pass < 2; ++pass) {
+    cached->clear_cache();
+    std::vector<at::Tensor> pieces = {cached->decode(ids.slice(1, 0, 5))};
+    for (std::int64_t t = 5; t < 9; ++t) pieces.push_back(cached->decode(ids.slice(1, t, t + 1)));
+    pieces.push_back(cached->decode(ids.slice(1, 9, 12)));  // several new positions after a past
+    EXPECT_LT(relative_error(at::cat(pieces, 1), whole), kTolerance) << "pass " << pass;
+  }
+  EXPECT_THROW(cached->decode(ids.slice(1, 0, 5)), c10::Error);  // 12 + 5 > context 16
 }
 
 // --- options and inputs --------------------------------------------------------------------

@@ -342,6 +342,7 @@ class RecordingRegistrar : public Registrar {
     info = std::move(given);
     callback = std::move(factory);
   }
+  void register_task(const std::string&, ComponentInfo, TaskFactory) override {}
 };
 
 TEST(OptionsOf, TheRegistrarGivesTheFactoryTheFilledStruct) {

@@ -144,6 +144,7 @@ struct Fixture {
     components.train = std::make_unique<BlobDataset>(5, events);
     components.val = std::make_unique<BlobDataset>(5);
     components.precision = std::make_unique<PrecisionPolicy>();
+    components.task = plugins.classification();
     use_model(std::make_shared<TinyMlp>());
   }
   void use_model(std::shared_ptr<Model> model) {

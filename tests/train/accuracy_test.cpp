@@ -1,11 +1,11 @@
-// Top-1 and top-k counts against torchvision's reference accuracy() on recorded logits
-// (goldens: tests/golden/make_top_k_golden.py), ties included.
+// The classification task's top-1 and top-k against torchvision's reference accuracy() on
+// recorded logits (goldens: tests/golden/make_top_k_golden.py), ties included.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "test_support.h"
-#include "train/accuracy.h"
+#include "plugins.h"
 
 namespace mixt {
 namespace {
@@ -20,16 +20,25 @@ at::Tensor from_json(const nlohmann::json& rows) {
 }
 
 TEST(Accuracy, TopOneAndTopKCountAsTorchvisionsReference) {
+  const testing::BuiltPlugins plugins;
   const auto golden = nlohmann::json::parse(testing::read_file(MIXT_SOURCE_DIR "/tests/golden/top_k_accuracy.json"));
   ASSERT_EQ(golden["cases"].size(), 3u);
   for (const auto& c : golden["cases"]) {
     const at::Tensor logits = from_json(c["logits"]);
     const at::Tensor labels = at::tensor(c["labels"].get<std::vector<std::int64_t>>());
-    const std::int64_t k = top_k_for(logits.size(1));
-    EXPECT_EQ(k, c["k"].get<std::int64_t>()) << c["name"];
-    const at::Tensor counts = count_top1_and_top_k(logits, labels, k);
-    EXPECT_EQ(counts[0].item<std::int64_t>(), c["top1"].get<std::int64_t>()) << c["name"];
-    EXPECT_EQ(counts[1].item<std::int64_t>(), c["topk"].get<std::int64_t>()) << c["name"];
+    const auto task = plugins.registry.make_task(Config(parse_yaml("{name: classification}", "t"), "task"),
+                                                 TaskContext{at::kCPU, logits.size(1), 0.0});
+    const auto score = task->start_evaluation();
+    // Two batches: the counts add up across them.
+    const std::int64_t half = logits.size(0) / 2;
+    score->add(logits.slice(0, 0, half), labels.slice(0, 0, half));
+    score->add(logits.slice(0, half), labels.slice(0, half));
+    const std::vector<Figure> figures = score->finish(score->totals());
+    ASSERT_EQ(figures.size(), 2u);
+    const auto samples = static_cast<double>(logits.size(0));
+    EXPECT_EQ(figures[1].name, "top" + std::to_string(c["k"].get<std::int64_t>())) << c["name"];
+    EXPECT_EQ(figures[0].value * samples, c["top1"].get<double>()) << c["name"];
+    EXPECT_EQ(figures[1].value * samples, c["topk"].get<double>()) << c["name"];
   }
 }
 

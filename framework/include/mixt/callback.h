@@ -35,6 +35,7 @@
 
 #include "mixt/model.h"
 #include "mixt/precision.h"
+#include "mixt/task.h"
 #include "mixt/train_control.h"
 #include "mixt/train_state.h"
 
@@ -89,12 +90,15 @@ struct Evaluation {
   // Whose weights: empty for the model's own, else the name a callback gave in
   // Callback::evaluated_weights() ("ema"), which suffixes the reported figures (val_top1_ema).
   std::string weights;
-  double loss = NAN;  // mean cross-entropy per sample
+  double loss = NAN;  // the task's mean loss per prediction (cross-entropy per sample, per token)
+  // Classification's figures, also in `figures` (NaN under another task):
   double top1 = NAN;  // fraction of samples whose arg-max is the label
   double top_k_accuracy = NAN;  // fraction whose label is among the top_k highest logits
   int top_k = 5;  // 5, or the class count for fewer than 5 classes (reported as val_topK)
   std::int64_t samples = 0;
-  bool interrupted = false;  // stopped early by Ctrl-C: loss, top1 and top_k_accuracy are NaN
+  bool interrupted = false;  // stopped early by Ctrl-C: loss and every figure are NaN
+  // The task's figures (mixt/task.h), in its order: top1 and top5, or perplexity. Since ABI 5.1.
+  std::vector<Figure> figures{};
 };
 
 struct EpochEnd {
@@ -149,6 +153,9 @@ struct CallbackContext {
   std::shared_ptr<Model> model;  // the model being trained
   int rank = 0;                  // this process's rank in a data-parallel run, else 0
   int world_size = 1;
+  // The figures the recipe's task reports (values unset): what a callback may watch as
+  // val_<name>. Since ABI 5.1.
+  std::vector<Figure> task_figures{};
 };
 
 }  // namespace mixt

@@ -36,21 +36,23 @@
 
 namespace mixt {
 
-// The six kinds; each is declared in its own header (mixt/model.h, mixt/optimizer.h, ...).
+// The seven kinds; each is declared in its own header (mixt/model.h, mixt/optimizer.h, ...).
 class Model;
 class Optimizer;
 class Scheduler;
 class PrecisionPolicy;
 class Dataset;
 class Callback;
+class Task;
 struct ModelContext;
 struct OptimizerContext;
 struct SchedulerContext;
 struct PrecisionContext;
 struct DatasetContext;
 struct CallbackContext;
+struct TaskContext;
 
-enum class ComponentKind { model, optimizer, scheduler, precision, dataset, callback };
+enum class ComponentKind { model, optimizer, scheduler, precision, dataset, callback, task };
 
 // What `mixt list` and `mixt describe` show of a component.
 struct ComponentInfo {
@@ -71,6 +73,7 @@ using SchedulerFactory = std::function<std::unique_ptr<Scheduler>(const Config&,
 using PrecisionFactory = std::function<std::unique_ptr<PrecisionPolicy>(const Config&, const PrecisionContext&)>;
 using DatasetFactory = std::function<std::unique_ptr<Dataset>(const Config&, const DatasetContext&)>;
 using CallbackFactory = std::function<std::unique_ptr<Callback>(const Config&, const CallbackContext&)>;
+using TaskFactory = std::function<std::unique_ptr<Task>(const Config&, const TaskContext&)>;
 
 // Handed to a plugin's register_components. Names are lower_snake and unique per kind. Each
 // add_KIND takes the component's options and a factory of (const S& options, const
@@ -109,6 +112,11 @@ class Registrar {
     register_callback(name, {std::move(summary), options.docs(), when_unlisted == WhenUnlisted::on},
                       bind<std::unique_ptr<Callback>, CallbackContext>(options, factory));
   }
+  // Since ABI 5.1.
+  template <class S, class F>
+  void add_task(const std::string& name, std::string summary, const OptionsOf<S>& options, F factory) {
+    register_task(name, {std::move(summary), options.docs()}, bind<std::unique_ptr<Task>, TaskContext>(options, factory));
+  }
 
  protected:
   // What the add_KIND calls come to; implemented by the host.
@@ -118,6 +126,8 @@ class Registrar {
   virtual void register_precision(const std::string& name, ComponentInfo info, PrecisionFactory factory) = 0;
   virtual void register_dataset(const std::string& name, ComponentInfo info, DatasetFactory factory) = 0;
   virtual void register_callback(const std::string& name, ComponentInfo info, CallbackFactory factory) = 0;
+  // Last in the table: a plugin built before 5.1 never reaches it.
+  virtual void register_task(const std::string& name, ComponentInfo info, TaskFactory factory) = 0;
 
  private:
   template <class Made, class Context, class S, class F>

@@ -69,7 +69,8 @@ void apply_activation_checkpointing(const Config& trainer_section, const Activat
 // first step ("Target 1 is out of bounds"), after the run directory exists, or train
 // outputs no label ever names. One forward pass on a blank batch finds it before anything
 // is written, for `mixt run` and `mixt check` alike.
-void check_model_fits_train_data(const Components& components, const Config& model_section) {
+void check_model_fits_train_data(const Components& components, const Config& model_section,
+                                 const std::string& task_name) {
   const std::int64_t classes = components.train->num_classes();
   const std::vector<std::int64_t> sample_shape = components.train->sample_shape();
   if (sample_shape.empty()) return;  // a dataset that cannot say (samples of varying shape): nothing to try
@@ -85,17 +86,17 @@ void check_model_fits_train_data(const Components& components, const Config& mod
   // A wrong first dimension (a plugin model that reshapes carelessly) would fail only at
   // the first step, in the loss, as a "batch_size" mismatch that names no model.
   const std::int64_t batch = 2;  // forward_blank_batch's
-  if (out.dim() != 2 || out.size(0) != batch || out.size(1) != classes) {
+  std::vector<std::int64_t> input_shape = sample_shape;
+  input_shape.insert(input_shape.begin(), batch);
+  const std::string problem = components.task->output_problem(out.sizes(), input_shape, classes);
+  if (!problem.empty()) {
     const bool explicit_classes = model_section.has("num_classes");
     model_section.fail(explicit_classes ? "num_classes" : "name",
-                       "the model's output for a batch of " + std::to_string(batch) + " samples has shape " +
-                           c10::str(out.sizes()) + ", expected [" + std::to_string(batch) + ", " +
-                           std::to_string(classes) + "]: one row per sample, one logit per class of the " +
-                           "training data (" + std::to_string(classes) + ")",
+                       "the model's output for a batch of " + std::to_string(batch) + " samples " + problem,
                        explicit_classes ? "drop model.num_classes (the zoo's models then take the data's class count) "
                                           "or set it to " + std::to_string(classes)
-                                        : "a model's forward returns [batch, ModelContext::num_classes] logits "
-                                          "(mixt/model.h)");
+                                        : "the recipe's task (" + task_name + ") decides the output a model must "
+                                          "give (mixt/task.h); `mixt describe task " + task_name + "` says which");
   }
 }
 
@@ -162,6 +163,11 @@ void check_val_fits_model(const Components& components, const Config& data) {
                  c10::str(at::IntArrayRef(shape)) + ": " + first_line(e.what_without_backtrace()),
              "give data.val the training data's sample shape (its transforms: crop size, channels)");
   }
+}
+
+// A recipe without `task:` trains a classifier, as every recipe did before tasks existed.
+Config default_task_section() {
+  return Config(parse_yaml("{name: classification}", "(the default task)"), "task");
 }
 
 void record(Components& components, const Registry& registry, ComponentKind kind, const Config& section) {
@@ -290,6 +296,13 @@ Components build_components(const Config& recipe, const Registry& registry,
     (split == "train" ? components.train : components.val) = std::move(dataset);
   }
 
+  // Before the model: the task decides the blank batch that checks it.
+  const Config task_section = recipe.has("task") ? recipe.section("task") : default_task_section();
+  const TaskContext task_context{components.device, components.train->num_classes(), options.label_smoothing};
+  components.task = registry.make_task(task_section, task_context);
+  record(components, registry, ComponentKind::task, task_section);
+  const std::string task_name = registry.find(ComponentKind::task, task_section).name;
+
   const Config model_section = recipe.section("model");
   ModelContext model_context{components.device, components.train->sample_shape(), components.train->num_classes()};
   components.model = build_model(model_section, registry, model_context);
@@ -323,7 +336,7 @@ Components build_components(const Config& recipe, const Registry& registry,
   components.fp32_modules_where = precision_section.location("fp32_modules");
   apply_activation_checkpointing(trainer_section, options.activation_checkpointing, components);
   components.activation_checkpointing_where = trainer_section.location("activation_checkpointing");
-  check_model_fits_train_data(components, model_section);
+  check_model_fits_train_data(components, model_section, task_name);
   check_val_fits_model(components, data);
   // That blank forward pass also found a listed submodule the model never routes, so `mixt
   // check` says so before any run directory exists.
@@ -344,7 +357,8 @@ Components build_components(const Config& recipe, const Registry& registry,
   }
 
   const CallbackContext callback_context{components.device, components.model, communicator ? communicator->rank() : 0,
-                                         communicator ? communicator->world_size() : 1};
+                                         communicator ? communicator->world_size() : 1,
+                                         components.task->figures()};
   build_callbacks(components, recipe, registry, callback_context);
   return components;
 }

@@ -1,7 +1,7 @@
 // Builds every component a recipe names, in dependency order: datasets (they tell the
-// model its input shape and classes), the model, the precision policy (which may cast or
-// lay out the model), the optimizer over the model's parameters, the scheduler, the
-// callbacks of `callbacks:`.
+// model its input shape and classes), the task (what the model's output must be), the
+// model, the precision policy (which may cast or lay out the model), the optimizer over
+// the model's parameters, the scheduler, the callbacks of `callbacks:`.
 #pragma once
 
 #include <memory>
@@ -31,6 +31,7 @@ struct Components {
   std::unique_ptr<PrecisionPolicy> precision;
   std::unique_ptr<Optimizer> optimizer;
   std::unique_ptr<Scheduler> scheduler;  // may be null: constant learning rate
+  std::unique_ptr<Task> task;            // the recipe's `task:`, classification when it names none
   std::vector<NamedCallback> callbacks;  // the recipe's `callbacks:`, in its order
   std::vector<ComponentRecord> records;  // what built what, for run dirs and checkpoints
   SourceLocation fp32_modules_where;     // precision.fp32_modules in the recipe, for errors after step 1

@@ -19,7 +19,7 @@ inline at::Tensor model_input(const Components& components, const at::Tensor& in
   return components.precision->prepare_input(moved);
 }
 
-// One forward pass on `batch` zero samples of `sample_shape`, as training runs the model
+// One forward pass on `batch` blank samples of `sample_shape` (the task's: zeros, token 0), as training runs the model
 // (after the policy's setup, under its autocast, fed through model_input) but in eval mode
 // and without gradients; the model's mode is restored after. Two samples by default: batch
 // norm in training mode needs more than one.
@@ -30,7 +30,7 @@ inline at::Tensor forward_blank_batch(const Components& components, std::vector<
   AutocastScope scope = components.precision->autocast(components.device.type());
   const bool training = components.model->is_training();
   components.model->eval();
-  const at::Tensor blank = at::zeros(sample_shape, at::TensorOptions().device(components.device));
+  const at::Tensor blank = components.task->blank_inputs(sample_shape, components.device);
   at::Tensor out = components.model->forward(model_input(components, blank));
   components.model->train(training);
   return out;

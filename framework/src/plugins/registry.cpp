@@ -13,6 +13,7 @@ const std::vector<std::pair<ComponentKind, const char*>> kKindNames = {
     {ComponentKind::model, "model"},         {ComponentKind::optimizer, "optimizer"},
     {ComponentKind::scheduler, "scheduler"}, {ComponentKind::precision, "precision"},
     {ComponentKind::dataset, "dataset"},     {ComponentKind::callback, "callback"},
+    {ComponentKind::task, "task"},
 };
 
 // Runs a factory; anything it throws that is not already a mixt error is reported with
@@ -118,6 +119,9 @@ void Registry::register_dataset(const std::string& name, ComponentInfo info, Dat
 void Registry::register_callback(const std::string& name, ComponentInfo info, CallbackFactory factory) {
   add(ComponentKind::callback, name, std::move(info)).callback = std::move(factory);
 }
+void Registry::register_task(const std::string& name, ComponentInfo info, TaskFactory factory) {
+  add(ComponentKind::task, name, std::move(info)).task = std::move(factory);
+}
 
 const ComponentEntry* Registry::find(ComponentKind kind, const std::string& name) const {
   auto it = entries_.find({kind, name});
@@ -182,6 +186,10 @@ std::unique_ptr<Dataset> Registry::make_dataset(const Config& section, const Dat
 std::unique_ptr<Callback> Registry::make_callback(const Config& section, const CallbackContext& context) const {
   const auto& entry = find(ComponentKind::callback, section);
   return guarded(entry, [&] { return entry.callback(section, context); });
+}
+std::unique_ptr<Task> Registry::make_task(const Config& section, const TaskContext& context) const {
+  const auto& entry = find(ComponentKind::task, section);
+  return guarded(entry, [&] { return entry.task(section, context); });
 }
 
 bool glob_match(std::string_view pattern, std::string_view text) {

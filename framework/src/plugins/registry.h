@@ -16,6 +16,7 @@
 #include "mixt/plugin.h"
 #include "mixt/precision.h"
 #include "mixt/scheduler.h"
+#include "mixt/task.h"
 
 namespace mixt {
 
@@ -43,6 +44,7 @@ struct ComponentEntry {
   PrecisionFactory precision;
   DatasetFactory dataset;
   CallbackFactory callback;
+  TaskFactory task;
 };
 
 class Registry : public Registrar {
@@ -61,6 +63,7 @@ class Registry : public Registrar {
   void register_precision(const std::string& name, ComponentInfo info, PrecisionFactory factory) override;
   void register_dataset(const std::string& name, ComponentInfo info, DatasetFactory factory) override;
   void register_callback(const std::string& name, ComponentInfo info, CallbackFactory factory) override;
+  void register_task(const std::string& name, ComponentInfo info, TaskFactory factory) override;
 
   // The entry, or a recipe error at the section's `name:` listing the known names.
   const ComponentEntry& find(ComponentKind kind, const Config& section) const;
@@ -78,6 +81,7 @@ class Registry : public Registrar {
                                                   const PrecisionContext& context) const;
   std::unique_ptr<Dataset> make_dataset(const Config& section, const DatasetContext& context) const;
   std::unique_ptr<Callback> make_callback(const Config& section, const CallbackContext& context) const;
+  std::unique_ptr<Task> make_task(const Config& section, const TaskContext& context) const;
 
  private:
   ComponentEntry& add(ComponentKind kind, const std::string& name, ComponentInfo info);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/warnings.h"
+#include "train/figure_text.h"
 
 namespace mixt {
 
@@ -31,11 +32,10 @@ void warn_if_most_steps_were_skipped(std::int64_t epoch, std::int64_t steps, std
 
 void warn_if_validation_is_not_finite(std::int64_t epoch, const Evaluation& evaluation) {
   if (std::isfinite(evaluation.loss) || evaluation.samples == 0) return;
-  char top1[32];
-  std::snprintf(top1, sizeof(top1), "%.2f%%", 100.0 * evaluation.top1);
+  const std::string figures = evaluation.figures.empty() ? "" : " (" + figure_text(evaluation.figures.front()) + ")";
   warn("the validation loss after epoch " + std::to_string(epoch + 1) + " is " +
-       (std::isnan(evaluation.loss) ? "NaN" : "inf") + " (top-1 " + top1 +
-       "): the model's outputs overflow in the policy's precision; " + kPrecisionRemedy);
+       (std::isnan(evaluation.loss) ? "NaN" : "inf") + figures +
+       ": the model's outputs overflow in the policy's precision; " + kPrecisionRemedy);
 }
 
 }  // namespace mixt

@@ -2,11 +2,26 @@
 
 #include "common/interrupt.h"
 #include "mixt/padded_shards.h"
-#include "train/accuracy.h"
 #include "train/confusion_matrix.h"
 #include "assembly/model_input.h"
 
 namespace mixt {
+
+namespace {
+// Evaluation's classification fields (plugins of ABI 5.0 read them) from the figures
+// classification reports: top1 and top5 (top4 with four classes, ...).
+void fill_classification_fields(Evaluation& eval) {
+  for (const Figure& figure : eval.figures) {
+    if (figure.name == "top1") {
+      eval.top1 = figure.value;
+    } else if (figure.name.rfind("top", 0) == 0 && figure.name.size() > 3 &&
+               figure.name.find_first_not_of("0123456789", 3) == std::string::npos) {
+      eval.top_k = std::stoi(figure.name.substr(3));
+      eval.top_k_accuracy = figure.value;
+    }
+  }
+}
+}  // namespace
 
 Evaluation Evaluator::evaluate(Dataset& dataset, at::Tensor* confusion) const {
   Model& model = *components_.model;
@@ -14,9 +29,8 @@ Evaluation Evaluator::evaluate(Dataset& dataset, at::Tensor* confusion) const {
   at::NoGradGuard no_grad;
   dataset.start_epoch(0);
   const at::Device device = components_.device;
-  at::Tensor loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(device));
-  at::Tensor correct = at::zeros({2}, at::TensorOptions().dtype(at::kLong).device(device));  // top-1, top-k
-  std::int64_t samples = 0, top_k = 0;
+  const std::unique_ptr<TaskScore> score = components_.task->start_evaluation();
+  std::int64_t samples = 0;
   at::Tensor confusion_sum;  // on the device, when asked for
   // Data parallel: the padding of this rank's shard (samples of other ranks again) is not
   // counted, so that the sums over ranks count every sample once.
@@ -39,22 +53,20 @@ Evaluation Evaluator::evaluate(Dataset& dataset, at::Tensor* confusion) const {
     const at::Tensor inputs = model_input(components_, batch->inputs);
     const at::Tensor targets = batch->targets.to(device, true);
     AutocastScope scope = components_.precision->autocast(device.type());
-    const at::Tensor logits = model.forward(inputs);
-    loss_sum += at::cross_entropy_loss(logits.to(at::kFloat), targets, {}, at::Reduction::Sum).to(at::kDouble);
-    if (top_k == 0) top_k = top_k_for(logits.size(1));
-    correct += count_top1_and_top_k(logits, targets, top_k);
-    if (confusion) {
-      const at::Tensor counts = confusion_counts(logits, targets, logits.size(1));
+    const at::Tensor output = model.forward(inputs);
+    score->add(output, targets);
+    // A classifier's matrix only: [samples, classes] outputs against one label each.
+    if (confusion && output.dim() == 2) {
+      const at::Tensor counts = confusion_counts(output, targets, output.size(1));
       confusion_sum = confusion_sum.defined() ? confusion_sum + counts : counts;
     }
     samples += inputs.size(0);
   }
   model.train();
-  // Each rank evaluated its shard (with the same model, so the same class count).
-  const at::Tensor counts = correct.cpu();
-  const std::vector<double> sums =
-      coordinator_.sum({loss_sum.item<double>(), static_cast<double>(counts[0].item<std::int64_t>()),
-                        static_cast<double>(counts[1].item<std::int64_t>()), static_cast<double>(samples)});
+  // Each rank evaluated its shard (with the same model, so the same figures).
+  std::vector<double> totals = score->totals();
+  totals.push_back(static_cast<double>(samples));
+  totals = coordinator_.sum(totals);
   if (confusion && confusion_sum.defined()) {
     const at::Tensor local = confusion_sum.to(at::kCPU).contiguous();
     const std::vector<double> cells = coordinator_.sum(
@@ -62,13 +74,13 @@ Evaluation Evaluator::evaluate(Dataset& dataset, at::Tensor* confusion) const {
     *confusion = at::tensor(cells, at::kDouble).to(at::kLong).view(local.sizes());
   }
   Evaluation eval;
-  eval.samples = static_cast<std::int64_t>(sums[3]);
-  eval.top_k = top_k > 0 ? static_cast<int>(top_k) : 5;
-  if (sums[3] > 0) {
-    eval.loss = sums[0] / sums[3];
-    eval.top1 = sums[1] / sums[3];
-    eval.top_k_accuracy = sums[2] / sums[3];
+  eval.samples = static_cast<std::int64_t>(totals.back());
+  totals.pop_back();
+  if (eval.samples > 0) {
+    eval.loss = score->loss(totals);
+    eval.figures = score->finish(totals);
   }
+  fill_classification_fields(eval);
   return eval;
 }
 

@@ -1,4 +1,4 @@
-// A model's loss, top-1 and top-k over a dataset: the evaluation after each epoch and
+// A model's loss and its task's figures over a dataset: the evaluation after each epoch and
 // `mixt evaluate`'s. In a data-parallel run each rank scores its shard and the sums are
 // taken over ranks, the padding of a shard (other ranks' samples again) not counted.
 #pragma once

@@ -4,6 +4,8 @@
 #include <optional>
 #include <string>
 
+#include "train/figure_text.h"
+
 namespace mixt {
 
 std::unique_ptr<WarningLog> RunLog::capture_warnings() const {
@@ -68,21 +70,16 @@ void RunLog::on_step_end(const StepEnd& step) {
 }
 
 namespace {
-// "top5", or "top3" for three classes: the name of an Evaluation's top-k figure.
-std::string top_k_name(const Evaluation& eval) { return "top" + std::to_string(eval.top_k); }
-
-// ", val top-1 91.20%, top-5 99.10%" and the metrics.jsonl fields, suffixed with the weights'
-// name for a callback's weights ("val_top1_ema").
+// ", val loss 0.4012, top-1 91.20%, top-5 99.10%" and the metrics.jsonl fields (val_loss,
+// val_<figure>), suffixed with the weights' name for a callback's weights ("val_top1_ema").
 std::string describe(const Evaluation& eval, nlohmann::json& event) {
   const std::string suffix = eval.weights.empty() ? "" : "_" + eval.weights;
   event["val_loss" + suffix] = eval.loss;
-  event["val_top1" + suffix] = eval.top1;
-  event["val_" + top_k_name(eval) + suffix] = eval.top_k_accuracy;
-  char text[160];
-  std::snprintf(text, sizeof(text), "%sval loss %.4f, top-1 %.2f%%, top-%d %.2f%%",
-                eval.weights.empty() ? "" : (eval.weights + " ").c_str(), eval.loss, 100.0 * eval.top1, eval.top_k,
-                100.0 * eval.top_k_accuracy);
-  return text;
+  for (const Figure& figure : eval.figures) event["val_" + figure.name + suffix] = figure.value;
+  char loss[64];
+  std::snprintf(loss, sizeof(loss), "val loss %.4f", eval.loss);
+  const std::string figures = figures_text(eval.figures);
+  return (eval.weights.empty() ? "" : eval.weights + " ") + loss + (figures.empty() ? "" : ", " + figures);
 }
 }  // namespace
 

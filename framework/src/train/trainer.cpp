@@ -27,7 +27,7 @@ Trainer::Trainer(Components& components, TrainerOptions options, RunDirectory* r
       stops_(components_, options_, state_, ledger_, coordinator_,
              [this](const std::string& before_what) { return recovery_.newest_good_checkpoint(before_what); }),
       data_(components_, coordinator_),
-      loss_(components_, options_.label_smoothing, options_.accumulate),
+      loss_(components_, options_.accumulate),
       evaluator_(components_, coordinator_),
       run_log_(std::make_shared<RunLog>(progress)) {
   state_.epochs = options_.epochs;

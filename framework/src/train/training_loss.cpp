@@ -32,7 +32,7 @@ at::Tensor TrainingLoss::operator()(const at::Tensor& inputs, const at::Tensor& 
   try {
     AutocastScope scope = components_.precision->autocast(components_.device.type());
     const at::Tensor logits = components_.model->forward(inputs);
-    at::Tensor loss = at::cross_entropy_loss(logits, targets, {}, at::Reduction::Mean, -100, label_smoothing_);
+    at::Tensor loss = components_.task->loss(logits, targets);
     // Only when accumulating: dividing by 1 is exact but costs a kernel and a backward node.
     if (accumulate_ > 1) loss = loss / static_cast<double>(accumulate_);
     return loss;

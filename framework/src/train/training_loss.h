@@ -1,6 +1,5 @@
 // The training loss of one micro-batch: the model's forward pass under the precision
-// policy's autocast and cross-entropy (trainer.label_smoothing), divided by
-// trainer.accumulate. A failing forward pass is reported with its epoch, step and batch
+// policy's autocast and the task's loss (mixt/task.h), divided by trainer.accumulate. A failing forward pass is reported with its epoch, step and batch
 // shape, and what to change for the failures a recipe causes.
 #pragma once
 
@@ -14,8 +13,7 @@ namespace mixt {
 
 class TrainingLoss {
  public:
-  TrainingLoss(Components& components, double label_smoothing, std::int64_t accumulate)
-      : components_(components), label_smoothing_(label_smoothing), accumulate_(accumulate) {}
+  TrainingLoss(Components& components, std::int64_t accumulate) : components_(components), accumulate_(accumulate) {}
 
   // `inputs` as model_input() made them; `epoch` and `step` (0-based) name a failure.
   at::Tensor operator()(const at::Tensor& inputs, const at::Tensor& targets, std::int64_t epoch,
@@ -23,7 +21,6 @@ class TrainingLoss {
 
  private:
   Components& components_;
-  double label_smoothing_;
   std::int64_t accumulate_;
 };
 

@@ -218,8 +218,8 @@ const auto kOptions = mixt::OptionsOf<O>()
                           .add(&O::save_top_k, "save_top_k", "how many of the best epochs keep their checkpoint",
                                mixt::at_least(1));
 
-std::unique_ptr<mixt::Callback> make_best_checkpoint(const BestCheckpointOptions& o, const mixt::CallbackContext&) {
-  return std::make_unique<BestCheckpoint>(o.monitor.watched(), o.save_top_k);
+std::unique_ptr<mixt::Callback> make_best_checkpoint(const BestCheckpointOptions& o, const mixt::CallbackContext& context) {
+  return std::make_unique<BestCheckpoint>(o.monitor.watched(context.task_figures), o.save_top_k);
 }
 
 void register_components(mixt::Registrar& registrar) {

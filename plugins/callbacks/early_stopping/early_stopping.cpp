@@ -89,8 +89,8 @@ const auto kOptions =
         .add(&O::patience, "patience", "epochs in a row without an improvement before the run ends", mixt::at_least(1))
         .add(&O::min_delta, "min_delta", "how much better than the best an improvement must be", mixt::at_least(0));
 
-std::unique_ptr<mixt::Callback> make_early_stopping(const EarlyStoppingOptions& o, const mixt::CallbackContext&) {
-  return std::make_unique<EarlyStopping>(o.monitor.watched(), o.patience, o.min_delta);
+std::unique_ptr<mixt::Callback> make_early_stopping(const EarlyStoppingOptions& o, const mixt::CallbackContext& context) {
+  return std::make_unique<EarlyStopping>(o.monitor.watched(context.task_figures), o.patience, o.min_delta);
 }
 
 void register_components(mixt::Registrar& registrar) {

@@ -81,8 +81,7 @@ class TensorBoard : public mixt::Callback {
     for (const mixt::Evaluation& other : epoch.other_weights) evaluations.push_back(&other);
     for (const mixt::Evaluation* eval : evaluations) {
       file_->add_scalar(validation_tag("loss", *eval), at, eval->loss);
-      file_->add_scalar(validation_tag("top1", *eval), at, eval->top1);
-      file_->add_scalar(validation_tag("top" + std::to_string(eval->top_k), *eval), at, eval->top_k_accuracy);
+      for (const mixt::Figure& figure : eval->figures) file_->add_scalar(validation_tag(figure.name, *eval), at, figure.value);
     }
     if (epoch.bad_samples > 0) file_->add_scalar("data/bad_samples", at, static_cast<double>(epoch.bad_samples));
     if (device_.is_cuda()) {

@@ -74,6 +74,7 @@ struct Training {
     components.train = std::move(data);
     components.model = std::make_shared<TinyMlp>();
     components.precision = make_policy(policy);
+    components.task = plugins().classification();
     components.precision->setup(*components.model, at::kCPU);
     RecipeNodePtr root = parse_yaml("optimizer: {name: sgd, lr: 0.05, momentum: 0.9}", "test.yaml");
     OptimizerContext context;

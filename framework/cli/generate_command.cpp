@@ -1,0 +1,132 @@
+#include "generate_command.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <memory>
+#include <sstream>
+
+#include "experiment/generation.h"
+#include "experiment/inference.h"
+#include "experiment/model_source.h"
+#include "experiment/session.h"
+
+namespace mixt::cli {
+
+namespace {
+
+// A vocabulary of 256 is the text dataset's: each token is one byte of UTF-8.
+constexpr std::int64_t kByteVocabulary = 256;
+
+// "15496, 11, 995" or "15496 11 995" as ids, each checked against the vocabulary.
+std::vector<std::int64_t> parse_tokens(const std::string& text, std::int64_t vocabulary) {
+  std::string spaced = text;
+  for (char& c : spaced) c = c == ',' ? ' ' : c;
+  std::istringstream in(spaced);
+  std::vector<std::int64_t> ids;
+  std::string word;
+  while (in >> word) {
+    std::size_t used = 0;
+    long long id = -1;
+    try {
+      id = std::stoll(word, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != word.size() || id < 0 || id >= vocabulary) {
+      throw usage_error("--tokens: '" + word + "' is not a token id of this model (0 .. " +
+                        std::to_string(vocabulary - 1) + ")");
+    }
+    ids.push_back(id);
+  }
+  if (ids.empty()) throw usage_error("--tokens is empty", "give token ids, e.g. --tokens '15496, 11, 995'");
+  return ids;
+}
+
+// The prompt's ids: --tokens, or the bytes of --prompt for a byte-level model ("\n" when
+// neither is given, as nanoGPT's sample.py starts).
+std::vector<std::int64_t> prompt_ids(const GenerateOptions& options, std::int64_t vocabulary) {
+  if (!options.tokens.empty()) return parse_tokens(options.tokens, vocabulary);
+  if (vocabulary != kByteVocabulary) {
+    throw usage_error("--prompt takes text only for a byte-level model (vocabulary 256); this one has " +
+                          std::to_string(vocabulary) + " tokens",
+                      "give token ids with --tokens (mixt ships no tokenizer)");
+  }
+  const std::string text = options.prompt.empty() ? "\n" : options.prompt;
+  std::vector<std::int64_t> ids;
+  for (unsigned char byte : text) ids.push_back(byte);
+  return ids;
+}
+
+}  // namespace
+
+int generate(const GenerateOptions& options) {
+  if (!options.prompt.empty() && !options.tokens.empty()) throw usage_error("give --prompt or --tokens, not both");
+  if (options.max_new_tokens < 1) throw usage_error("--max-new-tokens must be at least 1");
+  if (options.temperature < 0) throw usage_error("--temperature must be 0 (the likeliest token) or more");
+  if (options.top_k < 0) throw usage_error("--top-k must be 0 (no cut) or more");
+  const ModelTarget target = resolve_model_target(options.target, "generate", options.best);
+  ModelPlan plan = plan_model(target, options.overrides, options.ema);
+  Session session;
+  Experiment e = session.prepare(std::move(plan.recipe));
+  Components& c = e.components;
+  if (c.task->prediction_unit() != "token") {
+    throw usage_error("mixt generate needs a language model: the recipe's task predicts a " +
+                          c.task->prediction_unit() + ", not the next token",
+                      "train one with task: {name: causal_lm} (docs/recipes.md, Tasks)");
+  }
+  const Inference inference(c, plan, options.ema, e.options.seed);
+  const std::int64_t vocabulary = c.train->num_classes();
+  const std::vector<std::int64_t> ids = prompt_ids(options, vocabulary);
+  const at::Tensor prompt = at::tensor(ids, at::kLong).view({1, -1}).to(inference.device());
+
+  SamplingOptions sampling;
+  sampling.max_new_tokens = options.max_new_tokens;
+  sampling.temperature = options.temperature;
+  sampling.top_k = options.top_k;
+  sampling.seed = options.seed;
+  sampling.use_cache = !options.no_cache;
+  if (!c.train->sample_shape().empty()) sampling.context_length = c.train->sample_shape().front();
+  const bool text = vocabulary == kByteVocabulary;
+  // Printed as drawn: the prompt, then each token (bytes as they are, ids one per word).
+  if (text) {
+    const std::string bytes(ids.begin(), ids.end());
+    std::fwrite(bytes.data(), 1, bytes.size(), stdout);
+  } else {
+    for (std::size_t i = 0; i < ids.size(); ++i) std::printf("%s%lld", i ? " " : "", static_cast<long long>(ids[i]));
+  }
+  mixt::generate(inference.model(), *c.precision, prompt, sampling, [text](std::int64_t token) {
+    if (text) {
+      std::fputc(static_cast<int>(token), stdout);
+    } else {
+      std::printf(" %lld", static_cast<long long>(token));
+    }
+    std::fflush(stdout);
+  });
+  std::printf("\n");
+  return 0;
+}
+
+void add_generate_command(CLI::App& app, Commands& commands) {
+  auto o = std::make_shared<GenerateOptions>();
+  CLI::App* command = app.add_subcommand("generate", "sample text or tokens from a trained language model");
+  command
+      ->add_option("target", o->target,
+                   "a run directory, its checkpoints/ or a checkpoint file (each brings its recipe.yaml), or a "
+                   "recipe with model.weights=FILE.safetensors")
+      ->required();
+  command->add_option("overrides", o->overrides, "key=value overrides, as for mixt run");
+  command->add_option("--prompt", o->prompt, "text to continue (byte-level models; default a newline)");
+  command->add_option("--tokens", o->tokens, "token ids to continue, e.g. '15496, 11, 995'");
+  command->add_option("--max-new-tokens", o->max_new_tokens, "tokens to draw")->capture_default_str();
+  command->add_option("--temperature", o->temperature, "divides the logits; 0: always the likeliest token")
+      ->capture_default_str();
+  command->add_option("--top-k", o->top_k, "draw among the k likeliest tokens only (0: all)")->capture_default_str();
+  command->add_option("--seed", o->seed, "seed of the draws")->capture_default_str();
+  command->add_flag("--no-cache", o->no_cache, "run the whole sequence for each token instead of the KV cache");
+  command->add_flag("--ema", o->ema, "the ema callback's average of the weights (from a checkpoint)");
+  command->add_flag("--best", o->best, kBestHelp);
+  commands.push_back({command, [o] { return generate(*o); }});
+}
+
+}  // namespace mixt::cli

@@ -1,0 +1,35 @@
+// Sampling new tokens from a language model, as nanoGPT's GPT.generate does: the logits of
+// the last position, divided by the temperature, cut to the top k, softmax, one draw. With
+// a model that decodes with a KV cache (mixt/cached_decoding.h) each new token costs one
+// position; otherwise, or when asked, the whole sequence (its last context_length tokens)
+// is run again for each. Both draw the same tokens for the same seed.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <functional>
+
+#include "mixt/model.h"
+#include "mixt/precision.h"
+
+namespace mixt {
+
+struct SamplingOptions {
+  std::int64_t max_new_tokens = 100;
+  double temperature = 1.0;  // 0: always the most likely token
+  std::int64_t top_k = 0;    // 0: every token may be drawn
+  std::uint64_t seed = 0;    // the draws' generator (on the CPU, whatever the model's device)
+  bool use_cache = true;     // false: run the whole sequence for each token
+  // Longest sequence the model takes, for a model without the cache's own (0: no limit).
+  std::int64_t context_length = 0;
+};
+
+// `prompt`: token ids [1, n], n >= 1, on the model's device. Returns prompt and new tokens,
+// [1, n + max_new_tokens], on the CPU. `each`: called with each new token as it is drawn
+// (printing as it goes); may be empty. Runs in eval mode, without gradients, under the
+// policy's autocast.
+at::Tensor generate(Model& model, const PrecisionPolicy& precision, const at::Tensor& prompt,
+                    const SamplingOptions& options, const std::function<void(std::int64_t)>& each = {});
+
+}  // namespace mixt

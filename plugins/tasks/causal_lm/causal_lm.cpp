@@ -1,0 +1,81 @@
+// tasks/causal_lm — causal language modelling, as nanoGPT and llm.c train GPT-2: token ids
+// [batch, time] in, logits [batch, time, vocab] out, each position predicting the next
+// token (the dataset gives targets already shifted: tokens 1..T of each window of T + 1).
+// The loss is the mean cross-entropy over every position (F.cross_entropy over the
+// flattened [batch * time, vocab], with trainer.label_smoothing); an evaluation reports it
+// per token and its exponential, the perplexity.
+#include <mixt/plugin.h>
+#include <mixt/task.h>
+
+#include <cmath>
+
+namespace {
+
+// Loss summed over tokens, tokens: float64 on the device.
+class NextTokenScore : public mixt::TaskScore {
+ public:
+  void add(const at::Tensor& logits, const at::Tensor& targets) override {
+    const at::Tensor loss = at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}).to(at::kFloat),
+                                                   targets.reshape({-1}), {}, at::Reduction::Sum);
+    const at::Tensor batch =
+        at::stack({loss.to(at::kDouble), at::scalar_tensor(static_cast<double>(targets.numel()), loss.options().dtype(at::kDouble))});
+    sums_ = sums_.defined() ? sums_ + batch : batch;
+  }
+  std::vector<double> totals() const override {
+    if (!sums_.defined()) return {0, 0};
+    const at::Tensor host = sums_.cpu().contiguous();
+    return {host.data_ptr<double>(), host.data_ptr<double>() + 2};
+  }
+  double loss(const std::vector<double>& t) const override { return t[0] / t[1]; }
+  std::vector<mixt::Figure> finish(const std::vector<double>& t) const override {
+    return {{"perplexity", "perplexity", false, false, std::exp(t[0] / t[1])}};
+  }
+
+ private:
+  at::Tensor sums_;
+};
+
+class CausalLm : public mixt::Task {
+ public:
+  explicit CausalLm(double label_smoothing) : label_smoothing_(label_smoothing) {}
+
+  at::Tensor blank_inputs(const std::vector<std::int64_t>& shape, at::Device device) const override {
+    return at::zeros(shape, at::TensorOptions().dtype(at::kLong).device(device));
+  }
+  std::string output_problem(at::IntArrayRef output, at::IntArrayRef input, std::int64_t vocab) const override {
+    const bool fits = input.size() == 2 && output.size() == 3 && output[0] == input[0] && output[1] == input[1] &&
+                      output[2] == vocab;
+    if (fits) return "";
+    if (input.size() != 2) {
+      return "cannot be scored: causal_lm takes samples of token ids [time], and the training data's are " +
+             c10::str(input.slice(1)) + " (a tokens or text dataset gives them)";
+    }
+    return "has shape " + c10::str(output) + ", expected [" + std::to_string(input[0]) + ", " +
+           std::to_string(input[1]) + ", " + std::to_string(vocab) +
+           "]: one row of logits per position, one logit per token of the data's vocabulary (" +
+           std::to_string(vocab) + ")";
+  }
+  at::Tensor loss(const at::Tensor& logits, const at::Tensor& targets) const override {
+    return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}), {},
+                                  at::Reduction::Mean, -100, label_smoothing_);
+  }
+  std::vector<mixt::Figure> figures() const override { return {{"perplexity", "perplexity", false, false}}; }
+  std::unique_ptr<mixt::TaskScore> start_evaluation() const override { return std::make_unique<NextTokenScore>(); }
+  std::string prediction_unit() const override { return "token"; }
+
+ private:
+  double label_smoothing_;
+};
+
+void register_components(mixt::Registrar& registrar) {
+  registrar.add_task("causal_lm",
+                     "next-token prediction: cross-entropy over [batch, time, vocab] logits; evaluation loss per "
+                     "token and perplexity",
+                     mixt::kNoOptions, [](const mixt::NoOptions&, const mixt::TaskContext& context) {
+                       return std::make_unique<CausalLm>(context.label_smoothing);
+                     });
+}
+
+}  // namespace
+
+MIXT_PLUGIN("task_causal_lm", "1.0.0", register_components)

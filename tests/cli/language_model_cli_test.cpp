@@ -1,0 +1,134 @@
+// End to end: a character-level GPT-2 trained by `mixt run` under the causal_lm task on the
+// GPL-3 text every Debian ships. Its epochs report val_loss per token and val_perplexity
+// (exp of it) and early stopping watches the perplexity; `mixt evaluate` gives the run's
+// figures; `mixt generate` continues a prompt, drawing the same bytes with the KV cache as
+// without; and a recipe whose model does not fit its task is an error naming the task.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "child_process.h"
+#include "test_support.h"
+
+namespace mixt {
+namespace {
+
+using ::testing::HasSubstr;
+
+const char* const kText = "/usr/share/common-licenses/GPL-3";
+
+std::string recipe(const std::string& task_line) {
+  return task_line + R"(
+name: chars
+model: { name: gpt2, num_layers: 2, num_heads: 2, hidden_dim: 64, context_length: 64, dropout: 0, attention_dropout: 0 }
+precision: { name: fp32 }
+optimizer: { name: adamw, lr: 3.0e-3, betas: [0.9, 0.99], weight_decay: 0.1 }
+data:
+  train: { name: text, file: )" + std::string(kText) + R"(, context: 64, to: 0.9, batch_size: 16 }
+  val:   { name: text, file: )" + std::string(kText) + R"(, context: 64, from: 0.9, batch_size: 16 }
+trainer: { epochs: 2, seed: 0, threads: 1, log_every: 10 }
+callbacks: [{ name: early_stopping, monitor: val_perplexity, patience: 5 }]
+output: runs
+)";
+}
+
+class LanguageModelCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir;
+    dir_->write("chars.yaml", recipe("task: { name: causal_lm }"));
+    const CommandResult run = run_mixt({"run", "chars.yaml"}, dir_->path());
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    for (const auto& entry : fs::directory_iterator(dir_->path() / "runs" / "chars")) run_ = new fs::path(entry.path());
+    std::istringstream lines(testing::read_file(*run_ / "metrics.jsonl"));
+    epochs_ = new std::vector<nlohmann::json>;
+    for (std::string line; std::getline(lines, line);) {
+      const auto event = nlohmann::json::parse(line);
+      if (event["event"] == "epoch") epochs_->push_back(event);
+    }
+  }
+  static void TearDownTestSuite() {
+    delete epochs_;
+    delete run_;
+    delete dir_;
+  }
+  static CommandResult generate(std::vector<std::string> args) {
+    args.insert(args.begin(), {"generate", run_->string()});
+    return run_mixt(args, dir_->path());
+  }
+
+  static inline TempDir* dir_ = nullptr;
+  static inline fs::path* run_ = nullptr;
+  static inline std::vector<nlohmann::json>* epochs_ = nullptr;
+};
+
+TEST_F(LanguageModelCli, EpochsReportTheLossPerTokenAndItsPerplexityAndItLearns) {
+  ASSERT_EQ(epochs_->size(), 2u);
+  for (const auto& epoch : *epochs_) {
+    EXPECT_NEAR(epoch["val_perplexity"].get<double>(), std::exp(epoch["val_loss"].get<double>()), 1e-9) << epoch;
+    EXPECT_FALSE(epoch.contains("val_top1")) << epoch;
+  }
+  // Uniform guessing over 256 bytes is ln 256 = 5.55 nats a token.
+  EXPECT_LT((*epochs_)[1]["val_loss"].get<double>(), (*epochs_)[0]["val_loss"].get<double>());
+  EXPECT_LT((*epochs_)[1]["val_loss"].get<double>(), 3.5);
+}
+
+TEST_F(LanguageModelCli, EvaluateGivesTheRunsLastFigures) {
+  const CommandResult result = run_mixt({"evaluate", run_->string(), "--json"}, dir_->path());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const auto start = result.output.find("{\n");
+  ASSERT_NE(start, std::string::npos) << result.output;
+  const auto report = nlohmann::json::parse(result.output.substr(start, result.output.rfind('}') - start + 1));
+  EXPECT_DOUBLE_EQ(report["loss"].get<double>(), epochs_->back()["val_loss"].get<double>());
+  EXPECT_DOUBLE_EQ(report["perplexity"].get<double>(), epochs_->back()["val_perplexity"].get<double>());
+}
+
+TEST_F(LanguageModelCli, GenerateContinuesThePromptTheSameWithAndWithoutTheCache) {
+  const std::vector<std::string> args = {"--prompt", "This License", "--max-new-tokens", "80", "--seed", "7",
+                                         "--top-k", "20"};
+  const CommandResult cached = generate(args);
+  ASSERT_EQ(cached.exit_code, 0) << cached.output;
+  std::vector<std::string> uncached_args = args;
+  uncached_args.push_back("--no-cache");
+  const CommandResult uncached = generate(uncached_args);
+  ASSERT_EQ(uncached.exit_code, 0) << uncached.output;
+  EXPECT_EQ(cached.output, uncached.output);
+  const std::string text = cached.output.substr(cached.output.rfind("This License"));
+  EXPECT_EQ(text.size(), std::string("This License").size() + 80 + 1) << text;  // and the closing newline
+  // Past the 64 positions of the model: the cache starts again on the last 64 bytes.
+  const CommandResult longer = generate({"--max-new-tokens", "100", "--seed", "3"});
+  const CommandResult longer_uncached = generate({"--max-new-tokens", "100", "--seed", "3", "--no-cache"});
+  EXPECT_EQ(longer.exit_code, 0) << longer.output;
+  EXPECT_EQ(longer.output, longer_uncached.output);
+  // Another seed, other text.
+  EXPECT_NE(generate({"--prompt", "This License", "--max-new-tokens", "80", "--seed", "8", "--top-k", "20"}).output,
+            cached.output);
+}
+
+TEST_F(LanguageModelCli, GenerateRefusesWhatItCannotDo) {
+  const CommandResult ids = generate({"--tokens", "72, 300"});
+  EXPECT_EQ(ids.exit_code, 2);
+  EXPECT_THAT(ids.output, HasSubstr("'300' is not a token id of this model (0 .. 255)"));
+  const CommandResult both = generate({"--tokens", "72", "--prompt", "x"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_THAT(both.output, HasSubstr("not both"));
+}
+
+TEST_F(LanguageModelCli, AModelThatDoesNotFitTheTaskIsARecipeError) {
+  dir_->write("classify.yaml", recipe(""));  // no task: classification
+  const CommandResult check = run_mixt({"check", "classify.yaml"}, dir_->path());
+  EXPECT_EQ(check.exit_code, 2) << check.output;
+  EXPECT_THAT(check.output, HasSubstr("has shape [2, 64, 256], expected [2, 256]"));
+  EXPECT_THAT(check.output, HasSubstr("the recipe's task (classification)"));
+  dir_->write("stop.yaml", recipe("task: { name: causal_lm }") + "\n");
+  const CommandResult monitor =
+      run_mixt({"check", "stop.yaml", "callbacks=[{name: early_stopping, monitor: val_top1}]"}, dir_->path());
+  EXPECT_EQ(monitor.exit_code, 2) << monitor.output;
+  EXPECT_THAT(monitor.output, HasSubstr("the task reports no figure 'val_top1'"));
+}
+
+}  // namespace
+}  // namespace mixt

@@ -1,7 +1,7 @@
 // `mixt describe` is the documentation plugin users read: every option a shipped component
 // reads must be listed in its ComponentInfo (a key read but not listed is settable, yet
 // invisible), and the default it shows must be the one the component reads. Each component
-// is built from `{name: X}` (plus a data root where it needs one); the keys it asked for are
+// is built from `{name: X}` (plus its data where it needs some); the keys it asked for are
 // compared with the ones it lists, and the defaults it fell back on with the ones the list
 // shows. Keys read only on some paths are not all seen; the direction checked is the one
 // that hides options.
@@ -58,14 +58,17 @@ struct DataTrees {
   DataTrees() {
     testing::run_fixture_script("make_cifar10.py", testing::shell_quote((dir.path() / "cifar").string()));
     testing::run_fixture_script("make_image_folder.py", testing::shell_quote((dir.path() / "images").string()));
+    dir.write("tokens.bin", std::string(2 * 1025, '\0'));  // one window of the default context, 1024
   }
 };
 
 TEST(ComponentDocs, EveryOptionAShippedComponentReadsIsDescribed) {
   testing::BuiltPlugins plugins;
   DataTrees trees;
-  const std::map<std::string, std::string> roots = {{"cifar10", (trees.dir.path() / "cifar").string()},
-                                                    {"image_folder", (trees.dir.path() / "images").string()}};
+  // What a dataset needs beyond its name to build (the text dataset reads the GPL-3 by default).
+  const std::map<std::string, std::string> data = {{"cifar10", "root: " + (trees.dir.path() / "cifar").string()},
+                                                   {"image_folder", "root: " + (trees.dir.path() / "images").string()},
+                                                   {"tokens", "files: " + (trees.dir.path() / "tokens.bin").string()}};
   // One small model and optimizer for the schedulers, which need an optimizer to schedule.
   OptimizerContext parameters;
   parameters.named_parameters.emplace_back("w", at::zeros({2}, at::TensorOptions().requires_grad(true)));
@@ -115,7 +118,7 @@ TEST(ComponentDocs, EveryOptionAShippedComponentReadsIsDescribed) {
                                    ComponentKind::task}) {
     for (const std::string& name : plugins.registry.names(kind)) {
       std::string options = "name: " + name;
-      if (roots.count(name)) options += ", root: " + roots.at(name);
+      if (data.count(name)) options += ", " + data.at(name);
       if (kind == ComponentKind::optimizer) options += ", lr: 0.1";
       if (name.rfind("gpt2", 0) == 0) options += ", num_layers: 1";  // gpt2_xl's 48 blocks: 6 GB of float32
       std::set<std::string> read;
@@ -143,7 +146,7 @@ TEST(ComponentDocs, EveryOptionAShippedComponentReadsIsDescribed) {
       ++checked;
     }
   }
-  EXPECT_GE(checked, 30);  // the zoo, both optimizers, three schedulers, five policies, four datasets
+  EXPECT_GE(checked, 30);  // the zoo, both optimizers, three schedulers, five policies, six datasets
   std::printf("%d documented defaults compared with the ones read\n", defaults_compared);
   EXPECT_GE(defaults_compared, 100);
 }

@@ -121,8 +121,15 @@ TEST_F(LanguageModelCli, AModelThatDoesNotFitTheTaskIsARecipeError) {
   dir_->write("classify.yaml", recipe(""));  // no task: classification
   const CommandResult check = run_mixt({"check", "classify.yaml"}, dir_->path());
   EXPECT_EQ(check.exit_code, 2) << check.output;
-  EXPECT_THAT(check.output, HasSubstr("has shape [2, 64, 256], expected [2, 256]"));
-  EXPECT_THAT(check.output, HasSubstr("the recipe's task (classification)"));
+  // classification feeds float samples, which gpt2 does not take.
+  EXPECT_THAT(check.output, HasSubstr("the model cannot take the training samples [64]"));
+  EXPECT_THAT(check.output, HasSubstr("the recipe's task (classification) fed it that blank batch"));
+  EXPECT_THAT(check.output, HasSubstr("task: {name: causal_lm}"));
+  // The output shape the task expects: one logit per byte at every position.
+  const CommandResult vocabulary = run_mixt({"check", "chars.yaml", "model.vocab_size=300"}, dir_->path());
+  EXPECT_EQ(vocabulary.exit_code, 2) << vocabulary.output;
+  EXPECT_THAT(vocabulary.output, HasSubstr("has shape [2, 64, 300], expected [2, 64, 256]"));
+  EXPECT_THAT(vocabulary.output, HasSubstr("the recipe's task (causal_lm) decides the output"));
   dir_->write("stop.yaml", recipe("task: { name: causal_lm }") + "\n");
   const CommandResult monitor =
       run_mixt({"check", "stop.yaml", "callbacks=[{name: early_stopping, monitor: val_top1}]"}, dir_->path());

@@ -81,7 +81,9 @@ void check_model_fits_train_data(const Components& components, const Config& mod
     model_section.fail("name",
                        "the model cannot take the training samples " + c10::str(at::IntArrayRef(sample_shape)) +
                            ": " + first_line(e.what_without_backtrace()),
-                       "match the model's options to data.train's samples (its transforms: crop size, channels)");
+                       "match the model's options to data.train's samples (its transforms: crop size, channels), "
+                       "or the task to the model: the recipe's task (" + task_name + ") fed it that blank batch "
+                       "(`mixt list task`; a language model trains under task: {name: causal_lm})");
   }
   // A wrong first dimension (a plugin model that reshapes carelessly) would fail only at
   // the first step, in the loss, as a "batch_size" mismatch that names no model.

@@ -1,4 +1,4 @@
-// trainer.activation_checkpointing on the zoo's models: training with every block
+// trainer.activation_checkpointing on the zoo's models and gpt2: training with every block
 // recomputed in the backward pass must be bit for bit the training without it — weights,
 // batch-norm buffers, optimizer state and the loss of every step — under the precision
 // policies, with gradient accumulation, and across a resume. The reference is the same
@@ -51,6 +51,8 @@ class LossRecorder : public Callback {
 struct Case {
   std::string model, precision = "{name: fp32}", checkpointing = "none";
   std::int64_t accumulate = 1, samples = 120, epochs = 1;  // 30 micro-batches of 4 an epoch
+  // The training data and the task; by default `samples` synthetic images to classify.
+  std::string data{}, task{};
 };
 
 Components build(const Case& c, TrainerOptions& options) {
@@ -58,11 +60,13 @@ Components build(const Case& c, TrainerOptions& options) {
   // and two-thread ATen pools on two cores starve each other (minutes instead of seconds).
   at::set_num_threads(1);
   at::manual_seed(0);
+  const std::string data = c.data.empty() ? "{name: synthetic, shape: [3, 32, 32], num_classes: 10, size: " +
+                                                 std::to_string(c.samples) + ", batch_size: 4}"
+                                           : c.data;
   const RecipeNodePtr root = parse_yaml(
-      "model: " + c.model + "\nprecision: " + c.precision +
+      "model: " + c.model + "\nprecision: " + c.precision + (c.task.empty() ? "" : "\ntask: " + c.task) +
           "\noptimizer: {name: sgd, lr: 0.01, momentum: 0.9}\n"
-          "data: {train: {name: synthetic, shape: [3, 32, 32], num_classes: 10, size: " +
-          std::to_string(c.samples) + ", batch_size: 4}}\ntrainer: {device: cpu, log_every: 1000, epochs: " +
+          "data: {train: " + data + "}\ntrainer: {device: cpu, log_every: 1000, epochs: " +
           std::to_string(c.epochs) + ", accumulate: " + std::to_string(c.accumulate) +
           ", activation_checkpointing: " + c.checkpointing + "}\n",
       "r.yaml");
@@ -164,6 +168,19 @@ TEST(ActivationCheckpointingTraining, VitB16WithDropout) {
 
 TEST(ActivationCheckpointingTraining, ConvNextTinyWithStochasticDepth) {
   expect_all_is_exact({"{name: convnext_tiny, stochastic_depth_prob: 0.2}"}, "convnext_tiny");
+}
+
+// GPT-2 under causal_lm, each transformer.h.N recomputed, with dropout on the embeddings,
+// the residual branches and the attention weights: the recompute draws the same masks. On
+// the bytes of the text dataset's default file (GPL-3), shuffled: 32 windows of 16, 8 steps.
+TEST(ActivationCheckpointingTraining, Gpt2WithDropoutOnText) {
+  Case c{"{name: gpt2, num_layers: 2, num_heads: 2, hidden_dim: 32, context_length: 16, dropout: 0.1, "
+         "attention_dropout: 0.1}"};
+  c.data = "{name: text, context: 16, to: 0.015, batch_size: 4, workers: 0}";
+  c.task = "{name: causal_lm}";
+  c.checkpointing = "all";
+  EXPECT_EQ(train(c).checkpointed, (std::vector<std::string>{"transformer.h.0", "transformer.h.1"}));
+  expect_all_is_exact(c, "gpt2");
 }
 
 // Named submodules rather than `all`: a stage and a single block.

@@ -2,7 +2,8 @@
 // GPL-3 text every Debian ships. Its epochs report val_loss per token and val_perplexity
 // (exp of it) and early stopping watches the perplexity; `mixt evaluate` gives the run's
 // figures; `mixt generate` continues a prompt, drawing the same bytes with the KV cache as
-// without; and a recipe whose model does not fit its task is an error naming the task.
+// without; a run stopped mid-epoch and resumed ends bit for bit where the uninterrupted run
+// does; and a recipe whose model does not fit its task is an error naming the task.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,6 +12,8 @@
 #include <sstream>
 
 #include "child_process.h"
+#include "mixt/helpers/safetensors.h"
+#include "run_directories.h"
 #include "test_support.h"
 
 namespace mixt {
@@ -115,6 +118,90 @@ TEST_F(LanguageModelCli, GenerateRefusesWhatItCannotDo) {
   const CommandResult both = generate({"--tokens", "72", "--prompt", "x"});
   EXPECT_EQ(both.exit_code, 2);
   EXPECT_THAT(both.output, HasSubstr("not both"));
+}
+
+// The "step" and "epoch" events of a run's metrics.jsonl.
+std::vector<nlohmann::json> step_and_epoch_events(const fs::path& run) {
+  std::vector<nlohmann::json> events;
+  std::istringstream lines(testing::read_file(run / "metrics.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    auto event = nlohmann::json::parse(line);
+    if (event["event"] == "step" || event["event"] == "epoch") events.push_back(std::move(event));
+  }
+  return events;
+}
+
+// A run's last weights, as `mixt export` writes them.
+NamedTensors exported_weights(const fs::path& run, const fs::path& dir, const std::string& name) {
+  const CommandResult exported = run_mixt({"export", run.string(), "-o", name}, dir);
+  EXPECT_EQ(exported.exit_code, 0) << exported.output;
+  return exported.exit_code == 0 ? load_safetensors(dir / name).tensors : NamedTensors{};
+}
+
+// Stopped after step 10 (step 3 of epoch 2, by the stop_request fixture callback) and resumed
+// from its `interrupted` checkpoint, a gpt2 run on shuffled byte windows, dropout on, ends
+// bit for bit where the uninterrupted run does: the resumed steps' losses and gradient norms,
+// epoch 2's validation loss and the final weights. The resumed run must take up epoch 2's
+// shuffled order at its fourth batch and the dropout generator where it was.
+TEST(LanguageModelResume, AResumeMidEpochEqualsTheUninterruptedRun) {
+  const std::string stop_plugin = std::string(MIXT_FIXTURE_PLUGIN_DIR) + "/libmixt_fixture_stop_request.so";
+  TempDir dir;
+  // 54 windows of 32 bytes an epoch: 7 steps of 8 (the last of 6).
+  dir.write("r.yaml", "name: resume\nplugins: [" + stop_plugin + R"(]
+task: { name: causal_lm }
+model: { name: gpt2, num_layers: 2, num_heads: 2, hidden_dim: 32, context_length: 32, dropout: 0.1, attention_dropout: 0.1 }
+precision: { name: fp32 }
+optimizer: { name: adamw, lr: 3.0e-3, betas: [0.9, 0.95], weight_decay: 0.1, weight_decay_1d: false }
+data:
+  train: { name: text, file: )" + std::string(kText) + R"(, context: 32, to: 0.05, batch_size: 8, shuffle: true }
+  val:   { name: text, file: )" + std::string(kText) + R"(, context: 32, from: 0.9, to: 0.92, batch_size: 8 }
+trainer: { epochs: 2, seed: 0, threads: 1, log_every: 1, clip_grad_norm: 1.0 }
+callbacks: [{ name: tensorboard, enabled: false }]
+output: runs
+)");
+  const CommandResult whole = run_mixt({"run", "r.yaml", "output=whole"}, dir.path());
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  const fs::path whole_run = testing::only_run_directory(dir.path() / "whole" / "resume");
+  const CommandResult stopped =
+      run_mixt({"run", "r.yaml", "output=stopped",
+                "callbacks=[{name: fixture_stop_request, at_step: 10}, {name: tensorboard, enabled: false}]"},
+               dir.path());
+  ASSERT_EQ(stopped.exit_code, 0) << stopped.output;
+  const fs::path stopped_run = testing::only_run_directory(dir.path() / "stopped" / "resume");
+  ASSERT_TRUE(fs::exists(stopped_run / "checkpoints" / "interrupted"));
+  const CommandResult resumed =
+      run_mixt({"run", "r.yaml", "output=resumed", "trainer.resume=" + stopped_run.string()}, dir.path());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const fs::path resumed_run = testing::only_run_directory(dir.path() / "resumed" / "resume");
+
+  // The uninterrupted run's events from step 11 on: steps 11 to 14 and epoch 2.
+  std::vector<nlohmann::json> expected;
+  for (const auto& event : step_and_epoch_events(whole_run)) {
+    if (event["event"] == "step" ? event["step"].get<int>() > 10 : event["epoch"].get<int>() == 2) {
+      expected.push_back(event);
+    }
+  }
+  const std::vector<nlohmann::json> got = step_and_epoch_events(resumed_run);
+  ASSERT_EQ(expected.size(), 5u);
+  ASSERT_EQ(got.size(), expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i]["event"], expected[i]["event"]) << i;
+    if (got[i]["event"] == "step") {
+      EXPECT_EQ(got[i]["step"], expected[i]["step"]);
+      EXPECT_EQ(got[i]["loss"].get<double>(), expected[i]["loss"].get<double>()) << got[i]["step"];
+      EXPECT_EQ(got[i]["grad_norm"].get<double>(), expected[i]["grad_norm"].get<double>()) << got[i]["step"];
+    } else {
+      EXPECT_EQ(got[i]["val_loss"].get<double>(), expected[i]["val_loss"].get<double>());
+    }
+  }
+  const NamedTensors whole_weights = exported_weights(whole_run, dir.path(), "whole.safetensors");
+  const NamedTensors resumed_weights = exported_weights(resumed_run, dir.path(), "resumed.safetensors");
+  ASSERT_EQ(whole_weights.size(), resumed_weights.size());
+  ASSERT_FALSE(whole_weights.empty());
+  for (std::size_t i = 0; i < whole_weights.size(); ++i) {
+    EXPECT_EQ(whole_weights[i].first, resumed_weights[i].first);
+    EXPECT_TRUE(at::equal(whole_weights[i].second, resumed_weights[i].second)) << whole_weights[i].first;
+  }
 }
 
 TEST_F(LanguageModelCli, AModelThatDoesNotFitTheTaskIsARecipeError) {

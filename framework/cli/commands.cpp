@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -24,6 +25,7 @@
 #include "mixt/helpers/linear.h"
 #include "mixt/version.h"
 #include "plugins/option_table.h"
+#include "train/figure_text.h"
 
 namespace mixt::cli {
 
@@ -55,8 +57,13 @@ int run(const std::string& recipe, const std::vector<std::string>& overrides) {
   }
   if (result.final_eval) {
     const Evaluation& eval = *result.final_eval;
-    std::printf("test accuracy: %.2f%% (top-%d %.2f%%, val loss %.4f)\n", 100.0 * eval.top1, eval.top_k,
-                100.0 * eval.top_k_accuracy, eval.loss);
+    if (std::isfinite(eval.top1)) {  // a classifier's: what scripts and docs grep for
+      std::printf("test accuracy: %.2f%% (top-%d %.2f%%, val loss %.4f)\n", 100.0 * eval.top1, eval.top_k,
+                  100.0 * eval.top_k_accuracy, eval.loss);
+    } else {
+      const std::string figures = figures_text(eval.figures);
+      std::printf("validation: loss %.4f%s%s\n", eval.loss, figures.empty() ? "" : ", ", figures.c_str());
+    }
   }
   if (!run_dir.empty()) std::printf("run directory: %s\n", run_dir.string().c_str());
   return 0;

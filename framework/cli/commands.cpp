@@ -173,9 +173,13 @@ int check(const std::string& recipe, const std::vector<std::string>& overrides) 
                 r.plugin_version.c_str());
   }
   // What the data sections found: the first thing to look at for an image folder.
-  const auto describe_data = [](const char* split, Dataset& data) {
-    std::printf("  data.%-5s %lld samples, %lld classes, each %s; %lld batch%s per epoch\n", split,
-                static_cast<long long>(data.size()), static_cast<long long>(data.num_classes()),
+  // A language model's samples are token windows: its "classes" are the vocabulary.
+  const bool tokens = e.components.task->prediction_unit() == "token";
+  const auto describe_data = [tokens](const char* split, Dataset& data) {
+    const std::string classes = tokens ? "vocabulary " + std::to_string(data.num_classes())
+                                       : std::to_string(data.num_classes()) + " classes";
+    std::printf("  data.%-5s %lld samples, %s, each %s; %lld batch%s per epoch\n", split,
+                static_cast<long long>(data.size()), classes.c_str(),
                 c10::str(at::IntArrayRef(data.sample_shape())).c_str(),
                 static_cast<long long>(data.batches_per_epoch()), data.batches_per_epoch() == 1 ? "" : "es");
     // The label order, to spot a stray folder (.ipynb_checkpoints would be class 0).

@@ -204,6 +204,19 @@ output: runs
   }
 }
 
+// mixt check: the text's windows and vocabulary, and under fp8_tensorwise the attention and
+// MLP projections computed in float8. By hand, per token: c_attn 64x192, attn.c_proj 64x64,
+// c_fc 64x256, mlp.c_proj 256x64 (49,152 multiply-adds a block, two blocks) and lm_head
+// 64x256 (16,384): 114,688 in 9 layers; the first (h.0's c_attn) and the last (lm_head)
+// stay bfloat16, so 7 layers hold 86,016 of them, 75.0 %.
+TEST_F(LanguageModelCli, CheckReportsTheTokensAndTheFloat8ShareOfTheLinearLayers) {
+  const CommandResult check = run_mixt({"check", "chars.yaml", "precision.name=fp8_tensorwise"}, dir_->path());
+  ASSERT_EQ(check.exit_code, 0) << check.output;
+  EXPECT_THAT(check.output, HasSubstr("data.train 494 samples, vocabulary 256, each [64]"));
+  EXPECT_THAT(check.output, HasSubstr("linear    9 layers, 7 computed by the precision policy (float8 under fp8_*): "
+                                      "75.0% of their FLOPs"));
+}
+
 TEST_F(LanguageModelCli, AModelThatDoesNotFitTheTaskIsARecipeError) {
   dir_->write("classify.yaml", recipe(""));  // no task: classification
   const CommandResult check = run_mixt({"check", "classify.yaml"}, dir_->path());

@@ -106,16 +106,33 @@ std::string line_with(const std::string& text, const std::string& prefix) {
   return at == std::string::npos ? "" : text.substr(at, text.find('\n', at) - at);
 }
 
+// A character-level gpt2 under causal_lm, run as kRecipe's model: 4 steps of a global batch
+// of 16 shuffled windows of the GPL-3 text.
+const std::string kLanguageModelRecipe = R"(name: dp
+task:      { name: causal_lm }
+model:     { name: gpt2, num_layers: 2, num_heads: 2, hidden_dim: 32, context_length: 32, dropout: 0, attention_dropout: 0 }
+precision: { name: fp32 }
+optimizer: { name: adamw, lr: 3.0e-3 }
+data:
+  train: { name: text, context: 32, to: 0.5, batch_size: 16 }
+  val:   { name: text, context: 32, from: 0.95, batch_size: 32 }
+trainer: { epochs: 1, seed: 0, threads: 1, log_every: 1, max_steps_per_epoch: 4,
+           distributed: { backend: gloo, timeout: 30 } }
+output: runs
+)";
+
 // Two ranks with batch B/2 each against one process with batch B: the same global batch
 // (DistributedSampler sharding of the same seeded permutation), hence the same weights
 // within float tolerance. A third run with batch B per rank (global 2B) must differ: the
-// comparison can fail.
-void expect_two_ranks_match_one_process(const std::string& precision, double tolerance) {
+// comparison can fail. `summary`: how the run's last line starts.
+void expect_two_ranks_match_one_process(const std::string& precision, double tolerance,
+                                        const std::string& base = kRecipe, std::int64_t batch = 64,
+                                        const std::string& summary = "test accuracy") {
   TempDir dir;
-  const fs::path recipe = dir.write("r.yaml", testing::replace_once(kRecipe, "{ name: fp32 }", precision));
+  const fs::path recipe = dir.write("r.yaml", testing::replace_once(base, "{ name: fp32 }", precision));
   const auto single = testing::run_mixt({"run", "r.yaml", "output=single"}, dir.path());
   ASSERT_EQ(single.exit_code, 0) << single.output;
-  const auto dual = run_ranks(dir, 2, {{"output=dual", "data.train.batch_size=32"}});
+  const auto dual = run_ranks(dir, 2, {{"output=dual", "data.train.batch_size=" + std::to_string(batch / 2)}});
   ASSERT_EQ(dual[0].exit_code, 0) << dual[0].log << "\n---\n" << dual[1].log;
   ASSERT_EQ(dual[1].exit_code, 0) << dual[1].log;
   const auto control = run_ranks(dir, 2, {{"output=control"}});
@@ -140,15 +157,20 @@ void expect_two_ranks_match_one_process(const std::string& precision, double tol
   EXPECT_GT(control_difference, 10 * tolerance);
 
   // The evaluation is reduced over the ranks' shards: the same samples, the same numbers.
-  EXPECT_NE(line_with(single.output, "test accuracy"), "") << single.output;
-  EXPECT_EQ(line_with(single.output, "test accuracy").substr(0, 22),
-            line_with(dual[0].log, "test accuracy").substr(0, 22))
+  EXPECT_NE(line_with(single.output, summary), "") << single.output;
+  EXPECT_EQ(line_with(single.output, summary).substr(0, 22), line_with(dual[0].log, summary).substr(0, 22))
       << single.output << "\n---\n"
       << dual[0].log;
 }
 
 TEST(DataParallel, TwoRanksMatchOneProcessWithTheSameGlobalBatchFp32) {
   expect_two_ranks_match_one_process("{ name: fp32 }", 1e-5);
+}
+
+// The same for a language model: token windows sharded over the ranks, next-token losses
+// averaged over them ("validation: loss 4.1234, perplexity ...").
+TEST(DataParallel, TwoRanksTrainAGpt2AsOneProcessWithTheSameGlobalBatch) {
+  expect_two_ranks_match_one_process("{ name: fp32 }", 1e-5, kLanguageModelRecipe, 16, "validation: loss");
 }
 
 // The all-reduce started from gradient hooks during backward (overlap: true) and started

@@ -220,23 +220,29 @@ double figure(const json& row, const char* key) {
   return it != row.end() && it->is_number() ? it->get<double>() : NAN;
 }
 
-// With --activation-checkpointing, a column says which setting each row ran with.
+// With --activation-checkpointing, a column says which setting each row ran with; for a
+// language model (rows with tokens_per_s) one gives the tokens per second.
 std::string markdown_table(const std::vector<json>& rows, bool checkpointing_column) {
+  bool tokens_column = false;
+  for (const auto& r : rows) tokens_column = tokens_column || r.contains("tokens_per_s");
   std::ostringstream out;
-  out << "| policy" << (checkpointing_column ? " | activation checkpointing" : "")
+  out << "| policy" << (checkpointing_column ? " | activation checkpointing" : "") << (tokens_column ? " | tokens/s" : "")
       << " | images/s | step p50 (ms) | step p95 (ms) | peak memory (MiB) | loss | skipped | note |\n"
-      << "|---" << (checkpointing_column ? "|---" : "") << "|---:|---:|---:|---:|---:|---:|---|\n";
+      << "|---" << (checkpointing_column ? "|---" : "") << (tokens_column ? "|---:" : "")
+      << "|---:|---:|---:|---:|---:|---:|---|\n";
   for (const auto& r : rows) {
     const std::string first =
         r["policy"].get<std::string>() +
         (checkpointing_column ? " | " + r.value("activation_checkpointing", std::string("-")) : std::string());
     if (r.contains("error")) {
-      out << "| " << first << " | - | - | - | - | - | - | " << r["error"].get<std::string>() << " |\n";
+      out << "| " << first << (tokens_column ? " | -" : "") << " | - | - | - | - | - | - | "
+          << r["error"].get<std::string>() << " |\n";
       continue;
     }
     std::string note = r["memory_kind"].get<std::string>();
     if (!r["loss_finite"].get<bool>()) note = "NON-FINITE LOSS: numbers not meaningful; " + note;
-    out << "| " << first << " | " << format("%.1f", figure(r, "images_per_s")) << " | "
+    out << "| " << first << (tokens_column ? " | " + format("%.0f", figure(r, "tokens_per_s")) : "") << " | "
+        << format("%.1f", figure(r, "images_per_s")) << " | "
         << format("%.2f", figure(r, "step_ms_p50")) << " | " << format("%.2f", figure(r, "step_ms_p95")) << " | "
         << format("%.0f", figure(r, "peak_memory_mib")) << " | " << format("%.4f", figure(r, "loss")) << " | "
         << r["skipped_steps"].get<std::int64_t>() << " | " << note << " |\n";
@@ -313,12 +319,13 @@ json worker_line(const std::string& policy, const Experiment& e, const BenchOpti
   const PeakMemory peak = peak_memory(device);
   const std::int64_t skipped = result.skipped_steps;
   const double loss = timer.last_loss.defined() ? timer.last_loss.item<double>() : NAN;
-  return {{"policy", policy},
+  const double samples_per_s = total_ms > 0 ? 1000.0 * static_cast<double>(batch_size * timed.size()) / total_ms : NAN;
+  json line = {{"policy", policy},
           {"device", device.str()},
           {"batch", batch_size},
           {"steps", static_cast<std::int64_t>(timed.size())},
           {"warmup", options.warmup},
-          {"images_per_s", total_ms > 0 ? 1000.0 * static_cast<double>(batch_size * timed.size()) / total_ms : NAN},
+          {"images_per_s", samples_per_s},
           {"step_ms_p50", percentile(timed, 0.5)},
           {"step_ms_p95", percentile(timed, 0.95)},
           {"peak_memory_mib", peak.mib},
@@ -327,6 +334,13 @@ json worker_line(const std::string& policy, const Experiment& e, const BenchOpti
           {"loss_finite", std::isfinite(loss)},
           {"skipped_steps", skipped},
           {"speed_note", e.components.speed_note}};
+  // A language model predicts every position of a sample: a token per element.
+  if (e.components.task->prediction_unit() == "token") {
+    std::int64_t tokens = 1;
+    for (std::int64_t d : e.components.train->sample_shape()) tokens *= d;
+    line["tokens_per_s"] = samples_per_s * static_cast<double>(tokens);
+  }
+  return line;
 }
 
 }  // namespace

@@ -217,6 +217,19 @@ TEST_F(LanguageModelCli, CheckReportsTheTokensAndTheFloat8ShareOfTheLinearLayers
                                       "75.0% of their FLOPs"));
 }
 
+// mixt bench counts a language model's tokens: every position of a window is one.
+TEST_F(LanguageModelCli, BenchReportsTokensPerSecond) {
+  const CommandResult bench =
+      run_mixt({"bench", "chars.yaml", "--precision", "fp32", "--steps", "2", "--warmup", "1"}, dir_->path());
+  ASSERT_EQ(bench.exit_code, 0) << bench.output;
+  EXPECT_THAT(bench.output, HasSubstr("| policy | tokens/s | images/s |"));
+  fs::path run;
+  for (const auto& entry : fs::directory_iterator(dir_->path() / "runs" / "chars-bench")) run = entry.path();
+  const auto row = nlohmann::json::parse(testing::read_file(run / "bench.json"))["results"][0];
+  EXPECT_GT(row["images_per_s"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(row["tokens_per_s"].get<double>(), 64 * row["images_per_s"].get<double>());
+}
+
 TEST_F(LanguageModelCli, AModelThatDoesNotFitTheTaskIsARecipeError) {
   dir_->write("classify.yaml", recipe(""));  // no task: classification
   const CommandResult check = run_mixt({"check", "classify.yaml"}, dir_->path());

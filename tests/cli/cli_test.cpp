@@ -383,7 +383,7 @@ TEST(CliBadInput, AModelWhoseOutputHasTheWrongBatchSizeStopsBeforeTheRunStarts) 
   expect_clean_failure(result,
                        "command line 'model={name: fixture_doubled_batch}': model.name: the model's output for a "
                        "batch of 2 samples has shape [4, 10], expected [2, 10]");
-  EXPECT_THAT(result.output, HasSubstr("hint: a model's forward returns [batch, ModelContext::num_classes] logits"))
+  EXPECT_THAT(result.output, HasSubstr("hint: the recipe's task (classification) decides the output a model must give"))
       << result.output;
 }
 

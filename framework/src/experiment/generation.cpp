@@ -33,8 +33,10 @@ at::Tensor generate(Model& model, const PrecisionPolicy& precision, const at::Te
   model.eval();
   AutocastScope autocast = precision.autocast(prompt.device().type());
   at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(options.seed);
-  auto* cached = options.use_cache ? dynamic_cast<CachedDecoding*>(&model) : nullptr;
-  const std::int64_t context = cached ? cached->context_length() : options.context_length;
+  // The model's own context when it says it, with the cache or without: both crop alike.
+  auto* decoder = dynamic_cast<CachedDecoding*>(&model);
+  CachedDecoding* cached = options.use_cache ? decoder : nullptr;
+  const std::int64_t context = decoder ? decoder->context_length() : options.context_length;
   at::Tensor sequence = prompt.to(at::kLong);
   // The window the model sees: the last `context` tokens (all when no limit).
   const auto window = [&](const at::Tensor& all) {

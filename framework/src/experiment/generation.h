@@ -21,7 +21,8 @@ struct SamplingOptions {
   std::int64_t top_k = 0;    // 0: every token may be drawn
   std::uint64_t seed = 0;    // the draws' generator (on the CPU, whatever the model's device)
   bool use_cache = true;     // false: run the whole sequence for each token
-  // Longest sequence the model takes, for a model without the cache's own (0: no limit).
+  // Longest sequence a model without mixt::CachedDecoding takes (0: no limit); a model with
+  // it says its own.
   std::int64_t context_length = 0;
 };
 

@@ -17,7 +17,13 @@ TEST(GpuPack, RunsOnTheCpuWithoutTheBuild) {
                            testing::shell_quote(MIXT_BINARY_DIR));
   // 77: pack_check found no mount namespace to make (root in a container without CAP_SYS_ADMIN).
   if (result.exit_code == 77) GTEST_SKIP() << result.output;
-  ASSERT_EQ(result.exit_code, 0) << result.output;
+  // The inner test binaries print "[  SKIPPED ]" for their CUDA cases: ctest's skip pattern
+  // for discovered tests would then report this test skipped precisely when it fails.
+  std::string shown = result.output;
+  for (auto at = shown.find("[  SKIPPED ]"); at != std::string::npos; at = shown.find("[  SKIPPED ]", at)) {
+    shown.replace(at, 12, "[ (skipped) ]");
+  }
+  ASSERT_EQ(result.exit_code, 0) << shown;
   EXPECT_THAT(result.output, HasSubstr("pack_check: the pack runs every part"));
   EXPECT_THAT(result.output, HasSubstr("| fp32 |"));  // the ResNet-50 row
 }

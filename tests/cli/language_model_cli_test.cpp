@@ -74,6 +74,16 @@ TEST_F(LanguageModelCli, EpochsReportTheLossPerTokenAndItsPerplexityAndItLearns)
     EXPECT_NEAR(epoch["val_perplexity"].get<double>(), std::exp(epoch["val_loss"].get<double>()), 1e-9) << epoch;
     EXPECT_FALSE(epoch.contains("val_top1")) << epoch;
   }
+  // Step events count the tokens: 64 predictions a window.
+  std::istringstream lines(testing::read_file(*run_ / "metrics.jsonl"));
+  int steps = 0;
+  for (std::string line; std::getline(lines, line);) {
+    const auto event = nlohmann::json::parse(line);
+    if (event["event"] != "step") continue;
+    ++steps;
+    EXPECT_DOUBLE_EQ(event["tokens_per_s"].get<double>(), 64 * event["samples_per_s"].get<double>()) << event;
+  }
+  EXPECT_GT(steps, 0);
   // Uniform guessing over 256 bytes is ln 256 = 5.55 nats a token.
   EXPECT_LT((*epochs_)[1]["val_loss"].get<double>(), (*epochs_)[0]["val_loss"].get<double>());
   EXPECT_LT((*epochs_)[1]["val_loss"].get<double>(), 3.5);

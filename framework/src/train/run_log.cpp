@@ -65,6 +65,7 @@ void RunLog::on_step_end(const StepEnd& step) {
                          {"lr", step.learning_rate},
                          {"samples_per_s", samples_per_second},
                          {"epoch_elapsed_s", step.epoch_seconds}};
+  if (tokens_per_sample_ > 0) line["tokens_per_s"] = samples_per_second * static_cast<double>(tokens_per_sample_);
   for (const auto& [name, value] : metrics) line[name] = value;
   run_->append_metrics(line);
 }

@@ -3,6 +3,7 @@
 // metrics.jsonl's "step" and "epoch" events.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -24,6 +25,8 @@ class RunLog final : public Callback {
   // Called before it reads TrainState's counts on a step it shows or logs: the trainer
   // brings a count kept on the device up to date there (the loss is read then anyway).
   void settle_counts_with(std::function<void()> settle) { settle_ = std::move(settle); }
+  // A language model's samples hold `tokens` predictions each: step events then give tokens_per_s.
+  void count_tokens(std::int64_t tokens) { tokens_per_sample_ = tokens; }
 
   // A line on the terminal (not in log.txt).
   void note(const std::string& line) const { progress_.note(line); }
@@ -43,6 +46,7 @@ class RunLog final : public Callback {
   Progress& progress_;
   RunDirectory* run_ = nullptr;
   std::function<void()> settle_;
+  std::int64_t tokens_per_sample_ = 0;  // 0: not a language model
 };
 
 }  // namespace mixt

@@ -35,6 +35,11 @@ Trainer::Trainer(Components& components, TrainerOptions options, RunDirectory* r
   // The ledger's device values are read where the host reads anyway: logged steps and an
   // epoch's end below, a progress line that shows skipped_steps, and before any checkpoint.
   run_log_->settle_counts_with([this] { ledger_.settle(); });
+  if (components_.task && components_.task->prediction_unit() == "token") {
+    std::int64_t tokens = 1;
+    for (std::int64_t d : components_.train->sample_shape()) tokens *= d;
+    run_log_->count_tokens(tokens);
+  }
   checkpointer_.settle_before_saving_with([this] { ledger_.settle(); });
   callbacks_.push_back({run_log_, "progress", "mixt", ""});
   callbacks_.insert(callbacks_.end(), components_.callbacks.begin(), components_.callbacks.end());

@@ -19,13 +19,14 @@ PLUGINS=(precision_fp32 precision_tf32 precision_amp_fp16 precision_amp_bf16 pre
          optimizer_sgd optimizer_adamw scheduler_cosine model_simple_cnn model_resnet dataset_fashion_mnist
          dataset_synthetic dataset_cifar10 callback_tensorboard callback_ema precision_bf16_master
          precision_fp16_master precision_bf16_true precision_fp8_tensorwise precision_fp8_delayed precision_fp8_rowwise
-         model_vit task_classification task_causal_lm)
+         model_vit task_classification task_causal_lm model_gpt2 dataset_tokens)
 BINARIES=(mixt test_autocast_parity test_grad_scaler_parity test_sync_free_step test_precision_policies
           test_float8 precision_cuda_check)
 FILES=(bench/gpu/run.sh bench/resnet50_compare.sh bench/resnet50_compare_table.py bench/resnet50_vs_pytorch.py
        recipes/fashion_mnist.yaml recipes/fashion_mnist_fp8.yaml recipes/resnet50 tests/golden/make_autocast_golden.py
        tests/golden/autocast_dtypes.json tests/golden/grad_scaler.json tests/golden/grad_scaler_fused.json
-       tests/golden/grad_scaler_device.json tests/fixtures/data/make_cifar10.py)
+       tests/golden/grad_scaler_device.json tests/fixtures/data/make_cifar10.py bench/gpt2_compare.sh
+       bench/gpt2_compare_table.py bench/gpt2_vs_pytorch.py recipes/gpt2/gpt2_124m.yaml)
 DATA=${FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
 
 for b in "${BINARIES[@]}"; do

@@ -9,7 +9,11 @@
 # cuBLAS/cuDNN math; GradScaler parity; Fashion-MNIST per policy; ResNet-50 batch 256
 # channels_last, mixt vs PyTorch eager, a row per policy (images/s, p50/p95, allocator
 # peak); the same with activation checkpointing; float8 (fp8_rowwise's CUDA matmuls vs its CPU emulation,
-# Fashion-MNIST, ViT-B/16 amp_bf16 vs bf16_master vs fp8_tensorwise vs fp8_rowwise); NCCL at world size 1 under torchrun, on the pinned-memory loader path.
+# Fashion-MNIST, ViT-B/16 amp_bf16 vs bf16_master vs fp8_tensorwise vs fp8_rowwise); NCCL at world size 1 under torchrun, on the pinned-memory loader path;
+# last, GPT-2 124M batch 8 x 1024 random tokens, mixt vs transformers' GPT2LMHeadModel in eager
+# PyTorch, a row per policy and fp32 with activation checkpointing (bench/gpt2_compare.sh; its
+# own limit of 200 s, ~3 min: run last so that it can cost only itself; GPT2=0 skips it, and
+# GPT2=only runs it alone, for a second device call when the first ran out of time).
 set -uo pipefail
 PACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CPU=0
@@ -28,11 +32,17 @@ if ((CPU)); then
   DEVICE=cpu; STEPS=5; BATCH=2; BENCH_STEPS=1; BENCH_WARMUP=0; POLICIES=(fp32 amp_bf16); BACKEND=gloo
   MEMORY_POLICIES=fp32,bf16_master,bf16_true
   CHECKPOINTING_POLICIES=fp32
+  # GPT-2 124M on two CPU cores: a short context and one step, the plumbing only.
+  GPT2_BATCH=1; GPT2_CONTEXT=128; GPT2_STEPS=1; GPT2_WARMUP=0; GPT2_POLICIES=fp32
   DATA+=(data.val.limit=500)
 else
   DEVICE=cuda; STEPS=300; BATCH=256; BENCH_STEPS=30; BENCH_WARMUP=10; POLICIES=(fp32 tf32 amp_fp16 amp_bf16 custom_scaler)
   MEMORY_POLICIES=fp32,amp_fp16,amp_bf16,bf16_master,fp16_master,bf16_true
   CHECKPOINTING_POLICIES=fp32,amp_bf16,bf16_master
+  # The PyTorch side's float8 rows need torchao, which the machine's image lacks (error rows
+  # unless it is carried as a wheel); mixt's float8 rows are measured all the same.
+  GPT2_BATCH=8; GPT2_CONTEXT=1024; GPT2_STEPS=10; GPT2_WARMUP=3
+  GPT2_POLICIES=fp32,tf32,amp_fp16,amp_bf16,fp8_tensorwise,fp8_rowwise
   BACKEND=nccl
 fi
 
@@ -43,6 +53,15 @@ part "environment"
   ((CPU)) || timeout 20 nvidia-smi
   bin/mixt --version
 } 2>&1 | tee "$OUT/environment.txt"
+
+gpt2_part() {
+  part "GPT-2 124M, batch $GPT2_BATCH x $GPT2_CONTEXT, random tokens: mixt vs PyTorch eager (transformers)"
+  MIXT=bin/mixt timeout $((CPU ? 240 : 200)) bash bench/gpt2_compare.sh --device "$DEVICE" --batch "$GPT2_BATCH" \
+    --context "$GPT2_CONTEXT" --steps "$GPT2_STEPS" --warmup "$GPT2_WARMUP" --precision "$GPT2_POLICIES" \
+    --checkpointing fp32 --out "$OUT/gpt2" > "$OUT/gpt2.md" 2>&1
+  ended gpt2 $?; grep -E "^GPT-2|^\| |without" "$OUT/gpt2.md"
+}
+if [ "${GPT2:-1}" = only ]; then gpt2_part; part "done"; exit 0; fi
 
 part "autocast dtypes on $DEVICE vs torch.autocast"
 timeout 90 python3 tests/golden/make_autocast_golden.py --device "$DEVICE" > "$OUT/autocast_$DEVICE.json" &&
@@ -127,4 +146,6 @@ timeout 60 python3 tests/fixtures/data/make_cifar10.py "$CIFAR" --records 512 &&
     "data={train: {name: cifar10, root: $CIFAR, batch_size: 64, workers: 4}, val: {name: cifar10, root: $CIFAR, split: test, batch_size: 256, workers: 4}}" \
     "model={name: simple_cnn, channels: [16, 32], hidden: 64}" output="$OUT/runs" > "$OUT/loader.log" 2>&1
 ended loader $?; grep -E "^done:|^test accuracy" "$OUT/loader.log"
+
+[ "${GPT2:-1}" != 0 ] && gpt2_part
 part "done"

@@ -25,8 +25,9 @@
 #
 # Defaults: on a GPU batch 8, 20 timed steps after 5, fp32,tf32,amp_fp16,amp_bf16,bf16_master
 # (add fp8_tensorwise,fp8_rowwise on an H100/H200: bench/gpu/run.sh does); on the CPU batch 1,
-# 3 after 1, fp32,amp_bf16,bf16_master,bf16_true (tf32 is fp32 on a CPU; float16 and float8
-# are emulated there, minutes a step). PyTorch has no counterpart for fp8_delayed (an error row).
+# 3 after 1, fp32,amp_bf16,bf16_master,bf16_true (tf32 is fp32 on a CPU; a float16 step takes
+# minutes there; float8 is emulated, about fp32's speed: add fp8_tensorwise,fp8_delayed,fp8_rowwise).
+# PyTorch has no counterpart for fp8_delayed (an error row). docs/benchmarks.md has the figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MIXT=${MIXT:-build/bin/mixt}

@@ -1,10 +1,10 @@
 #include "commands.h"
 
 #include <ATen/detail/CUDAHooksInterface.h>
-#include <CLI/CLI.hpp>
 #include <torch/version.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -44,13 +44,20 @@ int run(const std::string& recipe, const std::vector<std::string>& overrides) {
   const std::string stopped =
       result.stopped_early ? "; stopped early by " + result.stopped_early->by + ": " + result.stopped_early->reason
                            : "";
-  std::printf(
-      "done: %lld optimizer steps (%lld skipped), %lld samples, "
-      "%.1fs training (%.0f samples/s), %.1fs in all%s\n",
-      static_cast<long long>(result.optimizer_steps), static_cast<long long>(result.skipped_steps),
-      static_cast<long long>(result.samples), result.train_seconds,
-      result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0.0,
-      result.elapsed_seconds, stopped.c_str());
+  const double samples_per_second =
+      result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0.0;
+  // A language model's samples are windows of tokens: its rate is in tokens, as llm.c and nanoGPT give it.
+  char rate[128];
+  if (result.tokens_per_sample > 0) {
+    std::snprintf(rate, sizeof(rate), "%lld tokens, %.1fs training (%.0f tokens/s)",
+                  static_cast<long long>(result.samples * result.tokens_per_sample), result.train_seconds,
+                  samples_per_second * static_cast<double>(result.tokens_per_sample));
+  } else {
+    std::snprintf(rate, sizeof(rate), "%.1fs training (%.0f samples/s)", result.train_seconds, samples_per_second);
+  }
+  std::printf("done: %lld optimizer steps (%lld skipped), %lld samples, %s, %.1fs in all%s\n",
+              static_cast<long long>(result.optimizer_steps), static_cast<long long>(result.skipped_steps),
+              static_cast<long long>(result.samples), rate, result.elapsed_seconds, stopped.c_str());
   if (result.bad_samples > 0) {
     std::printf("skipped %lld bad samples (undecodable files; the warnings above name the first)\n",
                 static_cast<long long>(result.bad_samples));
@@ -113,9 +120,10 @@ void print_linear_layers(const Components& c, const std::vector<std::int64_t>& s
     std::printf("  linear    %zu layer%s (at::linear)\n", layers.size(), plural);
     return;
   }
-  std::printf("  linear    %zu layer%s, %zu computed by the precision policy (float8 under fp8_*): %.1f%% of their "
-              "FLOPs\n",
-              layers.size(), plural, own, all_flops > 0 ? 100.0 * own_flops / all_flops : 0.0);
+  std::printf(
+      "  linear    %zu layer%s, %zu computed by the precision policy (float8 under fp8_*): %.1f%% of their "
+      "FLOPs\n",
+      layers.size(), plural, own, all_flops > 0 ? 100.0 * own_flops / all_flops : 0.0);
 }
 
 std::string joined(const std::vector<std::string>& names) {
@@ -136,7 +144,8 @@ void print_routing_and_steps(const Experiment& e) {
     } else {
       std::printf("  routed    %zu through mixt::call_submodule: %s\n", routing.routed.size(),
                   joined(routing.routed).c_str());
-      std::printf("  blocks    %zu through mixt::call_block: %s\n", routing.blocks.size(), joined(routing.blocks).c_str());
+      std::printf("  blocks    %zu through mixt::call_block: %s\n", routing.blocks.size(),
+                  joined(routing.blocks).c_str());
     }
     const std::vector<std::string>& recomputed = choice.all_blocks ? routing.blocks : choice.names;
     std::printf("  recompute %s (trainer.activation_checkpointing)\n", joined(recomputed).c_str());
@@ -176,8 +185,8 @@ int check(const std::string& recipe, const std::vector<std::string>& overrides) 
   // A language model's samples are token windows: its "classes" are the vocabulary.
   const bool tokens = e.components.task->prediction_unit() == "token";
   const auto describe_data = [tokens](const char* split, Dataset& data) {
-    const std::string classes = tokens ? "vocabulary " + std::to_string(data.num_classes())
-                                       : std::to_string(data.num_classes()) + " classes";
+    const std::string classes =
+        tokens ? "vocabulary " + std::to_string(data.num_classes()) : std::to_string(data.num_classes()) + " classes";
     std::printf("  data.%-5s %lld samples, %s, each %s; %lld batch%s per epoch\n", split,
                 static_cast<long long>(data.size()), classes.c_str(),
                 c10::str(at::IntArrayRef(data.sample_shape())).c_str(),
@@ -369,8 +378,7 @@ void add_describe_command(CLI::App& app, Commands& commands) {
     bool markdown = false;
   };
   auto args = std::make_shared<Arguments>();
-  CLI::App* describe_app =
-      app.add_subcommand("describe", "show a component's (or the trainer's) options and defaults");
+  CLI::App* describe_app = app.add_subcommand("describe", "show a component's (or the trainer's) options and defaults");
   describe_app->add_option("kind", args->kind, "component kind, or trainer")->required();
   describe_app->add_option("name", args->name, "component name (none for trainer)");
   describe_app->add_option("--recipe", args->recipe, "also load this recipe's plugins: list, as mixt run does");

@@ -1,13 +1,13 @@
 #include "export_command.h"
 
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 
+#include "assembly/components.h"
 #include "common/atomic_file.h"
 #include "experiment/inference.h"
 #include "experiment/model_source.h"
@@ -45,13 +45,26 @@ std::string lower(std::string text) {
 struct ModelInput {
   std::vector<std::int64_t> sample_shape;
   std::vector<std::string> class_names;
-  std::int64_t classes = 0;
+  std::int64_t classes = 0;  // the vocabulary of a language model
   std::string split;
   std::string preprocessing;  // the dataset's own description, when it gives one
+  // A token model's input is token ids whose sequence length stays symbolic in the file.
+  bool tokens = false;
+  InputMaker make_input;
 };
 
+// Random inputs of the task's kind: its blank batch tells floats (normal values) from token
+// ids (uniform below the vocabulary).
+InputMaker input_maker(const Task& task, std::int64_t vocabulary) {
+  return [&task, vocabulary](const std::vector<std::int64_t>& shape) {
+    const at::Tensor blank = task.blank_inputs(shape, at::kCPU);
+    if (at::isFloatingType(blank.scalar_type())) return at::randn(shape);
+    return at::randint(0, std::max<std::int64_t>(vocabulary, 1), shape, blank.options());
+  };
+}
+
 ModelInput model_input(const ExportOptions& options, const ModelTarget& target, const ModelPlan& plan,
-                       const Registry& registry, std::uint64_t seed) {
+                       const Registry& registry, const Task& task, std::uint64_t seed) {
   ModelInput in;
   in.class_names = run_class_names(target);
   const Config data = plan.recipe.config().section("data");
@@ -73,6 +86,8 @@ ModelInput model_input(const ExportOptions& options, const ModelTarget& target, 
                       "give one sample's shape, e.g. --input-shape 3,224,224");
   }
   if (!in.class_names.empty()) in.classes = static_cast<std::int64_t>(in.class_names.size());
+  in.tokens = task.prediction_unit() == "token";
+  in.make_input = input_maker(task, in.classes);
   return in;
 }
 
@@ -115,15 +130,20 @@ struct CheckedTrace {
 };
 
 // The model traced at kTraceBatch on a seeded random example, and run at kCheckBatches
-// against the model.
-CheckedTrace trace_and_check(const std::shared_ptr<Model>& model, const std::vector<std::int64_t>& sample_shape) {
+// against the model; a token model also at shorter sequences (its time axis is symbolic).
+CheckedTrace trace_and_check(const std::shared_ptr<Model>& model, const ModelInput& in) {
   std::vector<std::int64_t> example_shape{kTraceBatch};
-  example_shape.insert(example_shape.end(), sample_shape.begin(), sample_shape.end());
+  example_shape.insert(example_shape.end(), in.sample_shape.begin(), in.sample_shape.end());
   at::manual_seed(0);
-  const at::Tensor example = at::randn(example_shape);
+  const at::Tensor example = in.make_input(example_shape);
   const auto forward = [&model](const at::Tensor& x) { return model->forward(x); };
   TracedModel traced = trace_model(*model, forward, example);
-  const double difference = check_other_batches(traced, forward, example, kCheckBatches);
+  double difference = check_other_sizes(traced, forward, example, in.make_input, VariedAxis::batch, kCheckBatches);
+  if (in.tokens && example.size(1) > 1) {
+    const std::vector<std::int64_t> lengths{1, (example.size(1) + 1) / 2};
+    difference =
+        std::max(difference, check_other_sizes(traced, forward, example, in.make_input, VariedAxis::time, lengths));
+  }
   if (difference > kTraceTolerance) {
     throw usage_error("the traced forward differs from the model by " + std::to_string(difference) +
                           " at a batch other than the trace's: its control flow or shapes depend on the batch or the "
@@ -136,7 +156,7 @@ CheckedTrace trace_and_check(const std::shared_ptr<Model>& model, const std::vec
 
 // Writes the traced model as TorchScript or ONNX; returns what was written, for the summary line.
 std::string write_traced(const ExportOptions& options, const std::string& format, TracedModel& traced,
-                         const std::map<std::string, std::string>& metadata) {
+                         const std::map<std::string, std::string>& metadata, bool tokens) {
   if (format == "torchscript") {
     write_file_atomically(options.output, [&](std::ostream& out) {
       traced.module.save(out, {{"mixt.json", export_metadata_json(metadata)}});
@@ -145,7 +165,9 @@ std::string write_traced(const ExportOptions& options, const std::string& format
   }
   OnnxGraph graph = translate_to_onnx(traced, options.opset);  // refuses before anything is written
   if (options.dtype == "float16") convert_to_float16(graph);
-  const std::string bytes = onnx_file_bytes(graph, options.opset, metadata);
+  const std::string bytes =
+      onnx_file_bytes(graph, options.opset, metadata,
+                      tokens ? std::vector<std::string>{"batch", "time"} : std::vector<std::string>{"batch"});
   write_file_atomically(
       options.output, [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
   return "ONNX opset " + std::to_string(options.opset) + ", " + options.dtype + ", " +
@@ -153,16 +175,21 @@ std::string write_traced(const ExportOptions& options, const std::string& format
 }
 
 void print_written(const ExportOptions& options, const std::string& summary, const std::string& source,
-                   const std::vector<std::int64_t>& sample_shape, double difference) {
+                   const ModelInput& in, double difference) {
   std::string shape = "batch";
-  for (std::int64_t d : sample_shape) shape += " x " + std::to_string(d);
+  for (std::int64_t d : in.sample_shape) shape += " x " + std::to_string(d);
+  std::string checked = "batches 1 and 3";
+  if (in.tokens) {
+    const std::int64_t time = in.sample_shape.at(0);
+    shape = "batch x time (token ids, time up to " + std::to_string(time) + ")";
+    if (time > 1) checked += " and sequence lengths 1 and " + std::to_string((time + 1) / 2);
+  }
   char difference_text[32];
   std::snprintf(difference_text, sizeof(difference_text), "%.2g", difference);
   std::printf(
-      "wrote %s (%s) from %s: input %s, traced at batch %lld, equal to the model at batches 1 and 3 "
-      "(largest difference %s)\n",
+      "wrote %s (%s) from %s: input %s, traced at batch %lld, equal to the model at %s (largest difference %s)\n",
       options.output.c_str(), summary.c_str(), source.c_str(), shape.c_str(), static_cast<long long>(kTraceBatch),
-      difference_text);
+      checked.c_str(), difference_text);
 }
 
 }  // namespace
@@ -187,24 +214,30 @@ int export_model(const ExportOptions& options) {
   Session session;
   session.load_plugins_of(plan.recipe);
   const InferenceSettings settings = InferenceSettings::read(plan.recipe, at::kCPU);  // traced on the CPU
-  const ModelInput in = model_input(options, target, plan, session.registry(), settings.seed);
+  const std::unique_ptr<Task> task =
+      session.registry().make_task(task_section_of(plan.recipe.config()), TaskContext{at::kCPU, 0, 0.0});
+  const ModelInput in = model_input(options, target, plan, session.registry(), *task, settings.seed);
   const std::string source = weights_source(plan, options.source);
-  const Inference inference(
-      plan, session.registry(), settings, in.sample_shape, in.classes,
-      {in.split.empty() ? std::string("--input-shape") : "data." + in.split + "'s samples", ""}, options.ema, "export");
+  const Inference inference(plan, session.registry(), settings, in.sample_shape, in.classes,
+                            {in.split.empty() ? std::string("--input-shape") : "data." + in.split + "'s samples", ""},
+                            options.ema, "export");
   const std::shared_ptr<Model>& model = inference.shared_model();
   model->to(at::kFloat);
   if (format == "safetensors") return export_recipe_weights(options, plan, model);
 
-  CheckedTrace trace = trace_and_check(model, in.sample_shape);
-  ExportFacts facts{source, in.class_names, in.sample_shape, 0,     in.split,
-                    false,  format,         options.opset,  options.dtype, in.preprocessing};
-  facts.outputs = trace.traced.graph->outputs().at(0)->type()->expectRef<c10::TensorType>().sizes()[1].value_or(0);
+  CheckedTrace trace = trace_and_check(model, in);
+  ExportFacts facts{source,        in.class_names, in.sample_shape, 0, in.split, false, format,
+                    options.opset, options.dtype,  in.preprocessing};
+  // Classes, or a token model's vocabulary: the output's last size as the trace saw it.
+  const auto output_sizes =
+      trace.traced.graph->outputs().at(0)->type()->expectRef<c10::TensorType>().sizes().concrete_sizes();
+  if (output_sizes && !output_sizes->empty()) facts.outputs = output_sizes->back();
+  facts.tokens = in.tokens;
   facts.channels_last = inference.channels_last();
   const std::map<std::string, std::string> metadata = export_metadata(plan.recipe, facts);
 
-  const std::string summary = write_traced(options, format, trace.traced, metadata);
-  print_written(options, summary, source, in.sample_shape, trace.difference);
+  const std::string summary = write_traced(options, format, trace.traced, metadata, in.tokens);
+  print_written(options, summary, source, in, trace.difference);
   return 0;
 }
 

@@ -55,29 +55,42 @@ nlohmann::json transforms_of(const Recipe& recipe, const std::string& split) {
 std::map<std::string, std::string> export_metadata(const Recipe& recipe, const ExportFacts& facts) {
   nlohmann::json shape = nlohmann::json::array({"batch"});
   for (std::int64_t d : facts.sample_shape) shape.push_back(d);
+  nlohmann::json input = {{"name", "input"}, {"dtype", facts.dtype}, {"shape", shape}};
+  nlohmann::json output = {
+      {"name", "output"}, {"dtype", facts.dtype}, {"shape", {"batch", facts.outputs}}, {"meaning", "logits"}};
+  if (facts.tokens) {
+    input = {{"name", "input"},
+             {"dtype", "int64"},
+             {"shape", {"batch", "time"}},
+             {"max_time", facts.sample_shape.at(0)},
+             {"meaning", "token ids"}};
+    output = {{"name", "output"},
+              {"dtype", facts.dtype},
+              {"shape", {"batch", "time", facts.outputs}},
+              {"meaning", "next-token logits at every position"}};
+  }
   const RecipeEntry* name = recipe.root->find("name");
   const nlohmann::json preprocessing = {
       {"transforms", transforms_of(recipe, facts.data_split)},
       // In words, from the dataset itself: what `transforms` does, or its default when the
       // recipe states none (values included: sizes, mean, std).
-      {"described", facts.dataset_preprocessing.empty() ? nlohmann::json(nullptr)
-                                                        : nlohmann::json(facts.dataset_preprocessing)},
+      {"described",
+       facts.dataset_preprocessing.empty() ? nlohmann::json(nullptr) : nlohmann::json(facts.dataset_preprocessing)},
       {"data_section", facts.data_split.empty() ? nlohmann::json(nullptr) : nlohmann::json("data." + facts.data_split)},
       {"channel_order",
        facts.sample_shape.size() == 3 && facts.sample_shape[0] == 3 ? "RGB" : "as the dataset decodes"},
-      {"layout", "NCHW float32 (ONNX); channels_last: " + std::string(facts.channels_last ? "true" : "false") +
-                     " in the recipe, which only changes memory layout in LibTorch"}};
+      {"layout", facts.tokens
+                     ? std::string("token ids, int64, below the vocabulary")
+                     : "NCHW float32 (ONNX); channels_last: " + std::string(facts.channels_last ? "true" : "false") +
+                           " in the recipe, which only changes memory layout in LibTorch"}};
   std::map<std::string, std::string> out{
       {"mixt.version", version()},
       {"mixt.recipe", name && name->value->type == RecipeNode::Type::scalar ? name->value->scalar : ""},
       {"mixt.source", facts.source},
       {"mixt.format", facts.format + (facts.format == "onnx" ? " opset " + std::to_string(facts.opset) : "")},
       {"mixt.classes", nlohmann::json(facts.class_names).dump()},
-      {"mixt.input", nlohmann::json({{"name", "input"}, {"dtype", facts.dtype}, {"shape", shape}}).dump()},
-      {"mixt.output",
-       nlohmann::json(
-           {{"name", "output"}, {"dtype", facts.dtype}, {"shape", {"batch", facts.outputs}}, {"meaning", "logits"}})
-           .dump()},
+      {"mixt.input", input.dump()},
+      {"mixt.output", output.dump()},
       {"mixt.preprocessing", preprocessing.dump()},
   };
   return out;

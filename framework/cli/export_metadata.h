@@ -23,10 +23,14 @@ struct ExportFacts {
   std::int64_t opset = 0;                  // ONNX only
   std::string dtype = "float32";           // of the input and the output
   std::string dataset_preprocessing;       // data_split's dataset's own description, or ""
+  // A language model's: input int64 token ids [batch, time], time up to sample_shape[0];
+  // output next-token logits [batch, time, outputs].
+  bool tokens = false;
 };
 
 // Keys: mixt.version, mixt.recipe (its name:), mixt.source, mixt.format, mixt.classes (a JSON
-// array), mixt.input (JSON: name, dtype, shape with "batch" first), mixt.output (JSON),
+// array), mixt.input (JSON: name, dtype, shape with "batch" first; "time" second and max_time
+// for a token model), mixt.output (JSON),
 // mixt.preprocessing (JSON: the eval transforms as the recipe states them, the dataset's own
 // description of what an input goes through, channel order, channels_last); values are strings.
 std::map<std::string, std::string> export_metadata(const Recipe& recipe, const ExportFacts& facts);

@@ -211,24 +211,30 @@ class TransformerImpl : public torch::nn::Module {
     const at::Tensor positions = at::ones_like(ids.select(0, 0), ids.options().dtype(at::kLong)).cumsum(0) - 1;
     at::Tensor x = drop->forward(wte->forward(ids) + wpe->forward(positions));
     for (std::size_t i = 0; i < blocks_.size(); ++i) {
-      x = mixt::call_block(model, names_[i], x, [block = &blocks_[i]](const at::Tensor& in) {
-        return (*block)->forward(in);
-      });
+      x = mixt::call_block(model, names_[i], x,
+                           [block = &blocks_[i]](const at::Tensor& in) { return (*block)->forward(in); });
     }
     return mixt::call_submodule(model, "transformer.ln_f", x,
                                 [norm = &ln_f](const at::Tensor& in) { return (*norm)->forward(in); });
   }
 
   // Positions past .. past+new-1 of `ids` (N x new) through every block's decode, `keys` and
-  // `values` holding each block's cache (grown here). Eval mode: no dropout, no routing.
+  // `values` holding each block's cache (grown here). Eval mode: no dropout; routed under the
+  // names forward() routes, so precision.fp32_modules computes the same in both.
   at::Tensor decode(const at::Tensor& ids, std::int64_t past, std::vector<at::Tensor>& keys,
-                    std::vector<at::Tensor>& values) {
+                    std::vector<at::Tensor>& values, const torch::nn::Module& model) {
     keys.resize(blocks_.size());
     values.resize(blocks_.size());
     const at::Tensor positions = at::arange(past, past + ids.size(1), ids.options().dtype(at::kLong));
     at::Tensor x = wte->forward(ids) + wpe->forward(positions);
-    for (std::size_t i = 0; i < blocks_.size(); ++i) x = blocks_[i]->decode(x, keys[i], values[i]);
-    return ln_f->forward(x);
+    for (std::size_t i = 0; i < blocks_.size(); ++i) {
+      x = mixt::call_submodule(model, names_[i], x,
+                               [block = &blocks_[i], k = &keys[i], v = &values[i]](const at::Tensor& in) {
+                                 return (*block)->decode(in, *k, *v);
+                               });
+    }
+    return mixt::call_submodule(model, "transformer.ln_f", x,
+                                [norm = &ln_f](const at::Tensor& in) { return (*norm)->forward(in); });
   }
 
   torch::nn::Embedding wte{nullptr}, wpe{nullptr};
@@ -280,9 +286,14 @@ class Gpt2LMHeadModel : public mixt::Model, public mixt::CachedDecoding {
   }
   at::Tensor decode(const at::Tensor& ids) override {
     TORCH_CHECK(ids.dim() == 2, "gpt2: expected token ids [batch, new], got shape ", ids.sizes());
-    TORCH_CHECK(past_ + ids.size(1) <= context_, "gpt2: ", past_ + ids.size(1), " tokens decoded, more than context_length ",
-                context_, "; clear the cache and decode the last ", context_, " again");
-    const at::Tensor logits = lm_head_->forward(transformer_->decode(ids, past_, keys_, values_));
+    TORCH_CHECK(past_ + ids.size(1) <= context_, "gpt2: ", past_ + ids.size(1),
+                " tokens decoded, more than context_length ", context_, "; clear the cache and decode the last ",
+                context_, " again");
+    const at::Tensor h = mixt::call_submodule(*this, "transformer", ids, [this](const at::Tensor& in) {
+      return transformer_->decode(in, past_, keys_, values_, *this);
+    });
+    const at::Tensor logits =
+        mixt::call_submodule(*this, "lm_head", h, [this](const at::Tensor& in) { return lm_head_->forward(in); });
     past_ += ids.size(1);
     return logits;
   }
@@ -337,7 +348,8 @@ void register_components(mixt::Registrar& r) {
                     for (auto d : s) shape.append(shape.empty() ? "" : "x").append(std::to_string(d));
                     o.where.fail("name",
                                  "gpt2 takes token sequences (a sample is [time] token ids), but the data delivers "
-                                 "samples of shape " + shape,
+                                 "samples of shape " +
+                                     shape,
                                  "use a token dataset");
                   }
                   if (s.size() == 1 && s[0] > o.context_length) {

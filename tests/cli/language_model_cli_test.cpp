@@ -8,10 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 
 #include "child_process.h"
+#include "export_checks.h"
 #include "mixt/helpers/safetensors.h"
 #include "run_directories.h"
 #include "test_support.h"
@@ -30,8 +33,10 @@ model: { name: gpt2, num_layers: 2, num_heads: 2, hidden_dim: 64, context_length
 precision: { name: fp32 }
 optimizer: { name: adamw, lr: 3.0e-3, betas: [0.9, 0.99], weight_decay: 0.1 }
 data:
-  train: { name: text, file: )" + std::string(kText) + R"(, context: 64, to: 0.9, batch_size: 16 }
-  val:   { name: text, file: )" + std::string(kText) + R"(, context: 64, from: 0.9, batch_size: 16 }
+  train: { name: text, file: )" +
+         std::string(kText) + R"(, context: 64, to: 0.9, batch_size: 16 }
+  val:   { name: text, file: )" +
+         std::string(kText) + R"(, context: 64, from: 0.9, batch_size: 16 }
 trainer: { epochs: 2, seed: 0, threads: 1, log_every: 10 }
 callbacks: [{ name: early_stopping, monitor: val_perplexity, patience: 5 }]
 output: runs
@@ -45,6 +50,7 @@ class LanguageModelCli : public ::testing::Test {
     dir_->write("chars.yaml", recipe("task: { name: causal_lm }"));
     const CommandResult run = run_mixt({"run", "chars.yaml"}, dir_->path());
     ASSERT_EQ(run.exit_code, 0) << run.output;
+    run_output_ = new std::string(run.output);
     for (const auto& entry : fs::directory_iterator(dir_->path() / "runs" / "chars")) run_ = new fs::path(entry.path());
     std::istringstream lines(testing::read_file(*run_ / "metrics.jsonl"));
     epochs_ = new std::vector<nlohmann::json>;
@@ -55,6 +61,7 @@ class LanguageModelCli : public ::testing::Test {
   }
   static void TearDownTestSuite() {
     delete epochs_;
+    delete run_output_;
     delete run_;
     delete dir_;
   }
@@ -65,10 +72,11 @@ class LanguageModelCli : public ::testing::Test {
 
   static inline TempDir* dir_ = nullptr;
   static inline fs::path* run_ = nullptr;
+  static inline std::string* run_output_ = nullptr;
   static inline std::vector<nlohmann::json>* epochs_ = nullptr;
 };
 
-TEST_F(LanguageModelCli, EpochsReportTheLossPerTokenAndItsPerplexityAndItLearns) {
+TEST_F(LanguageModelCli, EpochsReportTheLossPerTokenAndItsPerplexityAndItLearnsAtTokensPerSecond) {
   ASSERT_EQ(epochs_->size(), 2u);
   for (const auto& epoch : *epochs_) {
     EXPECT_NEAR(epoch["val_perplexity"].get<double>(), std::exp(epoch["val_loss"].get<double>()), 1e-9) << epoch;
@@ -87,6 +95,25 @@ TEST_F(LanguageModelCli, EpochsReportTheLossPerTokenAndItsPerplexityAndItLearns)
   // Uniform guessing over 256 bytes is ln 256 = 5.55 nats a token.
   EXPECT_LT((*epochs_)[1]["val_loss"].get<double>(), (*epochs_)[0]["val_loss"].get<double>());
   EXPECT_LT((*epochs_)[1]["val_loss"].get<double>(), 3.5);
+  // The step lines and the closing line give the rate in tokens: windows of 64.
+  EXPECT_THAT(*run_output_, ::testing::ContainsRegex("step 10/[0-9]+ loss [0-9.]+ [0-9.]+ step/s [0-9]+ tokens/s"));
+  EXPECT_THAT(*run_output_, ::testing::Not(HasSubstr("samples/s")));
+  std::smatch done;
+  ASSERT_TRUE(
+      std::regex_search(*run_output_, done, std::regex("done: .*, ([0-9]+) samples, ([0-9]+) tokens, .*tokens/s\\)")))
+      << *run_output_;
+  EXPECT_EQ(std::stoll(done[2].str()), 64 * std::stoll(done[1].str()));
+}
+
+// lr-find ramps the task's loss: per-token cross-entropy, which for the untrained model (logits
+// near zero from transformers' 0.02 init) starts at uniform guessing over 256 bytes, ln 256.
+TEST_F(LanguageModelCli, LrFindRampsTheTokenLossFromUniformGuessing) {
+  const CommandResult found = run_mixt({"lr-find", "chars.yaml", "--steps", "30", "--json", "lr.json"}, dir_->path());
+  ASSERT_EQ(found.exit_code, 0) << found.output;
+  const nlohmann::json curve = nlohmann::json::parse(testing::read_file(dir_->path() / "lr.json"));
+  ASSERT_GE(curve["points"].size(), 12u) << curve.dump(1);
+  EXPECT_NEAR(curve["points"][0]["loss"].get<double>(), std::log(256.0), 0.05);
+  EXPECT_FALSE(curve["suggestion"].is_null()) << curve.dump(1);
 }
 
 TEST_F(LanguageModelCli, EvaluateGivesTheRunsLastFigures) {
@@ -100,8 +127,8 @@ TEST_F(LanguageModelCli, EvaluateGivesTheRunsLastFigures) {
 }
 
 TEST_F(LanguageModelCli, GenerateContinuesThePromptTheSameWithAndWithoutTheCache) {
-  const std::vector<std::string> args = {"--prompt", "This License", "--max-new-tokens", "80", "--seed", "7",
-                                         "--top-k", "20"};
+  const std::vector<std::string> args = {"--prompt", "This License", "--max-new-tokens", "80", "--seed", "7", "--top-k",
+                                         "20"};
   const CommandResult cached = generate(args);
   ASSERT_EQ(cached.exit_code, 0) << cached.output;
   std::vector<std::string> uncached_args = args;
@@ -163,8 +190,10 @@ model: { name: gpt2, num_layers: 2, num_heads: 2, hidden_dim: 32, context_length
 precision: { name: fp32 }
 optimizer: { name: adamw, lr: 3.0e-3, betas: [0.9, 0.95], weight_decay: 0.1, weight_decay_1d: false }
 data:
-  train: { name: text, file: )" + std::string(kText) + R"(, context: 32, to: 0.05, batch_size: 8, shuffle: true }
-  val:   { name: text, file: )" + std::string(kText) + R"(, context: 32, from: 0.9, to: 0.92, batch_size: 8 }
+  train: { name: text, file: )" +
+                          std::string(kText) + R"(, context: 32, to: 0.05, batch_size: 8, shuffle: true }
+  val:   { name: text, file: )" +
+                          std::string(kText) + R"(, context: 32, from: 0.9, to: 0.92, batch_size: 8 }
 trainer: { epochs: 2, seed: 0, threads: 1, log_every: 1, clip_grad_norm: 1.0 }
 callbacks: [{ name: tensorboard, enabled: false }]
 output: runs
@@ -240,6 +269,71 @@ TEST_F(LanguageModelCli, BenchReportsTokensPerSecond) {
   EXPECT_DOUBLE_EQ(row["tokens_per_s"].get<double>(), 64 * row["images_per_s"].get<double>());
 }
 
+// The trained run exported to ONNX (opsets 17 and 21) and TorchScript, its time axis
+// symbolic: ONNX Runtime and torch.jit.load give transformers' GPT2LMHeadModel's logits (on
+// mixt's safetensors export) for token ids of other batches and sequence lengths than the
+// trace's (tests/support/export_reference.py measures).
+TEST_F(LanguageModelCli, ExportsToOnnxAndTorchScriptThatGiveTransformersLogits) {
+  const fs::path dir = dir_->path() / "export";
+  fs::create_directories(dir);
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"-o", (dir / "m.onnx").string()},
+                                             {"-o", (dir / "m21.onnx").string(), "--opset", "21"},
+                                             {"-o", (dir / "m.pt").string()},
+                                             {"-o", (dir / "m.safetensors").string()}}) {
+    std::vector<std::string> command{"export", run_->string()};
+    command.insert(command.end(), args.begin(), args.end());
+    const CommandResult exported = run_mixt(command, dir_->path());
+    ASSERT_EQ(exported.exit_code, 0) << exported.output;
+    if (args[1].find(".onnx") != std::string::npos) {
+      EXPECT_THAT(exported.output, HasSubstr("batch x time (token ids, time up to 64)"));
+      EXPECT_THAT(exported.output, HasSubstr("sequence lengths 1 and 32"));
+    }
+  }
+  // Batch -> sequence length: the full context, others shorter than the trace's.
+  const std::vector<std::pair<std::int64_t, std::int64_t>> inputs{{1, 64}, {3, 17}, {8, 5}};
+  NamedTensors data;
+  at::manual_seed(11);
+  for (const auto& [batch, time] : inputs) {
+    data.emplace_back("input_b" + std::to_string(batch), at::randint(0, 256, {batch, time}, at::kLong));
+  }
+  save_safetensors(dir / "data.safetensors", data);
+  const nlohmann::json gpt2 = {
+      {"vocab_size", 256}, {"num_layers", 2}, {"num_heads", 2}, {"hidden_dim", 64}, {"context_length", 64}};
+  nlohmann::json manifest = nlohmann::json::array();
+  for (const char* opset : {"17", "21"}) {
+    nlohmann::json c = {{"name", std::string("opset") + opset},
+                        {"data", (dir / "data.safetensors").string()},
+                        {"batches", {1, 3, 8}},
+                        {"onnx", (dir / (std::string(opset) == "17" ? "m.onnx" : "m21.onnx")).string()},
+                        {"safetensors", (dir / "m.safetensors").string()},
+                        {"transformers_gpt2", gpt2}};
+    if (std::string(opset) == "17") c["torchscript"] = (dir / "m.pt").string();
+    manifest.push_back(c);
+  }
+  std::ofstream(dir / "manifest.json") << manifest.dump();
+  const nlohmann::json results = testing::run_export_reference(dir / "manifest.json");
+  const double tolerance = 1e-4 * std::max(1.0, results.at("opset17").value("expected_max_abs", 1.0));
+  for (const char* name : {"opset17", "opset21"}) {
+    const nlohmann::json& r = results.at(name);
+    ASSERT_NO_FATAL_FAILURE(testing::expect_onnx_within(results, name, tolerance));
+    EXPECT_EQ(r["inputs"][0], nlohmann::json({"batch", "time"})) << name;
+    EXPECT_EQ(r["initializers_mismatched"], nlohmann::json::array()) << name;
+  }
+  const nlohmann::json& r = results.at("opset17");
+  EXPECT_GT(r["expected_max_abs"].get<double>(), 1.0);  // a trained model's logits, not near zero
+  ASSERT_TRUE(r["torchscript_max_diff"].is_number()) << r["torchscript_max_diff"];
+  EXPECT_LE(r["torchscript_max_diff"].get<double>(), tolerance);
+  const nlohmann::json input = nlohmann::json::parse(r["metadata"]["mixt.input"].get<std::string>());
+  EXPECT_EQ(input["dtype"], "int64");
+  EXPECT_EQ(input["max_time"], 64);
+  const nlohmann::json output = nlohmann::json::parse(r["metadata"]["mixt.output"].get<std::string>());
+  EXPECT_EQ(output["shape"], nlohmann::json({"batch", "time", 256}));
+  std::cout << "[ measured ] gpt2 export: logits up to " << r["expected_max_abs"] << "; ONNX Runtime "
+            << r["onnx_max_diff"] << " (opset 21 " << results.at("opset21")["onnx_max_diff"] << "), torch.jit.load "
+            << r["torchscript_max_diff"] << " from transformers\n";
+}
+
 TEST_F(LanguageModelCli, AModelThatDoesNotFitTheTaskIsARecipeError) {
   dir_->write("classify.yaml", recipe(""));  // no task: classification
   const CommandResult check = run_mixt({"check", "classify.yaml"}, dir_->path());
@@ -260,7 +354,6 @@ TEST_F(LanguageModelCli, AModelThatDoesNotFitTheTaskIsARecipeError) {
   EXPECT_THAT(monitor.output, HasSubstr("the task reports no figure 'val_top1'"));
 }
 
-
 // Every precision policy trains the character model of recipe() for one epoch (31 steps) to
 // a validation loss within 0.6 nats of fp32's: measured 2026-12-03 on this machine's CPU,
 // fp32 3.471 (tf32 the same on a CPU), amp_bf16 3.463, bf16_master 3.522, bf16_true 3.559,
@@ -269,9 +362,9 @@ TEST_F(LanguageModelCli, AModelThatDoesNotFitTheTaskIsARecipeError) {
 class LanguageModelPolicies : public ::testing::TestWithParam<std::string> {
  protected:
   static double val_loss_of(const TempDir& dir, const std::string& policy) {
-    const CommandResult run = run_mixt({"run", "chars.yaml", "precision.name=" + policy, "name=" + policy,
-                                        "trainer.epochs=1", "callbacks=[]"},
-                                       dir.path());
+    const CommandResult run = run_mixt(
+        {"run", "chars.yaml", "precision.name=" + policy, "name=" + policy, "trainer.epochs=1", "callbacks=[]"},
+        dir.path());
     EXPECT_EQ(run.exit_code, 0) << run.output;
     double loss = NAN;
     for (const auto& entry : fs::directory_iterator(dir.path() / "runs" / policy)) {
@@ -296,8 +389,7 @@ TEST_P(LanguageModelPolicies, TrainWithinAStatedMarginOfFp32) {
 
 INSTANTIATE_TEST_SUITE_P(EveryPolicy, LanguageModelPolicies,
                          ::testing::Values("tf32", "amp_fp16", "amp_bf16", "custom_scaler", "bf16_master",
-                                           "fp16_master", "bf16_true", "fp8_tensorwise", "fp8_delayed",
-                                           "fp8_rowwise"),
+                                           "fp16_master", "bf16_true", "fp8_tensorwise", "fp8_delayed", "fp8_rowwise"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace

@@ -39,7 +39,13 @@ struct OpCase {
   std::vector<std::int64_t> sample;
   std::function<void(OpModel&)> init;
   std::function<at::Tensor(OpModel&, const at::Tensor&)> forward;
+  // The input of a shape ([batch, *sample]): normal floats unless the op takes indices.
+  std::function<at::Tensor(const std::vector<std::int64_t>&)> input = [](const std::vector<std::int64_t>& shape) {
+    return at::randn(shape);
+  };
 };
+
+at::Tensor token_ids(const std::vector<std::int64_t>& shape) { return at::randint(0, 10, shape, at::kLong); }
 
 std::vector<OpCase> op_cases() {
   auto none = [](OpModel&) {};
@@ -294,7 +300,28 @@ std::vector<OpCase> op_cases() {
        {2, 5, 8},
        none,
        [](OpModel&, const at::Tensor& x) { return at::scaled_dot_product_attention(x, x * 0.5, x + 1.0); }},
+      {"scaled_dot_product_attention_causal",
+       "aten::scaled_dot_product_attention",
+       {2, 5, 8},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::scaled_dot_product_attention(x, x * 0.5, x + 1.0, {}, 0.0, /*is_causal=*/true);
+       }},
+      // Fewer queries than keys: ATen aligns the causal mask top-left.
+      {"scaled_dot_product_attention_causal_short_queries",
+       "aten::scaled_dot_product_attention",
+       {2, 5, 8},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::scaled_dot_product_attention(x.narrow(2, 0, 3), x * 0.5, x + 1.0, {}, 0.0, /*is_causal=*/true);
+       }},
       {"select", "aten::select", {3, 4}, none, [](OpModel&, const at::Tensor& x) { return x.select(1, 2); }},
+      {"select_first_sample",
+       "aten::select",
+       {3, 4},
+       none,
+       [](OpModel&, const at::Tensor& x) { return x + x.select(0, 0); }},
+      {"sub", "aten::sub", {5}, none, [](OpModel&, const at::Tensor& x) { return x.sub(x * x, 1.5) - 2.0; }},
       {"sigmoid", "aten::sigmoid", {9}, none, [](OpModel&, const at::Tensor& x) { return at::sigmoid(x); }},
       {"sigmoid_",
        "aten::sigmoid_",
@@ -314,6 +341,20 @@ std::vector<OpCase> op_cases() {
          return at::silu_(y);
        }},
       {"slice", "aten::slice", {6, 2}, none, [](OpModel&, const at::Tensor& x) { return x.slice(1, 1, 5, 2); }},
+      {"ones_like",
+       "aten::ones_like",
+       {3, 4},
+       none,
+       [](OpModel&, const at::Tensor& x) { return x + at::ones_like(x); }},
+      {"cumsum", "aten::cumsum", {3, 4}, none, [](OpModel&, const at::Tensor& x) { return x.cumsum(1); }},
+      {"embedding",
+       "aten::embedding",
+       {5},
+       [](OpModel& m) {
+         m.add("weight", at::randn({10, 4}));
+       },
+       [](OpModel& m, const at::Tensor& ids) { return at::embedding(m.get("weight"), ids); },
+       token_ids},
       {"softmax", "aten::softmax", {3, 5}, none, [](OpModel&, const at::Tensor& x) { return x.softmax(-1); }},
       {"transpose", "aten::transpose", {3, 4}, none, [](OpModel&, const at::Tensor& x) { return x.transpose(0, 2); }},
       {"unflatten",
@@ -369,12 +410,12 @@ TEST(OnnxOpTable, EveryEntryRunsInOnnxRuntimeLikeTheEagerOp) {
     const auto forward = [&](const at::Tensor& x) { return c.forward(*model, x); };
     std::vector<std::int64_t> shape{2};
     shape.insert(shape.end(), c.sample.begin(), c.sample.end());
-    TracedModel traced = trace_model(*model, forward, at::randn(shape));
+    TracedModel traced = trace_model(*model, forward, c.input(shape));
     EXPECT_EQ(traced_ops(traced).count(c.op), 1u) << c.name << " records no " << c.op << ":\n" << *traced.graph;
     NamedTensors data;
     for (std::int64_t batch : {1, 3}) {
       shape[0] = batch;
-      const at::Tensor x = at::randn(shape);
+      const at::Tensor x = c.input(shape);
       at::NoGradGuard no_grad;
       data.emplace_back("input_b" + std::to_string(batch), x);
       data.emplace_back("expected_b" + std::to_string(batch), forward(x).contiguous());

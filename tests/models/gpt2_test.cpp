@@ -75,8 +75,8 @@ class Gpt2FromTransformers : public ::testing::TestWithParam<std::string> {};
 TEST_P(Gpt2FromTransformers, LoadsStrictlyAndGivesTransformersLogits) {
   const std::string name = GetParam();
   const auto model = build(read_json(kGolden / "cases.json").at(name).dump());
-  const LoadReport report = load_state_dict(
-      *model, load_safetensors(kGolden / name / "model.safetensors").tensors, /*strict=*/true, name);
+  const LoadReport report =
+      load_state_dict(*model, load_safetensors(kGolden / name / "model.safetensors").tensors, /*strict=*/true, name);
   EXPECT_EQ(report.loaded, state_dict(*model).size());
   const NamedTensors io = load_safetensors(kGolden / (name + ".io.safetensors")).tensors;
   const at::Tensor& ids = find(io, "ids");
@@ -126,11 +126,12 @@ TEST_P(Gpt2FromTransformers, MixtWeightsLoadIntoGpt2LMHeadModelWithTheSameLogits
   save_safetensors(dir.path() / "io.safetensors", {{"ids", ids}, {"logits", logits}});
   const fs::path section_file = dir.write("section.json", section.dump());
 
-  const CommandResult check = testing::run_command(
-      std::string(MIXT_PYTHON) + " " + testing::shell_quote((testing::source_dir() / "tests/golden/make_gpt2_golden.py").string()) +
-      " check " + testing::shell_quote(section_file.string()) + " " +
-      testing::shell_quote((dir.path() / "model.safetensors").string()) + " " +
-      testing::shell_quote((dir.path() / "io.safetensors").string()));
+  const CommandResult check =
+      testing::run_command(std::string(MIXT_PYTHON) + " " +
+                           testing::shell_quote((testing::source_dir() / "tests/golden/make_gpt2_golden.py").string()) +
+                           " check " + testing::shell_quote(section_file.string()) + " " +
+                           testing::shell_quote((dir.path() / "model.safetensors").string()) + " " +
+                           testing::shell_quote((dir.path() / "io.safetensors").string()));
   EXPECT_EQ(check.exit_code, 0) << check.output;
   EXPECT_THAT(check.output, HasSubstr("agree"));
 }
@@ -148,7 +149,8 @@ std::vector<std::pair<std::string, std::vector<std::int64_t>>> names_and_shapes(
 
 std::vector<std::pair<std::string, std::vector<std::int64_t>>> golden_state(const nlohmann::json& entries) {
   std::vector<std::pair<std::string, std::vector<std::int64_t>>> out;
-  for (const auto& entry : entries) out.emplace_back(entry[0].get<std::string>(), entry[1].get<std::vector<std::int64_t>>());
+  for (const auto& entry : entries)
+    out.emplace_back(entry[0].get<std::string>(), entry[1].get<std::vector<std::int64_t>>());
   return out;
 }
 
@@ -199,7 +201,8 @@ TEST(Gpt2Sizes, LargerSizesHaveTransformersShapesAndCounts) {
 
 TEST(Gpt2, HeadIsTiedToTheTokenEmbeddingAsOneParameter) {
   at::manual_seed(0);
-  const auto model = build("{name: gpt2, vocab_size: 50, context_length: 8, num_layers: 2, num_heads: 2, hidden_dim: 32}");
+  const auto model =
+      build("{name: gpt2, vocab_size: 50, context_length: 8, num_layers: 2, num_heads: 2, hidden_dim: 32}");
   const NamedTensors state = state_dict(*model);
   EXPECT_EQ(model->parameters().size(), state.size());  // nothing listed twice
   for (const auto& [name, t] : state) EXPECT_EQ(name.rfind("lm_head", 0), std::string::npos) << name;
@@ -238,7 +241,8 @@ TEST(Gpt2, Conv1DLayersComputeThroughAnInstalledLinearFunction) {
     }
     std::vector<std::vector<std::int64_t>> shapes;
   };
-  const auto model = build("{name: gpt2, vocab_size: 50, context_length: 8, num_layers: 1, num_heads: 2, hidden_dim: 32}");
+  const auto model =
+      build("{name: gpt2, vocab_size: 50, context_length: 8, num_layers: 1, num_heads: 2, hidden_dim: 32}");
   model->eval();
   const at::Tensor ids = at::randint(0, 50, {1, 5}, at::kLong);
   at::NoGradGuard no_grad;
@@ -246,7 +250,8 @@ TEST(Gpt2, Conv1DLayersComputeThroughAnInstalledLinearFunction) {
   auto recording = std::make_shared<Recording>();
   for (const LinearLayer& layer : linear_layers(*model)) layer.set_function(recording);
   EXPECT_TRUE(at::allclose(model->forward(ids), plain, 1e-6, 1e-6));
-  EXPECT_EQ(recording->shapes, (std::vector<std::vector<std::int64_t>>{{96, 32}, {32, 32}, {128, 32}, {32, 128}, {50, 32}}));
+  EXPECT_EQ(recording->shapes,
+            (std::vector<std::vector<std::int64_t>>{{96, 32}, {32, 32}, {128, 32}, {32, 128}, {50, 32}}));
 }
 
 // --- routing ----------------------------------------------------------------------------
@@ -297,7 +302,8 @@ TEST(Gpt2, RoutesItsBlocksForFp32ModulesAndActivationCheckpointing) {
 // Decoding with the KV cache (a prompt of 5, then one token at a time, then 3 at once) gives
 // the logits forward() gives for the whole sequence, position by position; clear_cache starts over.
 TEST(Gpt2, DecodingWithTheCacheGivesTheLogitsOfTheWholeSequence) {
-  const auto model = build("{name: gpt2, vocab_size: 50, context_length: 16, num_layers: 2, num_heads: 2, hidden_dim: 32}");
+  const auto model =
+      build("{name: gpt2, vocab_size: 50, context_length: 16, num_layers: 2, num_heads: 2, hidden_dim: 32}");
   model->eval();
   at::NoGradGuard no_grad;
   auto* cached = dynamic_cast<CachedDecoding*>(model.get());
@@ -316,6 +322,43 @@ TEST(Gpt2, DecodingWithTheCacheGivesTheLogitsOfTheWholeSequence) {
   EXPECT_THROW(cached->decode(ids.slice(1, 0, 5)), c10::Error);  // 12 + 5 > context 16
 }
 
+// Records the names a model routes (call_submodule / call_block), in order.
+class RoutedNames : public SubmoduleObserver {
+ public:
+  void observe(std::string_view name, const at::Tensor&) override { names.emplace_back(name); }
+  std::vector<std::string> names;
+};
+
+// The cached decode routes what forward() routes, so precision.fp32_modules (and mixt
+// diagnose) see generation as they see training: the same names, and under bfloat16 autocast
+// a head listed in fp32_modules gives float32 logits from either.
+TEST(Gpt2, DecodingRoutesTheSubmodulesForwardRoutes) {
+  const auto model =
+      build("{name: gpt2, vocab_size: 50, context_length: 16, num_layers: 2, num_heads: 2, hidden_dim: 32}");
+  model->eval();
+  at::NoGradGuard no_grad;
+  auto* cached = dynamic_cast<CachedDecoding*>(model.get());
+  ASSERT_NE(cached, nullptr);
+  const at::Tensor ids = at::randint(0, 50, {2, 6}, at::kLong);
+  RoutedNames by_forward, by_decode;
+  set_submodule_observer(*model, &by_forward);
+  model->forward(ids);
+  set_submodule_observer(*model, &by_decode);
+  cached->clear_cache();
+  cached->decode(ids);
+  set_submodule_observer(*model, nullptr);
+  EXPECT_EQ(by_decode.names, by_forward.names);
+  EXPECT_EQ(by_forward.names.size(), 5u);  // transformer.h.0, .h.1, .ln_f, transformer, lm_head
+
+  set_fp32_modules(*model, {"lm_head"});
+  AutocastScope bf16(at::kCPU, at::kBFloat16);
+  cached->clear_cache();
+  EXPECT_EQ(cached->decode(ids).scalar_type(), at::kFloat);
+  set_fp32_modules(*model, {});
+  cached->clear_cache();
+  EXPECT_EQ(cached->decode(ids).scalar_type(), at::kBFloat16);
+}
+
 // --- options and inputs --------------------------------------------------------------------
 
 TEST(Gpt2, OptionsAndInputsThatDoNotFitAreErrors) {
@@ -330,11 +373,12 @@ TEST(Gpt2, OptionsAndInputsThatDoNotFitAreErrors) {
   EXPECT_THAT(testing::thrown_error([&] { build("{name: gpt2, num_heads: 5}"); }).what(),
               HasSubstr("must divide hidden_dim"));
 
-  const auto model = build("{name: gpt2, vocab_size: 50, context_length: 8, num_layers: 1, num_heads: 2, hidden_dim: 32}");
+  const auto model =
+      build("{name: gpt2, vocab_size: 50, context_length: 8, num_layers: 1, num_heads: 2, hidden_dim: 32}");
   model->eval();
   at::NoGradGuard no_grad;
-  EXPECT_THROW(model->forward(at::zeros({2, 9}, at::kLong)), c10::Error);      // longer than the context
-  EXPECT_THROW(model->forward(at::zeros({2, 3, 8, 8})), c10::Error);           // an image batch
+  EXPECT_THROW(model->forward(at::zeros({2, 9}, at::kLong)), c10::Error);  // longer than the context
+  EXPECT_THROW(model->forward(at::zeros({2, 3, 8, 8})), c10::Error);       // an image batch
   EXPECT_EQ(model->forward(at::zeros({2, 8}, at::kLong)).sizes(), (std::vector<std::int64_t>{2, 8, 50}));
 }
 

@@ -44,4 +44,14 @@ inline nlohmann::json run_export_reference(const fs::path& manifest) {
   return nlohmann::json::parse(read_file(results));
 }
 
+// What every ONNX case of the reference's results must show: no error, onnx.checker's full
+// check passed, ONNX Runtime within `tolerance` of the expected outputs.
+inline void expect_onnx_within(const nlohmann::json& results, const std::string& name, double tolerance) {
+  const nlohmann::json& r = results.at(name);
+  ASSERT_FALSE(r.contains("error")) << name << ": " << r["error"];
+  EXPECT_EQ(r["checker"], "ok") << name;
+  ASSERT_TRUE(r["onnx_max_diff"].is_number()) << name << ": " << r["onnx_max_diff"];
+  EXPECT_LE(r["onnx_max_diff"].get<double>(), tolerance) << name;
+}
+
 }  // namespace mixt::testing

@@ -16,6 +16,10 @@ MANIFEST is a JSON list of cases. Each case names files mixt wrote:
                initializer must equal the tensor of its name
   torchvision  (optional) {"model": "resnet18", "kwargs": {...}}: torchvision's model with the
                safetensors weights, on each input
+  transformers_gpt2
+               (optional) mixt's gpt2 model section (a JSON object with vocab_size): transformers'
+               GPT2LMHeadModel with the safetensors weights gives expected_bN itself, so `data`
+               needs only the inputs (token ids; each batch may have its own sequence length)
 Writes RESULTS.json, one JSON object: {name: {field: value}} with the largest absolute differences, the
 checker's verdict, the initializer comparison and the files' metadata. The C++ test decides
 what passes; this script only measures.
@@ -113,6 +117,23 @@ def check_torchvision(case, data, out):
     out["torchvision_max_diff"] = worst(diffs)
 
 
+def transformers_gpt2_expected(case, data):
+    """GPT2LMHeadModel's logits on each input, from mixt's safetensors (the tied head left out)."""
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "golden"))
+    from make_gpt2_golden import config_of
+    from transformers import GPT2LMHeadModel
+
+    model = GPT2LMHeadModel(config_of(case["transformers_gpt2"])).eval()
+    missing, unexpected = model.load_state_dict(load_file(case["safetensors"]), strict=False)
+    if list(missing) != ["lm_head.weight"] or unexpected:
+        raise ValueError(f"names differ from GPT2LMHeadModel's: missing {missing}, unexpected {unexpected}")
+    with torch.no_grad():
+        for b in case["batches"]:
+            data[f"expected_b{b}"] = model(input_ids=data[f"input_b{b}"]).logits
+
+
 def main():
     cases = json.load(open(sys.argv[1]))
     results = {}
@@ -120,6 +141,8 @@ def main():
         out = {}
         try:
             data = load_file(case["data"])
+            if "transformers_gpt2" in case:
+                transformers_gpt2_expected(case, data)
             out["expected_max_abs"] = max(float(data[f"expected_b{b}"].abs().max()) for b in case["batches"])
             if "onnx" in case:
                 check_onnx(case, data, out)

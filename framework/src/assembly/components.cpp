@@ -8,15 +8,15 @@
 #include "assembly/model_input.h"
 #include "assembly/routing_probe.h"
 #include "assembly/speed_notes.h"
-#include "distributed/sync_batchnorm.h"
+#include "common/closest_match.h"
 #include "common/first_line.h"
+#include "common/warnings.h"
+#include "distributed/sync_batchnorm.h"
 #include "mixt/helpers/activation_checkpointing.h"
 #include "mixt/helpers/fp32_modules.h"
 #include "mixt/helpers/state_dict.h"
 #include "mixt/options.h"
-#include "common/closest_match.h"
 #include "recipe/recipe_loader.h"
-#include "common/warnings.h"
 
 namespace mixt {
 
@@ -79,11 +79,13 @@ void check_model_fits_train_data(const Components& components, const Config& mod
     out = forward_blank_batch(components, sample_shape);
   } catch (const c10::Error& e) {
     model_section.fail("name",
-                       "the model cannot take the training samples " + c10::str(at::IntArrayRef(sample_shape)) +
-                           ": " + first_line(e.what_without_backtrace()),
+                       "the model cannot take the training samples " + c10::str(at::IntArrayRef(sample_shape)) + ": " +
+                           first_line(e.what_without_backtrace()),
                        "match the model's options to data.train's samples (its transforms: crop size, channels), "
-                       "or the task to the model: the recipe's task (" + task_name + ") fed it that blank batch "
-                       "(`mixt list task`; a language model trains under task: {name: causal_lm})");
+                       "or the task to the model: the recipe's task (" +
+                           task_name +
+                           ") fed it that blank batch "
+                           "(`mixt list task`; a language model trains under task: {name: causal_lm})");
   }
   // A wrong first dimension (a plugin model that reshapes carelessly) would fail only at
   // the first step, in the loss, as a "batch_size" mismatch that names no model.
@@ -96,9 +98,12 @@ void check_model_fits_train_data(const Components& components, const Config& mod
     model_section.fail(explicit_classes ? "num_classes" : "name",
                        "the model's output for a batch of " + std::to_string(batch) + " samples " + problem,
                        explicit_classes ? "drop model.num_classes (the zoo's models then take the data's class count) "
-                                          "or set it to " + std::to_string(classes)
-                                        : "the recipe's task (" + task_name + ") decides the output a model must "
-                                          "give (mixt/task.h); `mixt describe task " + task_name + "` says which");
+                                          "or set it to " +
+                                              std::to_string(classes)
+                                        : "the recipe's task (" + task_name +
+                                              ") decides the output a model must "
+                                              "give (mixt/task.h); `mixt describe task " +
+                                              task_name + "` says which");
   }
 }
 
@@ -167,11 +172,6 @@ void check_val_fits_model(const Components& components, const Config& data) {
   }
 }
 
-// A recipe without `task:` trains a classifier, as every recipe did before tasks existed.
-Config default_task_section() {
-  return Config(parse_yaml("{name: classification}", "(the default task)"), "task");
-}
-
 void record(Components& components, const Registry& registry, ComponentKind kind, const Config& section) {
   const ComponentEntry& entry = registry.find(kind, section);
   components.records.push_back(
@@ -215,13 +215,20 @@ void build_callbacks(Components& components, const Config& recipe, const Registr
 }
 }  // namespace
 
+// A recipe without `task:` trains a classifier, as every recipe did before tasks existed.
+Config task_section_of(const Config& recipe) {
+  return recipe.has("task") ? recipe.section("task")
+                            : Config(parse_yaml("{name: classification}", "(the default task)"), "task");
+}
+
 namespace {
 [[noreturn]] void fail_unrouted(const Components& components, const std::vector<std::string>& unrouted,
                                 const std::string& what, const SourceLocation& where, const std::string& key) {
   std::string names;
   for (const auto& name : unrouted) names += (names.empty() ? "'" : ", '") + name + "'";
   throw Error(ErrorKind::recipe, "the model never ran " + names + " through mixt::call_submodule, so it cannot " + what,
-              where, key, routed_names_hint(unrouted.front(), probe_routing(components).routed) + "; or remove the option");
+              where, key,
+              routed_names_hint(unrouted.front(), probe_routing(components).routed) + "; or remove the option");
 }
 }  // namespace
 
@@ -264,9 +271,8 @@ std::shared_ptr<Model> build_model(const Config& section, const Registry& regist
   return model;
 }
 
-Components build_components(const Config& recipe, const Registry& registry,
-                            const TrainerOptions& options, const Config& trainer_section,
-                            const Communicator* communicator) {
+Components build_components(const Config& recipe, const Registry& registry, const TrainerOptions& options,
+                            const Config& trainer_section, const Communicator* communicator) {
   Components components;
   components.device = resolve_device(options.device, trainer_section);
 
@@ -289,8 +295,8 @@ Components build_components(const Config& recipe, const Registry& registry,
     // A run of zero steps (or an evaluation of zero samples, a NaN loss) would end "done".
     if (dataset->batches_per_epoch() == 0) {
       section.fail(section.has("batch_size") ? "batch_size" : "name",
-                   "data." + split + " gives no batch per epoch (" + std::to_string(dataset->size()) +
-                       " samples" + (context.world_size > 1 ? " on this rank" : "") + ")",
+                   "data." + split + " gives no batch per epoch (" + std::to_string(dataset->size()) + " samples" +
+                       (context.world_size > 1 ? " on this rank" : "") + ")",
                    dataset->size() == 0 ? "check the section's data location and limit"
                                         : "lower data." + split + ".batch_size to " + std::to_string(dataset->size()) +
                                               " or less, or set drop_last: false");
@@ -299,7 +305,7 @@ Components build_components(const Config& recipe, const Registry& registry,
   }
 
   // Before the model: the task decides the blank batch that checks it.
-  const Config task_section = recipe.has("task") ? recipe.section("task") : default_task_section();
+  const Config task_section = task_section_of(recipe);
   const TaskContext task_context{components.device, components.train->num_classes(), options.label_smoothing};
   components.task = registry.make_task(task_section, task_context);
   record(components, registry, ComponentKind::task, task_section);
@@ -359,8 +365,7 @@ Components build_components(const Config& recipe, const Registry& registry,
   }
 
   const CallbackContext callback_context{components.device, components.model, communicator ? communicator->rank() : 0,
-                                         communicator ? communicator->world_size() : 1,
-                                         components.task->figures()};
+                                         communicator ? communicator->world_size() : 1, components.task->figures()};
   build_callbacks(components, recipe, registry, callback_context);
   return components;
 }

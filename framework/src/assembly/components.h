@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "mixt/plugin.h"
-#include "plugins/registry.h"
 #include "assembly/named_callback.h"
 #include "assembly/trainer_options.h"
+#include "mixt/plugin.h"
+#include "plugins/registry.h"
 
 namespace mixt {
 
@@ -30,11 +30,11 @@ struct Components {
   std::shared_ptr<Model> model;
   std::unique_ptr<PrecisionPolicy> precision;
   std::unique_ptr<Optimizer> optimizer;
-  std::unique_ptr<Scheduler> scheduler;  // may be null: constant learning rate
-  std::unique_ptr<Task> task;            // the recipe's `task:`, classification when it names none
-  std::vector<NamedCallback> callbacks;  // the recipe's `callbacks:`, in its order
-  std::vector<ComponentRecord> records;  // what built what, for run dirs and checkpoints
-  SourceLocation fp32_modules_where;     // precision.fp32_modules in the recipe, for errors after step 1
+  std::unique_ptr<Scheduler> scheduler;           // may be null: constant learning rate
+  std::unique_ptr<Task> task;                     // the recipe's `task:`, classification when it names none
+  std::vector<NamedCallback> callbacks;           // the recipe's `callbacks:`, in its order
+  std::vector<ComponentRecord> records;           // what built what, for run dirs and checkpoints
+  SourceLocation fp32_modules_where;              // precision.fp32_modules in the recipe, for errors after step 1
   SourceLocation activation_checkpointing_where;  // trainer.activation_checkpointing, likewise
   // What the policy costs on this device when it computes in a type the device only
   // emulates (assembly/speed_notes.h), warned at start-up; empty when nothing to say.
@@ -56,6 +56,9 @@ struct Components {
 // loads what matches and warns about the rest.
 std::shared_ptr<Model> build_model(const Config& section, const Registry& registry, const ModelContext& context);
 
+// The recipe's `task:` section, or classification's when it names none.
+Config task_section_of(const Config& recipe);
+
 // A recipe listing fp32_modules (or submodules to recompute) for a model that never routes
 // them through mixt::call_submodule would silently train in reduced precision (or keep
 // every activation): a recipe error at the option. Called after a blank forward pass when
@@ -70,8 +73,7 @@ std::vector<OptionDoc> framework_option_docs(ComponentKind kind);
 
 // `communicator` is null for a single process; otherwise datasets are built for its rank's
 // shard and the precision policy gets it (PrecisionContext::communicator).
-Components build_components(const Config& recipe, const Registry& registry,
-                            const TrainerOptions& options, const Config& trainer_section,
-                            const Communicator* communicator = nullptr);
+Components build_components(const Config& recipe, const Registry& registry, const TrainerOptions& options,
+                            const Config& trainer_section, const Communicator* communicator = nullptr);
 
 }  // namespace mixt

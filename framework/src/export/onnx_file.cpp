@@ -38,9 +38,12 @@ constexpr std::uint32_t kProducerName = 2, kProducerVersion = 3, kMetadataProps 
 }  // namespace
 
 std::string onnx_file_bytes(const OnnxGraph& graph, std::int64_t opset,
-                            const std::map<std::string, std::string>& metadata) {
+                            const std::map<std::string, std::string>& metadata,
+                            const std::vector<std::string>& symbolic_dims) {
+  std::unordered_map<std::int64_t, std::string> leading;
+  for (std::size_t i = 0; i < symbolic_dims.size(); ++i) leading[static_cast<std::int64_t>(i)] = symbolic_dims[i];
   const std::unordered_map<std::string, std::unordered_map<std::int64_t, std::string>> dynamic_axes{
-      {"input", {{0, "batch"}}}, {"output", {{0, "batch"}}}};
+      {"input", leading}, {"output", leading}};
   auto exported = torch::jit::export_onnx(graph.graph, graph.initializers, opset, dynamic_axes,
                                           /*defer_weight_export=*/false, torch::onnx::OperatorExportTypes::ONNX,
                                           /*strip_doc_string=*/true, /*keep_initializers_as_inputs=*/false);

@@ -67,13 +67,14 @@ void batch_norm(AtenNode& n, Builder& b) {
   n.set_output(bn->output());
 }
 
-// aten::add(self, other, alpha): self + alpha * other
-void add(AtenNode& n, Builder& b) {
+// aten::add(self, other, alpha), aten::sub: self +- alpha * other (`type` Add or Sub)
+void add_scaled(AtenNode& n, Builder& b, const char* type) {
   const at::ScalarType t = n.scalar_type(0);
   Value* other = n.tensor(1, t);
   if (n.inputs() > 2 && n.double_(2) != 1.0) other = b.op("Mul", {other, b.scalar(n.double_(2), t)});
-  n.set_output(b.op("Add", {n.tensor(0, t), other}));
+  n.set_output(b.op(type, {n.tensor(0, t), other}));
 }
+void add(AtenNode& n, Builder& b) { add_scaled(n, b, "Add"); }
 
 // aten::max_pool2d(self, kernel_size, stride, padding, dilation, ceil_mode)
 void max_pool2d(AtenNode& n, Builder& b) {
@@ -260,10 +261,11 @@ void narrow(AtenNode& n, Builder& b) {
   n.set_output(slice(b, n.tensor(0), axis, n.int_(2), n.int_(2) + n.int_(3), 1));
 }
 
-// aten::select(self, dim, index)
+// aten::select(self, dim, index). Along the batch only the first sample, which every batch
+// has (GPT-2 counts its positions from ids.select(0, 0)).
 void select(AtenNode& n, Builder& b) {
   const std::int64_t axis = n.axis(0, n.int_(1));
-  if (axis == 0) n.refuse("selecting along the batch dimension");
+  if (axis == 0 && n.int_(2) != 0) n.refuse("selecting a sample other than the first along the batch dimension");
   torch::jit::Node* g = b.node("Gather", {n.tensor(0), b.constant(at::scalar_tensor(n.int_(2), at::kLong))});
   g->i_(attr("axis"), axis);
   n.set_output(g->output());
@@ -282,11 +284,21 @@ void chunk(AtenNode& n, Builder& b) {
   n.set_outputs({s->outputs().begin(), s->outputs().end()});
 }
 
+// ATen's causal mask, aligned top-left: query i sees keys 0..i. Made from the scores' own
+// last two sizes when the file runs, so the sequence length stays symbolic.
+Value* causal(Builder& b, Value* scores, at::ScalarType t) {
+  Value* sizes =
+      b.op("Slice", {b.op("Shape", {scores}), b.ints({-2}), b.ints({std::numeric_limits<std::int64_t>::max()})});
+  torch::jit::Node* tril = b.node("Trilu", {b.op("Expand", {b.scalar(1.0, t), sizes})});
+  tril->i_(attr("upper"), 0);
+  Value* hidden = b.op("Equal", {tril->output(), b.scalar(0.0, t)});
+  return b.op("Where", {hidden, b.scalar(-std::numeric_limits<double>::infinity(), t), scores});
+}
+
 // aten::scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 void attention(AtenNode& n, Builder& b) {
   if (!n.is_none(3)) n.refuse("an attention mask");
   if (n.double_(4) != 0.0) n.refuse("attention dropout (export traces in eval mode)");
-  if (n.bool_(5)) n.refuse("causal attention");
   const std::int64_t rank = n.rank(0);
   const double scale = n.is_none(6) ? 1.0 / std::sqrt(static_cast<double>(n.traced_sizes(0).back())) : n.double_(6);
   std::vector<std::int64_t> perm(static_cast<std::size_t>(rank));
@@ -295,6 +307,7 @@ void attention(AtenNode& n, Builder& b) {
   torch::jit::Node* kt = b.node("Transpose", {n.tensor(1)});
   kt->is_(attr("perm"), perm);
   Value* scores = b.op("Mul", {b.op("MatMul", {n.tensor(0), kt->output()}), b.scalar(scale, n.scalar_type(0))});
+  if (n.bool_(5)) scores = causal(b, scores, n.scalar_type(0));
   torch::jit::Node* softmax = b.node("Softmax", {scores});
   softmax->i_(attr("axis"), -1);
   n.set_output(b.op("MatMul", {softmax->output(), n.tensor(2)}));
@@ -320,6 +333,26 @@ void gelu(AtenNode& n, Builder& b) {
   }
   Value* half_x = b.op("Mul", {x, b.scalar(0.5, t)});
   n.set_output(b.op("Mul", {half_x, b.op("Add", {inner, b.scalar(1.0, t)})}));
+}
+
+// aten::embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse): rows of the table.
+void embedding(AtenNode& n, Builder& b) {
+  torch::jit::Node* g = b.node("Gather", {n.tensor(0), n.tensor(1)});
+  g->i_(attr("axis"), 0);
+  n.set_output(g->output());
+}
+
+// aten::ones_like(self, dtype, layout, device, pin_memory, memory_format): a one of the type,
+// expanded to self's shape when the file runs.
+void ones_like(AtenNode& n, Builder& b) {
+  const at::ScalarType t = n.is_none(1) ? n.scalar_type(0) : static_cast<at::ScalarType>(n.int_(1));
+  n.set_output(b.op("Expand", {b.scalar(1.0, t), b.op("Shape", {n.tensor(0)})}));
+}
+
+// aten::cumsum(self, dim, dtype)
+void cumsum(AtenNode& n, Builder& b) {
+  if (!n.is_none(2)) n.refuse("cumsum with a dtype");
+  n.set_output(b.op("CumSum", {n.tensor(0), b.constant(at::scalar_tensor(n.axis(0, n.int_(1)), at::kLong))}));
 }
 
 // aten::mean(self, dim, keepdim, dtype)
@@ -379,8 +412,10 @@ const std::vector<OnnxTranslation>& onnx_op_table() {
         {"aten::cat", "Concat", cat},
         {"aten::chunk", "Split", chunk},
         {"aten::contiguous", "(nothing)", identity},
+        {"aten::cumsum", "CumSum", cumsum},
         {"aten::dropout", "(nothing)", dropout},
         {"aten::dropout_", "(nothing)", dropout},
+        {"aten::embedding", "Gather", embedding},
         {"aten::expand_as", "Shape+Expand", expand_as},
         {"aten::feature_dropout", "(nothing)", dropout},
         {"aten::flatten", "Flatten | Reshape", flatten},
@@ -400,11 +435,12 @@ const std::vector<OnnxTranslation>& onnx_op_table() {
         {"aten::mul", "Mul", [](AtenNode& n, Builder& b) { binary(n, b, "Mul"); }},
         {"aten::mul_", "Mul", [](AtenNode& n, Builder& b) { binary(n, b, "Mul"); }},
         {"aten::narrow", "Slice", narrow},
+        {"aten::ones_like", "Shape+Expand", ones_like},
         {"aten::permute", "Transpose", permute},
         {"aten::relu", "Relu", [](AtenNode& n, Builder& b) { unary(n, b, "Relu"); }},
         {"aten::relu_", "Relu", [](AtenNode& n, Builder& b) { unary(n, b, "Relu"); }},
         {"aten::reshape", "Reshape", reshape},
-        {"aten::scaled_dot_product_attention", "MatMul+Mul+Softmax+MatMul", attention},
+        {"aten::scaled_dot_product_attention", "MatMul+Mul+(causal: Trilu+Where)+Softmax+MatMul", attention},
         {"aten::select", "Gather", select},
         {"aten::sigmoid", "Sigmoid", [](AtenNode& n, Builder& b) { unary(n, b, "Sigmoid"); }},
         {"aten::sigmoid_", "Sigmoid", [](AtenNode& n, Builder& b) { unary(n, b, "Sigmoid"); }},
@@ -412,6 +448,7 @@ const std::vector<OnnxTranslation>& onnx_op_table() {
         {"aten::silu_", "Sigmoid+Mul", silu},
         {"aten::slice", "Slice", slice_op},
         {"aten::softmax", "Softmax", softmax},
+        {"aten::sub", "Sub", [](AtenNode& n, Builder& b) { add_scaled(n, b, "Sub"); }},
         {"aten::t", "Transpose", matrix_transpose},
         {"aten::transpose", "Transpose", transpose},
         {"aten::unflatten", "Reshape", unflatten},

@@ -72,34 +72,40 @@ TracedModel trace_model(const torch::nn::Module& model, const std::function<at::
   return traced;
 }
 
-double check_other_batches(TracedModel& traced, const std::function<at::Tensor(const at::Tensor&)>& forward,
-                           const at::Tensor& example, const std::vector<std::int64_t>& batches) {
+double check_other_sizes(TracedModel& traced, const std::function<at::Tensor(const at::Tensor&)>& forward,
+                         const at::Tensor& example, const InputMaker& make_input, VariedAxis axis,
+                         const std::vector<std::int64_t>& sizes) {
   at::NoGradGuard no_grad;
   AutocastOff autocast_off;
+  const std::size_t dim = axis == VariedAxis::batch ? 0 : 1;
+  const std::string what = axis == VariedAxis::batch ? "batch" : "sequence length";
+  const std::string hint =
+      axis == VariedAxis::batch
+          ? "write the forward without x.size(0) in shapes: x.flatten(1) for view({x.size(0), -1}), "
+            "t.unflatten(-1, {heads, -1}) for reshape({n, l, heads, d}) (docs/plugins.md, \"Exportable forwards\")"
+          : "write the forward without x.size(1) in shapes or arange: count positions from the input (as gpt2 does) "
+            "and unflatten the last dimension (docs/plugins.md, \"Exportable forwards\")";
   double worst = 0.0;
-  for (std::int64_t batch : batches) {
+  for (std::int64_t size : sizes) {
     std::vector<std::int64_t> shape = example.sizes().vec();
-    shape[0] = batch;
-    at::manual_seed(batch);
-    const at::Tensor x = at::randn(shape, example.options());
+    shape.at(dim) = size;
+    at::manual_seed(size);
+    const at::Tensor x = make_input(shape);
     const at::Tensor expected = forward(x);
+    const std::string where = what + " " + std::to_string(size);
     at::Tensor got;
     try {
       got = traced.module.forward({x}).toTensor();
     } catch (const std::exception& e) {
-      throw usage_error("the traced forward fails at batch " + std::to_string(batch) + " (traced at " +
-                            std::to_string(example.size(0)) +
-                            "): the model's forward read the batch size into a "
-                            "shape, which a trace freezes",
-                        "write the forward without x.size(0) in shapes: x.flatten(1) for view({x.size(0), -1}), "
-                        "t.unflatten(-1, {heads, -1}) for reshape({n, l, heads, d}) (docs/plugins.md, \"Exportable "
-                        "forwards\")");
+      throw usage_error("the traced forward fails at " + where + " (traced at " + std::to_string(example.size(dim)) +
+                            "): the model's forward read the " + what + " into a shape, which a trace freezes",
+                        hint);
     }
     if (got.sizes() != expected.sizes()) {
-      throw usage_error("the traced forward gives shape " + c10::str(got.sizes()) + " at batch " +
-                            std::to_string(batch) + " where the model gives " + c10::str(expected.sizes()) +
-                            ": the trace froze a size of the trace batch",
-                        "write the forward without x.size(0) in shapes (docs/plugins.md, \"Exportable forwards\")");
+      throw usage_error("the traced forward gives shape " + c10::str(got.sizes()) + " at " + where +
+                            " where the model gives " + c10::str(expected.sizes()) + ": the trace froze a size of " +
+                            "the trace's input",
+                        hint);
     }
     worst = std::max(worst, (got - expected).abs().max().item<double>());
   }

@@ -26,11 +26,19 @@ struct TracedModel {
 TracedModel trace_model(const torch::nn::Module& model, const std::function<at::Tensor(const at::Tensor&)>& forward,
                         const at::Tensor& example);
 
-// The traced forward at other batch sizes: the largest absolute difference from `forward`
-// over inputs of `example`'s sample shape at each of `batches`. A usage error names the
-// batch when the traced module fails or changes shape there (a forward that read the trace
-// batch into a shape).
-double check_other_batches(TracedModel& traced, const std::function<at::Tensor(const at::Tensor&)>& forward,
-                           const at::Tensor& example, const std::vector<std::int64_t>& batches);
+// Inputs of a shape ([batch, *sample]) the model takes: seeded normal floats for an image
+// model, token ids below the vocabulary for a language model.
+using InputMaker = std::function<at::Tensor(const std::vector<std::int64_t>& shape)>;
+
+// Which dimension of the input a check varies: 0, the batch, or 1, the sequence of a token model.
+enum class VariedAxis { batch, time };
+
+// The traced forward where the input's `axis` takes each of `sizes` instead of the trace's
+// (`example`'s): the largest absolute difference from `forward` on inputs made by
+// `make_input`. A usage error names the size when the traced module fails or changes shape
+// there (a forward that read a size of the trace's input into a shape).
+double check_other_sizes(TracedModel& traced, const std::function<at::Tensor(const at::Tensor&)>& forward,
+                         const at::Tensor& example, const InputMaker& make_input, VariedAxis axis,
+                         const std::vector<std::int64_t>& sizes);
 
 }  // namespace mixt

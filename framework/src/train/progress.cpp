@@ -51,7 +51,7 @@ bool Progress::wants(std::int64_t step) const {
   return true;
 }
 
-void Progress::show(std::int64_t step, double loss, double samples_per_second,
+void Progress::show(std::int64_t step, double loss, double rate, const char* rate_unit,
                     const std::vector<std::pair<std::string, double>>& extra) {
   if (quiet_) return;
   const double elapsed = std::chrono::duration<double>(Clock::now() - epoch_start_).count();
@@ -62,17 +62,17 @@ void Progress::show(std::int64_t step, double loss, double samples_per_second,
     const int filled = steps_ > 0 ? static_cast<int>(kWidth * step / steps_) : 0;
     std::string bar(static_cast<std::size_t>(filled), '#');
     bar.resize(kWidth, '.');
-    std::fprintf(stderr, "\r\033[Kepoch %lld/%lld [%s] %lld/%lld %.1f step/s %.0f samples/s ETA %s loss %.4f%s",
+    std::fprintf(stderr, "\r\033[Kepoch %lld/%lld [%s] %lld/%lld %.1f step/s %.0f %s/s ETA %s loss %.4f%s",
                  static_cast<long long>(epoch_ + 1), static_cast<long long>(epochs_), bar.c_str(),
-                 static_cast<long long>(step), static_cast<long long>(steps_), steps_per_second,
-                 samples_per_second, format_duration(eta).c_str(), loss, format_extra(extra).c_str());
+                 static_cast<long long>(step), static_cast<long long>(steps_), steps_per_second, rate, rate_unit,
+                 format_duration(eta).c_str(), loss, format_extra(extra).c_str());
     std::fflush(stderr);
     bar_drawn_ = true;
   } else {
-    std::printf("epoch %lld/%lld step %lld/%lld loss %.4f %.1f step/s %.0f samples/s ETA %s%s\n",
-                static_cast<long long>(epoch_ + 1), static_cast<long long>(epochs_),
-                static_cast<long long>(step), static_cast<long long>(steps_), loss, steps_per_second,
-                samples_per_second, format_duration(eta).c_str(), format_extra(extra).c_str());
+    std::printf("epoch %lld/%lld step %lld/%lld loss %.4f %.1f step/s %.0f %s/s ETA %s%s\n",
+                static_cast<long long>(epoch_ + 1), static_cast<long long>(epochs_), static_cast<long long>(step),
+                static_cast<long long>(steps_), loss, steps_per_second, rate, rate_unit, format_duration(eta).c_str(),
+                format_extra(extra).c_str());
     std::fflush(stdout);
   }
 }

@@ -1,4 +1,4 @@
-// Progress output: a live bar on a terminal (step/s, samples/s, ETA, loss, policy metrics),
+// Progress output: a live bar on a terminal (step/s, samples/s or tokens/s, ETA, loss, policy metrics),
 // plain lines every `log_every` steps otherwise (logs, CI, pipes).
 #pragma once
 
@@ -20,7 +20,8 @@ class Progress {
   // Whether step `step` (1-based within the epoch) will be shown: fetching the loss from
   // the device costs a synchronisation, so the trainer only does it when it is.
   bool wants(std::int64_t step) const;
-  void show(std::int64_t step, double loss, double samples_per_second,
+  // `rate`: `rate_unit`s a second ("samples", or "tokens" for a language model).
+  void show(std::int64_t step, double loss, double rate, const char* rate_unit,
             const std::vector<std::pair<std::string, double>>& extra);
   void end_epoch(const std::string& summary);
   void note(const std::string& line);

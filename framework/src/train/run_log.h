@@ -9,10 +9,10 @@
 #include <string>
 #include <utility>
 
-#include "mixt/callback.h"
-#include "train/progress.h"
 #include "common/run_directory.h"
 #include "common/warnings.h"
+#include "mixt/callback.h"
+#include "train/progress.h"
 #include "train/stop_control.h"
 
 namespace mixt {
@@ -27,6 +27,7 @@ class RunLog final : public Callback {
   void settle_counts_with(std::function<void()> settle) { settle_ = std::move(settle); }
   // A language model's samples hold `tokens` predictions each: step events then give tokens_per_s.
   void count_tokens(std::int64_t tokens) { tokens_per_sample_ = tokens; }
+  std::int64_t tokens_per_sample() const { return tokens_per_sample_; }
 
   // A line on the terminal (not in log.txt).
   void note(const std::string& line) const { progress_.note(line); }

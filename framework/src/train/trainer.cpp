@@ -1,9 +1,9 @@
 #include "train/trainer.h"
 
+#include "assembly/model_input.h"
 #include "common/warnings.h"
 #include "train/epoch_warnings.h"
 #include "train/gradient_norm.h"
-#include "assembly/model_input.h"
 
 namespace mixt {
 
@@ -12,9 +12,7 @@ using Clock = std::chrono::steady_clock;
 using Stop = StopDecider::Stop;
 
 namespace {
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 }  // namespace
 
 Trainer::Trainer(Components& components, TrainerOptions options, RunDirectory* run, Progress& progress,
@@ -61,8 +59,8 @@ void Trainer::resume(const fs::path& checkpoint, bool check_data_order) {
   Checkpointer::Resumed resumed = checkpointer_.resume(checkpoint, check_data_order);
   data_.resume_at(std::move(resumed.data_positions));
   recovery_.resumed_from(resumed.file);
-  run_log_->note("resumed from " + resumed.file.string() + " at epoch " + std::to_string(state_.epoch + 1) +
-                 ", step " + std::to_string(state_.global_step));
+  run_log_->note("resumed from " + resumed.file.string() + " at epoch " + std::to_string(state_.epoch + 1) + ", step " +
+                 std::to_string(state_.global_step));
   // trainer.epochs is the total, not how many more: a lower one would end the run at once.
   if (finished()) {
     warn("the checkpoint has finished " + std::to_string(state_.epoch) +
@@ -73,9 +71,10 @@ void Trainer::resume(const fs::path& checkpoint, bool check_data_order) {
 
 TrainResult Trainer::fit() {
   TrainResult result;
+  result.tokens_per_sample = run_log_->tokens_per_sample();
   const auto started = Clock::now();
   const auto warnings_in_log = run_log_->capture_warnings();  // the run's warnings in log.txt and metrics.jsonl too
-  coordinator_.broadcast_model(*components_.model);          // every rank starts from rank 0's weights
+  coordinator_.broadcast_model(*components_.model);           // every rank starts from rank 0's weights
   const FitStart fit{state_, recovery_.run_path(), coordinator_.rank(), coordinator_.world_size()};
   notify("on_fit_start", [&](Callback& callback) { callback.on_fit_start(fit); });
   for (; state_.epoch < options_.epochs; ++state_.epoch) {
@@ -107,7 +106,7 @@ TrainResult Trainer::fit() {
 
 bool Trainer::train_epoch(TrainResult& result) {
   Dataset& data = *components_.train;
-  batches_in_weights_ = state_.batches_in_epoch;  // what a failure before the first step keeps
+  batches_in_weights_ = state_.batches_in_epoch;            // what a failure before the first step keeps
   const std::int64_t bad_at_start = bad_samples_of(&data);  // before start(): the workers start decoding
   data_.start(state_.epoch, state_.batches_in_epoch);
   EpochRun epoch;
@@ -240,6 +239,8 @@ void Trainer::nothing_trained(Dataset& data, std::int64_t bad_at_start) const {
                       "a dataset's next_batch() must deliver batches_per_epoch() batches (mixt/dataset.h)");
 }
 
-std::int64_t Trainer::steps_per_epoch() const { return options_.steps_per_epoch(components_.train->batches_per_epoch()); }
+std::int64_t Trainer::steps_per_epoch() const {
+  return options_.steps_per_epoch(components_.train->batches_per_epoch());
+}
 
 }  // namespace mixt

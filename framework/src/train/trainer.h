@@ -36,12 +36,13 @@ namespace mixt {
 
 struct TrainResult {
   std::optional<Evaluation> final_eval;
-  double train_seconds = 0;    // in the training loops only (what samples/s is measured over)
-  double elapsed_seconds = 0;  // the whole fit: training, evaluation, checkpoints
+  double train_seconds = 0;          // in the training loops only (what samples/s is measured over)
+  double elapsed_seconds = 0;        // the whole fit: training, evaluation, checkpoints
   std::int64_t optimizer_steps = 0;  // attempted, including skipped ones
   std::int64_t skipped_steps = 0;    // skipped by the precision policy (inf/NaN gradients)
   std::int64_t samples = 0;
-  std::int64_t bad_samples = 0;      // skipped by the data loaders (undecodable files), train and val
+  std::int64_t tokens_per_sample = 0;        // a language model's predictions per sample; 0 for others
+  std::int64_t bad_samples = 0;              // skipped by the data loaders (undecodable files), train and val
   std::optional<StopRequest> stopped_early;  // a callback's stop request ended the run (all ranks alike)
 };
 
@@ -70,10 +71,10 @@ class Trainer {
  private:
   // Where an epoch's loop stands.
   struct EpochRun {
-    std::int64_t step = 0;           // optimizer steps of the epoch done
-    std::int64_t steps = 0;          // it will have
-    std::int64_t samples = 0;        // this process's samples so far
-    bool data_left = true;           // data.train has not run out
+    std::int64_t step = 0;     // optimizer steps of the epoch done
+    std::int64_t steps = 0;    // it will have
+    std::int64_t samples = 0;  // this process's samples so far
+    bool data_left = true;     // data.train has not run out
     std::chrono::steady_clock::time_point started;
   };
   // Whether a callback's stop request ended the epoch after a step, before its last.
@@ -83,8 +84,8 @@ class Trainer {
   std::optional<StopDecider::Stop> train_step(EpochRun& epoch, TrainResult& result);
   at::Tensor forward_and_backward(EpochRun& epoch);
   at::Tensor measure_and_clip(bool logged);
-  StopDecider::Stop after_step(EpochRun& epoch, TrainResult& result, const StepOutcome& applied,
-                               const at::Tensor& loss, const at::Tensor& grad_norm, bool logged);
+  StopDecider::Stop after_step(EpochRun& epoch, TrainResult& result, const StepOutcome& applied, const at::Tensor& loss,
+                               const at::Tensor& grad_norm, bool logged);
   [[noreturn]] void nothing_trained(Dataset& data, std::int64_t bad_at_start) const;
   std::int64_t steps_per_epoch() const;
 

@@ -24,7 +24,9 @@ policy must match it bit for bit:
 
 One thread, as the C++ test runs (the CPU matmuls' sums could otherwise be split
 differently). Regenerate with
-    python3 tests/golden/make_float8_golden.py > tests/golden/float8_tensorwise.json
+    python3 tests/golden/make_float8_golden.py > build/tests/float8_golden/float8.json
+(ctest does, as the fixture float8_golden: the AdamW steps round differently from one CPU to
+another, so the values are made on the machine the test runs on)
 """
 import json
 

@@ -22,7 +22,9 @@ tensor_to_scale) gives the same numbers as torchao's Float8Linear, so the JSON s
 recipe computes rather than an accident of its tensor subclass.
 
 One thread, as the C++ test runs. Regenerate with
-    python3 tests/golden/make_float8_rowwise_golden.py > tests/golden/float8_rowwise.json
+    python3 tests/golden/make_float8_rowwise_golden.py > build/tests/float8_golden/float8_rowwise.json
+(ctest does, as the fixture float8_golden: the AdamW steps round differently from one CPU to
+another, so the values are made on the machine the test runs on)
 """
 import dataclasses
 import json

@@ -1,6 +1,6 @@
 // Float8 linear layers: the SDK's seam (mixt/helpers/linear.h: mixt::Linear, LinearMaps,
 // linear_layers), torchao's tensorwise and rowwise recipes (mixt/helpers/float8.h) and the
-// fp8_* policies, bit for bit against torchao 0.18 (goldens:
+// fp8_* policies, bit for bit against torchao 0.18 (goldens made by ctest on this machine:
 // tests/golden/make_float8_golden.py; make_float8_rowwise_golden.py, torchao's emulation of
 // the rowwise recipe, which is what fp8_rowwise computes on the CPU).
 #include <gmock/gmock.h>
@@ -29,13 +29,13 @@ using ::testing::HasSubstr;
 
 const nlohmann::json& golden() {
   static const nlohmann::json parsed =
-      nlohmann::json::parse(testing::read_file(MIXT_SOURCE_DIR "/tests/golden/float8_tensorwise.json"));
+      nlohmann::json::parse(testing::read_file(MIXT_FLOAT8_GOLDEN_DIR "/float8.json"));
   return parsed;
 }
 
 const nlohmann::json& rowwise_golden() {
   static const nlohmann::json parsed =
-      nlohmann::json::parse(testing::read_file(MIXT_SOURCE_DIR "/tests/golden/float8_rowwise.json"));
+      nlohmann::json::parse(testing::read_file(MIXT_FLOAT8_GOLDEN_DIR "/float8_rowwise.json"));
   return parsed;
 }
 

@@ -26,7 +26,8 @@ One thread, as the C++ test runs (the CPU matmuls' sums could otherwise be split
 differently). Regenerate with
     python3 tests/golden/make_float8_golden.py > build/tests/float8_golden/float8.json
 (ctest does, as the fixture float8_golden: the AdamW steps round differently from one CPU to
-another, so the values are made on the machine the test runs on)
+another, so the values are made on the machine the test runs on). torch._scaled_mm is
+PyTorch's own CPU emulation on every CPU, as mixt's is (portable_scaled_mm.py says why).
 """
 import json
 
@@ -35,6 +36,8 @@ import torch
 import torch.nn.functional as F
 import torchao
 from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+
+import portable_scaled_mm
 
 
 def values(t):
@@ -288,6 +291,7 @@ def delayed_case(options, steps=20):
 
 def main():
     torch.set_num_threads(1)
+    portable_scaled_mm.install()
     golden = {
         "torch": torch.__version__,
         "torchao": torchao.__version__,

@@ -73,11 +73,23 @@ void pad_inner_dimension_for_cuda(at::Tensor& a, at::Tensor& b) {
   b = at::constant_pad_nd(b.view(at::kByte), {0, 0, 0, pad}).view(b.scalar_type());
 }
 
+// _scaled_mm's own CPU emulation, op for op (aten/src/ATen/native/Blas.cpp): dequantise,
+// float32 matmul, round. PyTorch 2.11 takes it on most CPUs, but sends operands of one format
+// to oneDNN on a CPU with AMX-INT8, where oneDNN 3.10 has only its reference kernel (about
+// 800 times slower): computed here, every CPU gets the same numbers at the emulation's speed.
+at::Tensor scaled_mm_emulated_on_cpu(const at::Tensor& a, const at::Tensor& a_inverse, const at::Tensor& b,
+                                     const at::Tensor& b_inverse, at::ScalarType out_dtype) {
+  const at::Tensor a32 = a.contiguous().to(at::kFloat) * a_inverse;
+  const at::Tensor b32 = b.contiguous().to(at::kFloat) * b_inverse;
+  return at::matmul(a32, b32).to(out_dtype);
+}
+
 at::Tensor scaled_mm(at::Tensor a, const at::Tensor& a_scale, at::Tensor b, const at::Tensor& b_scale,
                      at::ScalarType out_dtype, bool fast_accum) {
   pad_inner_dimension_for_cuda(a, b);
   if (!row_major(a)) a = a.contiguous();
   if (row_major(b)) b = b.t().contiguous().t();
+  if (a.is_cpu()) return scaled_mm_emulated_on_cpu(a, a_scale.reciprocal(), b, b_scale.reciprocal(), out_dtype);
   return at::_scaled_mm(a, b, a_scale.reciprocal(), b_scale.reciprocal(), std::nullopt, std::nullopt, out_dtype,
                         fast_accum);
 }

@@ -15,12 +15,14 @@
 #include <string>
 #include <vector>
 
+#include "configured_paths.h"
+
 namespace mixt {
 namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kSource = MIXT_SOURCE_DIR;
+const fs::path kSource = mixt::testing::configured::source_dir();
 
 // The drawing's layers, top first: each line of the fenced block after the "## Layers"
 // heading names one or more folders (the line's words before any '(').

@@ -24,7 +24,7 @@ namespace {
 // The rows "| `key` | default | meaning |" of the table under `heading` in docs/`document`:
 // key -> the default as written there.
 std::map<std::string, std::string> documented_defaults(const std::string& document, const std::string& heading) {
-  const std::string doc = testing::read_file(fs::path(MIXT_SOURCE_DIR) / "docs" / document);
+  const std::string doc = testing::read_file(fs::path(testing::configured::source_dir()) / "docs" / document);
   const auto start = doc.find(heading);
   EXPECT_NE(start, std::string::npos) << heading;
   if (start == std::string::npos) return {};

@@ -16,7 +16,7 @@ namespace mixt {
 namespace {
 
 const std::string kRecipe =
-    "plugins: [" + std::string(MIXT_FIXTURE_PLUGIN_DIR) + "/libmixt_fixture_overflowing_model.so]\n" +
+    "plugins: [" + testing::configured::fixture_plugin_dir() + "/libmixt_fixture_overflowing_model.so]\n" +
     "model: {name: fixture_overflows_in_float16}\n"
     "precision: {name: amp_fp16}\n"
     "optimizer: {name: sgd, lr: 0.01}\n"
@@ -25,7 +25,7 @@ const std::string kRecipe =
 
 // stdout alone (run_command captures stderr with it): the JSON.
 nlohmann::json json_report(const TempDir& dir, const std::vector<std::string>& args, int* exit_code) {
-  std::string command = "cd " + testing::shell_quote(dir.path().string()) + " && " + testing::shell_quote(MIXT_EXECUTABLE);
+  std::string command = "cd " + testing::shell_quote(dir.path().string()) + " && " + testing::shell_quote(testing::configured::mixt_executable());
   for (const auto& arg : args) command += " " + testing::shell_quote(arg);
   const CommandResult result = testing::run_command("sh -c " + testing::shell_quote(command + " 2>/dev/null"));
   *exit_code = result.exit_code;
@@ -147,7 +147,7 @@ TEST(DiagnoseCli, ABadRecipeIsExitTwoWithItsLocation) {
 }
 
 const std::string kFloat8Recipe =
-    "plugins: [" + std::string(MIXT_FIXTURE_PLUGIN_DIR) + "/libmixt_fixture_float8_outliers.so]\n" +
+    "plugins: [" + testing::configured::fixture_plugin_dir() + "/libmixt_fixture_float8_outliers.so]\n" +
     "model: {name: fixture_float8_outliers}\n"
     "precision: {name: fp8_tensorwise}\n"
     "optimizer: {name: sgd, lr: 0.01}\n"

@@ -27,7 +27,7 @@ using testing::only_run_directory;
 using testing::ChildProcess;
 using testing::rank_environment;
 
-const std::string kInfPlugin = std::string(MIXT_FIXTURE_PLUGIN_DIR) + "/libmixt_fixture_inf_injection.so";
+const std::string kInfPlugin = testing::configured::fixture_plugin_dir() + "/libmixt_fixture_inf_injection.so";
 
 // 4 optimizer steps of a global batch of 64 (BATCH per rank), then an evaluation.
 const std::string kRecipe = R"(name: dp
@@ -55,7 +55,7 @@ std::vector<RankResult> run_ranks(const TempDir& dir, int world, const std::vect
   const int port = testing::free_port();
   std::vector<std::unique_ptr<ChildProcess>> ranks;
   for (int r = 0; r < world; ++r) {
-    std::vector<std::string> argv = {MIXT_EXECUTABLE};
+    std::vector<std::string> argv = {testing::configured::mixt_executable()};
     argv.insert(argv.end(), command.begin(), command.end());
     const auto& mine = overrides[static_cast<std::size_t>(r) % overrides.size()];
     argv.insert(argv.end(), mine.begin(), mine.end());
@@ -310,7 +310,7 @@ TEST(DataParallel, EveryRankKeepsTheSameEmaAndRankLocalWeightsAreCaught) {
   EXPECT_EQ(event_files, 1u);
 
   TempDir other;
-  other.write("r.yaml", "plugins: [" + std::string(MIXT_FIXTURE_PLUGIN_DIR) + "/libmixt_fixture_rank_weights.so]\n" +
+  other.write("r.yaml", "plugins: [" + testing::configured::fixture_plugin_dir() + "/libmixt_fixture_rank_weights.so]\n" +
                             kRecipe + "callbacks: [fixture_rank_weights]\n");
   const auto parted = run_ranks(other, 2, {{}});
   ASSERT_TRUE(parted[0].exit_code && parted[1].exit_code) << "hung";
@@ -443,7 +443,7 @@ TEST(DataParallel, ARankWhoseStoreNeverAppearsFailsClearlyAfterTheTimeout) {
   TempDir dir;
   dir.write("r.yaml", testing::replace_once(kRecipe, "timeout: 30", "timeout: 3"));
   const auto start = std::chrono::steady_clock::now();
-  ChildProcess rank1({MIXT_EXECUTABLE, "run", "r.yaml"}, rank_environment(1, 2, testing::free_port()), dir.path(),
+  ChildProcess rank1({testing::configured::mixt_executable(), "run", "r.yaml"}, rank_environment(1, 2, testing::free_port()), dir.path(),
                      dir.path() / "1.log");
   const auto code = rank1.wait_for(60);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -476,9 +476,9 @@ TEST(DataParallel, KillingOneRankMakesTheOtherExitWithinTheTimeout) {
   recipe = testing::replace_once(recipe, "timeout: 30", "timeout: 15");
   dir.write("r.yaml", recipe);
   const int port = testing::free_port();
-  ChildProcess rank0({MIXT_EXECUTABLE, "run", "r.yaml"}, rank_environment(0, 2, port), dir.path(),
+  ChildProcess rank0({testing::configured::mixt_executable(), "run", "r.yaml"}, rank_environment(0, 2, port), dir.path(),
                      dir.path() / "0.log");
-  ChildProcess rank1({MIXT_EXECUTABLE, "run", "r.yaml"}, rank_environment(1, 2, port), dir.path(),
+  ChildProcess rank1({testing::configured::mixt_executable(), "run", "r.yaml"}, rank_environment(1, 2, port), dir.path(),
                      dir.path() / "1.log");
   ASSERT_TRUE(rank0_is_training(rank0, dir.path() / "0.log"));
   const auto killed = std::chrono::steady_clock::now();
@@ -555,9 +555,9 @@ TEST(DataParallel, AnInterruptOnOneRankStopsEveryRankAfterTheSameStep) {
   TempDir dir;
   dir.write("r.yaml", testing::replace_once(kRecipe, "epochs: 1", "epochs: 1000"));
   const int port = testing::free_port();
-  ChildProcess rank0({MIXT_EXECUTABLE, "run", "r.yaml"}, rank_environment(0, 2, port), dir.path(),
+  ChildProcess rank0({testing::configured::mixt_executable(), "run", "r.yaml"}, rank_environment(0, 2, port), dir.path(),
                      dir.path() / "0.log");
-  ChildProcess rank1({MIXT_EXECUTABLE, "run", "r.yaml"}, rank_environment(1, 2, port), dir.path(),
+  ChildProcess rank1({testing::configured::mixt_executable(), "run", "r.yaml"}, rank_environment(1, 2, port), dir.path(),
                      dir.path() / "1.log");
   ASSERT_TRUE(rank0_is_training(rank0, dir.path() / "0.log"));
   rank1.signal(SIGINT);
@@ -631,7 +631,7 @@ TEST(DataParallel, TorchrunRestartResumesFromTheLastCheckpoint) {
   dir.write("r.yaml", recipe);
   const int port = testing::free_port();
   ChildProcess torchrun({"torchrun", "--no-python", "--nproc-per-node=2", "--max-restarts=1", "--master-addr=127.0.0.1",
-                         "--master-port=" + std::to_string(port), "--rdzv-id=restart-test", MIXT_EXECUTABLE, "run",
+                         "--master-port=" + std::to_string(port), "--rdzv-id=restart-test", testing::configured::mixt_executable(), "run",
                          "r.yaml"},
                         {"OMP_NUM_THREADS=1"}, dir.path(), dir.path() / "torchrun.log");
   const auto code = torchrun.wait_for(240);
@@ -671,7 +671,7 @@ TEST(DataParallel, ARestartedJobResumesItsOwnRunWhenAnotherJobTookItsLink) {
 
   const int port = testing::free_port();
   ChildProcess torchrun({"torchrun", "--no-python", "--nproc-per-node=2", "--max-restarts=1", "--master-addr=127.0.0.1",
-                         "--master-port=" + std::to_string(port), "--rdzv-id=shared-id", MIXT_EXECUTABLE, "run",
+                         "--master-port=" + std::to_string(port), "--rdzv-id=shared-id", testing::configured::mixt_executable(), "run",
                          "r.yaml"},
                         {"OMP_NUM_THREADS=1"}, dir.path(), dir.path() / "torchrun.log");
   const fs::path link = dir.path() / "runs" / "dp" / "elastic-shared-id";

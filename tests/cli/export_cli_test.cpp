@@ -118,7 +118,7 @@ nlohmann::json vision(const std::string& name, nlohmann::json kwargs = nlohmann:
 // A family with the parity fixture's weights (tests/golden/make_model_zoo_golden.py: random,
 // perturbed, random batch-norm statistics) and its input's sample shape.
 void export_parity_case(const std::string& name, const nlohmann::json& torchvision) {
-  const fs::path parity = MIXT_MODEL_PARITY_DIR;
+  const fs::path parity = testing::configured::model_parity_dir();
   nlohmann::json section = nlohmann::json::parse(testing::read_file(parity / "cases.json")).at(name);
   section["weights"] = (parity / (name + ".weights.safetensors")).string();
   if (!section.contains("num_classes")) section["num_classes"] = 1000;  // torchvision's default, as the weights have
@@ -158,7 +158,7 @@ TEST(ExportCli, VitB16) {
 // float16 inputs, against mixt's float32 forward (the tolerance is float16's: 11 bits).
 TEST(ExportCli, Float16OnnxRunsInOnnxRuntimeNearTheFloat32Model) {
   TempDir dir;
-  const fs::path parity = MIXT_MODEL_PARITY_DIR;
+  const fs::path parity = testing::configured::model_parity_dir();
   const std::string model =
       "{name: resnet18, num_classes: 10, weights: " + (parity / "resnet18.weights.safetensors").string() + "}";
   dir.write("r.yaml", recipe(model, "[3, 64, 64]"));
@@ -233,7 +233,7 @@ TEST(ExportCli, ARunsCheckpointExportsWithItsClassNames) {
 std::string fixture_recipe(const std::string& model) {
   return "name: unexportable\n"
          "plugins: [" +
-         std::string(MIXT_FIXTURE_PLUGIN_DIR) + "/libmixt_fixture_unexportable_models.so]\n" +
+         testing::configured::fixture_plugin_dir() + "/libmixt_fixture_unexportable_models.so]\n" +
          "model: { name: " + model +
          " }\n"
          "data:\n"

@@ -28,7 +28,7 @@
 namespace mixt {
 namespace {
 
-const fs::path kGolden = MIXT_GPT2_TRAINING_GOLDEN_DIR;
+const fs::path kGolden = testing::configured::gpt2_training_golden_dir();
 
 // The recipe of the reference's loop: its model and optimizer sections as it wrote them.
 std::string recipe(const nlohmann::json& golden) {

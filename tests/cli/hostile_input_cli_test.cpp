@@ -29,7 +29,7 @@ TEST(HostileInputCli, WhatIsNotARecipeIsRefusedAndAPipeIsReadOnce) {
   dir.write("r.yaml", testing::kTinyRecipe);
   const CommandResult piped = testing::run_command("cd " + testing::shell_quote(dir.path().string()) +
                                                    " && bash -c " + testing::shell_quote(
-                                                       testing::shell_quote(MIXT_EXECUTABLE) + " check <(cat r.yaml)"));
+                                                       testing::shell_quote(testing::configured::mixt_executable()) + " check <(cat r.yaml)"));
   EXPECT_EQ(piped.exit_code, 0) << piped.output;
   EXPECT_THAT(piped.output, HasSubstr(": ok"));
 
@@ -56,6 +56,7 @@ TEST(HostileInputCli, ARunNameWithAControlCharacterIsRefused) {
 TEST(HostileInputCli, ASigtermDuringStartupIsExitOneThirty) {
   testing::TempDir dir;
   const std::string log = (dir.path() / "log").string();
+  const char* mixt = testing::configured::mixt_executable().c_str();  // nothing to allocate after fork
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
@@ -66,7 +67,7 @@ TEST(HostileInputCli, ASigtermDuringStartupIsExitOneThirty) {
     ::raise(SIGTERM);  // pending, as if it came during the dynamic linker's work
     const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(out, STDERR_FILENO);
-    ::execl(MIXT_EXECUTABLE, MIXT_EXECUTABLE, "list", static_cast<char*>(nullptr));
+    ::execl(mixt, mixt, "list", static_cast<char*>(nullptr));
     ::_exit(127);
   }
   int status = 0;

@@ -181,7 +181,7 @@ NamedTensors exported_weights(const fs::path& run, const fs::path& dir, const st
 // epoch 2's validation loss and the final weights. The resumed run must take up epoch 2's
 // shuffled order at its fourth batch and the dropout generator where it was.
 TEST(LanguageModelResume, AResumeMidEpochEqualsTheUninterruptedRun) {
-  const std::string stop_plugin = std::string(MIXT_FIXTURE_PLUGIN_DIR) + "/libmixt_fixture_stop_request.so";
+  const std::string stop_plugin = testing::configured::fixture_plugin_dir() + "/libmixt_fixture_stop_request.so";
   TempDir dir;
   // 54 windows of 32 bytes an epoch: 7 steps of 8 (the last of 6).
   dir.write("r.yaml", "name: resume\nplugins: [" + stop_plugin + R"(]

@@ -236,7 +236,7 @@ TEST(LrFindDistributed, TwoRanksStepTogetherAndRankZeroWrites) {
   std::vector<std::unique_ptr<testing::ChildProcess>> ranks;
   for (int r = 0; r < 2; ++r) {
     ranks.push_back(std::make_unique<testing::ChildProcess>(
-        std::vector<std::string>{MIXT_EXECUTABLE, "lr-find", "r.yaml", "--steps", "20", "--json",
+        std::vector<std::string>{testing::configured::mixt_executable(), "lr-find", "r.yaml", "--steps", "20", "--json",
                                  "curve" + std::to_string(r) + ".json",
                                  "trainer.distributed={backend: gloo, timeout: 30}"},
         testing::rank_environment(r, 2, port), dir.path(), dir.path() / ("rank" + std::to_string(r) + ".log")));
@@ -259,7 +259,7 @@ TEST(LrFindDistributed, TwoRanksStepTogetherAndRankZeroWrites) {
 TEST(LrFindSignals, CtrlCExits130AndWritesNothing) {
   TempDir dir;
   dir.write("r.yaml", testing::kTinyRecipe);
-  testing::ChildProcess child({MIXT_EXECUTABLE, "lr-find", "r.yaml", "--steps", "100000", "--max", "1e-3"}, {},
+  testing::ChildProcess child({testing::configured::mixt_executable(), "lr-find", "r.yaml", "--steps", "100000", "--max", "1e-3"}, {},
                               dir.path(), dir.path() / "log");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (testing::read_file(dir.path() / "log").find("step   20") == std::string::npos &&

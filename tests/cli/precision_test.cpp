@@ -17,7 +17,7 @@
 namespace mixt {
 namespace {
 
-const std::string kRecipe = std::string(MIXT_SOURCE_DIR) + "/recipes/fashion_mnist.yaml";
+const std::string kRecipe = testing::configured::source_dir() + "/recipes/fashion_mnist.yaml";
 
 double test_accuracy(const std::string& output) {
   std::smatch match;

@@ -212,7 +212,7 @@ TEST_F(PredictCli, EmaPredictsWithTheAverageAsItsExportDoes) {
 
 TEST_F(PredictCli, CtrlCStopsWithExit130) {
   // 12 images 400 times, one at a time: seconds of work to interrupt.
-  std::vector<std::string> args = {MIXT_EXECUTABLE, "predict", run_->string(), "--batch", "1", "--csv", "c.csv"};
+  std::vector<std::string> args = {testing::configured::mixt_executable(), "predict", run_->string(), "--batch", "1", "--csv", "c.csv"};
   for (int i = 0; i < 400; ++i) args.insert(args.end(), {"--image", "data/val"});
   testing::ChildProcess child(args, {}, dir_->path(), dir_->path() / "interrupted.txt");
   const auto said = [&] { return testing::read_file(dir_->path() / "interrupted.txt"); };
@@ -263,7 +263,7 @@ TEST_F(PredictCli, TransformsReplaceDataValsAndDataTrainDecodesWithThem) {
 
 // --- golden: torchvision's ImageNet evaluation pipeline -------------------------------
 
-const fs::path kGoldenDir = MIXT_PREDICT_GOLDEN_DIR;  // the weights, written by the ctest fixture
+const fs::path kGoldenDir = testing::configured::predict_golden_dir();  // the weights, written by the ctest fixture
 
 nlohmann::json golden() {
   return nlohmann::json::parse(testing::read_file(testing::source_dir() / "tests/golden/predict_image.json"));

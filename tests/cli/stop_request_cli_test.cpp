@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using testing::TempDir;
 
-const std::string kStopPlugin = std::string(MIXT_FIXTURE_PLUGIN_DIR) + "/libmixt_fixture_stop_request.so";
+const std::string kStopPlugin = testing::configured::fixture_plugin_dir() + "/libmixt_fixture_stop_request.so";
 
 // 4 optimizer steps an epoch (a global batch of 64), three epochs, an evaluation after each.
 std::string recipe(const std::string& callback) {
@@ -109,7 +109,7 @@ TEST(StopRequestCli, ARequestOnOneRankStopsBothRanksAtTheSamePoint) {
     std::vector<std::unique_ptr<testing::ChildProcess>> ranks;
     for (int r = 0; r < 2; ++r) {
       ranks.push_back(std::make_unique<testing::ChildProcess>(
-          std::vector<std::string>{MIXT_EXECUTABLE, "run", "r.yaml", "data.train.batch_size=32"},
+          std::vector<std::string>{testing::configured::mixt_executable(), "run", "r.yaml", "data.train.batch_size=32"},
           testing::rank_environment(r, 2, port), dir.path(), dir.path() / ("rank" + std::to_string(r) + ".log")));
     }
     std::vector<std::string> logs;

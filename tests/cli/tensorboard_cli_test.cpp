@@ -62,7 +62,7 @@ Curves read_curves(const json& scalars) {
 
 json read_back(const std::string& mode, const fs::path& run) {
   const CommandResult read = testing::run_command(
-      "python3 " + testing::shell_quote(std::string(MIXT_SOURCE_DIR) + "/tests/support/tensorboard_reader.py") + " " +
+      "python3 " + testing::shell_quote(testing::configured::source_dir() + "/tests/support/tensorboard_reader.py") + " " +
       mode + " " + testing::shell_quote(run.string()));
   EXPECT_EQ(read.exit_code, 0) << read.output;
   return json::parse(read.output.substr(read.output.find('{')));

@@ -14,7 +14,7 @@
 namespace mixt {
 namespace {
 
-const fs::path kParity = MIXT_MODEL_PARITY_DIR;
+const fs::path kParity = testing::configured::model_parity_dir();
 
 // kTinyRecipe, shortened: one epoch of 256 images, no validation.
 const std::vector<std::string> kShortRun = {"data.train.limit=256", "data.val=null", "trainer.epochs=1"};

@@ -19,7 +19,7 @@
 namespace mixt {
 namespace {
 
-const fs::path kFiles = MIXT_TOKEN_FILES_DIR;
+const fs::path kFiles = testing::configured::token_files_dir();
 constexpr std::int64_t kCount = 4099;  // tokens in tokens.*.bin
 constexpr std::int64_t kShardSplit = 1500;
 

@@ -59,7 +59,7 @@ TEST(Float8Range, AJumpPastTheScaleSaturates) {
 
 TEST(Float8Range, CountsEqualTorchaosCastOnTheGoldenCases) {
   const nlohmann::json golden =
-      nlohmann::json::parse(testing::read_file(MIXT_SOURCE_DIR "/tests/golden/float8_diagnose.json"));
+      nlohmann::json::parse(testing::read_file((testing::configured::source_dir() + "/tests/golden/float8_diagnose.json")));
   ASSERT_EQ(golden["cases"].size(), 4u);
   for (const auto& c : golden["cases"]) {
     const auto& t = golden["tensors"][c["tensor"].get<std::string>()];

@@ -96,8 +96,8 @@ TEST(LaunchEnvironment, BadValuesAreUsageErrors) {
 TEST(GlooProcessGroup, TwoRanksOnLoopbackAreExact) {
   TempDir dir;
   const int port = testing::free_port();
-  ChildProcess rank0({MIXT_PROBE, "collectives"}, rank_environment(0, 2, port), dir.path(), dir.path() / "0.log");
-  ChildProcess rank1({MIXT_PROBE, "collectives"}, rank_environment(1, 2, port), dir.path(), dir.path() / "1.log");
+  ChildProcess rank0({testing::configured::distributed_probe(), "collectives"}, rank_environment(0, 2, port), dir.path(), dir.path() / "0.log");
+  ChildProcess rank1({testing::configured::distributed_probe(), "collectives"}, rank_environment(1, 2, port), dir.path(), dir.path() / "1.log");
   const auto code0 = rank0.wait_for(60), code1 = rank1.wait_for(10);
   const std::string log0 = testing::read_file(dir.path() / "0.log"), log1 = testing::read_file(dir.path() / "1.log");
   ASSERT_TRUE(code0 && code1) << "a rank hung\n" << log0 << "\n---\n" << log1;
@@ -113,8 +113,8 @@ TEST(GlooProcessGroup, ADeadPeerIsAnErrorNotAHang) {
   TempDir dir;
   const int port = testing::free_port();
   const auto start = std::chrono::steady_clock::now();
-  ChildProcess rank0({MIXT_PROBE, "die"}, rank_environment(0, 2, port), dir.path(), dir.path() / "0.log");
-  ChildProcess rank1({MIXT_PROBE, "die"}, rank_environment(1, 2, port), dir.path(), dir.path() / "1.log");
+  ChildProcess rank0({testing::configured::distributed_probe(), "die"}, rank_environment(0, 2, port), dir.path(), dir.path() / "0.log");
+  ChildProcess rank1({testing::configured::distributed_probe(), "die"}, rank_environment(1, 2, port), dir.path(), dir.path() / "1.log");
   const auto code0 = rank0.wait_for(60);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string log0 = testing::read_file(dir.path() / "0.log");
@@ -134,8 +134,7 @@ TEST(GlooProcessGroup, ADeadPeerIsAnErrorNotAHang) {
 TEST(GlooProcessGroup, TwoRanksUnderFp8DelayedKeepOneAmaxHistoryAndOneSetOfWeights) {
   TempDir dir;
   dir.write("r.yaml",
-            "plugins: [" MIXT_FIXTURE_PLUGIN_DIR
-            "/libmixt_fixture_float8_outliers.so]\n"
+            "plugins: [" + testing::configured::fixture_plugin_dir() + "/libmixt_fixture_float8_outliers.so]\n" +
             "model: {name: fixture_float8_outliers, outliers_from_step: 1000000}\n"
             "precision: {name: fp8_delayed, amax_history_len: 4}\n"
             "optimizer: {name: sgd, lr: 0.05}\n"
@@ -144,9 +143,9 @@ TEST(GlooProcessGroup, TwoRanksUnderFp8DelayedKeepOneAmaxHistoryAndOneSetOfWeigh
             "          distributed: {backend: gloo, timeout: 30}}\n");
   const int port = testing::free_port();
   const std::string recipe = (dir.path() / "r.yaml").string(), out = dir.path().string();
-  ChildProcess rank0({MIXT_PROBE, "train", recipe, out}, rank_environment(0, 2, port), dir.path(),
+  ChildProcess rank0({testing::configured::distributed_probe(), "train", recipe, out}, rank_environment(0, 2, port), dir.path(),
                      dir.path() / "0.log");
-  ChildProcess rank1({MIXT_PROBE, "train", recipe, out}, rank_environment(1, 2, port), dir.path(),
+  ChildProcess rank1({testing::configured::distributed_probe(), "train", recipe, out}, rank_environment(1, 2, port), dir.path(),
                      dir.path() / "1.log");
   const auto code0 = rank0.wait_for(120), code1 = rank1.wait_for(20);
   const std::string log0 = testing::read_file(dir.path() / "0.log"), log1 = testing::read_file(dir.path() / "1.log");
@@ -178,7 +177,7 @@ TEST(GlooProcessGroup, TwoRanksUnderFp8DelayedKeepOneAmaxHistoryAndOneSetOfWeigh
 TEST(GlooProcessGroup, LibmixtLinksNoLibgloo) {
   const testing::CommandResult result = [] {
     testing::CommandResult r;
-    FILE* pipe = ::popen("readelf -d " MIXT_BINARY_DIR "/lib/libmixt.so 2>&1", "r");
+    FILE* pipe = ::popen(("readelf -d " + testing::configured::binary_dir() + "/lib/libmixt.so 2>&1").c_str(), "r");
     char buffer[4096];
     std::size_t got = 0;
     while ((got = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) r.output.append(buffer, got);

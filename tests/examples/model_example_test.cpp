@@ -17,7 +17,7 @@ namespace {
 
 // The ```text block of docs/plugins.md that shows `mixt check`'s lines for the example.
 std::string documented_check_lines() {
-  const std::string doc = testing::read_file(fs::path(MIXT_SOURCE_DIR) / "docs/plugins.md");
+  const std::string doc = testing::read_file(fs::path(testing::configured::source_dir()) / "docs/plugins.md");
   const auto marker = doc.find("<!-- e2e: residual_cnn -->");
   const auto begin = doc.rfind("```text\n", marker) + 8;
   return doc.substr(begin, doc.find("```", begin) - begin);

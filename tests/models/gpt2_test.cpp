@@ -7,7 +7,7 @@
 //  - the head is tied (one tensor, one parameter), Conv1D layers reach the linear-map seam
 //    with nn.Linear's layout, and the blocks are routed for fp32_modules and checkpointing.
 // References: tests/golden/make_gpt2_golden.py, run by the ctest fixture gpt2_golden into
-// MIXT_GPT2_GOLDEN_DIR.
+// testing::configured::gpt2_golden_dir().
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -29,7 +29,7 @@
 namespace mixt {
 namespace {
 
-const fs::path kGolden = MIXT_GPT2_GOLDEN_DIR;
+const fs::path kGolden = testing::configured::gpt2_golden_dir();
 constexpr double kTolerance = 1e-5;
 
 const testing::BuiltPlugins& plugins() {

@@ -42,7 +42,7 @@ std::shared_ptr<Model> build(const std::string& yaml, ModelContext context = {})
 }
 
 const nlohmann::json& zoo() {
-  static const nlohmann::json json = read_json(fs::path(MIXT_SOURCE_DIR) / "tests/golden/model_zoo.json");
+  static const nlohmann::json json = read_json(fs::path(testing::configured::source_dir()) / "tests/golden/model_zoo.json");
   return json;
 }
 
@@ -159,7 +159,7 @@ TEST(ModelZoo, WrongInputChannelsIsARecipeError) {
 
 // --- parity with torchvision on the same weights ---------------------------------------
 
-const fs::path kParity = MIXT_MODEL_PARITY_DIR;
+const fs::path kParity = testing::configured::model_parity_dir();
 
 double relative_error(const at::Tensor& got, const at::Tensor& expected) {
   return (got - expected).abs().max().item<double>() / std::max(expected.abs().max().item<double>(), 1e-12);
@@ -223,7 +223,7 @@ INSTANTIATE_TEST_SUITE_P(Families, Parity,
 // The parity files (~800 MB) are written once per generator and reference versions: the
 // fixture leaves a stamp of both, and a second run finds it and writes nothing.
 TEST(ModelZooGolden, IsGeneratedOnceForItsGeneratorAndTorchVersions) {
-  const std::string script = std::string(MIXT_SOURCE_DIR) + "/tests/golden/make_model_zoo_golden.py";
+  const std::string script = testing::configured::source_dir() + "/tests/golden/make_model_zoo_golden.py";
   const testing::CommandResult hash = testing::run_command("sha256sum " + testing::shell_quote(script));
   const testing::CommandResult versions = testing::run_command(
       "python3 -c 'import torch, torchvision; print(\"torch\", torch.__version__, \"torchvision\", "

@@ -11,7 +11,7 @@
 namespace mixt {
 namespace {
 
-const std::string kFixtures = MIXT_FIXTURE_PLUGIN_DIR;
+const std::string kFixtures = testing::configured::fixture_plugin_dir();
 
 std::string load_error(const std::string& file) {
   Registry registry;
@@ -103,7 +103,7 @@ TEST(PluginLoader, EmptyDescriptorFieldIsRejected) {
 TEST(PluginLoader, DuplicateComponentNamesBothFiles) {
   Registry registry;
   PluginLoader loader(registry);
-  loader.load(MIXT_PLUGIN_DIR "/libmixt_optimizer_sgd.so");
+  loader.load((testing::configured::plugin_dir() + "/libmixt_optimizer_sgd.so"));
   const Error e = testing::thrown_error([&] {
     loader.load(kFixtures + "/libmixt_fixture_duplicate.so");
   });
@@ -182,7 +182,7 @@ TEST(PluginLoader, TheInTreePluginsAllLoad) {
   Registry registry;
   PluginLoader loader(registry);
   std::vector<std::string> warnings;
-  loader.load_directory(MIXT_PLUGIN_DIR, [&](const std::string& w) { warnings.push_back(w); });
+  loader.load_directory(testing::configured::plugin_dir(), [&](const std::string& w) { warnings.push_back(w); });
   EXPECT_TRUE(warnings.empty()) << warnings.front();
   for (const auto& [kind, name] : std::vector<std::pair<ComponentKind, std::string>>{
            {ComponentKind::precision, "fp32"},

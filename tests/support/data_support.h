@@ -43,7 +43,7 @@ inline bool same_batches(const std::vector<Batch>& a, const std::vector<Batch>& 
 // Runs tests/fixtures/data/SCRIPT with ARGS; fails the test when it fails.
 inline void run_fixture_script(const std::string& script, const std::string& args) {
   const std::string command =
-      "python3 " + shell_quote(std::string(MIXT_SOURCE_DIR) + "/tests/fixtures/data/" + script) + " " + args;
+      "python3 " + shell_quote(testing::configured::source_dir() + "/tests/fixtures/data/" + script) + " " + args;
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
 }
 

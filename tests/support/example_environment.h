@@ -31,10 +31,10 @@ inline std::string example_environment(const std::filesystem::path& scratch) {
 
 // A document's commands, which begin by installing this build into "$HOME/.local/mixt", run
 // against the one install the ctest fixture examples_install made with that same command
-// (into MIXT_EXAMPLES_PREFIX): $HOME/.local/mixt in `scratch` links to it and the install line
+// (into testing::configured::examples_prefix()): $HOME/.local/mixt in `scratch` links to it and the install line
 // goes. One install for all the example tests instead of one each.
 inline std::string on_shared_install(const std::string& script, const std::filesystem::path& scratch) {
-  const std::filesystem::path prefix = MIXT_EXAMPLES_PREFIX;
+  const std::filesystem::path prefix = testing::configured::examples_prefix();
   if (!std::filesystem::exists(prefix / "bin/mixt")) {
     throw std::logic_error("no installed mixt in " + prefix.string() +
                            ": run the test through ctest (its fixture examples_install installs it), or "

@@ -17,7 +17,7 @@ namespace mixt::testing {
 // expected_bN to `data`.
 inline void predicted_batches(const fs::path& dir, const std::string& target, const std::vector<std::int64_t>& sample,
                               const std::vector<std::int64_t>& batches, std::uint64_t seed, NamedTensors& data,
-                              const std::string& mixt = MIXT_EXECUTABLE) {
+                              const std::string& mixt = testing::configured::mixt_executable()) {
   at::manual_seed(seed);
   for (std::int64_t batch : batches) {
     std::vector<std::int64_t> shape{batch};

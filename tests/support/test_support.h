@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "configured_paths.h"
+
 namespace mixt::testing {
 
 namespace fs = std::filesystem;
@@ -24,11 +26,11 @@ namespace fs = std::filesystem;
 // binaries far from the build (bench/gpu/pack.sh).
 inline fs::path source_dir() {
   const char* dir = std::getenv("MIXT_TEST_SOURCE_DIR");
-  return dir ? fs::path(dir) : fs::path(MIXT_SOURCE_DIR);
+  return dir ? fs::path(dir) : fs::path(testing::configured::source_dir());
 }
 inline fs::path plugin_dir() {
   const char* dir = std::getenv("MIXT_TEST_PLUGIN_DIR");
-  return dir ? fs::path(dir) : fs::path(MIXT_PLUGIN_DIR);
+  return dir ? fs::path(dir) : fs::path(testing::configured::plugin_dir());
 }
 
 class TempDir {
@@ -137,7 +139,7 @@ inline CommandResult run_command(const std::string& command) {
 inline CommandResult run_mixt(const std::vector<std::string>& args, const fs::path& directory = fs::current_path(),
                               const std::string& environment = "") {
   std::string command = "cd " + shell_quote(directory.string()) + " && " + environment + " " +
-                        shell_quote(MIXT_EXECUTABLE);
+                        shell_quote(testing::configured::mixt_executable());
   for (const auto& arg : args) command.append(" ").append(shell_quote(arg));
   return run_command(command);
 }
@@ -153,15 +155,15 @@ inline CommandResult run_shell(const std::string& script, const fs::path& direct
 inline void lay_out_example(const TempDir& dir, const std::string& name) {
   const fs::path example = dir.path() / "examples" / name;
   fs::create_directories(example.parent_path());
-  fs::copy(fs::path(MIXT_SOURCE_DIR) / "examples" / name, example, fs::copy_options::recursive);
+  fs::copy(fs::path(testing::configured::source_dir()) / "examples" / name, example, fs::copy_options::recursive);
   fs::remove_all(example / "build");
-  fs::create_directory_symlink(MIXT_BINARY_DIR, dir.path() / "build");
+  fs::create_directory_symlink(testing::configured::binary_dir(), dir.path() / "build");
 }
 
 // The ```sh block of a document (relative to the source tree) after `<!-- e2e: MARKER -->`:
 // the commands a test runs as the document gives them.
 inline std::string documented_commands(const std::string& document, const std::string& marker) {
-  const std::string doc = read_file(fs::path(MIXT_SOURCE_DIR) / document);
+  const std::string doc = read_file(fs::path(testing::configured::source_dir()) / document);
   const auto at = doc.find("<!-- e2e: " + marker + " -->");
   if (at == std::string::npos) throw std::logic_error(document + " lost its e2e marker " + marker);
   const auto begin = doc.find("```sh\n", at) + 6;

@@ -73,7 +73,7 @@ TEST(TensorBoardFile, AFullDiskIsOneWarningAndTheFlushedCurvesSurvive) {
   EXPECT_EQ(said.find("warning"), said.rfind("warning")) << "warned more than once:\n" << said;
 
   const testing::CommandResult read = testing::run_command(
-      "python3 " + testing::shell_quote(std::string(MIXT_SOURCE_DIR) + "/tests/support/tensorboard_reader.py") +
+      "python3 " + testing::shell_quote(testing::configured::source_dir() + "/tests/support/tensorboard_reader.py") +
       " events " + testing::shell_quote(disk.string()));
   ASSERT_EQ(read.exit_code, 0) << read.output;
   const auto events = nlohmann::json::parse(read.output.substr(read.output.find('{')));

@@ -17,6 +17,8 @@
 #include <set>
 #include <thread>
 
+#include "configured_paths.h"
+
 using ::testing::HasSubstr;
 
 namespace mixt {
@@ -78,7 +80,7 @@ bool same(const std::vector<Batch>& a, const std::vector<Batch>& b) {
 }
 
 TEST(DataLoader, OrderIsDistributedSamplers) {
-  std::ifstream in(std::string(MIXT_SOURCE_DIR) + "/tests/golden/distributed_sampler.json");
+  std::ifstream in(testing::configured::source_dir() + "/tests/golden/distributed_sampler.json");
   const auto golden = nlohmann::json::parse(in);
   for (const auto& c : golden["cases"]) {
     const std::int64_t n = c["n"], world = c["world_size"];

@@ -18,13 +18,15 @@
 
 #include "recipe/recipe_loader.h"
 
+#include "configured_paths.h"
+
 using ::testing::HasSubstr;
 
 namespace mixt {
 namespace {
 
 nlohmann::json golden() {
-  std::ifstream in(std::string(MIXT_SOURCE_DIR) + "/tests/golden/transforms.json");
+  std::ifstream in(testing::configured::source_dir() + "/tests/golden/transforms.json");
   return nlohmann::json::parse(in);
 }
 

@@ -12,9 +12,9 @@ namespace {
 
 TEST(GpuPack, RunsOnTheCpuWithoutTheBuild) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root for a private mount namespace";
-  const testing::CommandResult result =
-      testing::run_command("bash " + testing::shell_quote((testing::configured::source_dir() + "/bench/gpu/pack_check.sh")) + " " +
-                           testing::shell_quote(testing::configured::binary_dir()));
+  const testing::CommandResult result = testing::run_command(
+      "bash " + testing::shell_quote(testing::configured::source_dir() + "/bench/gpu/pack_check.sh") + " " +
+      testing::shell_quote(testing::configured::binary_dir()));
   // 77: pack_check found no mount namespace to make (root in a container without CAP_SYS_ADMIN).
   if (result.exit_code == 77) GTEST_SKIP() << result.output;
   // The inner test binaries print "[  SKIPPED ]" for their CUDA cases: ctest's skip pattern

@@ -155,7 +155,7 @@ TEST(Cli, ListAndDescribe) {
 }
 
 TEST(Cli, CheckAcceptsTheShippedRecipe) {
-  const CommandResult result = run_mixt({"check", (testing::configured::source_dir() + "/recipes/fashion_mnist.yaml")});
+  const CommandResult result = run_mixt({"check", testing::configured::source_dir() + "/recipes/fashion_mnist.yaml"});
   EXPECT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, HasSubstr(": ok"));
   // Fashion-MNIST's published sizes; 60000 / 128 rounded up; the recipe's simple_cnn
@@ -178,7 +178,7 @@ TEST(Cli, CheckAcceptsTheShippedRecipe) {
 // What the recipe recomputes, keeps in float32, and how many optimizer steps an epoch has
 // once accumulation and max_steps_per_epoch apply (it said 469 batches and nothing else).
 TEST(Cli, CheckSaysWhatIsRecomputedKeptInFloat32AndTheStepsPerEpoch) {
-  const CommandResult all = run_mixt({"check", (testing::configured::source_dir() + "/recipes/fashion_mnist.yaml"),
+  const CommandResult all = run_mixt({"check", testing::configured::source_dir() + "/recipes/fashion_mnist.yaml",
                                       "trainer.activation_checkpointing=all", "precision.fp32_modules=[classifier]",
                                       "trainer.accumulate=2", "trainer.max_steps_per_epoch=100"});
   ASSERT_EQ(all.exit_code, 0) << all.output;
@@ -189,15 +189,15 @@ TEST(Cli, CheckSaysWhatIsRecomputedKeptInFloat32AndTheStepsPerEpoch) {
       << all.output;
   // ceil(469 / 2) = 235 when nothing caps it.
   const CommandResult accumulated =
-      run_mixt({"check", (testing::configured::source_dir() + "/recipes/fashion_mnist.yaml"), "trainer.accumulate=2", "trainer.epochs=1",
-                "trainer.activation_checkpointing=[classifier]"});
+      run_mixt({"check", testing::configured::source_dir() + "/recipes/fashion_mnist.yaml", "trainer.accumulate=2",
+                "trainer.epochs=1", "trainer.activation_checkpointing=[classifier]"});
   ASSERT_EQ(accumulated.exit_code, 0) << accumulated.output;
   EXPECT_THAT(accumulated.output, HasSubstr("  recompute classifier (trainer.activation_checkpointing)\n"));
   EXPECT_THAT(accumulated.output,
               HasSubstr("  steps     235 optimizer steps per epoch (469 batches, 2 per step (trainer.accumulate)), 1 epoch\n"));
   // A submodule the model has but does not route: the hint offers only what it routes.
-  const CommandResult unrouted =
-      run_mixt({"check", (testing::configured::source_dir() + "/recipes/fashion_mnist.yaml"), "precision.fp32_modules=[classifier.0]"});
+  const CommandResult unrouted = run_mixt({"check", testing::configured::source_dir() + "/recipes/fashion_mnist.yaml",
+                                           "precision.fp32_modules=[classifier.0]"});
   EXPECT_EQ(unrouted.exit_code, 2) << unrouted.output;
   EXPECT_THAT(unrouted.output, HasSubstr("the submodules it routes: classifier, features")) << unrouted.output;
 }

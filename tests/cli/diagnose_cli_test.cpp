@@ -15,17 +15,18 @@
 namespace mixt {
 namespace {
 
-const std::string kRecipe =
-    "plugins: [" + testing::configured::fixture_plugin_dir() + "/libmixt_fixture_overflowing_model.so]\n" +
-    "model: {name: fixture_overflows_in_float16}\n"
-    "precision: {name: amp_fp16}\n"
-    "optimizer: {name: sgd, lr: 0.01}\n"
-    "data: {train: {name: synthetic, shape: [8], num_classes: 4, size: 256, batch_size: 32}}\n"
-    "trainer: {device: cpu, epochs: 1, log_every: 1000}\n";
+const std::string kRecipe = "plugins: [" + testing::configured::fixture_plugin_dir() +
+                            "/libmixt_fixture_overflowing_model.so]\n" +
+                            "model: {name: fixture_overflows_in_float16}\n"
+                            "precision: {name: amp_fp16}\n"
+                            "optimizer: {name: sgd, lr: 0.01}\n"
+                            "data: {train: {name: synthetic, shape: [8], num_classes: 4, size: 256, batch_size: 32}}\n"
+                            "trainer: {device: cpu, epochs: 1, log_every: 1000}\n";
 
 // stdout alone (run_command captures stderr with it): the JSON.
 nlohmann::json json_report(const TempDir& dir, const std::vector<std::string>& args, int* exit_code) {
-  std::string command = "cd " + testing::shell_quote(dir.path().string()) + " && " + testing::shell_quote(testing::configured::mixt_executable());
+  std::string command = "cd " + testing::shell_quote(dir.path().string()) + " && " +
+                        testing::shell_quote(testing::configured::mixt_executable());
   for (const auto& arg : args) command += " " + testing::shell_quote(arg);
   const CommandResult result = testing::run_command("sh -c " + testing::shell_quote(command + " 2>/dev/null"));
   *exit_code = result.exit_code;

@@ -310,8 +310,8 @@ TEST(DataParallel, EveryRankKeepsTheSameEmaAndRankLocalWeightsAreCaught) {
   EXPECT_EQ(event_files, 1u);
 
   TempDir other;
-  other.write("r.yaml", "plugins: [" + testing::configured::fixture_plugin_dir() + "/libmixt_fixture_rank_weights.so]\n" +
-                            kRecipe + "callbacks: [fixture_rank_weights]\n");
+  other.write("r.yaml", "plugins: [" + testing::configured::fixture_plugin_dir() +
+                            "/libmixt_fixture_rank_weights.so]\n" + kRecipe + "callbacks: [fixture_rank_weights]\n");
   const auto parted = run_ranks(other, 2, {{}});
   ASSERT_TRUE(parted[0].exit_code && parted[1].exit_code) << "hung";
   EXPECT_EQ(*parted[0].exit_code, 1) << parted[0].log;
@@ -443,8 +443,8 @@ TEST(DataParallel, ARankWhoseStoreNeverAppearsFailsClearlyAfterTheTimeout) {
   TempDir dir;
   dir.write("r.yaml", testing::replace_once(kRecipe, "timeout: 30", "timeout: 3"));
   const auto start = std::chrono::steady_clock::now();
-  ChildProcess rank1({testing::configured::mixt_executable(), "run", "r.yaml"}, rank_environment(1, 2, testing::free_port()), dir.path(),
-                     dir.path() / "1.log");
+  ChildProcess rank1({testing::configured::mixt_executable(), "run", "r.yaml"},
+                     rank_environment(1, 2, testing::free_port()), dir.path(), dir.path() / "1.log");
   const auto code = rank1.wait_for(60);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string log = testing::read_file(dir.path() / "1.log");
@@ -476,10 +476,10 @@ TEST(DataParallel, KillingOneRankMakesTheOtherExitWithinTheTimeout) {
   recipe = testing::replace_once(recipe, "timeout: 30", "timeout: 15");
   dir.write("r.yaml", recipe);
   const int port = testing::free_port();
-  ChildProcess rank0({testing::configured::mixt_executable(), "run", "r.yaml"}, rank_environment(0, 2, port), dir.path(),
-                     dir.path() / "0.log");
-  ChildProcess rank1({testing::configured::mixt_executable(), "run", "r.yaml"}, rank_environment(1, 2, port), dir.path(),
-                     dir.path() / "1.log");
+  ChildProcess rank0({testing::configured::mixt_executable(), "run", "r.yaml"}, rank_environment(0, 2, port),
+                     dir.path(), dir.path() / "0.log");
+  ChildProcess rank1({testing::configured::mixt_executable(), "run", "r.yaml"}, rank_environment(1, 2, port),
+                     dir.path(), dir.path() / "1.log");
   ASSERT_TRUE(rank0_is_training(rank0, dir.path() / "0.log"));
   const auto killed = std::chrono::steady_clock::now();
   rank1.signal(SIGKILL);
@@ -555,10 +555,10 @@ TEST(DataParallel, AnInterruptOnOneRankStopsEveryRankAfterTheSameStep) {
   TempDir dir;
   dir.write("r.yaml", testing::replace_once(kRecipe, "epochs: 1", "epochs: 1000"));
   const int port = testing::free_port();
-  ChildProcess rank0({testing::configured::mixt_executable(), "run", "r.yaml"}, rank_environment(0, 2, port), dir.path(),
-                     dir.path() / "0.log");
-  ChildProcess rank1({testing::configured::mixt_executable(), "run", "r.yaml"}, rank_environment(1, 2, port), dir.path(),
-                     dir.path() / "1.log");
+  ChildProcess rank0({testing::configured::mixt_executable(), "run", "r.yaml"}, rank_environment(0, 2, port),
+                     dir.path(), dir.path() / "0.log");
+  ChildProcess rank1({testing::configured::mixt_executable(), "run", "r.yaml"}, rank_environment(1, 2, port),
+                     dir.path(), dir.path() / "1.log");
   ASSERT_TRUE(rank0_is_training(rank0, dir.path() / "0.log"));
   rank1.signal(SIGINT);
   const auto code0 = rank0.wait_for(60), code1 = rank1.wait_for(10);
@@ -631,8 +631,8 @@ TEST(DataParallel, TorchrunRestartResumesFromTheLastCheckpoint) {
   dir.write("r.yaml", recipe);
   const int port = testing::free_port();
   ChildProcess torchrun({"torchrun", "--no-python", "--nproc-per-node=2", "--max-restarts=1", "--master-addr=127.0.0.1",
-                         "--master-port=" + std::to_string(port), "--rdzv-id=restart-test", testing::configured::mixt_executable(), "run",
-                         "r.yaml"},
+                         "--master-port=" + std::to_string(port), "--rdzv-id=restart-test",
+                         testing::configured::mixt_executable(), "run", "r.yaml"},
                         {"OMP_NUM_THREADS=1"}, dir.path(), dir.path() / "torchrun.log");
   const auto code = torchrun.wait_for(240);
   const std::string log = testing::read_file(dir.path() / "torchrun.log");
@@ -671,8 +671,8 @@ TEST(DataParallel, ARestartedJobResumesItsOwnRunWhenAnotherJobTookItsLink) {
 
   const int port = testing::free_port();
   ChildProcess torchrun({"torchrun", "--no-python", "--nproc-per-node=2", "--max-restarts=1", "--master-addr=127.0.0.1",
-                         "--master-port=" + std::to_string(port), "--rdzv-id=shared-id", testing::configured::mixt_executable(), "run",
-                         "r.yaml"},
+                         "--master-port=" + std::to_string(port), "--rdzv-id=shared-id",
+                         testing::configured::mixt_executable(), "run", "r.yaml"},
                         {"OMP_NUM_THREADS=1"}, dir.path(), dir.path() / "torchrun.log");
   const fs::path link = dir.path() / "runs" / "dp" / "elastic-shared-id";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);

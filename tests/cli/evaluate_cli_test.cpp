@@ -181,8 +181,8 @@ TEST_F(EvaluateCli, AnotherSplitOrPolicyIsScoredOnRequest) {
 
 TEST_F(EvaluateCli, CtrlCStopsTheEvaluationWithExit130) {
   // 10,000 samples one at a time: seconds of evaluation to interrupt.
-  testing::ChildProcess child({testing::configured::mixt_executable(), "evaluate", run_->string(), "data.val.limit=10000",
-                               "data.val.batch_size=1"},
+  testing::ChildProcess child({testing::configured::mixt_executable(), "evaluate", run_->string(),
+                               "data.val.limit=10000", "data.val.batch_size=1"},
                               {}, dir_->path(), dir_->path() / "interrupted.txt");
   const auto said = [&] { return testing::read_file(dir_->path() / "interrupted.txt"); };
   for (int i = 0; i < 3000 && said().find("10000 samples of data.val") == std::string::npos; ++i) {

@@ -27,9 +27,9 @@ TEST(HostileInputCli, WhatIsNotARecipeIsRefusedAndAPipeIsReadOnce) {
   EXPECT_THAT(fifo.output, HasSubstr("fifo.yaml: not a regular file"));
 
   dir.write("r.yaml", testing::kTinyRecipe);
-  const CommandResult piped = testing::run_command("cd " + testing::shell_quote(dir.path().string()) +
-                                                   " && bash -c " + testing::shell_quote(
-                                                       testing::shell_quote(testing::configured::mixt_executable()) + " check <(cat r.yaml)"));
+  const CommandResult piped = testing::run_command(
+      "cd " + testing::shell_quote(dir.path().string()) + " && bash -c " +
+      testing::shell_quote(testing::shell_quote(testing::configured::mixt_executable()) + " check <(cat r.yaml)"));
   EXPECT_EQ(piped.exit_code, 0) << piped.output;
   EXPECT_THAT(piped.output, HasSubstr(": ok"));
 

@@ -131,8 +131,8 @@ TEST(InputPipelineCli, ABadBatchOnOneRankStopsEveryRankCleanly) {
   std::vector<std::unique_ptr<testing::ChildProcess>> ranks;
   for (int rank = 0; rank < 2; ++rank) {
     ranks.push_back(std::make_unique<testing::ChildProcess>(
-        std::vector<std::string>{testing::configured::mixt_executable(), "run", "r.yaml"}, testing::rank_environment(rank, 2, port),
-        dir.path(), dir.path() / (std::to_string(rank) + ".log")));
+        std::vector<std::string>{testing::configured::mixt_executable(), "run", "r.yaml"},
+        testing::rank_environment(rank, 2, port), dir.path(), dir.path() / (std::to_string(rank) + ".log")));
   }
   std::string logs;
   for (int rank = 0; rank < 2; ++rank) {

@@ -259,8 +259,9 @@ TEST(LrFindDistributed, TwoRanksStepTogetherAndRankZeroWrites) {
 TEST(LrFindSignals, CtrlCExits130AndWritesNothing) {
   TempDir dir;
   dir.write("r.yaml", testing::kTinyRecipe);
-  testing::ChildProcess child({testing::configured::mixt_executable(), "lr-find", "r.yaml", "--steps", "100000", "--max", "1e-3"}, {},
-                              dir.path(), dir.path() / "log");
+  testing::ChildProcess child(
+      {testing::configured::mixt_executable(), "lr-find", "r.yaml", "--steps", "100000", "--max", "1e-3"}, {},
+      dir.path(), dir.path() / "log");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (testing::read_file(dir.path() / "log").find("step   20") == std::string::npos &&
          std::chrono::steady_clock::now() < deadline) {

@@ -212,7 +212,8 @@ TEST_F(PredictCli, EmaPredictsWithTheAverageAsItsExportDoes) {
 
 TEST_F(PredictCli, CtrlCStopsWithExit130) {
   // 12 images 400 times, one at a time: seconds of work to interrupt.
-  std::vector<std::string> args = {testing::configured::mixt_executable(), "predict", run_->string(), "--batch", "1", "--csv", "c.csv"};
+  std::vector<std::string> args = {
+      testing::configured::mixt_executable(), "predict", run_->string(), "--batch", "1", "--csv", "c.csv"};
   for (int i = 0; i < 400; ++i) args.insert(args.end(), {"--image", "data/val"});
   testing::ChildProcess child(args, {}, dir_->path(), dir_->path() / "interrupted.txt");
   const auto said = [&] { return testing::read_file(dir_->path() / "interrupted.txt"); };

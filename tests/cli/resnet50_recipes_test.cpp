@@ -14,7 +14,7 @@
 namespace mixt {
 namespace {
 
-const std::string kRecipes = (testing::configured::source_dir() + "/recipes/resnet50/");
+const std::string kRecipes = testing::configured::source_dir() + "/recipes/resnet50/";
 
 TEST(ResNet50Recipes, EveryPolicyFileInheritsNvidiasRecipe) {
   for (const std::string policy : {"fp32", "tf32", "amp_fp16", "amp_bf16", "bf16_master", "fp16_master", "bf16_true"}) {

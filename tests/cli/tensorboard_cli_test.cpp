@@ -62,8 +62,8 @@ Curves read_curves(const json& scalars) {
 
 json read_back(const std::string& mode, const fs::path& run) {
   const CommandResult read = testing::run_command(
-      "python3 " + testing::shell_quote(testing::configured::source_dir() + "/tests/support/tensorboard_reader.py") + " " +
-      mode + " " + testing::shell_quote(run.string()));
+      "python3 " + testing::shell_quote(testing::configured::source_dir() + "/tests/support/tensorboard_reader.py") +
+      " " + mode + " " + testing::shell_quote(run.string()));
   EXPECT_EQ(read.exit_code, 0) << read.output;
   return json::parse(read.output.substr(read.output.find('{')));
 }

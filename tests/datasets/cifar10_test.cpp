@@ -51,7 +51,8 @@ TEST_F(Cifar10, DecodesRecordsAsTheFormatSays) {
 
 // The published label order (tests/golden/make_class_names_golden.py).
 TEST_F(Cifar10, ClassNamesAreThePublishedOnes) {
-  const auto golden = nlohmann::json::parse(testing::read_file((testing::configured::source_dir() + "/tests/golden/class_names.json")));
+  const auto golden =
+      nlohmann::json::parse(testing::read_file(testing::configured::source_dir() + "/tests/golden/class_names.json"));
   auto test = make_dataset(plugins, "{name: cifar10, root: " + root() + ", split: test}");
   EXPECT_EQ(class_names_of(*test), golden["cifar10"].get<std::vector<std::string>>());
 }

@@ -44,7 +44,8 @@ TEST(FashionMnist, ReadsThePublishedSplits) {
 
 // torchvision's FashionMNIST.classes (tests/golden/make_class_names_golden.py).
 TEST(FashionMnist, ClassNamesAreTorchvisions) {
-  const auto golden = nlohmann::json::parse(testing::read_file((testing::configured::source_dir() + "/tests/golden/class_names.json")));
+  const auto golden =
+      nlohmann::json::parse(testing::read_file(testing::configured::source_dir() + "/tests/golden/class_names.json"));
   testing::BuiltPlugins plugins;
   auto test = make(plugins, "{name: fashion_mnist, split: test, batch_size: 1000}");
   EXPECT_EQ(class_names_of(*test), golden["fashion_mnist"].get<std::vector<std::string>>());

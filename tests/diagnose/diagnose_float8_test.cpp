@@ -58,8 +58,8 @@ TEST(Float8Range, AJumpPastTheScaleSaturates) {
 }
 
 TEST(Float8Range, CountsEqualTorchaosCastOnTheGoldenCases) {
-  const nlohmann::json golden =
-      nlohmann::json::parse(testing::read_file((testing::configured::source_dir() + "/tests/golden/float8_diagnose.json")));
+  const nlohmann::json golden = nlohmann::json::parse(
+      testing::read_file(testing::configured::source_dir() + "/tests/golden/float8_diagnose.json"));
   ASSERT_EQ(golden["cases"].size(), 4u);
   for (const auto& c : golden["cases"]) {
     const auto& t = golden["tensors"][c["tensor"].get<std::string>()];

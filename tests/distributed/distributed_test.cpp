@@ -96,8 +96,10 @@ TEST(LaunchEnvironment, BadValuesAreUsageErrors) {
 TEST(GlooProcessGroup, TwoRanksOnLoopbackAreExact) {
   TempDir dir;
   const int port = testing::free_port();
-  ChildProcess rank0({testing::configured::distributed_probe(), "collectives"}, rank_environment(0, 2, port), dir.path(), dir.path() / "0.log");
-  ChildProcess rank1({testing::configured::distributed_probe(), "collectives"}, rank_environment(1, 2, port), dir.path(), dir.path() / "1.log");
+  ChildProcess rank0({testing::configured::distributed_probe(), "collectives"}, rank_environment(0, 2, port),
+                     dir.path(), dir.path() / "0.log");
+  ChildProcess rank1({testing::configured::distributed_probe(), "collectives"}, rank_environment(1, 2, port),
+                     dir.path(), dir.path() / "1.log");
   const auto code0 = rank0.wait_for(60), code1 = rank1.wait_for(10);
   const std::string log0 = testing::read_file(dir.path() / "0.log"), log1 = testing::read_file(dir.path() / "1.log");
   ASSERT_TRUE(code0 && code1) << "a rank hung\n" << log0 << "\n---\n" << log1;
@@ -113,8 +115,10 @@ TEST(GlooProcessGroup, ADeadPeerIsAnErrorNotAHang) {
   TempDir dir;
   const int port = testing::free_port();
   const auto start = std::chrono::steady_clock::now();
-  ChildProcess rank0({testing::configured::distributed_probe(), "die"}, rank_environment(0, 2, port), dir.path(), dir.path() / "0.log");
-  ChildProcess rank1({testing::configured::distributed_probe(), "die"}, rank_environment(1, 2, port), dir.path(), dir.path() / "1.log");
+  ChildProcess rank0({testing::configured::distributed_probe(), "die"}, rank_environment(0, 2, port), dir.path(),
+                     dir.path() / "0.log");
+  ChildProcess rank1({testing::configured::distributed_probe(), "die"}, rank_environment(1, 2, port), dir.path(),
+                     dir.path() / "1.log");
   const auto code0 = rank0.wait_for(60);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string log0 = testing::read_file(dir.path() / "0.log");
@@ -135,18 +139,18 @@ TEST(GlooProcessGroup, TwoRanksUnderFp8DelayedKeepOneAmaxHistoryAndOneSetOfWeigh
   TempDir dir;
   dir.write("r.yaml",
             "plugins: [" + testing::configured::fixture_plugin_dir() + "/libmixt_fixture_float8_outliers.so]\n" +
-            "model: {name: fixture_float8_outliers, outliers_from_step: 1000000}\n"
-            "precision: {name: fp8_delayed, amax_history_len: 4}\n"
-            "optimizer: {name: sgd, lr: 0.05}\n"
-            "data: {train: {name: synthetic, shape: [8], num_classes: 4, size: 256, batch_size: 32}}\n"
-            "trainer: {device: cpu, epochs: 1, seed: 0, threads: 1, log_every: 1000, max_steps_per_epoch: 6,\n"
-            "          distributed: {backend: gloo, timeout: 30}}\n");
+                "model: {name: fixture_float8_outliers, outliers_from_step: 1000000}\n"
+                "precision: {name: fp8_delayed, amax_history_len: 4}\n"
+                "optimizer: {name: sgd, lr: 0.05}\n"
+                "data: {train: {name: synthetic, shape: [8], num_classes: 4, size: 256, batch_size: 32}}\n"
+                "trainer: {device: cpu, epochs: 1, seed: 0, threads: 1, log_every: 1000, max_steps_per_epoch: 6,\n"
+                "          distributed: {backend: gloo, timeout: 30}}\n");
   const int port = testing::free_port();
   const std::string recipe = (dir.path() / "r.yaml").string(), out = dir.path().string();
-  ChildProcess rank0({testing::configured::distributed_probe(), "train", recipe, out}, rank_environment(0, 2, port), dir.path(),
-                     dir.path() / "0.log");
-  ChildProcess rank1({testing::configured::distributed_probe(), "train", recipe, out}, rank_environment(1, 2, port), dir.path(),
-                     dir.path() / "1.log");
+  ChildProcess rank0({testing::configured::distributed_probe(), "train", recipe, out}, rank_environment(0, 2, port),
+                     dir.path(), dir.path() / "0.log");
+  ChildProcess rank1({testing::configured::distributed_probe(), "train", recipe, out}, rank_environment(1, 2, port),
+                     dir.path(), dir.path() / "1.log");
   const auto code0 = rank0.wait_for(120), code1 = rank1.wait_for(20);
   const std::string log0 = testing::read_file(dir.path() / "0.log"), log1 = testing::read_file(dir.path() / "1.log");
   ASSERT_TRUE(code0 && code1) << "a rank hung\n" << log0 << "\n---\n" << log1;

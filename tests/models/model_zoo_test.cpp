@@ -42,7 +42,8 @@ std::shared_ptr<Model> build(const std::string& yaml, ModelContext context = {})
 }
 
 const nlohmann::json& zoo() {
-  static const nlohmann::json json = read_json(fs::path(testing::configured::source_dir()) / "tests/golden/model_zoo.json");
+  static const nlohmann::json json =
+      read_json(fs::path(testing::configured::source_dir()) / "tests/golden/model_zoo.json");
   return json;
 }
 

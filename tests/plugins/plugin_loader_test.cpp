@@ -103,7 +103,7 @@ TEST(PluginLoader, EmptyDescriptorFieldIsRejected) {
 TEST(PluginLoader, DuplicateComponentNamesBothFiles) {
   Registry registry;
   PluginLoader loader(registry);
-  loader.load((testing::configured::plugin_dir() + "/libmixt_optimizer_sgd.so"));
+  loader.load(testing::configured::plugin_dir() + "/libmixt_optimizer_sgd.so");
   const Error e = testing::thrown_error([&] {
     loader.load(kFixtures + "/libmixt_fixture_duplicate.so");
   });

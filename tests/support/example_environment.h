@@ -31,8 +31,8 @@ inline std::string example_environment(const std::filesystem::path& scratch) {
 
 // A document's commands, which begin by installing this build into "$HOME/.local/mixt", run
 // against the one install the ctest fixture examples_install made with that same command
-// (into testing::configured::examples_prefix()): $HOME/.local/mixt in `scratch` links to it and the install line
-// goes. One install for all the example tests instead of one each.
+// (into configured::examples_prefix()): $HOME/.local/mixt in `scratch` links to it and the
+// install line goes. One install for all the example tests instead of one each.
 inline std::string on_shared_install(const std::string& script, const std::filesystem::path& scratch) {
   const std::filesystem::path prefix = testing::configured::examples_prefix();
   if (!std::filesystem::exists(prefix / "bin/mixt")) {

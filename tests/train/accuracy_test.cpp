@@ -21,7 +21,8 @@ at::Tensor from_json(const nlohmann::json& rows) {
 
 TEST(Accuracy, TopOneAndTopKCountAsTorchvisionsReference) {
   const testing::BuiltPlugins plugins;
-  const auto golden = nlohmann::json::parse(testing::read_file((testing::configured::source_dir() + "/tests/golden/top_k_accuracy.json")));
+  const auto golden = nlohmann::json::parse(
+      testing::read_file(testing::configured::source_dir() + "/tests/golden/top_k_accuracy.json"));
   ASSERT_EQ(golden["cases"].size(), 3u);
   for (const auto& c : golden["cases"]) {
     const at::Tensor logits = from_json(c["logits"]);

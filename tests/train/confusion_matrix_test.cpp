@@ -21,7 +21,8 @@ struct Golden {
 
 Golden read_golden() {
   Golden g;
-  g.json = nlohmann::json::parse(testing::read_file((testing::configured::source_dir() + "/tests/golden/confusion_matrix.json")));
+  g.json = nlohmann::json::parse(
+      testing::read_file(testing::configured::source_dir() + "/tests/golden/confusion_matrix.json"));
   std::vector<float> values;
   for (const auto& row : g.json["logits"]) {
     for (const auto& v : row) values.push_back(v.get<float>());

@@ -82,7 +82,8 @@ struct EmaRun {
 
 TEST(EmaCallback, FollowsTimmsModelEmaV3BitForBit) {
   testing::BuiltPlugins plugins;
-  const auto golden = nlohmann::json::parse(testing::read_file((testing::configured::source_dir() + "/tests/golden/ema.json")));
+  const auto golden =
+      nlohmann::json::parse(testing::read_file(testing::configured::source_dir() + "/tests/golden/ema.json"));
   const auto steps = golden["steps"].get<std::int64_t>();
   ASSERT_EQ(golden["cases"].size(), 3u);
   for (const auto& c : golden["cases"]) {
@@ -105,7 +106,8 @@ TEST(EmaCallback, FollowsTimmsModelEmaV3BitForBit) {
 
 TEST(EmaCallback, ACheckpointContinuesTheAverageExactly) {
   testing::BuiltPlugins plugins;
-  const auto golden = nlohmann::json::parse(testing::read_file((testing::configured::source_dir() + "/tests/golden/ema.json")));
+  const auto golden =
+      nlohmann::json::parse(testing::read_file(testing::configured::source_dir() + "/tests/golden/ema.json"));
   const auto steps = golden["steps"].get<std::int64_t>();
   const auto& c = golden["cases"][2];  // warm-up, a late start, every 2 steps
   EmaRun first(plugins, c["options"]);

@@ -21,7 +21,8 @@ namespace mixt {
 namespace {
 
 TEST(OptimizerParity, MatchesTorchOptimStepByStep) {
-  const auto golden = nlohmann::json::parse(testing::read_file((testing::configured::source_dir() + "/tests/golden/optimizers.json")));
+  const auto golden =
+      nlohmann::json::parse(testing::read_file(testing::configured::source_dir() + "/tests/golden/optimizers.json"));
   testing::BuiltPlugins plugins;
   ASSERT_GE(golden["cases"].size(), 18u);
   for (const auto& c : golden["cases"]) {
@@ -49,7 +50,8 @@ TEST(OptimizerParity, MatchesTorchOptimStepByStep) {
 }
 
 TEST(OptimizerParity, NoWeightDecayOnOneDimensionalParameters) {
-  const auto golden = nlohmann::json::parse(testing::read_file((testing::configured::source_dir() + "/tests/golden/optimizers.json")));
+  const auto golden =
+      nlohmann::json::parse(testing::read_file(testing::configured::source_dir() + "/tests/golden/optimizers.json"));
   testing::BuiltPlugins plugins;
   ASSERT_EQ(golden["grouped_cases"].size(), 6u);
   for (const auto& c : golden["grouped_cases"]) {
@@ -78,7 +80,8 @@ TEST(OptimizerParity, NoWeightDecayOnOneDimensionalParameters) {
 // arithmetic differently). A fused SGD that started the late momentum buffer at zero would
 // move that parameter 10 % short (dampening 0.1).
 TEST(OptimizerParity, ParameterWithALateFirstGradient) {
-  const auto golden = nlohmann::json::parse(testing::read_file((testing::configured::source_dir() + "/tests/golden/optimizers.json")));
+  const auto golden =
+      nlohmann::json::parse(testing::read_file(testing::configured::source_dir() + "/tests/golden/optimizers.json"));
   testing::BuiltPlugins plugins;
   ASSERT_EQ(golden["late_cases"].size(), 2u);
   for (const auto& c : golden["late_cases"]) {
@@ -115,7 +118,8 @@ TEST(OptimizerParity, ParameterWithALateFirstGradient) {
 // The SDK's weight_decay_groups() for torch::optim optimizers, on the same golden: LibTorch's
 // SGD with the 1-D bias in a group without weight decay equals torch.optim's.
 TEST(OptimizerParity, SdkWeightDecayGroupsForTorchOptim) {
-  const auto golden = nlohmann::json::parse(testing::read_file((testing::configured::source_dir() + "/tests/golden/optimizers.json")));
+  const auto golden =
+      nlohmann::json::parse(testing::read_file(testing::configured::source_dir() + "/tests/golden/optimizers.json"));
   const auto& c = golden["grouped_cases"][0];
   ASSERT_EQ(c["optimizer"], "sgd");
   ASSERT_FALSE(c["options"].contains("fused"));

@@ -12,7 +12,8 @@ namespace mixt {
 namespace {
 
 TEST(SchedulerParity, LearningRateCurvesMatchTorch) {
-  const auto golden = nlohmann::json::parse(testing::read_file((testing::configured::source_dir() + "/tests/golden/schedulers.json")));
+  const auto golden =
+      nlohmann::json::parse(testing::read_file(testing::configured::source_dir() + "/tests/golden/schedulers.json"));
   testing::BuiltPlugins plugins;
   ASSERT_EQ(golden["cases"].size(), 4u);
   for (const auto& c : golden["cases"]) {

@@ -38,7 +38,7 @@ std::unique_ptr<Task> causal_lm(const testing::BuiltPlugins& plugins, double lab
 
 const nlohmann::json& golden() {
   static const nlohmann::json g =
-      nlohmann::json::parse(testing::read_file((testing::configured::source_dir() + "/tests/golden/causal_lm.json")));
+      nlohmann::json::parse(testing::read_file(testing::configured::source_dir() + "/tests/golden/causal_lm.json"));
   return g;
 }
 

@@ -1,15 +1,12 @@
 // mixt::DataLoader: order against torch.utils.data.DistributedSampler (golden values in
 // tests/golden/distributed_sampler.json, made by tests/golden/make_sampler_golden.py),
 // results independent of the worker count, drop_last, bad samples, bounded prefetch.
+#include <ATen/Parallel.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include "expect_error.h"
-
-#include <algorithm>
-#include <ATen/Parallel.h>
 #include <mixt/helpers/data_loader.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -18,6 +15,7 @@
 #include <thread>
 
 #include "configured_paths.h"
+#include "expect_error.h"
 
 using ::testing::HasSubstr;
 

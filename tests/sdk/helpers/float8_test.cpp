@@ -29,13 +29,13 @@ using ::testing::HasSubstr;
 
 const nlohmann::json& golden() {
   static const nlohmann::json parsed =
-      nlohmann::json::parse(testing::read_file((testing::configured::float8_golden_dir() + "/float8.json")));
+      nlohmann::json::parse(testing::read_file(testing::configured::float8_golden_dir() + "/float8.json"));
   return parsed;
 }
 
 const nlohmann::json& rowwise_golden() {
   static const nlohmann::json parsed =
-      nlohmann::json::parse(testing::read_file((testing::configured::float8_golden_dir() + "/float8_rowwise.json")));
+      nlohmann::json::parse(testing::read_file(testing::configured::float8_golden_dir() + "/float8_rowwise.json"));
   return parsed;
 }
 
@@ -475,8 +475,8 @@ TEST(Fp8TensorwisePolicy, OptionsChooseTheLayers) {
 
 TEST(Fp8TensorwisePolicy, CheckCountsTheFloat8LayersAndWarnsOfTheMisalignedOnce) {
   const testing::CommandResult result =
-      testing::run_mixt({"check", (testing::configured::source_dir() + "/recipes/fashion_mnist.yaml"), "precision.name=fp8_tensorwise",
-                         "precision.exclude_first_last=false"});
+      testing::run_mixt({"check", testing::configured::source_dir() + "/recipes/fashion_mnist.yaml",
+                         "precision.name=fp8_tensorwise", "precision.exclude_first_last=false"});
   ASSERT_EQ(result.exit_code, 0) << result.output;
   // simple_cnn's classifier: 3136 -> 128 in float8, 128 -> 10 in bfloat16; the FLOPs by hand.
   EXPECT_THAT(result.output, HasSubstr("linear    2 layers, 1 computed by the precision policy (float8 under "

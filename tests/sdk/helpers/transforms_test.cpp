@@ -8,17 +8,15 @@
 // normalisation), and on average by far less.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include "expect_error.h"
 #include <mixt/helpers/transforms.h>
 
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "recipe/recipe_loader.h"
-
 #include "configured_paths.h"
+#include "expect_error.h"
+#include "recipe/recipe_loader.h"
 
 using ::testing::HasSubstr;
 

@@ -16,6 +16,7 @@
 #include "child_process.h"
 #include "data_support.h"
 #include "plugins.h"
+#include "ranks.h"
 #include "run_directories.h"
 #include "test_support.h"
 
@@ -26,6 +27,9 @@ using testing::only_run_directory;
 
 using testing::ChildProcess;
 using testing::rank_environment;
+using testing::max_difference;
+using testing::RankResult;
+using testing::run_ranks;
 
 const std::string kInfPlugin = testing::configured::fixture_plugin_dir() + "/libmixt_fixture_inf_injection.so";
 
@@ -42,36 +46,6 @@ trainer: { epochs: 1, seed: 0, threads: 1, log_every: 1, max_steps_per_epoch: 4,
 output: runs
 )";
 
-struct RankResult {
-  std::optional<int> exit_code;
-  std::string log;
-};
-
-// Runs `mixt COMMAND... OVERRIDES[rank]...` (`mixt run r.yaml ...` by default) as `world`
-// ranks in `dir`; waits for all.
-std::vector<RankResult> run_ranks(const TempDir& dir, int world, const std::vector<std::vector<std::string>>& overrides,
-                                  double timeout_seconds = 120,
-                                  const std::vector<std::string>& command = {"run", "r.yaml"}) {
-  const int port = testing::free_port();
-  std::vector<std::unique_ptr<ChildProcess>> ranks;
-  for (int r = 0; r < world; ++r) {
-    std::vector<std::string> argv = {testing::configured::mixt_executable()};
-    argv.insert(argv.end(), command.begin(), command.end());
-    const auto& mine = overrides[static_cast<std::size_t>(r) % overrides.size()];
-    argv.insert(argv.end(), mine.begin(), mine.end());
-    ranks.push_back(std::make_unique<ChildProcess>(argv, rank_environment(r, world, port), dir.path(),
-                                                   dir.path() / ("rank" + std::to_string(r) + ".log")));
-  }
-  std::vector<RankResult> results;
-  for (int r = 0; r < world; ++r) {
-    RankResult result;
-    result.exit_code = ranks[static_cast<std::size_t>(r)]->wait_for(timeout_seconds);
-    result.log = testing::read_file(dir.path() / ("rank" + std::to_string(r) + ".log"));
-    results.push_back(result);
-  }
-  return results;
-}
-
 // The model's parameters and buffers as a checkpoint holds them, loaded by the trainer itself.
 std::map<std::string, at::Tensor> checkpoint_weights(const fs::path& recipe, const fs::path& checkpoint) {
   Registry registry;
@@ -86,19 +60,6 @@ std::map<std::string, at::Tensor> checkpoint_weights(const fs::path& recipe, con
     weights[item.key()] = item.value().detach().to(at::kDouble).clone();  // num_batches_tracked is an integer
   }
   return weights;
-}
-
-double max_difference(const std::map<std::string, at::Tensor>& a, const std::map<std::string, at::Tensor>& b) {
-  double worst = 0;
-  EXPECT_EQ(a.size(), b.size());
-  std::string where;
-  for (const auto& [name, tensor] : a) {
-    const double d = (tensor - b.at(name)).abs().max().item<double>();
-    if (d > worst) worst = d, where = name;
-  }
-  std::printf("  largest difference in %s (max |value| %.3g)\n", where.c_str(),
-              where.empty() ? 0.0 : a.at(where).abs().max().item<double>());
-  return worst;
 }
 
 std::string line_with(const std::string& text, const std::string& prefix) {

@@ -11,6 +11,7 @@
 #include "common/closest_match.h"
 #include "common/first_line.h"
 #include "common/warnings.h"
+#include "distributed/sharded_optimizer.h"
 #include "distributed/sync_batchnorm.h"
 #include "mixt/helpers/activation_checkpointing.h"
 #include "mixt/helpers/fp32_modules.h"
@@ -353,7 +354,16 @@ Components build_components(const Config& recipe, const Registry& registry, cons
   const Config optimizer_section = recipe.section("optimizer");
   OptimizerContext optimizer_context;
   optimizer_context.named_parameters = components.precision->optimizer_parameters(*components.model);
-  components.optimizer = registry.make_optimizer(optimizer_section, optimizer_context);
+  const auto build_optimizer = [&](const OptimizerContext& context) {
+    return registry.make_optimizer(optimizer_section, context);
+  };
+  if (auto sharded = distributed::shard_optimizer(options.distributed, communicator,
+                                                  optimizer_context.named_parameters, build_optimizer)) {
+    components.optimizer_shards = sharded.get();
+    components.optimizer = std::move(sharded);
+  } else {
+    components.optimizer = build_optimizer(optimizer_context);
+  }
   record(components, registry, ComponentKind::optimizer, optimizer_section);
 
   components.steps_per_epoch = options.steps_per_epoch(components.train->batches_per_epoch());

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "assembly/named_callback.h"
+#include "common/optimizer_shards.h"
 #include "assembly/trainer_options.h"
 #include "mixt/plugin.h"
 #include "plugins/registry.h"
@@ -30,6 +31,9 @@ struct Components {
   std::shared_ptr<Model> model;
   std::unique_ptr<PrecisionPolicy> precision;
   std::unique_ptr<Optimizer> optimizer;
+  // The optimizer again when trainer.distributed.sharding splits its state over the ranks
+  // (common/optimizer_shards.h); null otherwise.
+  OptimizerShards* optimizer_shards = nullptr;
   std::unique_ptr<Scheduler> scheduler;           // may be null: constant learning rate
   std::unique_ptr<Task> task;                     // the recipe's `task:`, classification when it names none
   std::vector<NamedCallback> callbacks;           // the recipe's `callbacks:`, in its order

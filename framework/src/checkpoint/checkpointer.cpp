@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "common/atomic_file.h"
+#include "common/optimizer_shards.h"
 #include "checkpoint/checkpoint.h"
 #include "sdk/helpers/state_dict_check.h"
 #include "mixt/version.h"
@@ -248,10 +249,14 @@ fs::path Checkpointer::save_epoch_end(const RunDirectory& run) const {
                             " itself is complete, and resuming the run directory takes it",
                         storage_hint(error, directory));
   }
-  if (done > options_.keep_checkpoints) {
-    fs::remove(directory / epoch_checkpoint_name(done - options_.keep_checkpoints), ec);
+  std::vector<fs::path> removed{directory / "interrupted"};
+  if (done > options_.keep_checkpoints) removed.push_back(directory / epoch_checkpoint_name(done - options_.keep_checkpoints));
+  for (const fs::path& file : removed) {
+    fs::remove(file, ec);
+    for (int rank = 0; components_.optimizer_shards && rank < coordinator_.world_size(); ++rank) {
+      fs::remove(optimizer_shard_file(file, rank, coordinator_.world_size()), ec);
+    }
   }
-  fs::remove(directory / "interrupted", ec);
   return directory / name;
 }
 
@@ -273,7 +278,21 @@ void load_component_states(Components& components, torch::serialize::InputArchiv
   }
   components.model->load(model_archive);
   checkpoint.read("optimizer", optimizer_archive);
+  c10::IValue shards;
+  if (!components.optimizer_shards && optimizer_archive.try_read(kShardedOptimizerKey, shards)) {
+    // Its first two lines: "sharding optimizer", "world_size 4".
+    const std::string& manifest = shards.toStringRef();
+    std::string written_by = manifest.substr(0, manifest.find('\n', manifest.find('\n') + 1));
+    std::replace(written_by.begin(), written_by.end(), '\n', ',');
+    throw Error(ErrorKind::recipe,
+                "the checkpoint's optimizer state is sharded over ranks (" + written_by +
+                    "), but this run does not shard it",
+                SourceLocation{file.string()}, "trainer.resume",
+                "resume it under torchrun with the trainer.distributed.sharding and the rank count that wrote it; "
+                "mixt export, evaluate, predict and generate read its weights in one process");
+  }
   components.optimizer->load(optimizer_archive);
+  if (components.optimizer_shards) components.optimizer_shards->load_shard(file);
   checkpoint.read("precision", precision_archive);
   try {
     components.precision->load(precision_archive);

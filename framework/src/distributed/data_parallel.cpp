@@ -66,6 +66,11 @@ DataParallel::DataParallel(const LaunchEnvironment& environment, const Distribut
   }
   communicator_ = std::make_unique<ProcessGroupCommunicator>(process_group, backend, environment.rank,
                                                              environment.world_size, timeout, device);
+  // Without the agent's store the counts are all there is: the highest of them says
+  // whether any node has restarted.
+  attempt_ = stores.attempt_number > 0
+                 ? stores.attempt_number
+                 : 1 + static_cast<std::int64_t>(highest(static_cast<double>(environment.restart_count)));
 }
 
 bool DataParallel::all_ranks_agree(const std::string& text) const {
@@ -134,6 +139,8 @@ void DataParallel::broadcast_model(torch::nn::Module& model) const {
 }
 
 void DataParallel::set_parameters(const std::vector<at::Tensor>& parameters) {
+  // Reduce-scattered by the sharded optimizer instead: no all-reduce buckets to keep.
+  if (options_.sharding == Sharding::gradients) return;
   const auto bytes = static_cast<std::int64_t>(options_.bucket_mb * 1024.0 * 1024.0);
   buckets_.emplace(parameters, bytes);
   if (options_.overlap) buckets_->enable_overlap(*communicator_);
@@ -144,6 +151,7 @@ void DataParallel::prepare_backward(bool last) {
 }
 
 void DataParallel::average_gradients() {
+  if (options_.sharding == Sharding::gradients) return;  // ShardedOptimizer::take_gradients reduces them
   if (!buckets_) throw runtime_error("DataParallel::average_gradients before set_parameters");
   buckets_->average(*communicator_);
 }
@@ -151,6 +159,12 @@ void DataParallel::average_gradients() {
 StepAgreement DataParallel::agree_on_step(const at::Tensor& loss) const {
   const double mean = sum({loss.item<double>()})[0] / world_size();
   return {at::scalar_tensor(mean, at::TensorOptions().dtype(at::kDouble)), true};
+}
+
+double DataParallel::highest(double value) const {
+  at::Tensor t = at::scalar_tensor(value, at::TensorOptions().dtype(at::kDouble)).to(device_);
+  communicator_->all_reduce(t, ReduceOp::max);
+  return t.cpu().item<double>();
 }
 
 std::vector<double> DataParallel::sum(const std::vector<double>& values) const {

@@ -32,6 +32,10 @@ class DataParallel final : public Coordinator {
   int rank() const override { return environment_.rank; }
   int world_size() const override { return environment_.world_size; }
   bool is_main() const { return environment_.rank == 0; }
+  // Which attempt of the job this is (1-based), the same on every rank: 1 outside
+  // torchelastic. Whether to continue an earlier attempt's run is decided on this, never on
+  // the node's own TORCHELASTIC_RESTART_COUNT (distributed/attempt.h says why).
+  std::int64_t attempt() const { return attempt_; }
   const std::string& backend_name() const { return communicator_->backend_name(); }
 
   // Every rank must run the same mixt build and the same resolved recipe: compares a hash
@@ -70,6 +74,8 @@ class DataParallel final : public Coordinator {
   void set_job_value(const std::string& key, const std::string& value) const;
 
  private:
+  // The largest `value` of any rank.
+  double highest(double value) const;
   // Where this rank's resolved recipe first differs from rank 0's ("" on rank 0).
   std::string difference_from_rank_0(const std::string& text) const;
 
@@ -80,6 +86,7 @@ class DataParallel final : public Coordinator {
   c10::intrusive_ptr<c10d::Store> job_store_;
   c10::intrusive_ptr<c10d::Store> store_;  // this attempt's, which every rank reaches
   std::optional<GradientBuckets> buckets_;
+  std::int64_t attempt_ = 1;
 };
 
 }  // namespace mixt::distributed

@@ -38,10 +38,24 @@ const OptionsOf<DistributedOptions>& bound() {
                "below); `false`: after the policy's `backward()` returns")
           .add(&O::sync_batchnorm, "sync_batchnorm",
                "`true`: the model's `mixt::BatchNorm1d/2d/3d` layers normalise with the statistics of the global "
-               "batch, as `torch.nn.SyncBatchNorm` (see below)");
+               "batch, as `torch.nn.SyncBatchNorm` (see below)")
+          .choice(&O::sharding, "sharding",
+                  {{"none", Sharding::none}, {"optimizer", Sharding::optimizer}, {"gradients", Sharding::gradients}},
+                  "`none`: every rank keeps the whole optimizer state; `optimizer` (ZeRO-1): each rank keeps and "
+                  "updates 1/N of it, gradients all-reduced; `gradients` (ZeRO-2): gradients reduce-scattered too, "
+                  "each rank keeping its 1/N (see below)");
   return options;
 }
 }  // namespace
+
+const char* sharding_name(Sharding mode) {
+  switch (mode) {
+    case Sharding::none: return "none";
+    case Sharding::optimizer: return "optimizer";
+    case Sharding::gradients: return "gradients";
+  }
+  return "?";
+}
 
 DistributedOptions DistributedOptions::read(const Config& s) {
   DistributedOptions o = bound().read(s);

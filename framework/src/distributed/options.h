@@ -11,12 +11,17 @@
 
 namespace mixt::distributed {
 
+// trainer.distributed.sharding: what each rank keeps 1/N of (distributed/sharded_optimizer.h).
+enum class Sharding { none, optimizer, gradients };
+const char* sharding_name(Sharding mode);
+
 struct DistributedOptions {
   std::string backend = "auto";  // auto (NCCL on CUDA, Gloo on CPU) | nccl | gloo
   double timeout_seconds = 600;  // a collective or the store waits at most this long
   double bucket_mb = 25;         // gradient all-reduce bucket size, as DDP's bucket_cap_mb
   bool overlap = false;          // start a bucket's all-reduce during backward (gradient hooks)
   bool sync_batchnorm = false;   // mixt::BatchNorm layers take global batch statistics
+  Sharding sharding = Sharding::none;
 
   static DistributedOptions read(const Config& section);
   // The keys read() reads, with the defaults above, for `mixt describe trainer`.

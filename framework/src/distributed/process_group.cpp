@@ -79,6 +79,33 @@ void ProcessGroupCommunicator::all_reduce(at::Tensor& tensor, ReduceOp op) const
   if (!buffer.is_same(tensor)) tensor.copy_(buffer);
 }
 
+c10::intrusive_ptr<c10d::Work> ProcessGroupCommunicator::start_reduce_scatter_sum(at::Tensor& output,
+                                                                                  at::Tensor& input,
+                                                                                  const std::string& what) const {
+  try {
+    c10d::ReduceScatterOptions options;
+    options.reduceOp = c10d::ReduceOp(c10d::ReduceOp::SUM);
+    return backend_->_reduce_scatter_base(output, input, options);
+  } catch (const c10::Error& error) {
+    fail(what, error.what_without_backtrace());
+  }
+}
+
+void ProcessGroupCommunicator::reduce_scatter_sum(at::Tensor& output, at::Tensor& input,
+                                                  const std::string& what) const {
+  wait(start_reduce_scatter_sum(output, input, what), what);
+}
+
+void ProcessGroupCommunicator::all_gather(at::Tensor& output, at::Tensor& input, const std::string& what) const {
+  c10::intrusive_ptr<c10d::Work> work;
+  try {
+    work = backend_->_allgather_base(output, input, c10d::AllgatherOptions{});
+  } catch (const c10::Error& error) {
+    fail(what, error.what_without_backtrace());
+  }
+  wait(work, what);
+}
+
 void ProcessGroupCommunicator::broadcast(at::Tensor& tensor, int root) const {
   at::Tensor buffer = tensor.is_contiguous() ? tensor : tensor.contiguous();
   std::vector<at::Tensor> tensors{buffer};

@@ -27,6 +27,16 @@ class ProcessGroupCommunicator final : public Communicator {
 
   const std::string& backend_name() const { return backend_name_; }
 
+  // Blocking, for sharded training (distributed/shard_layout.h): `output` (n elements) gets
+  // this rank's n of the sum over ranks of `input` (world_size x n, rank-major); `output`
+  // (world_size x n) gets every rank's `input` (n), rank 0's first. `what` names the
+  // operation in an error. Both tensors contiguous, of one dtype and device.
+  void reduce_scatter_sum(at::Tensor& output, at::Tensor& input, const std::string& what) const;
+  void all_gather(at::Tensor& output, at::Tensor& input, const std::string& what) const;
+  // reduce_scatter_sum, started: finish with wait().
+  c10::intrusive_ptr<c10d::Work> start_reduce_scatter_sum(at::Tensor& output, at::Tensor& input,
+                                                          const std::string& what) const;
+
   // Asynchronous sum of one contiguous tensor; finish with wait().
   c10::intrusive_ptr<c10d::Work> start_sum(at::Tensor& tensor) const;
   void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what) const;

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 
+#include "distributed/attempt.h"
 #include "mixt/error.h"
 
 namespace mixt::distributed {
@@ -36,23 +37,23 @@ Stores make_store(const LaunchEnvironment& e, std::chrono::milliseconds timeout)
     if (e.use_agent_store) {
       // torch.distributed's env:// rendezvous (torch/distributed/rendezvous.py,
       // _create_c10d_store) connects every worker as a client of the store the elastic agent
-      // already hosts. The agent keeps that store across restarts (the static rendezvous
-      // caches it), so the keys of a failed attempt are still there: a per-attempt prefix
-      // keeps a restarted job from reading them, as earlier torch.distributed releases did (2.11 relies on a fresh
-      // store per retry instead).
+      // hosts. The agent keeps that store across restarts, so the keys of a failed attempt are
+      // still there: each attempt works under a prefix of its own, numbered by agreement
+      // (distributed/attempt.h), never by TORCHELASTIC_RESTART_COUNT, which differs by node.
       options.isServer = false;
       options.waitWorkers = false;
       auto client = c10::make_intrusive<c10d::TCPStore>(e.master_addr, options);
-      return {c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + std::to_string(e.restart_count), client),
-              c10::make_intrusive<c10d::PrefixStore>("/mixt/job", client)};
+      auto job = c10::make_intrusive<c10d::PrefixStore>("/mixt/job", client);
+      const std::int64_t attempt = agree_on_attempt(*job, e.rank, e.world_size, timeout);
+      return {c10::make_intrusive<c10d::PrefixStore>("/mixt/attempt_" + std::to_string(attempt), client), job,
+              attempt};
     }
     options.isServer = e.rank == 0;
     options.waitWorkers = true;
     options.multiTenant = true;
     auto store = c10::make_intrusive<c10d::TCPStore>(e.master_addr, options);
-    // Namespaced per attempt too, for a store that outlives an attempt (multi-tenant port).
-    return {c10::make_intrusive<c10d::PrefixStore>("/mixt/attempt_" + std::to_string(e.restart_count), store),
-            nullptr};
+    // Rank 0's process hosts it, so it ends with the attempt: one prefix serves them all.
+    return {c10::make_intrusive<c10d::PrefixStore>("/mixt/attempt", store), nullptr};
   } catch (const c10::Error& error) {
     throw runtime_error("rank " + std::to_string(e.rank) + " could not reach the c10d store at " + e.master_addr +
                             ":" + std::to_string(e.master_port) + ": " + error.what_without_backtrace(),

@@ -275,7 +275,7 @@ void note_activation_checkpointing(const Experiment& e, Progress& progress) {
 TrainResult run_experiment(Experiment& e, bool terminal, fs::path* run_dir) {
   const bool main_rank = e.main_rank();
   const bool elastic = e.parallel && !e.parallel->environment().run_id.empty();
-  const bool restarted = elastic && e.parallel->environment().restart_count > 0;
+  const bool restarted = elastic && e.parallel->attempt() > 1;
   std::unique_ptr<RunDirectory> run;
   fs::path run_path;
   Progress progress(terminal, e.options.log_every, /*quiet=*/!main_rank);
@@ -308,7 +308,14 @@ TrainResult run_experiment(Experiment& e, bool terminal, fs::path* run_dir) {
   if (e.parallel) {
     progress.note("data parallel: " + std::to_string(e.parallel->world_size()) +
                   (e.parallel->world_size() == 1 ? " rank, " : " ranks, ") +
-                  e.parallel->backend_name() + " backend, " + e.components.device.str());
+                  e.parallel->backend_name() + " backend, " + e.components.device.str() +
+                  (e.components.optimizer_shards
+                       ? std::string(", sharding: ") + distributed::sharding_name(e.options.distributed.sharding) +
+                             " (each rank keeps 1/" + std::to_string(e.parallel->world_size()) +
+                             " of the optimizer state" +
+                             (e.options.distributed.sharding == distributed::Sharding::gradients ? " and gradients)"
+                                                                                                  : ")")
+                       : std::string()));
   }
   note_activation_checkpointing(e, progress);
   return trainer.fit();

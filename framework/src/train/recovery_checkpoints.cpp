@@ -8,6 +8,11 @@ namespace fs = std::filesystem;
 
 fs::path RecoveryCheckpoints::save_epoch_end() const { return run_ ? checkpointer_.save_epoch_end(*run_) : fs::path(); }
 
+fs::path RecoveryCheckpoints::next_file(bool mid_epoch) const {
+  if (!run_) return {};
+  return mid_epoch ? interrupted_file() : run_->checkpoints() / epoch_checkpoint_name(state_.epoch + 1);
+}
+
 fs::path RecoveryCheckpoints::save_interrupted(const std::vector<std::int64_t>& data_positions) const {
   if (!run_) return {};
   const fs::path file = interrupted_file();

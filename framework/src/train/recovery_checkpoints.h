@@ -28,6 +28,9 @@ class RecoveryCheckpoints {
   void write_to(RunDirectory* run) { run_ = run; }
   // The run directory, or empty when this process writes none.
   std::filesystem::path run_path() const { return run_ ? run_->path() : std::filesystem::path(); }
+  // Where the next save_interrupted (`mid_epoch`) or save_epoch_end writes; empty without a
+  // run directory (the ranks other than 0).
+  std::filesystem::path next_file(bool mid_epoch) const;
   // The checkpoint the run resumed from, named when nothing newer holds good weights.
   void resumed_from(std::filesystem::path file) { resumed_from_ = std::move(file); }
 

@@ -75,6 +75,7 @@ TrainResult Trainer::fit() {
   const auto started = Clock::now();
   const auto warnings_in_log = run_log_->capture_warnings();  // the run's warnings in log.txt and metrics.jsonl too
   coordinator_.broadcast_model(*components_.model);           // every rank starts from rank 0's weights
+  if (components_.optimizer_shards) components_.optimizer_shards->start_from_full();
   const FitStart fit{state_, recovery_.run_path(), coordinator_.rank(), coordinator_.world_size()};
   notify("on_fit_start", [&](Callback& callback) { callback.on_fit_start(fit); });
   for (; state_.epoch < options_.epochs; ++state_.epoch) {
@@ -84,6 +85,9 @@ TrainResult Trainer::fit() {
     try {
       mid_epoch = train_epoch(result);
     } catch (const Error& failure) {
+      // Sharded optimizer state: the failed rank's shard cannot be saved, so the newest
+      // complete checkpoint stays the one to resume from.
+      if (components_.optimizer_shards) throw;
       throw recovery_.with_progress_saved(failure, batches_in_weights_, options_.accumulate,
                                           [this] { return stops_.weights_good(); });
     }
@@ -149,6 +153,7 @@ std::optional<Stop> Trainer::train_step(EpochRun& epoch, TrainResult& result) {
   if (!loss.defined()) return std::nullopt;
   coordinator_.average_gradients();  // before the policy sees them: every rank steps on the same numbers
   precision.gradients_ready(optimizer);
+  if (components_.optimizer_shards) components_.optimizer_shards->take_gradients();  // this rank's 1/N
   const at::Tensor grad_norm = measure_and_clip(logged);
   // Possibly decided on the device (a sync-free loss-scaled step): read below only where
   // the host needs it, i.e. for the scheduler and for callbacks that ask.
@@ -174,7 +179,9 @@ at::Tensor Trainer::forward_and_backward(EpochRun& epoch) {
     const at::Tensor inputs = model_input(components_, batch->inputs);
     const at::Tensor targets = batch->targets.to(components_.device, /*non_blocking=*/true);
     const at::Tensor loss = loss_(inputs, targets, state_.epoch, epoch.step);
-    coordinator_.prepare_backward(micro_batches + 1 == options_.accumulate);
+    const bool last = micro_batches + 1 == options_.accumulate;
+    coordinator_.prepare_backward(last);
+    if (components_.optimizer_shards) components_.optimizer_shards->prepare_backward(last);
     components_.precision->backward(loss);
     loss_sum = loss_sum.defined() ? loss_sum + loss.detach() : loss.detach();
     epoch.samples += inputs.size(0);
@@ -192,9 +199,17 @@ at::Tensor Trainer::measure_and_clip(bool logged) {
   if (options_.clip_grad_norm <= 0 && !logged && !grad_norm_every_step_) return {};
   components_.precision->unscale(*components_.optimizer);
   const std::vector<at::Tensor> parameters = components_.optimizer->parameters();
-  const at::Tensor norm = gradient_norm(parameters);
+  at::Tensor norm = gradient_norm(parameters);
+  if (components_.optimizer_shards) norm = components_.optimizer_shards->norm_over_ranks(norm);
   if (options_.clip_grad_norm > 0 && norm.defined()) clip_gradients(parameters, norm, options_.clip_grad_norm);
   return norm;
+}
+
+void Trainer::save_optimizer_shards(const fs::path& rank_0_file) {
+  if (!components_.optimizer_shards) return;
+  const fs::path file = coordinator_.text_from(0, rank_0_file.string());
+  if (!file.empty()) components_.optimizer_shards->save_shard(file);
+  coordinator_.barrier();  // every shard is written before rank 0's file names them
 }
 
 // After the optimizer step: its bookkeeping, the ranks' agreement on its loss, the

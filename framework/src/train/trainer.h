@@ -86,6 +86,9 @@ class Trainer {
   at::Tensor measure_and_clip(bool logged);
   StopDecider::Stop after_step(EpochRun& epoch, TrainResult& result, const StepOutcome& applied, const at::Tensor& loss,
                                const at::Tensor& grad_norm, bool logged);
+  // Sharded optimizer state: every rank writes its shard beside the checkpoint rank 0 is
+  // about to write (rank 0 hands its path round), before that file exists to name them.
+  void save_optimizer_shards(const std::filesystem::path& rank_0_file);
   [[noreturn]] void nothing_trained(Dataset& data, std::int64_t bad_at_start) const;
   std::int64_t steps_per_epoch() const;
 

@@ -15,6 +15,7 @@ Stop Trainer::end_epoch(TrainResult& result, bool mid_epoch, std::int64_t bad_be
   // callbacks' state after the evaluation is written into it after on_epoch_end.
   if (!mid_epoch) state_.batches_in_epoch = 0;
   coordinator_.check_in_sync(*components_.model, "after epoch " + std::to_string(state_.epoch + 1));
+  save_optimizer_shards(recovery_.next_file(mid_epoch));
   const fs::path checkpoint = mid_epoch ? recovery_.save_interrupted(data_.positions()) : recovery_.save_epoch_end();
   coordinator_.barrier();  // rank 0's checkpoint is written before any rank goes on
   EpochEvaluations evaluations = evaluate_epoch();
@@ -104,7 +105,13 @@ void Trainer::stop_mid_epoch(std::int64_t step) {
     positions = data_.positions();
   } catch (const std::exception&) {  // positions stay empty
   }
-  const fs::path file = recovery_.interrupted_mid_epoch(step, positions);
+  bool shards_saved = true;
+  try {
+    save_optimizer_shards(recovery_.next_file(/*mid_epoch=*/true));
+  } catch (const std::exception&) {
+    shards_saved = false;  // a rank lost: a checkpoint without its shard could not be resumed
+  }
+  const fs::path file = shards_saved ? recovery_.interrupted_mid_epoch(step, positions) : fs::path();
   notify("on_interrupt", [&](Callback& callback) { callback.on_interrupt(state_, file); });
   coordinator_.barrier();
   throw Error(ErrorKind::interrupted, "interrupted");

@@ -1,0 +1,139 @@
+#include "distributed/shard_layout.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+namespace mixt::distributed {
+
+namespace {
+
+std::int64_t rows_of(const at::Tensor& tensor) { return tensor.dim() == 0 ? 1 : tensor.size(0); }
+
+std::vector<std::int64_t> shard_shape(const at::Tensor& full, std::int64_t chunk_rows) {
+  std::vector<std::int64_t> shape{chunk_rows};
+  for (std::int64_t d = 1; d < full.dim(); ++d) shape.push_back(full.size(d));
+  return shape;
+}
+
+}  // namespace
+
+ShardLayout::ShardLayout(const NamedTensors& full, int rank, int world_size, std::int64_t bucket_bytes)
+    : rank_(rank), world_size_(world_size) {
+  at::NoGradGuard no_grad;
+  std::map<std::pair<std::string, int>, std::pair<std::size_t, std::int64_t>> open;  // bucket, bytes
+  for (const auto& [name, tensor] : full) {
+    const std::int64_t rows = rows_of(tensor);
+    const std::int64_t chunk_rows = (rows + world_size - 1) / world_size;
+    const std::int64_t row_numel = rows == 0 ? 0 : tensor.numel() / rows;
+    entries_.push_back({name, tensor, at::zeros(shard_shape(tensor, chunk_rows), tensor.options()), chunk_rows * row_numel});
+  }
+  for (std::size_t i = entries_.size(); i-- > 0;) {
+    const at::Tensor& tensor = entries_[i].full;
+    const std::int64_t bytes = entries_[i].shard_numel * static_cast<std::int64_t>(tensor.element_size());
+    const auto key = std::make_pair(tensor.device().str(), static_cast<int>(tensor.scalar_type()));
+    auto found = open.find(key);
+    if (found == open.end() || (found->second.second > 0 && found->second.second + bytes > bucket_bytes)) {
+      buckets_.emplace_back();
+      found = open.insert_or_assign(key, std::make_pair(buckets_.size() - 1, std::int64_t{0})).first;
+    }
+    buckets_[found->second.first].push_back(i);
+    found->second.second += bytes;
+  }
+}
+
+ShardLayout::NamedTensors ShardLayout::named_shards() const {
+  NamedTensors shards;
+  for (const Entry& entry : entries_) shards.emplace_back(entry.name, entry.shard);
+  return shards;
+}
+
+std::pair<std::int64_t, std::int64_t> ShardLayout::own_range(const Entry& entry) const {
+  const std::int64_t start = std::min<std::int64_t>(rank_ * entry.shard_numel, entry.full.numel());
+  const std::int64_t end = std::min<std::int64_t>(start + entry.shard_numel, entry.full.numel());
+  return {start, end - start};
+}
+
+std::int64_t ShardLayout::bucket_numel(const std::vector<std::size_t>& bucket) const {
+  std::int64_t numel = 0;
+  for (const std::size_t i : bucket) numel += entries_[i].shard_numel;
+  return numel;
+}
+
+void ShardLayout::copy_full_into_shards() {
+  at::NoGradGuard no_grad;
+  for (Entry& entry : entries_) {
+    const auto [start, length] = own_range(entry);
+    at::Tensor flat = entry.shard.view({-1});
+    flat.zero_();
+    if (length > 0) flat.narrow(0, 0, length).copy_(entry.full.reshape({-1}).narrow(0, start, length));
+  }
+}
+
+void ShardLayout::slice_gradients() {
+  at::NoGradGuard no_grad;
+  for (Entry& entry : entries_) {
+    const at::Tensor grad = entry.full.grad();
+    entry.full.mutable_grad() = at::Tensor();
+    if (!grad.defined()) {
+      entry.shard.mutable_grad() = at::Tensor();
+      continue;
+    }
+    const auto [start, length] = own_range(entry);
+    at::Tensor shard_grad = at::zeros_like(entry.shard);
+    if (length > 0) shard_grad.view({-1}).narrow(0, 0, length).copy_(grad.reshape({-1}).narrow(0, start, length));
+    entry.shard.mutable_grad() = shard_grad;
+  }
+}
+
+void ShardLayout::all_gather_into_full(const ProcessGroupCommunicator& communicator) {
+  at::NoGradGuard no_grad;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    const std::vector<std::size_t>& bucket = buckets_[b];
+    const std::int64_t numel = bucket_numel(bucket);
+    const at::TensorOptions options = entries_[bucket.front()].full.options();
+    at::Tensor input = at::empty({numel}, options);
+    std::int64_t column = 0;
+    for (const std::size_t i : bucket) {
+      input.narrow(0, column, entries_[i].shard_numel).copy_(entries_[i].shard.reshape({-1}));
+      column += entries_[i].shard_numel;
+    }
+    at::Tensor output = at::empty({world_size_ * numel}, options);
+    communicator.all_gather(output, input, "parameter all_gather (bucket " + std::to_string(b) + ")");
+    const at::Tensor rows = output.view({world_size_, numel});
+    column = 0;
+    for (const std::size_t i : bucket) {
+      Entry& entry = entries_[i];
+      const at::Tensor gathered = rows.narrow(1, column, entry.shard_numel).reshape({-1});
+      entry.full.copy_(gathered.narrow(0, 0, entry.full.numel()).view(entry.full.sizes()));
+      column += entry.shard_numel;
+    }
+  }
+}
+
+void ShardLayout::drop_full_gradients() {
+  for (Entry& entry : entries_) entry.full.mutable_grad() = at::Tensor();
+}
+
+std::string ShardLayout::describe() const {
+  std::ostringstream text;
+  text << "world_size " << world_size_ << "\n";
+  for (const Entry& entry : entries_) {
+    text << entry.name << " " << entry.full.sizes() << " " << c10::toString(entry.full.scalar_type()) << "\n";
+  }
+  return text.str();
+}
+
+std::int64_t ShardLayout::shard_bytes() const {
+  std::int64_t bytes = 0;
+  for (const Entry& entry : entries_) bytes += entry.shard.numel() * static_cast<std::int64_t>(entry.shard.element_size());
+  return bytes;
+}
+
+std::int64_t ShardLayout::full_bytes() const {
+  std::int64_t bytes = 0;
+  for (const Entry& entry : entries_) bytes += entry.full.numel() * static_cast<std::int64_t>(entry.full.element_size());
+  return bytes;
+}
+
+}  // namespace mixt::distributed

@@ -1,0 +1,76 @@
+// How the tensors an optimizer updates are split over the ranks of a sharded run
+// (trainer.distributed.sharding), and the collectives that move between the two forms.
+//
+// Each tensor is cut along its first dimension into world-size chunks of
+// ceil(rows / world) rows, as FSDP2's Shard(0) does, the last padded with zero rows: rank r
+// keeps chunk r as its own tensor (its "shard"), whose shape keeps the tensor's
+// dimensionality, so an optimizer that treats 1-D tensors apart (no weight decay on biases)
+// treats shards the same way. Chunk r of the flattened tensor is contiguous, so a bucket of
+// tensors becomes one [world, sum of shard sizes] buffer: one reduce-scatter or all-gather a
+// bucket (Gloo refuses uneven shards: the padding makes them even).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "distributed/process_group.h"
+
+namespace mixt::distributed {
+
+class ShardLayout {
+ public:
+  using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+
+  // `full`: the optimizer's tensors by name (the model's parameters, or a policy's masters).
+  // Buckets hold at most `bucket_bytes` of shards of one dtype and device.
+  ShardLayout(const NamedTensors& full, int rank, int world_size, std::int64_t bucket_bytes);
+
+  // This rank's shards, by the full tensors' names: what the optimizer is built over.
+  NamedTensors named_shards() const;
+  // Each shard set from its full tensor (the same on every rank before training).
+  void copy_full_into_shards();
+
+  // The full tensors' gradients, averaged already, cut to this rank's chunk (no collective).
+  void slice_gradients();
+  // Every rank's shards into the full tensors (one all-gather a bucket).
+  void all_gather_into_full(const ProcessGroupCommunicator& communicator);
+  // Drops the full tensors' gradients (zero_grad).
+  void drop_full_gradients();
+
+  // What a checkpoint records, so that a resume can check it fits: the world size and each
+  // tensor's name and shape, one line each.
+  std::string describe() const;
+  int world_size() const { return world_size_; }
+  int rank() const { return rank_; }
+  // Bytes of this rank's shards (for the start-up line).
+  std::int64_t shard_bytes() const;
+  std::int64_t full_bytes() const;
+
+  struct Entry {
+    std::string name;
+    at::Tensor full;
+    at::Tensor shard;
+    std::int64_t shard_numel = 0;  // chunk rows x elements a row
+  };
+  const std::vector<Entry>& entries() const { return entries_; }
+  std::vector<Entry>& entries() { return entries_; }
+  // Indices into entries(), a bucket each, in reverse registration order (roughly the order
+  // backward produces the gradients, as DDP's buckets).
+  const std::vector<std::vector<std::size_t>>& buckets() const { return buckets_; }
+  std::int64_t bucket_numel(const std::vector<std::size_t>& bucket) const;
+
+ private:
+  // Where this rank's chunk of `entry`'s flattened tensor lies: [start, start + length).
+  std::pair<std::int64_t, std::int64_t> own_range(const Entry& entry) const;
+
+  int rank_;
+  int world_size_;
+  std::vector<Entry> entries_;
+  std::vector<std::vector<std::size_t>> buckets_;  // indices into entries_
+};
+
+}  // namespace mixt::distributed

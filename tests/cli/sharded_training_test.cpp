@@ -1,0 +1,226 @@
+// trainer.distributed.sharding end to end: `mixt run` as 2 and 4 Gloo ranks on loopback,
+// each keeping 1/N of the optimizer state (`optimizer`, ZeRO-1) or of the gradients too
+// (`gradients`, ZeRO-2), against one process with the same global batch and against the
+// replicated run; its checkpoints (a shard file a rank), resumes and refusals.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/checkpoint_weights.h"
+#include "common/optimizer_shards.h"
+#include "ranks.h"
+#include "run_directories.h"
+#include "test_support.h"
+
+namespace mixt {
+namespace {
+
+using testing::max_difference;
+using testing::only_run_directory;
+using testing::run_ranks;
+
+// A character-level gpt2 under causal_lm with AdamW and clipping (the norm is taken over
+// every rank's shards): 4 steps of a global batch of 16 windows of the GPL-3 text.
+const std::string kGpt2Recipe = R"(name: dp
+task:      { name: causal_lm }
+model:     { name: gpt2, num_layers: 2, num_heads: 2, hidden_dim: 32, context_length: 32, dropout: 0, attention_dropout: 0 }
+precision: { name: fp32 }
+optimizer: { name: adamw, lr: 3.0e-3, weight_decay: 0.1 }
+data:
+  train: { name: text, context: 32, to: 0.5, batch_size: 16 }
+  val:   { name: text, context: 32, from: 0.95, batch_size: 32 }
+trainer: { epochs: 1, seed: 0, threads: 1, log_every: 1, max_steps_per_epoch: 4, clip_grad_norm: 0.5,
+           distributed: { backend: gloo, timeout: 30 } }
+output: runs
+)";
+
+// resnet18 (batch norm: per-rank statistics, so it is compared with the replicated run, not
+// one process) on synthetic images, SGD with momentum.
+const std::string kResnetRecipe = R"(name: dp
+model:     { name: resnet18, num_classes: 10 }
+precision: { name: fp32 }
+optimizer: { name: sgd, lr: 0.05, momentum: 0.9, weight_decay: 1.0e-4 }
+data:
+  train: { name: synthetic, shape: [3, 32, 32], num_classes: 10, size: 96, batch_size: 16 }
+trainer: { epochs: 1, seed: 0, threads: 1, log_every: 1, max_steps_per_epoch: 3,
+           distributed: { backend: gloo, timeout: 60 } }
+output: runs
+)";
+
+std::map<std::string, at::Tensor> saved_weights(const fs::path& checkpoint) {
+  CheckpointContents contents = read_checkpoint(checkpoint);
+  std::map<std::string, at::Tensor> weights;
+  for (const auto& [name, tensor] : checkpoint_weights(contents, checkpoint, /*ema=*/false)) {
+    weights[name] = tensor.to(at::kDouble);
+  }
+  return weights;
+}
+
+fs::path last_checkpoint(const TempDir& dir, const std::string& output) {
+  return only_run_directory(dir.path() / output / "dp") / "checkpoints" / "epoch-0001";
+}
+
+void expect_all_exited(const std::vector<testing::RankResult>& ranks, int code = 0) {
+  for (std::size_t r = 0; r < ranks.size(); ++r) ASSERT_EQ(ranks[r].exit_code, code) << "rank " << r << "\n" << ranks[r].log;
+}
+
+class ShardedGpt2 : public ::testing::TestWithParam<std::string> {};
+
+// Each mode on 2 and 4 ranks trains as one process with the same global batch does (the
+// sharded norm and the reduce-scatter sum in another order: float rounding only), and as
+// the replicated run on the same ranks; a control with twice the global batch differs.
+TEST_P(ShardedGpt2, TrainsAsOneProcessWithTheSameGlobalBatch) {
+  const std::string mode = GetParam();
+  TempDir dir;
+  dir.write("r.yaml", kGpt2Recipe);
+  const auto single = testing::run_mixt({"run", "r.yaml", "output=single"}, dir.path());
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  const std::string sharding = "trainer.distributed.sharding=" + mode;
+  const auto two = run_ranks(dir, 2, {{"output=two", "data.train.batch_size=8", sharding}});
+  expect_all_exited(two);
+  const auto replicated = run_ranks(dir, 2, {{"output=replicated", "data.train.batch_size=8"}});
+  expect_all_exited(replicated);
+  const auto four = run_ranks(dir, 4, {{"output=four", "data.train.batch_size=4", sharding}}, 240);
+  expect_all_exited(four);
+  const auto control = run_ranks(dir, 2, {{"output=control", sharding}});
+  expect_all_exited(control);
+  EXPECT_THAT(two[0].log, HasSubstr("sharding: " + mode + " (each rank keeps 1/2 of the optimizer state"));
+
+  const auto w_single = saved_weights(last_checkpoint(dir, "single"));
+  const double two_ranks = max_difference(w_single, saved_weights(last_checkpoint(dir, "two")));
+  const double four_ranks = max_difference(w_single, saved_weights(last_checkpoint(dir, "four")));
+  const double replicated_two = max_difference(saved_weights(last_checkpoint(dir, "replicated")),
+                                               saved_weights(last_checkpoint(dir, "two")));
+  const double control_difference = max_difference(w_single, saved_weights(last_checkpoint(dir, "control")));
+  std::printf("sharding %s: max |w(1 process) - w| on 2 ranks %.3g, on 4 ranks %.3g; 2 ranks replicated vs sharded "
+              "%.3g; control (twice the global batch) %.3g\n",
+              mode.c_str(), two_ranks, four_ranks, replicated_two, control_difference);
+  EXPECT_LT(two_ranks, 1e-6);
+  EXPECT_LT(four_ranks, 1e-6);
+  EXPECT_LT(replicated_two, 1e-6);
+  EXPECT_GT(control_difference, 1e-3);
+
+  // Each rank's AdamW state (two moments of float32) is half the model's: 8 bytes a parameter
+  // over 2 ranks, padding and the archive's own bytes aside.
+  std::int64_t parameters = 0;
+  for (const auto& [name, tensor] : w_single) parameters += tensor.numel();
+  const fs::path checkpoint = last_checkpoint(dir, "two");
+  for (int rank = 0; rank < 2; ++rank) {
+    const auto bytes = static_cast<double>(fs::file_size(optimizer_shard_file(checkpoint, rank, 2)));
+    EXPECT_GT(bytes, 0.45 * 8 * parameters);
+    EXPECT_LT(bytes, 0.60 * 8 * parameters);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, ShardedGpt2, ::testing::Values("optimizer", "gradients"));
+
+// resnet18 with SGD's momentum sharded: the same weights as the replicated run, batch norm's
+// running statistics included; under amp_fp16's loss scaler (a step decided on the device)
+// and bf16_master's float32 masters (gradients reduced in float32) too.
+TEST(ShardedTraining, Resnet18AndThePoliciesTrainAsTheReplicatedRun) {
+  TempDir dir;
+  dir.write("r.yaml", kResnetRecipe);
+  for (const std::string precision : {"fp32", "amp_fp16", "bf16_master"}) {
+    const std::string policy = "precision.name=" + precision;
+    const auto replicated = run_ranks(dir, 2, {{"output=replicated-" + precision, policy}}, 240);
+    expect_all_exited(replicated);
+    for (const std::string mode : {"optimizer", "gradients"}) {
+      const std::string output = mode + "-" + precision;
+      const auto sharded =
+          run_ranks(dir, 2, {{"output=" + output, policy, "trainer.distributed.sharding=" + mode}}, 240);
+      expect_all_exited(sharded);
+      const double difference = max_difference(saved_weights(last_checkpoint(dir, "replicated-" + precision)),
+                                               saved_weights(last_checkpoint(dir, output)));
+      std::printf("resnet18 %s, sharding %s: max |w(replicated) - w(sharded)| = %.3g\n", precision.c_str(),
+                  mode.c_str(), difference);
+      EXPECT_LT(difference, 1e-6) << precision << ", " << mode;
+    }
+  }
+}
+
+// Interrupted mid-epoch (SIGINT on rank 1, agreed by both) and resumed on the same 2 ranks:
+// bitwise the uninterrupted run. The checkpoint does not fit other shapes of run: one
+// process, or the same ranks without sharding, are refused (exit 2) saying why; its weights
+// are read in one process all the same (evaluate, export).
+TEST(ShardedTraining, AMidEpochResumeIsBitwiseAndOtherRunShapesAreRefused) {
+  TempDir dir;
+  const std::string plugin = testing::configured::fixture_plugin_dir() + "/libmixt_fixture_inf_injection.so";
+  std::string recipe = "plugins: [" + plugin + "]\n" +
+                       testing::replace_once(kGpt2Recipe, "{ name: fp32 }",
+                                             "{ name: fixture_inf_injection, interrupt_rank: 1, interrupt_step: 3 }");
+  recipe = testing::replace_once(recipe, "max_steps_per_epoch: 4", "max_steps_per_epoch: 6");
+  recipe = testing::replace_once(recipe, "distributed: { backend: gloo, timeout: 30 }",
+                                 "distributed: { backend: gloo, timeout: 30, sharding: gradients }");
+  dir.write("r.yaml", recipe);
+  const auto straight = run_ranks(dir, 2, {{"precision.interrupt_step=0", "output=straight"}});
+  expect_all_exited(straight);
+  const auto interrupted = run_ranks(dir, 2, {{"output=interrupted"}});
+  expect_all_exited(interrupted, 130);
+  const fs::path checkpoint = only_run_directory(dir.path() / "interrupted" / "dp") / "checkpoints" / "interrupted";
+  ASSERT_TRUE(fs::exists(optimizer_shard_file(checkpoint, 0, 2)));
+  ASSERT_TRUE(fs::exists(optimizer_shard_file(checkpoint, 1, 2)));
+  const std::int64_t trained = read_checkpoint(checkpoint).header.at("batches_in_epoch").get<std::int64_t>();
+  EXPECT_GT(trained, 0);
+  EXPECT_LT(trained, 6);
+
+  const std::string resume = "trainer.resume=" + checkpoint.string();
+  const auto resumed = run_ranks(dir, 2, {{resume, "precision.interrupt_step=0", "output=resumed"}});
+  expect_all_exited(resumed);
+  EXPECT_THAT(resumed[0].log, HasSubstr("resumed from"));
+  EXPECT_EQ(max_difference(saved_weights(last_checkpoint(dir, "straight")),
+                           saved_weights(last_checkpoint(dir, "resumed"))),
+            0.0);
+  // The epoch's checkpoint replaced `interrupted`, and its shards with it.
+  EXPECT_FALSE(fs::exists(optimizer_shard_file(only_run_directory(dir.path() / "resumed" / "dp") / "checkpoints" /
+                                                   "interrupted", 0, 2)));
+
+  const auto alone = testing::run_mixt({"run", "r.yaml", resume, "precision.interrupt_step=0", "output=alone"},
+                                       dir.path());
+  EXPECT_EQ(alone.exit_code, 2) << alone.output;
+  EXPECT_THAT(alone.output, HasSubstr("sharded over ranks (sharding gradients, world_size 2)"));
+  const auto unsharded = run_ranks(
+      dir, 2, {{resume, "precision.interrupt_step=0", "output=unsharded", "trainer.distributed.sharding=none"}});
+  expect_all_exited(unsharded, 2);
+  EXPECT_THAT(unsharded[0].log, HasSubstr("but this run does not shard it"));
+  const auto four = run_ranks(dir, 4, {{resume, "precision.interrupt_step=0", "output=four"}}, 240);
+  expect_all_exited(four, 2);
+  EXPECT_THAT(four[0].log, HasSubstr("the checkpoint's 'world_size 2', this run's 'world_size 4'"));
+
+  const auto evaluated = testing::run_mixt({"evaluate", checkpoint.string()}, dir.path());
+  EXPECT_EQ(evaluated.exit_code, 0) << evaluated.output;
+  const auto exported = testing::run_mixt({"export", checkpoint.string(), "-o", "m.safetensors"}, dir.path());
+  EXPECT_EQ(exported.exit_code, 0) << exported.output;
+}
+
+// An inf in rank 1's shard only: its found-inf flag, all-reduced by the policy, makes both
+// ranks skip the step, as in the replicated run.
+TEST(ShardedTraining, AnInfInOneRanksShardMakesEveryRankSkip) {
+  TempDir dir;
+  const std::string plugin = testing::configured::fixture_plugin_dir() + "/libmixt_fixture_inf_injection.so";
+  dir.write("r.yaml", "plugins: [" + plugin + "]\n" +
+                          testing::replace_once(kGpt2Recipe, "{ name: fp32 }",
+                                                "{ name: fixture_inf_injection, inject_rank: 1, inject_step: 2, "
+                                                "inject_at: step, sync_found_inf: true }"));
+  const auto ranks = run_ranks(dir, 2, {{"trainer.distributed.sharding=gradients"}});
+  expect_all_exited(ranks);
+  EXPECT_THAT(ranks[0].log, HasSubstr("rank 0 skipped step 2"));
+  EXPECT_THAT(ranks[1].log, HasSubstr("rank 1 skipped step 2"));
+}
+
+TEST(ShardedTraining, OneRankWarnsThatThereIsNothingToShard) {
+  TempDir dir;
+  dir.write("r.yaml", kGpt2Recipe);
+  const auto ranks = run_ranks(dir, 1, {{"trainer.distributed.sharding=optimizer"}});
+  expect_all_exited(ranks);
+  EXPECT_THAT(ranks[0].log, HasSubstr("sharding: optimizer with one rank: nothing to shard"));
+  const auto bad = testing::run_mixt({"check", "r.yaml", "trainer.distributed.sharding=everything"}, dir.path());
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("r.yaml:"));
+  EXPECT_THAT(bad.output, HasSubstr("gradients"));
+}
+
+}  // namespace
+}  // namespace mixt

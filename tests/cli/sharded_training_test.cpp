@@ -69,9 +69,9 @@ void expect_all_exited(const std::vector<testing::RankResult>& ranks, int code =
 
 class ShardedGpt2 : public ::testing::TestWithParam<std::string> {};
 
-// Each mode on 2 and 4 ranks trains as one process with the same global batch does (the
-// sharded norm and the reduce-scatter sum in another order: float rounding only), and as
-// the replicated run on the same ranks; a control with twice the global batch differs.
+// Each mode on 2 and 4 ranks trains as one process with the same global batch does, and as
+// the replicated run on the same ranks (the norm for clipping is summed over the shards: its
+// rounding only); a control with twice the global batch differs.
 TEST_P(ShardedGpt2, TrainsAsOneProcessWithTheSameGlobalBatch) {
   const std::string mode = GetParam();
   TempDir dir;
@@ -98,9 +98,12 @@ TEST_P(ShardedGpt2, TrainsAsOneProcessWithTheSameGlobalBatch) {
   std::printf("sharding %s: max |w(1 process) - w| on 2 ranks %.3g, on 4 ranks %.3g; 2 ranks replicated vs sharded "
               "%.3g; control (twice the global batch) %.3g\n",
               mode.c_str(), two_ranks, four_ranks, replicated_two, control_difference);
-  EXPECT_LT(two_ranks, 1e-6);
-  EXPECT_LT(four_ranks, 1e-6);
-  EXPECT_LT(replicated_two, 1e-6);
+  // One process sums each gradient over 16 windows, the ranks over 8 or 4 and then across:
+  // the replicated run differs from one process as much (1.9e-6 measured). Sharding itself
+  // adds only the norm's rounding (3.7e-9 measured against the replicated run).
+  EXPECT_LT(two_ranks, 1e-5);
+  EXPECT_LT(four_ranks, 1e-5);
+  EXPECT_LT(replicated_two, 1e-7);
   EXPECT_GT(control_difference, 1e-3);
 
   // Each rank's AdamW state (two moments of float32) is half the model's: 8 bytes a parameter
@@ -136,7 +139,15 @@ TEST(ShardedTraining, Resnet18AndThePoliciesTrainAsTheReplicatedRun) {
                                                saved_weights(last_checkpoint(dir, output)));
       std::printf("resnet18 %s, sharding %s: max |w(replicated) - w(sharded)| = %.3g\n", precision.c_str(),
                   mode.c_str(), difference);
-      EXPECT_LT(difference, 1e-6) << precision << ", " << mode;
+      if (precision == "bf16_master" && mode == "gradients") {
+        // The masters' gradients are reduced in float32 (FSDP2's reduce_dtype), where the
+        // replicated run all-reduces the model's bfloat16 ones: bfloat16 rounding apart,
+        // which the bfloat16 running statistics of batch norm show most (measured 0.055 of 1.8).
+        EXPECT_LT(difference, 0.1);
+        EXPECT_GT(difference, 0.0) << "the reduction was not in float32";
+      } else {
+        EXPECT_EQ(difference, 0.0) << precision << ", " << mode;
+      }
     }
   }
 }
@@ -218,8 +229,8 @@ TEST(ShardedTraining, OneRankWarnsThatThereIsNothingToShard) {
   EXPECT_THAT(ranks[0].log, HasSubstr("sharding: optimizer with one rank: nothing to shard"));
   const auto bad = testing::run_mixt({"check", "r.yaml", "trainer.distributed.sharding=everything"}, dir.path());
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
-  EXPECT_THAT(bad.output, HasSubstr("r.yaml:"));
-  EXPECT_THAT(bad.output, HasSubstr("gradients"));
+  EXPECT_THAT(bad.output, HasSubstr("command line 'trainer.distributed.sharding=everything'"));
+  EXPECT_THAT(bad.output, HasSubstr("expected none, optimizer or gradients"));
 }
 
 }  // namespace

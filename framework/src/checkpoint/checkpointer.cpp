@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "common/atomic_file.h"
+#include "common/first_line.h"
 #include "common/optimizer_shards.h"
 #include "checkpoint/checkpoint.h"
 #include "sdk/helpers/state_dict_check.h"
@@ -282,8 +283,8 @@ void load_component_states(Components& components, torch::serialize::InputArchiv
   if (!components.optimizer_shards && optimizer_archive.try_read(kShardedOptimizerKey, shards)) {
     // Its first two lines: "sharding optimizer", "world_size 4".
     const std::string& manifest = shards.toStringRef();
-    std::string written_by = manifest.substr(0, manifest.find('\n', manifest.find('\n') + 1));
-    std::replace(written_by.begin(), written_by.end(), '\n', ',');
+    const std::string first_two = manifest.substr(0, manifest.find('\n', manifest.find('\n') + 1));
+    const std::string written_by = first_line(first_two) + ", " + first_two.substr(first_two.find('\n') + 1);
     throw Error(ErrorKind::recipe,
                 "the checkpoint's optimizer state is sharded over ranks (" + written_by +
                     "), but this run does not shard it",

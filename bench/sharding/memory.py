@@ -98,6 +98,15 @@ def run_mixt(args, tokens, world, mode, out):
     return {"peak_mib": max(peaks.values()), "tokens_per_s": speed}
 
 
+def library_baseline_mib(command):
+    """The peak RSS of `command` alone: what a side's process holds before any model (its
+    libraries: LibTorch and mixt's plugins; Python, torch and transformers)."""
+    probe = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], capture_output=True); "
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    result = subprocess.run([sys.executable, "-c", probe] + command, capture_output=True, text=True)
+    return int(result.stdout.strip()) / 1024.0
+
+
 def run_fsdp2(args, tokens, world, out):
     command = ["torchrun", "--standalone", f"--nproc-per-node={world}", str(ROOT / "bench/sharding/fsdp2_gpt2.py"),
                "--tokens", str(tokens), "--context", str(args.context), "--steps", str(args.steps)]
@@ -126,6 +135,9 @@ def main():
     windows = 4 * 4 * (args.steps + 2)
     np.random.default_rng(0).integers(0, 50257, size=windows * (args.context + 1) + 1, dtype=np.uint16).tofile(tokens)
 
+    baselines = {"mixt": library_baseline_mib([args.mixt, "list"]),
+                 "FSDP2": library_baseline_mib([sys.executable, "-c", "import torch.distributed.fsdp, transformers; "
+                                                "from transformers import GPT2LMHeadModel"])}
     rows = []
     for world in [int(w) for w in args.ranks.split(",")]:
         baseline = None
@@ -149,16 +161,19 @@ def main():
         pass
     print(f"GPT-2 124M, float32 AdamW, context {args.context}, batch 1 a rank, {args.steps} timed steps; "
           f"{os.cpu_count()} cores of {cpu}; torch {__import__('torch').__version__}\n")
-    print("| ranks | sharding | weights+grads+AdamW by formula (GiB) | peak RSS a rank (GiB) | tokens/s | "
-          "vs none, same ranks |")
-    print("|---|---|---|---|---|---|")
+    print("| ranks | sharding | weights+grads+AdamW by formula (GiB) | peak RSS a rank (GiB) | "
+          "above the libraries (GiB) | tokens/s | vs mixt none, same ranks |")
+    print("|---|---|---|---|---|---|---|")
     for world, name, formula, result, baseline in rows:
         if "error" in result:
-            print(f"| {world} | {name} | {formula:.2f} | {result['error']} | | |")
+            print(f"| {world} | {name} | {formula:.2f} | {result['error']} | | | |")
             continue
+        libraries = baselines["FSDP2" if name.startswith("FSDP2") else "mixt"]
         ratio = result["tokens_per_s"] / baseline if baseline else float("nan")
-        print(f"| {world} | {name} | {formula:.2f} | {result['peak_mib'] / 1024:.2f} | {result['tokens_per_s']:.0f} | "
-              f"{ratio:.2f} |")
+        print(f"| {world} | {name} | {formula:.2f} | {result['peak_mib'] / 1024:.2f} | "
+              f"{(result['peak_mib'] - libraries) / 1024:.2f} | {result['tokens_per_s']:.0f} | {ratio:.2f} |")
+    print(f"\nThe libraries alone: mixt {baselines['mixt'] / 1024:.2f} GiB (`mixt list`), the FSDP2 script's "
+          f"Python with torch and transformers imported {baselines['FSDP2'] / 1024:.2f} GiB.")
     print(f"\n(logs and runs in {out})")
 
 

@@ -28,11 +28,14 @@ import time
 import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PARAMETERS = 124_439_808  # GPT-2 124M at context 1024, tied head (transformers' num_parameters())
+# transformers' num_parameters() at context 1024 (tied head), and the width the position
+# table shrinks by with a shorter context.
+MODELS = {"gpt2": (124_439_808, 768), "gpt2_large": (774_030_080, 1280)}
 
 
-def formula_gib(mode, world, context):
-    psi = PARAMETERS - (1024 - context) * 768  # the position table shrinks with the context
+def formula_gib(mode, world, context, model="gpt2"):
+    parameters, width = MODELS[model]
+    psi = parameters - (1024 - context) * width
     per = {"none": 16 * psi, "optimizer": 8 * psi + 8 * psi / world, "gradients": 4 * psi + 12 * psi / world,
            "fsdp2": 16 * psi / world}[mode]
     return per / 2**30
@@ -67,10 +70,11 @@ def peak_rss_mib(pid):
 def run_mixt(args, tokens, world, mode, out):
     output = out / f"mixt-{world}-{mode}"
     command = ["torchrun", "--standalone", f"--nproc-per-node={world}", "--no-python", args.mixt, "run",
-               str(ROOT / "recipes/gpt2/gpt2_124m.yaml"), "precision.name=fp32", "optimizer.fused=false",
+               str(ROOT / "recipes/gpt2/gpt2_124m.yaml"), "precision.name=fp32",
+               f"model={{name: {args.model}, context_length: {args.context}, dropout: 0.0, attention_dropout: 0.0}}", "optimizer.fused=false",
                "scheduler=null", "callbacks=[]", "data.val=null", "trainer.accumulate=1", "trainer.epochs=1",
                f"trainer.max_steps_per_epoch={args.steps + 1}", f"data.train.files={tokens}",
-               f"data.train.context={args.context}", f"model.context_length={args.context}",
+               f"data.train.context={args.context}",
                "data.train.batch_size=1", "data.train.workers=0", "trainer.threads=1", "trainer.log_every=1",
                "trainer.distributed.backend=gloo", f"trainer.distributed.sharding={mode}", f"output={output}"]
     log = open(out / f"mixt-{world}-{mode}.log", "w")
@@ -126,6 +130,8 @@ def main():
     parser.add_argument("--context", type=int, default=256)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--no-fsdp2", action="store_true")
+    parser.add_argument("--model", default="gpt2", choices=sorted(MODELS),
+                        help="gpt2 (124M: the table's) or gpt2_large (774M: what fits on which ranks; mixt only)")
     parser.add_argument("--mixt", default=str(ROOT / "build/bin/mixt"))
     parser.add_argument("--out")
     args = parser.parse_args()
@@ -147,9 +153,9 @@ def main():
             result = run_mixt(args, tokens, world, mode, out)
             if mode == "none":
                 baseline = result.get("tokens_per_s")
-            rows.append((world, f"mixt {mode}", formula_gib(mode, world, args.context), result, baseline))
+            rows.append((world, f"mixt {mode}", formula_gib(mode, world, args.context, args.model), result, baseline))
             print(f"ranks {world}, mixt {mode}: {result}", file=sys.stderr, flush=True)
-        if not args.no_fsdp2:
+        if not args.no_fsdp2 and args.model == "gpt2":
             result = run_fsdp2(args, tokens, world, out)
             rows.append((world, "FSDP2 fully_shard", formula_gib("fsdp2", world, args.context), result, baseline))
             print(f"ranks {world}, FSDP2: {result}", file=sys.stderr, flush=True)
@@ -159,7 +165,7 @@ def main():
         cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
     except StopIteration:
         pass
-    print(f"GPT-2 124M, float32 AdamW, context {args.context}, batch 1 a rank, {args.steps} timed steps; "
+    print(f"{args.model} ({MODELS[args.model][0] / 1e6:.0f}M), float32 AdamW, context {args.context}, batch 1 a rank, {args.steps} timed steps; "
           f"{os.cpu_count()} cores of {cpu}; torch {__import__('torch').__version__}\n")
     print("| ranks | sharding | weights+grads+AdamW by formula (GiB) | peak RSS a rank (GiB) | "
           "above the libraries (GiB) | tokens/s | vs mixt none, same ranks |")

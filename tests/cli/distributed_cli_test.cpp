@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "experiment/experiment.h"
 #include "checkpoint/checkpoint.h"
 #include "child_process.h"
 #include "data_support.h"
+#include "experiment/experiment.h"
 #include "plugins.h"
 #include "ranks.h"
 #include "run_directories.h"
@@ -26,8 +26,8 @@ namespace {
 using testing::only_run_directory;
 
 using testing::ChildProcess;
-using testing::rank_environment;
 using testing::max_difference;
+using testing::rank_environment;
 using testing::RankResult;
 using testing::run_ranks;
 

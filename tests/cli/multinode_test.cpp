@@ -86,18 +86,27 @@ class TwoNodes {
   // Each job its own rendezvous port: the last job's may still be in TIME_WAIT.
   std::unique_ptr<ChildProcess> torchrun(char node, const std::string& id, int port, const TempDir& dir,
                                          const std::vector<std::string>& overrides) const {
-    std::vector<std::string> argv = {"ip", "netns", "exec", ns(node), "torchrun", "--nnodes=2", "--nproc-per-node=2",
-                                     "--rdzv-backend=c10d", "--rdzv-endpoint=" + address('a') + ":" + std::to_string(port),
-                                     "--rdzv-id=" + id, "--local-addr=" + address(node), "--max-restarts=1",
+    std::vector<std::string> argv = {"ip",
+                                     "netns",
+                                     "exec",
+                                     ns(node),
+                                     "torchrun",
+                                     "--nnodes=2",
+                                     "--nproc-per-node=2",
+                                     "--rdzv-backend=c10d",
+                                     "--rdzv-endpoint=" + address('a') + ":" + std::to_string(port),
+                                     "--rdzv-id=" + id,
+                                     "--local-addr=" + address(node),
+                                     "--max-restarts=1",
                                      "--no-python"};
     if (node == 'a') argv.insert(argv.begin() + 11, "--rdzv-conf=is_host=1");
     argv.push_back(testing::configured::mixt_executable());
     argv.push_back("run");
     argv.push_back("r.yaml");
     argv.insert(argv.end(), overrides.begin(), overrides.end());
-    return std::make_unique<ChildProcess>(argv, std::vector<std::string>{"GLOO_SOCKET_IFNAME=" + veth(node),
-                                                                         "OMP_NUM_THREADS=1"},
-                                          dir.path(), dir.path() / (id + "-" + node + ".log"));
+    return std::make_unique<ChildProcess>(
+        argv, std::vector<std::string>{"GLOO_SOCKET_IFNAME=" + veth(node), "OMP_NUM_THREADS=1"}, dir.path(),
+        dir.path() / (id + "-" + node + ".log"));
   }
 
  private:

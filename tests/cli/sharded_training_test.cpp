@@ -64,7 +64,8 @@ fs::path last_checkpoint(const TempDir& dir, const std::string& output) {
 }
 
 void expect_all_exited(const std::vector<testing::RankResult>& ranks, int code = 0) {
-  for (std::size_t r = 0; r < ranks.size(); ++r) ASSERT_EQ(ranks[r].exit_code, code) << "rank " << r << "\n" << ranks[r].log;
+  for (std::size_t r = 0; r < ranks.size(); ++r)
+    ASSERT_EQ(ranks[r].exit_code, code) << "rank " << r << "\n" << ranks[r].log;
 }
 
 class ShardedGpt2 : public ::testing::TestWithParam<std::string> {};
@@ -92,12 +93,13 @@ TEST_P(ShardedGpt2, TrainsAsOneProcessWithTheSameGlobalBatch) {
   const auto w_single = saved_weights(last_checkpoint(dir, "single"));
   const double two_ranks = max_difference(w_single, saved_weights(last_checkpoint(dir, "two")));
   const double four_ranks = max_difference(w_single, saved_weights(last_checkpoint(dir, "four")));
-  const double replicated_two = max_difference(saved_weights(last_checkpoint(dir, "replicated")),
-                                               saved_weights(last_checkpoint(dir, "two")));
+  const double replicated_two =
+      max_difference(saved_weights(last_checkpoint(dir, "replicated")), saved_weights(last_checkpoint(dir, "two")));
   const double control_difference = max_difference(w_single, saved_weights(last_checkpoint(dir, "control")));
-  std::printf("sharding %s: max |w(1 process) - w| on 2 ranks %.3g, on 4 ranks %.3g; 2 ranks replicated vs sharded "
-              "%.3g; control (twice the global batch) %.3g\n",
-              mode.c_str(), two_ranks, four_ranks, replicated_two, control_difference);
+  std::printf(
+      "sharding %s: max |w(1 process) - w| on 2 ranks %.3g, on 4 ranks %.3g; 2 ranks replicated vs sharded "
+      "%.3g; control (twice the global batch) %.3g\n",
+      mode.c_str(), two_ranks, four_ranks, replicated_two, control_difference);
   // One process sums each gradient over 16 windows, the ranks over 8 or 4 and then across:
   // the replicated run differs from one process as much (1.9e-6 measured). Sharding itself
   // adds only the norm's rounding (3.7e-9 measured against the replicated run).
@@ -181,15 +183,15 @@ TEST(ShardedTraining, AMidEpochResumeIsBitwiseAndOtherRunShapesAreRefused) {
   const auto resumed = run_ranks(dir, 2, {{resume, "precision.interrupt_step=0", "output=resumed"}});
   expect_all_exited(resumed);
   EXPECT_THAT(resumed[0].log, HasSubstr("resumed from"));
-  EXPECT_EQ(max_difference(saved_weights(last_checkpoint(dir, "straight")),
-                           saved_weights(last_checkpoint(dir, "resumed"))),
-            0.0);
+  EXPECT_EQ(
+      max_difference(saved_weights(last_checkpoint(dir, "straight")), saved_weights(last_checkpoint(dir, "resumed"))),
+      0.0);
   // The epoch's checkpoint replaced `interrupted`, and its shards with it.
-  EXPECT_FALSE(fs::exists(optimizer_shard_file(only_run_directory(dir.path() / "resumed" / "dp") / "checkpoints" /
-                                                   "interrupted", 0, 2)));
+  EXPECT_FALSE(fs::exists(
+      optimizer_shard_file(only_run_directory(dir.path() / "resumed" / "dp") / "checkpoints" / "interrupted", 0, 2)));
 
-  const auto alone = testing::run_mixt({"run", "r.yaml", resume, "precision.interrupt_step=0", "output=alone"},
-                                       dir.path());
+  const auto alone =
+      testing::run_mixt({"run", "r.yaml", resume, "precision.interrupt_step=0", "output=alone"}, dir.path());
   EXPECT_EQ(alone.exit_code, 2) << alone.output;
   EXPECT_THAT(alone.output, HasSubstr("sharded over ranks (sharding gradients, world_size 2)"));
   const auto unsharded = run_ranks(

@@ -24,9 +24,10 @@ struct RankResult {
 
 // Runs `mixt COMMAND... OVERRIDES[rank]...` (`mixt run r.yaml ...` by default) as `world`
 // ranks in `dir`; waits for all.
-inline std::vector<RankResult> run_ranks(const TempDir& dir, int world, const std::vector<std::vector<std::string>>& overrides,
-                                  double timeout_seconds = 120,
-                                  const std::vector<std::string>& command = {"run", "r.yaml"}) {
+inline std::vector<RankResult> run_ranks(const TempDir& dir, int world,
+                                         const std::vector<std::vector<std::string>>& overrides,
+                                         double timeout_seconds = 120,
+                                         const std::vector<std::string>& command = {"run", "r.yaml"}) {
   const int port = free_port();
   std::vector<std::unique_ptr<ChildProcess>> ranks;
   for (int r = 0; r < world; ++r) {

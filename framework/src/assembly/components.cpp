@@ -357,8 +357,8 @@ Components build_components(const Config& recipe, const Registry& registry, cons
   const auto build_optimizer = [&](const OptimizerContext& context) {
     return registry.make_optimizer(optimizer_section, context);
   };
-  if (auto sharded = distributed::shard_optimizer(options.distributed, communicator,
-                                                  optimizer_context.named_parameters, build_optimizer)) {
+  if (auto sharded = distributed::shard_optimizer(options.distributed, communicator, optimizer_context.named_parameters,
+                                                  build_optimizer)) {
     components.optimizer_shards = sharded.get();
     components.optimizer = std::move(sharded);
   } else {

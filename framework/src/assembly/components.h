@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "assembly/named_callback.h"
-#include "common/optimizer_shards.h"
 #include "assembly/trainer_options.h"
+#include "common/optimizer_shards.h"
 #include "mixt/plugin.h"
 #include "plugins/registry.h"
 

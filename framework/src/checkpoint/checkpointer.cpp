@@ -5,13 +5,13 @@
 #include <cstring>
 #include <mutex>
 
+#include "checkpoint/checkpoint.h"
 #include "common/atomic_file.h"
 #include "common/first_line.h"
 #include "common/optimizer_shards.h"
-#include "checkpoint/checkpoint.h"
-#include "sdk/helpers/state_dict_check.h"
-#include "mixt/version.h"
 #include "common/warnings.h"
+#include "mixt/version.h"
+#include "sdk/helpers/state_dict_check.h"
 
 namespace mixt {
 
@@ -251,7 +251,8 @@ fs::path Checkpointer::save_epoch_end(const RunDirectory& run) const {
                         storage_hint(error, directory));
   }
   std::vector<fs::path> removed{directory / "interrupted"};
-  if (done > options_.keep_checkpoints) removed.push_back(directory / epoch_checkpoint_name(done - options_.keep_checkpoints));
+  if (done > options_.keep_checkpoints)
+    removed.push_back(directory / epoch_checkpoint_name(done - options_.keep_checkpoints));
   for (const fs::path& file : removed) {
     fs::remove(file, ec);
     for (int rank = 0; components_.optimizer_shards && rank < coordinator_.world_size(); ++rank) {
@@ -285,12 +286,12 @@ void load_component_states(Components& components, torch::serialize::InputArchiv
     const std::string& manifest = shards.toStringRef();
     const std::string first_two = manifest.substr(0, manifest.find('\n', manifest.find('\n') + 1));
     const std::string written_by = first_line(first_two) + ", " + first_two.substr(first_two.find('\n') + 1);
-    throw Error(ErrorKind::recipe,
-                "the checkpoint's optimizer state is sharded over ranks (" + written_by +
-                    "), but this run does not shard it",
-                SourceLocation{file.string()}, "trainer.resume",
-                "resume it under torchrun with the trainer.distributed.sharding and the rank count that wrote it; "
-                "mixt export, evaluate, predict and generate read its weights in one process");
+    throw Error(
+        ErrorKind::recipe,
+        "the checkpoint's optimizer state is sharded over ranks (" + written_by + "), but this run does not shard it",
+        SourceLocation{file.string()}, "trainer.resume",
+        "resume it under torchrun with the trainer.distributed.sharding and the rank count that wrote it; "
+        "mixt export, evaluate, predict and generate read its weights in one process");
   }
   components.optimizer->load(optimizer_archive);
   if (components.optimizer_shards) components.optimizer_shards->load_shard(file);

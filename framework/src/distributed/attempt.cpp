@@ -6,6 +6,7 @@
 #include <string>
 #include <thread>
 
+#include "common/interrupt.h"
 #include "mixt/error.h"
 
 namespace mixt::distributed {
@@ -36,10 +37,16 @@ std::int64_t newest_attempt(c10d::Store& job) {
 }
 
 [[noreturn]] void timed_out(int rank, std::chrono::milliseconds timeout, const std::string& waiting_for) {
-  throw runtime_error("rank " + std::to_string(rank) + " waited " + std::to_string(timeout.count() / 1000) +
-                          " s for " + waiting_for + " to join this attempt of the job",
+  throw runtime_error("rank " + std::to_string(rank) + " waited " + std::to_string(timeout.count() / 1000) + " s for " +
+                          waiting_for + " to join this attempt of the job",
                       "every rank of every node must be restarted together (torchrun on each node, the same "
                       "--rdzv-endpoint and --rdzv-id); trainer.distributed.timeout bounds the wait");
+}
+
+// The elastic agent stops the workers of a failed attempt with SIGTERM, then SIGKILL 30 s
+// later: a worker still waiting here for a peer that is gone leaves at once instead.
+void stop_if_interrupted() {
+  if (interrupt_requested()) throw Error(ErrorKind::interrupted, "interrupted while the ranks joined the attempt");
 }
 
 std::int64_t open_attempt(c10d::Store& job, int world_size, Clock::time_point deadline,
@@ -47,14 +54,13 @@ std::int64_t open_attempt(c10d::Store& job, int world_size, Clock::time_point de
   const std::int64_t attempt = job.add(kCounter, 1);
   job.set(kCurrent, std::to_string(attempt));
   for (int rank = 1; rank < world_size; ++rank) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) timed_out(0, timeout, "rank " + std::to_string(rank));
-    try {
-      job.wait({key(attempt, "hello", rank)}, left);
-    } catch (const c10::Error&) {
-      timed_out(0, timeout, "rank " + std::to_string(rank));
+    const std::string hello = key(attempt, "hello", rank);
+    while (!job.check({hello})) {
+      if (Clock::now() >= deadline) timed_out(0, timeout, "rank " + std::to_string(rank));
+      stop_if_interrupted();
+      std::this_thread::sleep_for(kPoll);
     }
-    job.set(key(attempt, "welcome", rank), job.get_to_str(key(attempt, "hello", rank)));
+    job.set(key(attempt, "welcome", rank), job.get_to_str(hello));
   }
   return attempt;
 }
@@ -72,6 +78,7 @@ std::int64_t join_attempt(c10d::Store& job, int rank, Clock::time_point deadline
       const std::string welcome = key(attempt, "welcome", rank);
       if (job.check({welcome}) && job.get_to_str(welcome) == nonce) return attempt;
     }
+    stop_if_interrupted();
     std::this_thread::sleep_for(kPoll);
   }
   timed_out(rank, timeout, "rank 0");
@@ -84,8 +91,10 @@ std::int64_t agree_on_attempt(c10d::Store& job, int rank, int world_size, std::c
   try {
     return rank == 0 ? open_attempt(job, world_size, deadline, timeout) : join_attempt(job, rank, deadline, timeout);
   } catch (const c10::Error& error) {
-    throw runtime_error("rank " + std::to_string(rank) + ": the elastic agent's store failed while the ranks agreed "
-                            "on the attempt: " + error.what_without_backtrace(),
+    throw runtime_error("rank " + std::to_string(rank) +
+                            ": the elastic agent's store failed while the ranks agreed "
+                            "on the attempt: " +
+                            error.what_without_backtrace(),
                         "check that the node hosting the store (--rdzv-conf is_host=1) is up");
   }
 }

@@ -7,10 +7,9 @@
 // attempt see different counts, so keys built on the count part them.
 #pragma once
 
-#include <torch/csrc/distributed/c10d/Store.hpp>
-
 #include <chrono>
 #include <cstdint>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
 namespace mixt::distributed {
 

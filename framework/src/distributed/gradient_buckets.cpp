@@ -3,8 +3,9 @@
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
-#include <map>
 #include <utility>
+
+#include "distributed/bucket_assigner.h"
 
 namespace mixt::distributed {
 
@@ -31,20 +32,13 @@ at::Tensor flatten(const std::vector<at::Tensor>& bucket) {
 }  // namespace
 
 GradientBuckets::GradientBuckets(const std::vector<at::Tensor>& parameters, std::int64_t bucket_bytes) {
-  // Open bucket and its size, per (device, dtype).
-  std::map<std::pair<std::string, int>, std::pair<std::size_t, std::int64_t>> open;
+  BucketAssigner assigner(bucket_bytes);
   for (auto it = parameters.rbegin(); it != parameters.rend(); ++it) {
     const at::Tensor& p = *it;
     if (!p.requires_grad()) continue;
-    const auto key = std::make_pair(p.device().str(), static_cast<int>(p.scalar_type()));
-    const std::int64_t bytes = p.numel() * static_cast<std::int64_t>(p.element_size());
-    auto found = open.find(key);
-    if (found == open.end() || (found->second.second > 0 && found->second.second + bytes > bucket_bytes)) {
-      buckets_.emplace_back();
-      found = open.insert_or_assign(key, std::make_pair(buckets_.size() - 1, std::int64_t{0})).first;
-    }
-    buckets_[found->second.first].push_back(p);
-    found->second.second += bytes;
+    const std::size_t bucket = assigner.assign(p, p.numel() * static_cast<std::int64_t>(p.element_size()));
+    if (bucket == buckets_.size()) buckets_.emplace_back();
+    buckets_[bucket].push_back(p);
   }
   reset_locked();
 }

@@ -35,7 +35,8 @@ GradientReduceScatter::GradientReduceScatter(ShardLayout& layout, const ProcessG
   if (hooked_) {
     for (std::size_t b = 0; b < layout_.buckets().size(); ++b) {
       for (const std::size_t i : layout_.buckets()[b]) {
-        torch::autograd::impl::set_post_acc_grad_hooks(layout_.entries()[i].full, std::make_unique<ReduceHook>(this, b));
+        torch::autograd::impl::set_post_acc_grad_hooks(layout_.entries()[i].full,
+                                                       std::make_unique<ReduceHook>(this, b));
       }
     }
   }
@@ -94,8 +95,8 @@ void GradientReduceScatter::start_locked(std::size_t bucket) {
     column += entry.shard_numel;
   }
   at::Tensor flat_input = flight.input.view({-1});
-  flight.work = communicator_.start_reduce_scatter_sum(flight.output, flat_input,
-                                                       "gradient reduce_scatter (bucket " + std::to_string(bucket) + ")");
+  flight.work = communicator_.start_reduce_scatter_sum(
+      flight.output, flat_input, "gradient reduce_scatter (bucket " + std::to_string(bucket) + ")");
   if (in_flight_) finish_locked(*in_flight_);
   in_flight_ = std::move(flight);
 }

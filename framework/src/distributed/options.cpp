@@ -50,9 +50,12 @@ const OptionsOf<DistributedOptions>& bound() {
 
 const char* sharding_name(Sharding mode) {
   switch (mode) {
-    case Sharding::none: return "none";
-    case Sharding::optimizer: return "optimizer";
-    case Sharding::gradients: return "gradients";
+    case Sharding::none:
+      return "none";
+    case Sharding::optimizer:
+      return "optimizer";
+    case Sharding::gradients:
+      return "gradients";
   }
   return "?";
 }

@@ -79,8 +79,7 @@ void ProcessGroupCommunicator::all_reduce(at::Tensor& tensor, ReduceOp op) const
   if (!buffer.is_same(tensor)) tensor.copy_(buffer);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupCommunicator::start_reduce_scatter_sum(at::Tensor& output,
-                                                                                  at::Tensor& input,
+c10::intrusive_ptr<c10d::Work> ProcessGroupCommunicator::start_reduce_scatter_sum(at::Tensor& output, at::Tensor& input,
                                                                                   const std::string& what) const {
   try {
     c10d::ReduceScatterOptions options;

@@ -1,8 +1,9 @@
 #include "distributed/shard_layout.h"
 
 #include <algorithm>
-#include <map>
 #include <sstream>
+
+#include "distributed/bucket_assigner.h"
 
 namespace mixt::distributed {
 
@@ -21,24 +22,20 @@ std::vector<std::int64_t> shard_shape(const at::Tensor& full, std::int64_t chunk
 ShardLayout::ShardLayout(const NamedTensors& full, int rank, int world_size, std::int64_t bucket_bytes)
     : rank_(rank), world_size_(world_size) {
   at::NoGradGuard no_grad;
-  std::map<std::pair<std::string, int>, std::pair<std::size_t, std::int64_t>> open;  // bucket, bytes
   for (const auto& [name, tensor] : full) {
     const std::int64_t rows = rows_of(tensor);
     const std::int64_t chunk_rows = (rows + world_size - 1) / world_size;
     const std::int64_t row_numel = rows == 0 ? 0 : tensor.numel() / rows;
-    entries_.push_back({name, tensor, at::zeros(shard_shape(tensor, chunk_rows), tensor.options()), chunk_rows * row_numel});
+    entries_.push_back(
+        {name, tensor, at::zeros(shard_shape(tensor, chunk_rows), tensor.options()), chunk_rows * row_numel});
   }
+  BucketAssigner assigner(bucket_bytes);
   for (std::size_t i = entries_.size(); i-- > 0;) {
-    const at::Tensor& tensor = entries_[i].full;
-    const std::int64_t bytes = entries_[i].shard_numel * static_cast<std::int64_t>(tensor.element_size());
-    const auto key = std::make_pair(tensor.device().str(), static_cast<int>(tensor.scalar_type()));
-    auto found = open.find(key);
-    if (found == open.end() || (found->second.second > 0 && found->second.second + bytes > bucket_bytes)) {
-      buckets_.emplace_back();
-      found = open.insert_or_assign(key, std::make_pair(buckets_.size() - 1, std::int64_t{0})).first;
-    }
-    buckets_[found->second.first].push_back(i);
-    found->second.second += bytes;
+    const Entry& entry = entries_[i];
+    const std::size_t bucket =
+        assigner.assign(entry.full, entry.shard_numel * static_cast<std::int64_t>(entry.full.element_size()));
+    if (bucket == buckets_.size()) buckets_.emplace_back();
+    buckets_[bucket].push_back(i);
   }
 }
 
@@ -126,13 +123,15 @@ std::string ShardLayout::describe() const {
 
 std::int64_t ShardLayout::shard_bytes() const {
   std::int64_t bytes = 0;
-  for (const Entry& entry : entries_) bytes += entry.shard.numel() * static_cast<std::int64_t>(entry.shard.element_size());
+  for (const Entry& entry : entries_)
+    bytes += entry.shard.numel() * static_cast<std::int64_t>(entry.shard.element_size());
   return bytes;
 }
 
 std::int64_t ShardLayout::full_bytes() const {
   std::int64_t bytes = 0;
-  for (const Entry& entry : entries_) bytes += entry.full.numel() * static_cast<std::int64_t>(entry.full.element_size());
+  for (const Entry& entry : entries_)
+    bytes += entry.full.numel() * static_cast<std::int64_t>(entry.full.element_size());
   return bytes;
 }
 

@@ -26,8 +26,8 @@ std::string first_difference(const std::string& saved, const std::string& ours) 
 }
 }  // namespace
 
-ShardedOptimizer::ShardedOptimizer(std::unique_ptr<Optimizer> inner, std::unique_ptr<ShardLayout> layout,
-                                   Sharding mode, const ProcessGroupCommunicator& communicator)
+ShardedOptimizer::ShardedOptimizer(std::unique_ptr<Optimizer> inner, std::unique_ptr<ShardLayout> layout, Sharding mode,
+                                   const ProcessGroupCommunicator& communicator)
     : inner_(std::move(inner)), layout_(std::move(layout)), mode_(mode), communicator_(communicator) {
   layout_->copy_full_into_shards();
   if (mode_ == Sharding::gradients) reduce_scatter_ = std::make_unique<GradientReduceScatter>(*layout_, communicator_);
@@ -63,11 +63,12 @@ void ShardedOptimizer::take_gradients() {
 
 at::Tensor ShardedOptimizer::norm_over_ranks(const at::Tensor& local_norm) const {
   // Every rank takes part, with or without gradients of its own.
-  at::Tensor squares = local_norm.defined()
-                           ? local_norm.to(at::kFloat).square().reshape({1})
-                           : at::zeros({1}, at::TensorOptions().dtype(at::kFloat).device(
-                                                parameters().empty() ? at::Device(at::kCPU)
-                                                                     : parameters().front().device()));
+  at::Tensor squares =
+      local_norm.defined()
+          ? local_norm.to(at::kFloat).square().reshape({1})
+          : at::zeros({1}, at::TensorOptions()
+                               .dtype(at::kFloat)
+                               .device(parameters().empty() ? at::Device(at::kCPU) : parameters().front().device()));
   communicator_.all_reduce(squares, ReduceOp::sum);
   return squares.sqrt().reshape({});
 }
@@ -86,7 +87,8 @@ void ShardedOptimizer::load(torch::serialize::InputArchive& archive) {
   if (!archive.try_read(kShardedOptimizerKey, saved)) {
     throw Error(ErrorKind::recipe,
                 "the checkpoint's optimizer state is whole (a run without trainer.distributed.sharding wrote it), "
-                "but this run shards it over " + std::to_string(layout_->world_size()) + " ranks",
+                "but this run shards it over " +
+                    std::to_string(layout_->world_size()) + " ranks",
                 {}, "trainer.distributed.sharding", "resume it with sharding: none (the default)");
   }
   const std::string theirs = saved.toStringRef();

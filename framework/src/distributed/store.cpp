@@ -1,11 +1,10 @@
 #include "distributed/store.h"
 
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
-
 #include <c10/util/Logging.h>
 
 #include <cstdlib>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "distributed/attempt.h"
 #include "mixt/error.h"
@@ -45,8 +44,7 @@ Stores make_store(const LaunchEnvironment& e, std::chrono::milliseconds timeout)
       auto client = c10::make_intrusive<c10d::TCPStore>(e.master_addr, options);
       auto job = c10::make_intrusive<c10d::PrefixStore>("/mixt/job", client);
       const std::int64_t attempt = agree_on_attempt(*job, e.rank, e.world_size, timeout);
-      return {c10::make_intrusive<c10d::PrefixStore>("/mixt/attempt_" + std::to_string(attempt), client), job,
-              attempt};
+      return {c10::make_intrusive<c10d::PrefixStore>("/mixt/attempt_" + std::to_string(attempt), client), job, attempt};
     }
     options.isServer = e.rank == 0;
     options.waitWorkers = true;

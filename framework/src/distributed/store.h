@@ -1,10 +1,9 @@
 // The c10d key-value store through which the ranks find each other.
 #pragma once
 
-#include <torch/csrc/distributed/c10d/Store.hpp>
-
 #include <chrono>
 #include <cstdint>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "distributed/environment.h"
 

@@ -306,16 +306,15 @@ TrainResult run_experiment(Experiment& e, bool terminal, fs::path* run_dir) {
   trainer.write_to(run.get());
   if (run) progress.note("run directory: " + run->path().string());
   if (e.parallel) {
-    progress.note("data parallel: " + std::to_string(e.parallel->world_size()) +
-                  (e.parallel->world_size() == 1 ? " rank, " : " ranks, ") +
-                  e.parallel->backend_name() + " backend, " + e.components.device.str() +
-                  (e.components.optimizer_shards
-                       ? std::string(", sharding: ") + distributed::sharding_name(e.options.distributed.sharding) +
-                             " (each rank keeps 1/" + std::to_string(e.parallel->world_size()) +
-                             " of the optimizer state" +
-                             (e.options.distributed.sharding == distributed::Sharding::gradients ? " and gradients)"
-                                                                                                  : ")")
-                       : std::string()));
+    progress.note(
+        "data parallel: " + std::to_string(e.parallel->world_size()) +
+        (e.parallel->world_size() == 1 ? " rank, " : " ranks, ") + e.parallel->backend_name() + " backend, " +
+        e.components.device.str() +
+        (e.components.optimizer_shards
+             ? std::string(", sharding: ") + distributed::sharding_name(e.options.distributed.sharding) +
+                   " (each rank keeps 1/" + std::to_string(e.parallel->world_size()) + " of the optimizer state" +
+                   (e.options.distributed.sharding == distributed::Sharding::gradients ? " and gradients)" : ")")
+             : std::string()));
   }
   note_activation_checkpointing(e, progress);
   return trainer.fit();

@@ -86,6 +86,14 @@ TEST_P(ShardedGpt2, TrainsAsOneProcessWithTheSameGlobalBatch) {
   expect_all_exited(replicated);
   const auto four = run_ranks(dir, 4, {{"output=four", "data.train.batch_size=4", sharding}}, 240);
   expect_all_exited(four);
+  // Two micro-batches of 4 a step (reduced once, after the last), and every block
+  // recomputed in the backward pass (its gradients still reach the reduction).
+  const auto accumulated =
+      run_ranks(dir, 2, {{"output=accumulated", "data.train.batch_size=4", "trainer.accumulate=2", sharding}});
+  expect_all_exited(accumulated);
+  const auto recomputed = run_ranks(
+      dir, 2, {{"output=recomputed", "data.train.batch_size=8", "trainer.activation_checkpointing=all", sharding}});
+  expect_all_exited(recomputed);
   const auto control = run_ranks(dir, 2, {{"output=control", sharding}});
   expect_all_exited(control);
   EXPECT_THAT(two[0].log, HasSubstr("sharding: " + mode + " (each rank keeps 1/2 of the optimizer state"));
@@ -95,6 +103,9 @@ TEST_P(ShardedGpt2, TrainsAsOneProcessWithTheSameGlobalBatch) {
   const double four_ranks = max_difference(w_single, saved_weights(last_checkpoint(dir, "four")));
   const double replicated_two =
       max_difference(saved_weights(last_checkpoint(dir, "replicated")), saved_weights(last_checkpoint(dir, "two")));
+  const double accumulated_difference = max_difference(w_single, saved_weights(last_checkpoint(dir, "accumulated")));
+  const double recomputed_difference = max_difference(saved_weights(last_checkpoint(dir, "two")),
+                                                      saved_weights(last_checkpoint(dir, "recomputed")));
   const double control_difference = max_difference(w_single, saved_weights(last_checkpoint(dir, "control")));
   std::printf(
       "sharding %s: max |w(1 process) - w| on 2 ranks %.3g, on 4 ranks %.3g; 2 ranks replicated vs sharded "
@@ -106,6 +117,10 @@ TEST_P(ShardedGpt2, TrainsAsOneProcessWithTheSameGlobalBatch) {
   EXPECT_LT(two_ranks, 1e-5);
   EXPECT_LT(four_ranks, 1e-5);
   EXPECT_LT(replicated_two, 1e-7);
+  EXPECT_LT(accumulated_difference, 1e-5);
+  EXPECT_EQ(recomputed_difference, 0.0);
+  std::printf("  2 ranks x 2 micro-batches %.3g; with activation checkpointing %.3g\n", accumulated_difference,
+              recomputed_difference);
   EXPECT_GT(control_difference, 1e-3);
 
   // Each rank's AdamW state (two moments of float32) is half the model's: 8 bytes a parameter

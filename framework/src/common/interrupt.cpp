@@ -16,6 +16,7 @@ std::atomic<const char*> g_acknowledgement{nullptr};
 // a step, `timeout` forwards what it gets. A second signal that soon is the same request,
 // not a user's "quit now" (which would cost the checkpoint).
 std::atomic<long long> g_first_signal_ns{0};
+std::atomic<const char*> g_exit_at_once{nullptr};  // the line to write, while an ExitAtOnceOnSignal lives
 constexpr long long kSameRequestNs = 2'000'000'000;
 
 long long monotonic_ns() {
@@ -34,6 +35,10 @@ void write_line(const char* text) {
 
 // Only async-signal-safe calls here.
 extern "C" void on_signal(int) {
+  if (const char* line = g_exit_at_once.load()) {
+    write_line(line);
+    ::_exit(130);
+  }
   if (g_signals.fetch_add(1) == 0) {
     g_first_signal_ns.store(monotonic_ns());
     if (const char* acknowledgement = g_acknowledgement.load()) write_line(acknowledgement);
@@ -61,6 +66,9 @@ void install_interrupt_handlers(const char* acknowledgement) {
     std::signal(signal, on_signal);
   }
 }
+
+ExitAtOnceOnSignal::ExitAtOnceOnSignal(const char* line) { g_exit_at_once.store(line); }
+ExitAtOnceOnSignal::~ExitAtOnceOnSignal() { g_exit_at_once.store(nullptr); }
 
 bool interrupt_requested() { return g_signals.load() > 0; }
 void request_interrupt() { g_signals.fetch_add(1); }

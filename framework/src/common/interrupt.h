@@ -16,6 +16,19 @@ void install_interrupt_handlers(const char* acknowledgement = kStopAfterStep);
 // Changes the line of the first signal (null: silent).
 void set_interrupt_acknowledgement(const char* acknowledgement);
 bool interrupt_requested();
+
+// While one lives, a first signal exits at once (130): for the blocking waits of start-up
+// (the store, the ranks' agreement, the process group's connections), where there is
+// nothing to save and no point at which to look at the request. torchelastic stops a
+// failed attempt's workers with SIGTERM and kills them only 30 s later.
+class ExitAtOnceOnSignal {
+ public:
+  explicit ExitAtOnceOnSignal(const char* line);
+  ~ExitAtOnceOnSignal();
+  ExitAtOnceOnSignal(const ExitAtOnceOnSignal&) = delete;
+  ExitAtOnceOnSignal& operator=(const ExitAtOnceOnSignal&) = delete;
+};
+
 void request_interrupt();        // what the signal handler does; also for tests
 void clear_interrupt_request();  // for tests
 }  // namespace mixt

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "common/interrupt.h"
 #include "distributed/backends.h"
 #include "distributed/store.h"
 #include "mixt/error.h"
@@ -46,6 +47,9 @@ DataParallel::DataParallel(const LaunchEnvironment& environment, const Distribut
     throw recipe_error("nccl needs a CUDA device, but this run uses " + device.str(), {},
                        "trainer.distributed.backend", "use backend: gloo (or auto) on CPUs");
   }
+  // Until every rank is connected there is nothing to save: a signal ends the wait.
+  const ExitAtOnceOnSignal exit_at_once("mixt: interrupted while the ranks connected; nothing was done");
+  if (interrupt_requested()) throw Error(ErrorKind::interrupted, "interrupted before the ranks connected");
   const Stores stores = make_store(environment, timeout);
   job_store_ = stores.job;
   store_ = stores.attempt;

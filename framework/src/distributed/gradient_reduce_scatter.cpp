@@ -3,6 +3,7 @@
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -79,6 +80,11 @@ void GradientReduceScatter::start_locked(std::size_t bucket) {
   const int world = layout_.world_size();
   const std::int64_t numel = layout_.bucket_numel(members);
   const at::TensorOptions options = layout_.entries()[members.front()].full.options();
+  if (members.size() == 1 && world * numel * static_cast<std::int64_t>(options.dtype().itemsize()) >
+                                 layout_.bucket_bytes()) {
+    reduce_in_pieces_locked(bucket);
+    return;
+  }
   InFlight flight{bucket, at::empty({world, numel}, options), at::empty({numel}, options), {}, {}};
   std::int64_t column = 0;
   for (const std::size_t i : members) {
@@ -99,6 +105,47 @@ void GradientReduceScatter::start_locked(std::size_t bucket) {
       flight.output, flat_input, "gradient reduce_scatter (bucket " + std::to_string(bucket) + ")");
   if (in_flight_) finish_locked(*in_flight_);
   in_flight_ = std::move(flight);
+}
+
+void GradientReduceScatter::reduce_in_pieces_locked(std::size_t bucket) {
+  if (in_flight_) finish_locked(*in_flight_);
+  in_flight_.reset();
+  ShardLayout::Entry& entry = layout_.entries()[layout_.buckets()[bucket].front()];
+  const at::Tensor grad = entry.full.grad();
+  entry.full.mutable_grad() = at::Tensor();
+  if (!grad.defined()) {
+    // Every rank issues the same collectives: this one's part is zeros.
+    InFlight zeros{bucket, at::zeros({layout_.world_size(), entry.shard_numel}, entry.full.options()),
+                   at::empty({entry.shard_numel}, entry.full.options()), {}, {false}};
+    at::Tensor flat_input = zeros.input.view({-1});
+    zeros.work = communicator_.start_reduce_scatter_sum(zeros.output, flat_input, "gradient reduce_scatter");
+    finish_locked(zeros);
+    return;
+  }
+  const int world = layout_.world_size();
+  const std::int64_t rows = entry.full.dim() == 0 ? 1 : entry.full.size(0);
+  const std::int64_t row_numel = rows == 0 ? 0 : entry.full.numel() / rows;
+  const std::int64_t chunk_rows = row_numel == 0 ? 0 : entry.shard_numel / row_numel;
+  const std::int64_t piece_rows = std::max<std::int64_t>(
+      1, layout_.bucket_bytes() / (world * row_numel * static_cast<std::int64_t>(grad.element_size())));
+  const at::Tensor grad_rows = grad.reshape({rows, row_numel});
+  at::Tensor output = at::empty({entry.shard_numel}, grad.options());
+  for (std::int64_t first = 0; first < chunk_rows; first += piece_rows) {
+    const std::int64_t count = std::min(piece_rows, chunk_rows - first);
+    // Row r: rank r's rows first .. first + count of its chunk, zeros past the tensor's end.
+    at::Tensor input = at::zeros({world, count, row_numel}, grad.options());
+    for (int r = 0; r < world; ++r) {
+      const std::int64_t from = r * chunk_rows + first;
+      const std::int64_t present = std::clamp<std::int64_t>(rows - from, 0, count);
+      if (present > 0) input[r].narrow(0, 0, present).copy_(grad_rows.narrow(0, from, present));
+    }
+    at::Tensor flat_input = input.view({-1});
+    at::Tensor piece = output.narrow(0, first * row_numel, count * row_numel);
+    communicator_.wait(communicator_.start_reduce_scatter_sum(piece, flat_input, "gradient reduce_scatter"),
+                       "gradient reduce_scatter (bucket " + std::to_string(bucket) + ")");
+  }
+  output.div_(world);
+  entry.shard.mutable_grad() = output.view(entry.shard.sizes());
 }
 
 void GradientReduceScatter::finish_locked(InFlight& flight) {

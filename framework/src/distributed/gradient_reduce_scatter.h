@@ -50,6 +50,9 @@ class GradientReduceScatter {
   };
   void start_ready_locked();
   void start_locked(std::size_t bucket);
+  // A tensor larger than a bucket, reduced a bucket's worth of rows at a time, so that no
+  // padded copy of the whole of it is made beside its gradient.
+  void reduce_in_pieces_locked(std::size_t bucket);
   void finish_locked(InFlight& flight);
   void reset_locked();
 

@@ -20,7 +20,7 @@ std::vector<std::int64_t> shard_shape(const at::Tensor& full, std::int64_t chunk
 }  // namespace
 
 ShardLayout::ShardLayout(const NamedTensors& full, int rank, int world_size, std::int64_t bucket_bytes)
-    : rank_(rank), world_size_(world_size) {
+    : rank_(rank), world_size_(world_size), bucket_bytes_(bucket_bytes) {
   at::NoGradGuard no_grad;
   for (const auto& [name, tensor] : full) {
     const std::int64_t rows = rows_of(tensor);
@@ -32,8 +32,8 @@ ShardLayout::ShardLayout(const NamedTensors& full, int rank, int world_size, std
   BucketAssigner assigner(bucket_bytes);
   for (std::size_t i = entries_.size(); i-- > 0;) {
     const Entry& entry = entries_[i];
-    const std::size_t bucket =
-        assigner.assign(entry.full, entry.shard_numel * static_cast<std::int64_t>(entry.full.element_size()));
+    const std::size_t bucket = assigner.assign(
+        entry.full, world_size * entry.shard_numel * static_cast<std::int64_t>(entry.full.element_size()));
     if (bucket == buckets_.size()) buckets_.emplace_back();
     buckets_[bucket].push_back(i);
   }

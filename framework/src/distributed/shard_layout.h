@@ -26,7 +26,8 @@ class ShardLayout {
   using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 
   // `full`: the optimizer's tensors by name (the model's parameters, or a policy's masters).
-  // Buckets hold at most `bucket_bytes` of shards of one dtype and device.
+  // Buckets hold tensors of one dtype and device whose padded size together is at most
+  // `bucket_bytes` (a larger tensor has a bucket of its own): what one collective moves.
   ShardLayout(const NamedTensors& full, int rank, int world_size, std::int64_t bucket_bytes);
 
   // This rank's shards, by the full tensors' names: what the optimizer is built over.
@@ -45,6 +46,7 @@ class ShardLayout {
   // tensor's name and shape, one line each.
   std::string describe() const;
   int world_size() const { return world_size_; }
+  std::int64_t bucket_bytes() const { return bucket_bytes_; }
   int rank() const { return rank_; }
   // Bytes of this rank's shards (for the start-up line).
   std::int64_t shard_bytes() const;
@@ -69,6 +71,7 @@ class ShardLayout {
 
   int rank_;
   int world_size_;
+  std::int64_t bucket_bytes_;
   std::vector<Entry> entries_;
   std::vector<std::vector<std::size_t>> buckets_;  // indices into entries_
 };

@@ -97,7 +97,8 @@ void ShardedOptimizer::load(torch::serialize::InputArchive& archive) {
                 "the checkpoint's optimizer shards do not fit this run: " + first_difference(theirs, ours), {},
                 "trainer.distributed.sharding",
                 "resume on as many ranks, with the same sharding and model, as the run that wrote it (its "
-                "recipe.yaml and log.txt say which); mixt cannot yet reshard optimizer state");
+                "recipe.yaml and log.txt say which); mixt cannot yet reshard optimizer state: to go on with "
+                "other ranks, mixt export the weights and start from them (model.weights), with a fresh optimizer");
   }
 }
 

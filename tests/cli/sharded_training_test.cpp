@@ -4,12 +4,16 @@
 // replicated run; its checkpoints (a shard file a rank), resumes and refusals.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_weights.h"
+#include "child_process.h"
 #include "common/optimizer_shards.h"
 #include "ranks.h"
 #include "run_directories.h"
@@ -272,6 +276,44 @@ TEST(ShardedTraining, AnInfInOneRanksShardMakesEveryRankSkip) {
   expect_all_exited(ranks);
   EXPECT_THAT(ranks[0].log, HasSubstr("rank 0 skipped step 2"));
   EXPECT_THAT(ranks[1].log, HasSubstr("rank 1 skipped step 2"));
+}
+
+// A rank lost mid-run (killed between the collectives of the sharded step): the other exits
+// 1 within the timeout, naming the collective, and writes no `interrupted` checkpoint (the
+// lost rank's optimizer shard is gone); the last epoch's checkpoint and both its shards stay.
+TEST(ShardedTraining, ALostRankEndsTheOtherWithinTheTimeoutAndKeepsTheLastCompleteCheckpoint) {
+  TempDir dir;
+  std::string recipe = testing::replace_once(kGpt2Recipe, "epochs: 1", "epochs: 100000");
+  recipe = testing::replace_once(recipe, "distributed: { backend: gloo, timeout: 30 }",
+                                 "distributed: { backend: gloo, timeout: 15, sharding: gradients }");
+  dir.write("r.yaml", recipe);
+  const int port = testing::free_port();
+  testing::ChildProcess rank0({testing::configured::mixt_executable(), "run", "r.yaml"},
+                              testing::rank_environment(0, 2, port), dir.path(), dir.path() / "0.log");
+  testing::ChildProcess rank1({testing::configured::mixt_executable(), "run", "r.yaml"},
+                              testing::rank_environment(1, 2, port), dir.path(), dir.path() / "1.log");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (testing::read_file(dir.path() / "0.log").find("epoch 3/") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_NE(testing::read_file(dir.path() / "0.log").find("epoch 3/"), std::string::npos)
+      << testing::read_file(dir.path() / "0.log");
+  const auto killed = std::chrono::steady_clock::now();
+  rank1.signal(SIGKILL);
+  const auto code = rank0.wait_for(45);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  const std::string log = testing::read_file(dir.path() / "0.log");
+  ASSERT_TRUE(code) << "rank 0 still running 45 s after rank 1 was killed\n" << log;
+  std::printf("rank 0 exited %d, %.1f s after rank 1 was killed\n", *code, seconds);
+  EXPECT_EQ(*code, 1) << log;
+  EXPECT_THAT(log, HasSubstr("failed on rank 0 of 2 (gloo)"));
+  EXPECT_LT(seconds, 15.0 + 10.0);
+  const fs::path checkpoints = only_run_directory(dir.path() / "runs" / "dp") / "checkpoints";
+  EXPECT_FALSE(fs::exists(checkpoints / "interrupted")) << log;
+  const fs::path last = fs::canonical(checkpoints / "last");
+  EXPECT_TRUE(fs::exists(optimizer_shard_file(last, 0, 2)));
+  EXPECT_TRUE(fs::exists(optimizer_shard_file(last, 1, 2)));
 }
 
 TEST(ShardedTraining, OneRankWarnsThatThereIsNothingToShard) {

@@ -416,20 +416,6 @@ TEST(DataParallel, ARankWhoseStoreNeverAppearsFailsClearlyAfterTheTimeout) {
   EXPECT_LT(seconds, 30.0);
 }
 
-// Waits (up to 90 s) until rank 0 has logged step 2: then every rank is inside the training
-// loop. Fails if rank 0 exits first.
-::testing::AssertionResult rank0_is_training(ChildProcess& rank0, const fs::path& log) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
-  while (testing::read_file(log).find(" step 2/") == std::string::npos) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      return ::testing::AssertionFailure() << "rank 0 logged no step 2 within 90 s\n" << testing::read_file(log);
-    }
-    if (rank0.wait_for(0)) return ::testing::AssertionFailure() << "rank 0 exited\n" << testing::read_file(log);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return ::testing::AssertionSuccess();
-}
-
 TEST(DataParallel, KillingOneRankMakesTheOtherExitWithinTheTimeout) {
   TempDir dir;
   // Long enough never to finish on its own; a 15 s collective timeout.
@@ -441,18 +427,13 @@ TEST(DataParallel, KillingOneRankMakesTheOtherExitWithinTheTimeout) {
                      dir.path(), dir.path() / "0.log");
   ChildProcess rank1({testing::configured::mixt_executable(), "run", "r.yaml"}, rank_environment(1, 2, port),
                      dir.path(), dir.path() / "1.log");
-  ASSERT_TRUE(rank0_is_training(rank0, dir.path() / "0.log"));
-  const auto killed = std::chrono::steady_clock::now();
-  rank1.signal(SIGKILL);
-  const auto code = rank0.wait_for(45);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
-  const std::string log = testing::read_file(dir.path() / "0.log");
-  ASSERT_TRUE(code) << "rank 0 still running 45 s after rank 1 was killed\n" << log;
-  std::printf("rank 0 exited %d, %.1f s after rank 1 was killed\n", *code, seconds);
-  EXPECT_EQ(*code, 1) << log;
-  EXPECT_THAT(log, HasSubstr("failed on rank 0 of 2 (gloo)"));
-  EXPECT_THAT(log, Not(HasSubstr("terminate called")));
-  EXPECT_LT(seconds, 15.0 + 10.0);
+  ASSERT_TRUE(testing::rank0_logged(rank0, dir.path() / "0.log", " step 2/"));
+  const testing::LostRankEnd end = testing::kill_rank_1(rank0, rank1, dir.path() / "0.log");
+  ASSERT_TRUE(end.code) << "rank 0 still running 45 s after rank 1 was killed\n" << end.log;
+  EXPECT_EQ(*end.code, 1) << end.log;
+  EXPECT_THAT(end.log, HasSubstr("failed on rank 0 of 2 (gloo)"));
+  EXPECT_THAT(end.log, Not(HasSubstr("terminate called")));
+  EXPECT_LT(end.seconds, 15.0 + 10.0);
 }
 
 // Rank 1 dies in the middle of epoch 2's second step, after its gradients joined the
@@ -520,7 +501,7 @@ TEST(DataParallel, AnInterruptOnOneRankStopsEveryRankAfterTheSameStep) {
                      dir.path(), dir.path() / "0.log");
   ChildProcess rank1({testing::configured::mixt_executable(), "run", "r.yaml"}, rank_environment(1, 2, port),
                      dir.path(), dir.path() / "1.log");
-  ASSERT_TRUE(rank0_is_training(rank0, dir.path() / "0.log"));
+  ASSERT_TRUE(testing::rank0_logged(rank0, dir.path() / "0.log", " step 2/"));
   rank1.signal(SIGINT);
   const auto code0 = rank0.wait_for(60), code1 = rank1.wait_for(10);
   const std::string log0 = testing::read_file(dir.path() / "0.log"), log1 = testing::read_file(dir.path() / "1.log");

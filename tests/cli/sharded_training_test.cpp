@@ -292,25 +292,14 @@ TEST(ShardedTraining, ALostRankEndsTheOtherWithinTheTimeoutAndKeepsTheLastComple
                               testing::rank_environment(0, 2, port), dir.path(), dir.path() / "0.log");
   testing::ChildProcess rank1({testing::configured::mixt_executable(), "run", "r.yaml"},
                               testing::rank_environment(1, 2, port), dir.path(), dir.path() / "1.log");
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (testing::read_file(dir.path() / "0.log").find("epoch 3/") == std::string::npos &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ASSERT_NE(testing::read_file(dir.path() / "0.log").find("epoch 3/"), std::string::npos)
-      << testing::read_file(dir.path() / "0.log");
-  const auto killed = std::chrono::steady_clock::now();
-  rank1.signal(SIGKILL);
-  const auto code = rank0.wait_for(45);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
-  const std::string log = testing::read_file(dir.path() / "0.log");
-  ASSERT_TRUE(code) << "rank 0 still running 45 s after rank 1 was killed\n" << log;
-  std::printf("rank 0 exited %d, %.1f s after rank 1 was killed\n", *code, seconds);
-  EXPECT_EQ(*code, 1) << log;
-  EXPECT_THAT(log, HasSubstr("failed on rank 0 of 2 (gloo)"));
-  EXPECT_LT(seconds, 15.0 + 10.0);
+  ASSERT_TRUE(testing::rank0_logged(rank0, dir.path() / "0.log", "epoch 3/"));
+  const testing::LostRankEnd end = testing::kill_rank_1(rank0, rank1, dir.path() / "0.log");
+  ASSERT_TRUE(end.code) << "rank 0 still running 45 s after rank 1 was killed\n" << end.log;
+  EXPECT_EQ(*end.code, 1) << end.log;
+  EXPECT_THAT(end.log, HasSubstr("failed on rank 0 of 2 (gloo)"));
+  EXPECT_LT(end.seconds, 15.0 + 10.0);
   const fs::path checkpoints = only_run_directory(dir.path() / "runs" / "dp") / "checkpoints";
-  EXPECT_FALSE(fs::exists(checkpoints / "interrupted")) << log;
+  EXPECT_FALSE(fs::exists(checkpoints / "interrupted")) << end.log;
   const fs::path last = fs::canonical(checkpoints / "last");
   EXPECT_TRUE(fs::exists(optimizer_shard_file(last, 0, 2)));
   EXPECT_TRUE(fs::exists(optimizer_shard_file(last, 1, 2)));

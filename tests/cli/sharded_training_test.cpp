@@ -257,6 +257,13 @@ TEST(ShardedTraining, AMidEpochResumeIsBitwiseAndOtherRunShapesAreRefused) {
   expect_all_exited(four, 2);
   EXPECT_THAT(four[0].log, HasSubstr("the checkpoint's 'world_size 2', this run's 'world_size 4'"));
 
+  // mixt check outside torchrun cannot see the ranks' shards: it checks the rest.
+  const auto checked = testing::run_mixt({"check", "r.yaml", resume}, dir.path());
+  EXPECT_EQ(checked.exit_code, 0) << checked.output;
+  const auto checked_unsharded =
+      testing::run_mixt({"check", "r.yaml", resume, "trainer.distributed.sharding=none"}, dir.path());
+  EXPECT_EQ(checked_unsharded.exit_code, 2) << checked_unsharded.output;
+  EXPECT_THAT(checked_unsharded.output, HasSubstr("but this run does not shard it"));
   const auto evaluated = testing::run_mixt({"evaluate", checkpoint.string()}, dir.path());
   EXPECT_EQ(evaluated.exit_code, 0) << evaluated.output;
   const auto exported = testing::run_mixt({"export", checkpoint.string(), "-o", "m.safetensors"}, dir.path());

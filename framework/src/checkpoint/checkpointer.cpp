@@ -265,7 +265,10 @@ fs::path Checkpointer::save_epoch_end(const RunDirectory& run) const {
 namespace {
 
 // The model's, the optimizer's, the precision policy's and the scheduler's states.
-void load_component_states(Components& components, torch::serialize::InputArchive& checkpoint, const fs::path& file) {
+// `shards_unseen`: `mixt check` of a sharded recipe outside torchrun, where no rank's shards
+// exist to read; the ranks read them when the run starts.
+void load_component_states(Components& components, torch::serialize::InputArchive& checkpoint, const fs::path& file,
+                           bool shards_unseen) {
   torch::serialize::InputArchive model_archive, optimizer_archive, precision_archive;
   checkpoint.read("model", model_archive);
   // Module::load would give a parameter the saved tensor whatever its shape (set_): a
@@ -281,7 +284,8 @@ void load_component_states(Components& components, torch::serialize::InputArchiv
   components.model->load(model_archive);
   checkpoint.read("optimizer", optimizer_archive);
   c10::IValue shards;
-  if (!components.optimizer_shards && optimizer_archive.try_read(kShardedOptimizerKey, shards)) {
+  const bool sharded = optimizer_archive.try_read(kShardedOptimizerKey, shards);
+  if (!components.optimizer_shards && sharded && !shards_unseen) {
     // Its first two lines: "sharding optimizer", "world_size 4".
     const std::string& manifest = shards.toStringRef();
     const std::string first_two = manifest.substr(0, manifest.find('\n', manifest.find('\n') + 1));
@@ -293,7 +297,14 @@ void load_component_states(Components& components, torch::serialize::InputArchiv
         "resume it under torchrun with the trainer.distributed.sharding and the rank count that wrote it; "
         "mixt export, evaluate, predict and generate read its weights in one process");
   }
-  components.optimizer->load(optimizer_archive);
+  if (shards_unseen && !sharded) {  // what the ranks' ShardedOptimizer::load will say
+    throw Error(ErrorKind::recipe,
+                "the checkpoint's optimizer state is whole (a run without trainer.distributed.sharding wrote it), "
+                "but this recipe shards it",
+                SourceLocation{file.string()}, "trainer.distributed.sharding",
+                "resume it with sharding: none (the default)");
+  }
+  if (!sharded || components.optimizer_shards) components.optimizer->load(optimizer_archive);
   if (components.optimizer_shards) components.optimizer_shards->load_shard(file);
   checkpoint.read("precision", precision_archive);
   try {
@@ -379,7 +390,8 @@ Checkpointer::Resumed Checkpointer::resume(const fs::path& path, bool check_data
   TrainState state = state_;
   std::string saved_data_order;  // empty in checkpoints of mixt before it was saved
   try {
-    load_component_states(components_, contents.archive, file);
+    const bool shards_unseen = !check_data_order && options_.distributed.sharding != distributed::Sharding::none;
+    load_component_states(components_, contents.archive, file, shards_unseen);
     load_callback_state(contents.archive, file);
     saved_data_order = read_trainer_state(contents.archive, state, resumed.data_positions);
   } catch (const Error&) {

@@ -43,7 +43,8 @@ class Checkpointer {
   // Restores the components and the TrainState from a checkpoint written by a run of the
   // same recipe; a recipe error when it does not fit. Writes nothing. `check_data_order`:
   // whether a mid-epoch checkpoint must have this run's data order (`mixt check` outside
-  // torchrun does not know the number of ranks the run will have).
+  // torchrun does not know the number of ranks the run will have; nor, for a recipe with
+  // trainer.distributed.sharding, the ranks' optimizer shards, which it then leaves unread).
   Resumed resume(const std::filesystem::path& checkpoint, bool check_data_order = true);
 
   // data.train's dataset, samples and batches per rank, ranks, seed and accumulation: what

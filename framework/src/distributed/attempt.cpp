@@ -6,7 +6,6 @@
 #include <string>
 #include <thread>
 
-#include "common/interrupt.h"
 #include "mixt/error.h"
 
 namespace mixt::distributed {
@@ -43,12 +42,6 @@ std::int64_t newest_attempt(c10d::Store& job) {
                       "--rdzv-endpoint and --rdzv-id); trainer.distributed.timeout bounds the wait");
 }
 
-// The elastic agent stops the workers of a failed attempt with SIGTERM, then SIGKILL 30 s
-// later: a worker still waiting here for a peer that is gone leaves at once instead.
-void stop_if_interrupted() {
-  if (interrupt_requested()) throw Error(ErrorKind::interrupted, "interrupted while the ranks joined the attempt");
-}
-
 std::int64_t open_attempt(c10d::Store& job, int world_size, Clock::time_point deadline,
                           std::chrono::milliseconds timeout) {
   const std::int64_t attempt = job.add(kCounter, 1);
@@ -57,7 +50,6 @@ std::int64_t open_attempt(c10d::Store& job, int world_size, Clock::time_point de
     const std::string hello = key(attempt, "hello", rank);
     while (!job.check({hello})) {
       if (Clock::now() >= deadline) timed_out(0, timeout, "rank " + std::to_string(rank));
-      stop_if_interrupted();
       std::this_thread::sleep_for(kPoll);
     }
     job.set(key(attempt, "welcome", rank), job.get_to_str(hello));
@@ -78,7 +70,6 @@ std::int64_t join_attempt(c10d::Store& job, int rank, Clock::time_point deadline
       const std::string welcome = key(attempt, "welcome", rank);
       if (job.check({welcome}) && job.get_to_str(welcome) == nonce) return attempt;
     }
-    stop_if_interrupted();
     std::this_thread::sleep_for(kPoll);
   }
   timed_out(rank, timeout, "rank 0");

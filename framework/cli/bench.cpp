@@ -221,27 +221,31 @@ double figure(const json& row, const char* key) {
 }
 
 // With --activation-checkpointing, a column says which setting each row ran with; for a
-// language model (rows with tokens_per_s) one gives the tokens per second.
+// task that counts several predictions per sample (rows with a unit: tokens) one gives them per second.
 std::string markdown_table(const std::vector<json>& rows, bool checkpointing_column) {
-  bool tokens_column = false;
-  for (const auto& r : rows) tokens_column = tokens_column || r.contains("tokens_per_s");
+  std::string unit;
+  for (const auto& r : rows) {
+    if (r.contains("unit")) unit = r["unit"].get<std::string>();
+  }
+  const bool unit_column = !unit.empty();
+  const std::string rate_key = unit + "_per_s";
   std::ostringstream out;
-  out << "| policy" << (checkpointing_column ? " | activation checkpointing" : "") << (tokens_column ? " | tokens/s" : "")
+  out << "| policy" << (checkpointing_column ? " | activation checkpointing" : "") << (unit_column ? " | " + unit + "/s" : "")
       << " | images/s | step p50 (ms) | step p95 (ms) | peak memory (MiB) | loss | skipped | note |\n"
-      << "|---" << (checkpointing_column ? "|---" : "") << (tokens_column ? "|---:" : "")
+      << "|---" << (checkpointing_column ? "|---" : "") << (unit_column ? "|---:" : "")
       << "|---:|---:|---:|---:|---:|---:|---|\n";
   for (const auto& r : rows) {
     const std::string first =
         r["policy"].get<std::string>() +
         (checkpointing_column ? " | " + r.value("activation_checkpointing", std::string("-")) : std::string());
     if (r.contains("error")) {
-      out << "| " << first << (tokens_column ? " | -" : "") << " | - | - | - | - | - | - | "
+      out << "| " << first << (unit_column ? " | -" : "") << " | - | - | - | - | - | - | "
           << r["error"].get<std::string>() << " |\n";
       continue;
     }
     std::string note = r["memory_kind"].get<std::string>();
     if (!r["loss_finite"].get<bool>()) note = "NON-FINITE LOSS: numbers not meaningful; " + note;
-    out << "| " << first << (tokens_column ? " | " + format("%.0f", figure(r, "tokens_per_s")) : "") << " | "
+    out << "| " << first << (unit_column ? " | " + format("%.0f", figure(r, rate_key.c_str())) : "") << " | "
         << format("%.1f", figure(r, "images_per_s")) << " | "
         << format("%.2f", figure(r, "step_ms_p50")) << " | " << format("%.2f", figure(r, "step_ms_p95")) << " | "
         << format("%.0f", figure(r, "peak_memory_mib")) << " | " << format("%.4f", figure(r, "loss")) << " | "
@@ -334,11 +338,10 @@ json worker_line(const std::string& policy, const Experiment& e, const BenchOpti
           {"loss_finite", std::isfinite(loss)},
           {"skipped_steps", skipped},
           {"speed_note", e.components.speed_note}};
-  // A language model predicts every position of a sample: a token per element.
-  if (e.components.task->prediction_unit() == "token") {
-    std::int64_t tokens = 1;
-    for (std::int64_t d : e.components.train->sample_shape()) tokens *= d;
-    line["tokens_per_s"] = samples_per_s * static_cast<double>(tokens);
+  // A task whose samples hold several predictions (a window's tokens) counts them too.
+  if (const auto unit = e.components.task->throughput(e.components.train->sample_shape())) {
+    line[unit->unit + "_per_s"] = samples_per_s * static_cast<double>(unit->per_sample);
+    line["unit"] = unit->unit;
   }
   return line;
 }

@@ -46,12 +46,12 @@ int run(const std::string& recipe, const std::vector<std::string>& overrides) {
                            : "";
   const double samples_per_second =
       result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0.0;
-  // A language model's samples are windows of tokens: its rate is in tokens, as llm.c and nanoGPT give it.
+  // A task whose samples hold several predictions (tokens of a window) gives its rate in them.
   char rate[128];
-  if (result.tokens_per_sample > 0) {
-    std::snprintf(rate, sizeof(rate), "%lld tokens, %.1fs training (%.0f tokens/s)",
-                  static_cast<long long>(result.samples * result.tokens_per_sample), result.train_seconds,
-                  samples_per_second * static_cast<double>(result.tokens_per_sample));
+  if (const std::optional<Throughput>& unit = result.throughput) {
+    std::snprintf(rate, sizeof(rate), "%lld %s, %.1fs training (%.0f %s/s)",
+                  static_cast<long long>(result.samples * unit->per_sample), unit->unit.c_str(), result.train_seconds,
+                  samples_per_second * static_cast<double>(unit->per_sample), unit->unit.c_str());
   } else {
     std::snprintf(rate, sizeof(rate), "%.1fs training (%.0f samples/s)", result.train_seconds, samples_per_second);
   }
@@ -64,9 +64,9 @@ int run(const std::string& recipe, const std::vector<std::string>& overrides) {
   }
   if (result.final_eval) {
     const Evaluation& eval = *result.final_eval;
-    if (std::isfinite(eval.top1)) {  // a classifier's: what scripts and docs grep for
-      std::printf("test accuracy: %.2f%% (top-%d %.2f%%, val loss %.4f)\n", 100.0 * eval.top1, eval.top_k,
-                  100.0 * eval.top_k_accuracy, eval.loss);
+    const std::string task_line = experiment.components.task->summary(eval.loss, eval.figures);
+    if (!task_line.empty()) {
+      std::printf("%s\n", task_line.c_str());
     } else {
       const std::string figures = figures_text(eval.figures);
       std::printf("validation: loss %.4f%s%s\n", eval.loss, figures.empty() ? "" : ", ", figures.c_str());
@@ -183,10 +183,9 @@ int check(const std::string& recipe, const std::vector<std::string>& overrides) 
   }
   // What the data sections found: the first thing to look at for an image folder.
   // A language model's samples are token windows: its "classes" are the vocabulary.
-  const bool tokens = e.components.task->prediction_unit() == "token";
-  const auto describe_data = [tokens](const char* split, Dataset& data) {
-    const std::string classes =
-        tokens ? "vocabulary " + std::to_string(data.num_classes()) : std::to_string(data.num_classes()) + " classes";
+  const Task& task = *e.components.task;
+  const auto describe_data = [&task](const char* split, Dataset& data) {
+    const std::string classes = task.describe_classes(data.num_classes());
     std::printf("  data.%-5s %lld samples, %s, each %s; %lld batch%s per epoch\n", split,
                 static_cast<long long>(data.size()), classes.c_str(),
                 c10::str(at::IntArrayRef(data.sample_shape())).c_str(),

@@ -116,7 +116,11 @@ int evaluate(const EvaluateOptions& options) {
   for (const ComponentRecord& record : c.records) {
     if (record.kind == "precision") report.precision = record.name;
   }
-  if (report.confusion.defined()) report.class_names = class_names(target, c, report.confusion.size(0));
+  if (report.confusion.defined()) {
+    report.class_names = class_names(target, c, report.confusion.size(0));
+    report.per_class_title = c.task->per_class_title();
+    report.per_class = c.task->per_class(report.confusion);
+  }
 
   if (!options.confusion_csv.empty()) {
     write_file(options.confusion_csv, confusion_csv(report.confusion, report.class_names));

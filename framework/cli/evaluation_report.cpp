@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 
-#include "train/confusion_matrix.h"
 
 namespace mixt::cli {
 
@@ -36,19 +35,30 @@ std::string report_text(const EvaluationReport& report, bool per_class) {
   }
   std::string out = text + figures;
   if (!per_class || !report.confusion.defined()) return out;
-  const std::vector<double> accuracy = per_class_accuracy(report.confusion);
   int width = 5;  // "class"
   for (const std::string& name : report.class_names) width = std::max(width, static_cast<int>(name.size()));
-  std::snprintf(text, sizeof(text), "per-class top-1 accuracy:\n  %-*s  %8s  %8s  %8s\n", width, "class", "samples",
-                "correct", "accuracy");
+  std::snprintf(text, sizeof(text), "%s:\n  %-*s  %8s  %8s", report.per_class_title.c_str(), width, "class",
+                "samples", "correct");
   out += text;
-  for (std::size_t i = 0; i < accuracy.size(); ++i) {
-    const auto row = static_cast<std::int64_t>(i);
-    std::snprintf(text, sizeof(text), "  %-*s  %8lld  %8lld  %8s\n", width, report.class_names[i].c_str(),
-                  static_cast<long long>(row_sum(report.confusion, row)),
-                  static_cast<long long>(report.confusion[row][row].item<std::int64_t>()),
-                  percent(accuracy[i]).c_str());
+  for (const ClassFigure& column : report.per_class) {
+    std::snprintf(text, sizeof(text), "  %8s", column.name.c_str());
     out += text;
+  }
+  out += "\n";
+  for (std::int64_t row = 0; row < report.confusion.size(0); ++row) {
+    std::snprintf(text, sizeof(text), "  %-*s  %8lld  %8lld", width,
+                  report.class_names[static_cast<std::size_t>(row)].c_str(),
+                  static_cast<long long>(row_sum(report.confusion, row)),
+                  static_cast<long long>(report.confusion[row][row].item<std::int64_t>()));
+    out += text;
+    for (const ClassFigure& column : report.per_class) {
+      const double value = column.values.at(static_cast<std::size_t>(row));
+      char plain[32];
+      std::snprintf(plain, sizeof(plain), "%.4f", value);
+      std::snprintf(text, sizeof(text), "  %8s", column.percent ? percent(value).c_str() : plain);
+      out += text;
+    }
+    out += "\n";
   }
   return out;
 }
@@ -62,16 +72,16 @@ nlohmann::json report_json(const EvaluationReport& report) {
                         {"samples", e.samples},
                         {"loss", e.loss}};
   for (const Figure& figure : e.figures) out[figure.name] = figure.value;  // top1 and top5, or perplexity
-  if (std::isfinite(e.top_k_accuracy)) out["top_k"] = e.top_k;
   if (!report.confusion.defined()) return out;
-  const std::vector<double> accuracy = per_class_accuracy(report.confusion);
   nlohmann::json classes = nlohmann::json::array(), matrix = nlohmann::json::array();
-  for (std::size_t i = 0; i < accuracy.size(); ++i) {
-    const auto row = static_cast<std::int64_t>(i);
-    classes.push_back({{"class", report.class_names[i]},
-                       {"samples", row_sum(report.confusion, row)},
-                       {"correct", report.confusion[row][row].item<std::int64_t>()},
-                       {"accuracy", accuracy[i]}});  // NaN, written as null: a class without samples
+  for (std::int64_t row = 0; row < report.confusion.size(0); ++row) {
+    const auto i = static_cast<std::size_t>(row);
+    nlohmann::json entry = {{"class", report.class_names[i]},
+                            {"samples", row_sum(report.confusion, row)},
+                            {"correct", report.confusion[row][row].item<std::int64_t>()}};
+    // NaN, written as null: a class without samples.
+    for (const ClassFigure& column : report.per_class) entry[column.name] = column.values.at(i);
+    classes.push_back(entry);
     const at::Tensor counts = report.confusion[row].contiguous();
     matrix.push_back(
         std::vector<std::int64_t>(counts.data_ptr<std::int64_t>(), counts.data_ptr<std::int64_t>() + counts.numel()));

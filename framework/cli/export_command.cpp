@@ -48,8 +48,8 @@ struct ModelInput {
   std::int64_t classes = 0;  // the vocabulary of a language model
   std::string split;
   std::string preprocessing;  // the dataset's own description, when it gives one
-  // A token model's input is token ids whose sequence length stays symbolic in the file.
-  bool tokens = false;
+  // The task's open axes (a token model's sequence stays symbolic in the file) and meanings.
+  ExportedInterface exported;
   InputMaker make_input;
 };
 
@@ -86,7 +86,7 @@ ModelInput model_input(const ExportOptions& options, const ModelTarget& target, 
                       "give one sample's shape, e.g. --input-shape 3,224,224");
   }
   if (!in.class_names.empty()) in.classes = static_cast<std::int64_t>(in.class_names.size());
-  in.tokens = task.prediction_unit() == "token";
+  in.exported = task.exported();
   in.make_input = input_maker(task, in.classes);
   return in;
 }
@@ -138,11 +138,13 @@ CheckedTrace trace_and_check(const std::shared_ptr<Model>& model, const ModelInp
   const at::Tensor example = in.make_input(example_shape);
   const auto forward = [&model](const at::Tensor& x) { return model->forward(x); };
   TracedModel traced = trace_model(*model, forward, example);
-  double difference = check_other_sizes(traced, forward, example, in.make_input, VariedAxis::batch, kCheckBatches);
-  if (in.tokens && example.size(1) > 1) {
-    const std::vector<std::int64_t> lengths{1, (example.size(1) + 1) / 2};
-    difference =
-        std::max(difference, check_other_sizes(traced, forward, example, in.make_input, VariedAxis::time, lengths));
+  double difference = check_other_sizes(traced, forward, example, in.make_input, VariedAxis{}, kCheckBatches);
+  for (const OpenAxis& open : in.exported.open_axes) {
+    const std::int64_t traced_size = example.size(open.input_dim);
+    if (traced_size <= 1) continue;
+    const VariedAxis axis{static_cast<std::size_t>(open.input_dim), open.words};
+    difference = std::max(difference, check_other_sizes(traced, forward, example, in.make_input, axis,
+                                                        {1, (traced_size + 1) / 2}));
   }
   if (difference > kTraceTolerance) {
     throw usage_error("the traced forward differs from the model by " + std::to_string(difference) +
@@ -156,7 +158,7 @@ CheckedTrace trace_and_check(const std::shared_ptr<Model>& model, const ModelInp
 
 // Writes the traced model as TorchScript or ONNX; returns what was written, for the summary line.
 std::string write_traced(const ExportOptions& options, const std::string& format, TracedModel& traced,
-                         const std::map<std::string, std::string>& metadata, bool tokens) {
+                         const std::map<std::string, std::string>& metadata, const ExportedInterface& exported) {
   if (format == "torchscript") {
     write_file_atomically(options.output, [&](std::ostream& out) {
       traced.module.save(out, {{"mixt.json", export_metadata_json(metadata)}});
@@ -165,9 +167,12 @@ std::string write_traced(const ExportOptions& options, const std::string& format
   }
   OnnxGraph graph = translate_to_onnx(traced, options.opset);  // refuses before anything is written
   if (options.dtype == "float16") convert_to_float16(graph);
-  const std::string bytes =
-      onnx_file_bytes(graph, options.opset, metadata,
-                      tokens ? std::vector<std::string>{"batch", "time"} : std::vector<std::string>{"batch"});
+  SymbolicDims symbolic{{{0, "batch"}}, {{0, "batch"}}};
+  for (const OpenAxis& open : exported.open_axes) {
+    symbolic.input[open.input_dim] = open.name;
+    symbolic.output[open.output_dim] = open.name;
+  }
+  const std::string bytes = onnx_file_bytes(graph, options.opset, metadata, symbolic);
   write_file_atomically(
       options.output, [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
   return "ONNX opset " + std::to_string(options.opset) + ", " + options.dtype + ", " +
@@ -176,14 +181,20 @@ std::string write_traced(const ExportOptions& options, const std::string& format
 
 void print_written(const ExportOptions& options, const std::string& summary, const std::string& source,
                    const ModelInput& in, double difference) {
-  std::string shape = "batch";
-  for (std::int64_t d : in.sample_shape) shape += " x " + std::to_string(d);
+  // "batch x 1 x 28 x 28"; "batch x time (token ids, time up to 64)".
+  std::vector<std::string> axes{"batch"};
+  for (std::int64_t d : in.sample_shape) axes.push_back(std::to_string(d));
+  std::string open_text = in.exported.input_meaning;
   std::string checked = "batches 1 and 3";
-  if (in.tokens) {
-    const std::int64_t time = in.sample_shape.at(0);
-    shape = "batch x time (token ids, time up to " + std::to_string(time) + ")";
-    if (time > 1) checked += " and sequence lengths 1 and " + std::to_string((time + 1) / 2);
+  for (const OpenAxis& open : in.exported.open_axes) {
+    const std::int64_t traced_size = in.sample_shape.at(static_cast<std::size_t>(open.input_dim - 1));
+    axes.at(static_cast<std::size_t>(open.input_dim)) = open.name;
+    open_text += (open_text.empty() ? "" : ", ") + open.name + " up to " + std::to_string(traced_size);
+    if (traced_size > 1) checked += " and " + open.words + "s 1 and " + std::to_string((traced_size + 1) / 2);
   }
+  std::string shape;
+  for (const std::string& axis : axes) shape += (shape.empty() ? "" : " x ") + axis;
+  if (!open_text.empty()) shape += " (" + open_text + ")";
   char difference_text[32];
   std::snprintf(difference_text, sizeof(difference_text), "%.2g", difference);
   std::printf(
@@ -215,7 +226,7 @@ int export_model(const ExportOptions& options) {
   session.load_plugins_of(plan.recipe);
   const InferenceSettings settings = InferenceSettings::read(plan.recipe, at::kCPU);  // traced on the CPU
   const std::unique_ptr<Task> task =
-      session.registry().make_task(task_section_of(plan.recipe.config()), TaskContext{at::kCPU, 0, 0.0});
+      session.registry().make_task(task_section_of(plan.recipe.config()), TaskContext{at::kCPU, 0});
   const ModelInput in = model_input(options, target, plan, session.registry(), *task, settings.seed);
   const std::string source = weights_source(plan, options.source);
   const Inference inference(plan, session.registry(), settings, in.sample_shape, in.classes,
@@ -226,17 +237,18 @@ int export_model(const ExportOptions& options) {
   if (format == "safetensors") return export_recipe_weights(options, plan, model);
 
   CheckedTrace trace = trace_and_check(model, in);
-  ExportFacts facts{source,        in.class_names, in.sample_shape, 0, in.split, false, format,
+  ExportFacts facts{source,        in.class_names, in.sample_shape, {}, in.split, false, format,
                     options.opset, options.dtype,  in.preprocessing};
-  // Classes, or a token model's vocabulary: the output's last size as the trace saw it.
+  // The output's sizes as the trace saw it: classes, or a token model's vocabulary, last.
   const auto output_sizes =
       trace.traced.graph->outputs().at(0)->type()->expectRef<c10::TensorType>().sizes().concrete_sizes();
-  if (output_sizes && !output_sizes->empty()) facts.outputs = output_sizes->back();
-  facts.tokens = in.tokens;
+  if (output_sizes) facts.output_shape = *output_sizes;
+  facts.exported = in.exported;
+  facts.integer_input = !at::isFloatingType(task->blank_inputs({1}, at::kCPU).scalar_type());
   facts.channels_last = inference.channels_last();
   const std::map<std::string, std::string> metadata = export_metadata(plan.recipe, facts);
 
-  const std::string summary = write_traced(options, format, trace.traced, metadata, in.tokens);
+  const std::string summary = write_traced(options, format, trace.traced, metadata, in.exported);
   print_written(options, summary, source, in, trace.difference);
   return 0;
 }

@@ -53,22 +53,25 @@ nlohmann::json transforms_of(const Recipe& recipe, const std::string& split) {
 }  // namespace
 
 std::map<std::string, std::string> export_metadata(const Recipe& recipe, const ExportFacts& facts) {
-  nlohmann::json shape = nlohmann::json::array({"batch"});
-  for (std::int64_t d : facts.sample_shape) shape.push_back(d);
-  nlohmann::json input = {{"name", "input"}, {"dtype", facts.dtype}, {"shape", shape}};
-  nlohmann::json output = {
-      {"name", "output"}, {"dtype", facts.dtype}, {"shape", {"batch", facts.outputs}}, {"meaning", "logits"}};
-  if (facts.tokens) {
-    input = {{"name", "input"},
-             {"dtype", "int64"},
-             {"shape", {"batch", "time"}},
-             {"max_time", facts.sample_shape.at(0)},
-             {"meaning", "token ids"}};
-    output = {{"name", "output"},
-              {"dtype", facts.dtype},
-              {"shape", {"batch", "time", facts.outputs}},
-              {"meaning", "next-token logits at every position"}};
+  // Sizes, with "batch" and the task's open axes by name: ["batch", 1, 28, 28]; ["batch", "time"].
+  nlohmann::json input_shape = nlohmann::json::array({"batch"});
+  for (std::int64_t d : facts.sample_shape) input_shape.push_back(d);
+  nlohmann::json output_shape = nlohmann::json::array({"batch"});
+  for (std::size_t i = 1; i < facts.output_shape.size(); ++i) output_shape.push_back(facts.output_shape[i]);
+  nlohmann::json input = {{"name", "input"}, {"dtype", facts.integer_input ? "int64" : facts.dtype}};
+  for (const OpenAxis& open : facts.exported.open_axes) {
+    input["max_" + open.name] = input_shape.at(static_cast<std::size_t>(open.input_dim));
+    input_shape.at(static_cast<std::size_t>(open.input_dim)) = open.name;
+    if (static_cast<std::size_t>(open.output_dim) < output_shape.size()) {
+      output_shape.at(static_cast<std::size_t>(open.output_dim)) = open.name;
+    }
   }
+  input["shape"] = input_shape;
+  if (!facts.exported.input_meaning.empty()) input["meaning"] = facts.exported.input_meaning;
+  const nlohmann::json output = {{"name", "output"},
+                                 {"dtype", facts.dtype},
+                                 {"shape", output_shape},
+                                 {"meaning", facts.exported.output_meaning}};
   const RecipeEntry* name = recipe.root->find("name");
   const nlohmann::json preprocessing = {
       {"transforms", transforms_of(recipe, facts.data_split)},
@@ -79,8 +82,8 @@ std::map<std::string, std::string> export_metadata(const Recipe& recipe, const E
       {"data_section", facts.data_split.empty() ? nlohmann::json(nullptr) : nlohmann::json("data." + facts.data_split)},
       {"channel_order",
        facts.sample_shape.size() == 3 && facts.sample_shape[0] == 3 ? "RGB" : "as the dataset decodes"},
-      {"layout", facts.tokens
-                     ? std::string("token ids, int64, below the vocabulary")
+      {"layout", !facts.exported.input_layout.empty()
+                     ? facts.exported.input_layout
                      : "NCHW float32 (ONNX); channels_last: " + std::string(facts.channels_last ? "true" : "false") +
                            " in the recipe, which only changes memory layout in LibTorch"}};
   std::map<std::string, std::string> out{

@@ -70,9 +70,8 @@ int generate(const GenerateOptions& options) {
   Session session;
   Experiment e = session.prepare(std::move(plan.recipe));
   Components& c = e.components;
-  if (c.task->prediction_unit() != "token") {
-    throw usage_error("mixt generate needs a language model: the recipe's task predicts a " +
-                          c.task->prediction_unit() + ", not the next token",
+  if (!c.task->predicts_next_token()) {
+    throw usage_error("mixt generate needs a language model: the recipe's task does not predict the next token",
                       "train one with task: {name: causal_lm} (docs/recipes.md, Tasks)");
   }
   const Inference inference(c, plan, options.ema, e.options.seed);

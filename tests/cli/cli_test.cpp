@@ -241,6 +241,18 @@ TEST(CliBadInput, UnknownKey) {
   EXPECT_THAT(result.output, HasSubstr("did you mean 'momentum'?"));
 }
 
+// Since ABI 6 the loss's options belong to the task: the old key says where it went.
+TEST(CliBadInput, LabelSmoothingUnderTrainerSaysItMovedToTheTask) {
+  TempDir dir;
+  const std::string recipe = testing::replace_once(kTinyRecipe, "threads: 1,", "threads: 1, label_smoothing: 0.1,");
+  const auto result = check_recipe(dir, recipe);
+  // Line 8, column 61 (the value): counted in kTinyRecipe by hand.
+  expect_clean_failure(result, "r.yaml:8:61: trainer.label_smoothing: label smoothing is an option of the task");
+  EXPECT_THAT(result.output, HasSubstr("task: {name: classification, label_smoothing: 0.1}"));
+  const std::string moved = testing::replace_once(kTinyRecipe, "output: runs", "task: {name: classification, label_smoothing: 0.1}\noutput: runs");
+  EXPECT_EQ(check_recipe(dir, moved).exit_code, 0) << check_recipe(dir, moved).output;
+}
+
 TEST(CliBadInput, UnknownComponent) {
   TempDir dir;
   const std::string recipe = testing::replace_once(kTinyRecipe, "simple_cnn", "simple_ccn");

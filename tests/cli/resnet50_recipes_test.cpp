@@ -31,7 +31,7 @@ TEST(ResNet50Recipes, EveryPolicyFileInheritsNvidiasRecipe) {
     EXPECT_FALSE(optimizer.boolean("weight_decay_1d", true));
     EXPECT_EQ(root.section("scheduler").string("name"), "cosine");
     const Config trainer = root.section("trainer");
-    EXPECT_DOUBLE_EQ(trainer.number("label_smoothing"), 0.1);
+    EXPECT_DOUBLE_EQ(root.section("task").number("label_smoothing"), 0.1);
     EXPECT_EQ(trainer.integer("epochs"), 90);
     EXPECT_TRUE(trainer.boolean("channels_last", false));
     EXPECT_EQ(root.section("data").section("train").integer("batch_size"), 256);

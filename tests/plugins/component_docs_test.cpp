@@ -104,7 +104,7 @@ TEST(ComponentDocs, EveryOptionAShippedComponentReadsIsDescribed) {
         plugins.registry.make_callback(section, CallbackContext{});
         break;
       case ComponentKind::task:
-        plugins.registry.make_task(section, TaskContext{at::kCPU, 10, 0.0});
+        plugins.registry.make_task(section, TaskContext{at::kCPU, 10});
         break;
     }
     last_built = root->find("c")->value;
@@ -165,7 +165,7 @@ TEST(ComponentDocs, TheTrainerShowsTheDefaultsItReads) {
       top.push_back(doc);
     }
   }
-  EXPECT_EQ(expect_documented_defaults_read("trainer", top, trainer), 16);
+  EXPECT_EQ(expect_documented_defaults_read("trainer", top, trainer), 15);
   const RecipeNode& section = *trainer.find("distributed")->value;
   EXPECT_EQ(expect_documented_defaults_read("trainer.distributed", distributed, section), 6);
 }

@@ -28,8 +28,8 @@ TEST(Accuracy, TopOneAndTopKCountAsTorchvisionsReference) {
     const at::Tensor logits = from_json(c["logits"]);
     const at::Tensor labels = at::tensor(c["labels"].get<std::vector<std::int64_t>>());
     const auto task = plugins.registry.make_task(Config(parse_yaml("{name: classification}", "t"), "task"),
-                                                 TaskContext{at::kCPU, logits.size(1), 0.0});
-    const auto score = task->start_evaluation();
+                                                 TaskContext{at::kCPU, logits.size(1)});
+    const auto score = task->start_evaluation(false);
     // Two batches: the counts add up across them.
     const std::int64_t half = logits.size(0) / 2;
     score->add(logits.slice(0, 0, half), labels.slice(0, 0, half));

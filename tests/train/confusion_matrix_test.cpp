@@ -1,6 +1,6 @@
-// The confusion matrix and per-class accuracy of an evaluation against a hand computation
-// in numpy on recorded logits (tests/golden/make_confusion_golden.py), and the matrix the
-// trainer's evaluation accumulates over batches.
+// The classification task's confusion matrix and per-class accuracy against a hand
+// computation in numpy on recorded logits (tests/golden/make_confusion_golden.py), and the
+// matrix its evaluation accumulates over batches.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -9,7 +9,6 @@
 
 #include "test_support.h"
 #include "plugins.h"
-#include "train/confusion_matrix.h"
 
 namespace mixt {
 namespace {
@@ -38,25 +37,36 @@ Golden read_golden() {
   return g;
 }
 
+// The task's matrix after `batch`-sample batches of the recorded logits.
+at::Tensor evaluated_confusion(const Golden& g, std::int64_t batch) {
+  const testing::BuiltPlugins plugins;
+  const auto score = plugins.classification()->start_evaluation(/*confusion=*/true);
+  for (std::int64_t start = 0; start < g.logits.size(0); start += batch) {
+    const std::int64_t end = std::min(start + batch, g.logits.size(0));
+    score->add(g.logits.slice(0, start, end), g.labels.slice(0, start, end));
+  }
+  return score->confusion();
+}
+
 TEST(ConfusionMatrix, EqualsTheHandComputationOnRecordedLogits) {
   const Golden g = read_golden();
-  const at::Tensor confusion = confusion_counts(g.logits, g.labels, g.logits.size(1));
+  const at::Tensor confusion = evaluated_confusion(g, g.logits.size(0));
   EXPECT_TRUE(at::equal(confusion, g.confusion)) << confusion << "\nexpected\n" << g.confusion;
 }
 
 TEST(ConfusionMatrix, SummedOverBatchesEqualsTheWholeSet) {
   const Golden g = read_golden();
-  at::Tensor summed = at::zeros({g.logits.size(1), g.logits.size(1)}, at::kLong);
-  for (std::int64_t start = 0; start < g.logits.size(0); start += 16) {  // 16, 16, 16, 5: as a loader's batches
-    const std::int64_t end = std::min(start + 16, g.logits.size(0));
-    summed += confusion_counts(g.logits.slice(0, start, end), g.labels.slice(0, start, end), g.logits.size(1));
-  }
+  const at::Tensor summed = evaluated_confusion(g, 16);  // 16, 16, 16, 5: as a loader's batches
   EXPECT_TRUE(at::equal(summed, g.confusion));
 }
 
 TEST(ConfusionMatrix, PerClassAccuracyEqualsTheHandComputation) {
   const Golden g = read_golden();
-  const std::vector<double> accuracy = per_class_accuracy(g.confusion);
+  const testing::BuiltPlugins plugins;
+  const std::vector<ClassFigure> columns = plugins.classification()->per_class(g.confusion);
+  ASSERT_EQ(columns.size(), 1u);
+  EXPECT_EQ(columns[0].name, "accuracy");
+  const std::vector<double>& accuracy = columns[0].values;
   const auto& expected = g.json["per_class_accuracy"];
   ASSERT_EQ(accuracy.size(), expected.size());
   for (std::size_t i = 0; i < accuracy.size(); ++i) {
@@ -71,10 +81,18 @@ TEST(ConfusionMatrix, PerClassAccuracyEqualsTheHandComputation) {
 TEST(ConfusionMatrix, ItsDiagonalIsTheTop1Count) {
   const Golden g = read_golden();
   const testing::BuiltPlugins plugins;
-  const auto score = plugins.classification()->start_evaluation();
+  const auto score = plugins.classification()->start_evaluation(false);
   score->add(g.logits, g.labels);
   const double top1 = score->finish(score->totals())[0].value * static_cast<double>(g.logits.size(0));
   EXPECT_EQ(static_cast<double>(g.confusion.diagonal().sum().item<std::int64_t>()), top1);
+}
+
+TEST(ConfusionMatrix, IsKeptOnlyWhenAskedFor) {
+  const Golden g = read_golden();
+  const testing::BuiltPlugins plugins;
+  const auto score = plugins.classification()->start_evaluation(/*confusion=*/false);
+  score->add(g.logits, g.labels);
+  EXPECT_FALSE(score->confusion().defined());
 }
 
 }  // namespace

@@ -58,7 +58,7 @@ TEST(Trainer, LearnsASeparableProblem) {
   EXPECT_EQ(result.optimizer_steps, 48);
   EXPECT_EQ(result.samples, 3 * 256);
   EXPECT_LT(result.final_eval->loss, before.loss / 4);
-  EXPECT_GT(result.final_eval->top1, 0.95);
+  EXPECT_GT(result.final_eval->figure("top1"), 0.95);
   // samples/s is over the training loops: the evaluations are in the total only.
   EXPECT_GT(result.train_seconds, 0.0);
   EXPECT_LT(result.train_seconds, result.elapsed_seconds);

@@ -91,14 +91,18 @@ struct Evaluation {
   // Callback::evaluated_weights() ("ema"), which suffixes the reported figures (val_top1_ema).
   std::string weights;
   double loss = NAN;  // the task's mean loss per prediction (cross-entropy per sample, per token)
-  // Classification's figures, also in `figures` (NaN under another task):
-  double top1 = NAN;  // fraction of samples whose arg-max is the label
-  double top_k_accuracy = NAN;  // fraction whose label is among the top_k highest logits
-  int top_k = 5;  // 5, or the class count for fewer than 5 classes (reported as val_topK)
   std::int64_t samples = 0;
   bool interrupted = false;  // stopped early by Ctrl-C: loss and every figure are NaN
-  // The task's figures (mixt/task.h), in its order: top1 and top5, or perplexity. Since ABI 5.1.
+  // The task's figures (mixt/task.h), in its order: top1 and top5, or perplexity.
   std::vector<Figure> figures{};
+
+  // The figure named `name` ("top1"), or NaN when the task reports none by that name.
+  double figure(const std::string& name) const {
+    for (const Figure& f : figures) {
+      if (f.name == name) return f.value;
+    }
+    return NAN;
+  }
 };
 
 struct EpochEnd {

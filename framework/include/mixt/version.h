@@ -5,9 +5,9 @@
 
 // The plugin ABI. Bump the major on any change to an SDK class layout or virtual table;
 // bump the minor when something is only added (old plugins keep working).
-#define MIXT_ABI_MAJOR 5
+#define MIXT_ABI_MAJOR 6
 // What each version added: CHANGELOG.md.
-#define MIXT_ABI_MINOR 1
+#define MIXT_ABI_MINOR 0
 
 #define MIXT_STRINGIFY_IMPL(x) #x
 #define MIXT_STRINGIFY(x) MIXT_STRINGIFY_IMPL(x)

@@ -307,7 +307,7 @@ Components build_components(const Config& recipe, const Registry& registry, cons
 
   // Before the model: the task decides the blank batch that checks it.
   const Config task_section = task_section_of(recipe);
-  const TaskContext task_context{components.device, components.train->num_classes(), options.label_smoothing};
+  const TaskContext task_context{components.device, components.train->num_classes()};
   components.task = registry.make_task(task_section, task_context);
   record(components, registry, ComponentKind::task, task_section);
   const std::string task_name = registry.find(ComponentKind::task, task_section).name;

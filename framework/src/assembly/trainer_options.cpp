@@ -1,5 +1,6 @@
 #include "assembly/trainer_options.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "mixt/options.h"
@@ -44,8 +45,6 @@ const OptionsOf<TrainerOptions>& bound() {
                "a checkpoint file, a run directory or its `checkpoints/` to continue from (a directory: its newest "
                "checkpoint, `interrupted` if there is one, else `last`, else the highest `epoch-NNNN`); `mixt check` "
                "reads it too")
-          .add(&T::label_smoothing, "label_smoothing",
-               "cross-entropy label smoothing in [0, 1), as `torch.nn.CrossEntropyLoss`", at_least(0) && below(1))
           .add(&T::channels_last, "channels_last",
                "NHWC memory format for the model's 4-D parameters and buffers and for 4-D inputs")
           .add(&T::cudnn_benchmark, "cudnn_benchmark",
@@ -70,6 +69,12 @@ const OptionsOf<TrainerOptions>& bound() {
 }  // namespace
 
 TrainerOptions TrainerOptions::read(const Config& s) {
+  // The loss belongs to the task (since ABI 6): say where the key went rather than "unknown key".
+  const std::vector<std::string> given = s.keys();  // keys(), not has(): the old key must not become a known one
+  if (std::find(given.begin(), given.end(), "label_smoothing") != given.end()) {
+    s.fail("label_smoothing", "label smoothing is an option of the task now, not of the trainer",
+           "move it: task: {name: classification, label_smoothing: 0.1} (causal_lm takes it too)");
+  }
   TrainerOptions o = bound().read(s);
   o.distributed = distributed::DistributedOptions::read(s.section("distributed"));
   return o;

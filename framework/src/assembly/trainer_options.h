@@ -29,7 +29,6 @@ struct TrainerOptions {
   std::int64_t max_steps_per_epoch = 0;
   std::int64_t keep_checkpoints = 2;
   std::string resume;
-  double label_smoothing = 0.0;
   bool channels_last = false;
   bool cudnn_benchmark = false;
   bool stop_on_nonfinite_loss = true;

@@ -39,11 +39,10 @@ constexpr std::uint32_t kProducerName = 2, kProducerVersion = 3, kMetadataProps 
 
 std::string onnx_file_bytes(const OnnxGraph& graph, std::int64_t opset,
                             const std::map<std::string, std::string>& metadata,
-                            const std::vector<std::string>& symbolic_dims) {
-  std::unordered_map<std::int64_t, std::string> leading;
-  for (std::size_t i = 0; i < symbolic_dims.size(); ++i) leading[static_cast<std::int64_t>(i)] = symbolic_dims[i];
+                            const SymbolicDims& symbolic) {
   const std::unordered_map<std::string, std::unordered_map<std::int64_t, std::string>> dynamic_axes{
-      {"input", leading}, {"output", leading}};
+      {"input", {symbolic.input.begin(), symbolic.input.end()}},
+      {"output", {symbolic.output.begin(), symbolic.output.end()}}};
   auto exported = torch::jit::export_onnx(graph.graph, graph.initializers, opset, dynamic_axes,
                                           /*defer_weight_export=*/false, torch::onnx::OperatorExportTypes::ONNX,
                                           /*strip_doc_string=*/true, /*keep_initializers_as_inputs=*/false);

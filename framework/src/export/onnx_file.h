@@ -12,12 +12,17 @@
 
 namespace mixt {
 
-// The model file: opset `opset`, input "input" and output "output" whose leading dimensions
-// are symbolic under `symbolic_dims` ("batch"; "batch", "time" for a token model),
-// initializers under the parameter names, producer "mixt", `metadata` as the model's
-// metadata_props.
+// The dimensions of the input and of the output that stay symbolic in the file, by index:
+// the batch (0) always; the task's open axes (mixt/task.h), e.g. a token model's 1, "time".
+struct SymbolicDims {
+  std::map<std::int64_t, std::string> input{{0, "batch"}};
+  std::map<std::int64_t, std::string> output{{0, "batch"}};
+};
+
+// The model file: opset `opset`, input "input" and output "output" with `symbolic`
+// dimensions, initializers under the parameter names, producer "mixt", `metadata` as the
+// model's metadata_props.
 std::string onnx_file_bytes(const OnnxGraph& graph, std::int64_t opset,
-                            const std::map<std::string, std::string>& metadata,
-                            const std::vector<std::string>& symbolic_dims = {"batch"});
+                            const std::map<std::string, std::string>& metadata, const SymbolicDims& symbolic = {});
 
 }  // namespace mixt

@@ -77,14 +77,14 @@ double check_other_sizes(TracedModel& traced, const std::function<at::Tensor(con
                          const std::vector<std::int64_t>& sizes) {
   at::NoGradGuard no_grad;
   AutocastOff autocast_off;
-  const std::size_t dim = axis == VariedAxis::batch ? 0 : 1;
-  const std::string what = axis == VariedAxis::batch ? "batch" : "sequence length";
+  const std::size_t dim = axis.dim;
+  const std::string& what = axis.words;
   const std::string hint =
-      axis == VariedAxis::batch
-          ? "write the forward without x.size(0) in shapes: x.flatten(1) for view({x.size(0), -1}), "
-            "t.unflatten(-1, {heads, -1}) for reshape({n, l, heads, d}) (docs/plugins.md, \"Exportable forwards\")"
-          : "write the forward without x.size(1) in shapes or arange: count positions from the input (as gpt2 does) "
-            "and unflatten the last dimension (docs/plugins.md, \"Exportable forwards\")";
+      dim == 0 ? "write the forward without x.size(0) in shapes: x.flatten(1) for view({x.size(0), -1}), "
+                 "t.unflatten(-1, {heads, -1}) for reshape({n, l, heads, d}) (docs/plugins.md, \"Exportable forwards\")"
+               : "write the forward without x.size(" + std::to_string(dim) +
+                     ") in shapes or arange: count positions from the input (as gpt2 does) and unflatten the last "
+                     "dimension (docs/plugins.md, \"Exportable forwards\")";
   double worst = 0.0;
   for (std::int64_t size : sizes) {
     std::vector<std::int64_t> shape = example.sizes().vec();

@@ -30,8 +30,12 @@ TracedModel trace_model(const torch::nn::Module& model, const std::function<at::
 // model, token ids below the vocabulary for a language model.
 using InputMaker = std::function<at::Tensor(const std::vector<std::int64_t>& shape)>;
 
-// Which dimension of the input a check varies: 0, the batch, or 1, the sequence of a token model.
-enum class VariedAxis { batch, time };
+// Which dimension of the input a check varies, and its name in messages: the batch (0), or
+// an axis the task leaves open (mixt/task.h's OpenAxis: a token model's sequence, dimension 1).
+struct VariedAxis {
+  std::size_t dim = 0;
+  std::string words = "batch";
+};
 
 // The traced forward where the input's `axis` takes each of `sizes` instead of the trace's
 // (`example`'s): the largest absolute difference from `forward` on inputs made by

@@ -2,26 +2,9 @@
 
 #include "common/interrupt.h"
 #include "mixt/padded_shards.h"
-#include "train/confusion_matrix.h"
 #include "assembly/model_input.h"
 
 namespace mixt {
-
-namespace {
-// Evaluation's classification fields (plugins of ABI 5.0 read them) from the figures
-// classification reports: top1 and top5 (top4 with four classes, ...).
-void fill_classification_fields(Evaluation& eval) {
-  for (const Figure& figure : eval.figures) {
-    if (figure.name == "top1") {
-      eval.top1 = figure.value;
-    } else if (figure.name.rfind("top", 0) == 0 && figure.name.size() > 3 &&
-               figure.name.find_first_not_of("0123456789", 3) == std::string::npos) {
-      eval.top_k = std::stoi(figure.name.substr(3));
-      eval.top_k_accuracy = figure.value;
-    }
-  }
-}
-}  // namespace
 
 Evaluation Evaluator::evaluate(Dataset& dataset, at::Tensor* confusion) const {
   Model& model = *components_.model;
@@ -29,9 +12,8 @@ Evaluation Evaluator::evaluate(Dataset& dataset, at::Tensor* confusion) const {
   at::NoGradGuard no_grad;
   dataset.start_epoch(0);
   const at::Device device = components_.device;
-  const std::unique_ptr<TaskScore> score = components_.task->start_evaluation();
+  const std::unique_ptr<TaskScore> score = components_.task->start_evaluation(confusion != nullptr);
   std::int64_t samples = 0;
-  at::Tensor confusion_sum;  // on the device, when asked for
   // Data parallel: the padding of this rank's shard (samples of other ranks again) is not
   // counted, so that the sums over ranks count every sample once.
   std::int64_t own_left = own_samples_of(dataset);
@@ -55,11 +37,6 @@ Evaluation Evaluator::evaluate(Dataset& dataset, at::Tensor* confusion) const {
     AutocastScope scope = components_.precision->autocast(device.type());
     const at::Tensor output = model.forward(inputs);
     score->add(output, targets);
-    // A classifier's matrix only: [samples, classes] outputs against one label each.
-    if (confusion && output.dim() == 2) {
-      const at::Tensor counts = confusion_counts(output, targets, output.size(1));
-      confusion_sum = confusion_sum.defined() ? confusion_sum + counts : counts;
-    }
     samples += inputs.size(0);
   }
   model.train();
@@ -67,8 +44,9 @@ Evaluation Evaluator::evaluate(Dataset& dataset, at::Tensor* confusion) const {
   std::vector<double> totals = score->totals();
   totals.push_back(static_cast<double>(samples));
   totals = coordinator_.sum(totals);
-  if (confusion && confusion_sum.defined()) {
-    const at::Tensor local = confusion_sum.to(at::kCPU).contiguous();
+  const at::Tensor confusion_sum = confusion ? score->confusion() : at::Tensor();
+  if (confusion_sum.defined()) {
+    const at::Tensor local = confusion_sum.to(at::kCPU, at::kLong).contiguous();
     const std::vector<double> cells = coordinator_.sum(
         std::vector<double>(local.data_ptr<std::int64_t>(), local.data_ptr<std::int64_t>() + local.numel()));
     *confusion = at::tensor(cells, at::kDouble).to(at::kLong).view(local.sizes());
@@ -80,7 +58,6 @@ Evaluation Evaluator::evaluate(Dataset& dataset, at::Tensor* confusion) const {
     eval.loss = score->loss(totals);
     eval.figures = score->finish(totals);
   }
-  fill_classification_fields(eval);
   return eval;
 }
 

@@ -18,8 +18,8 @@ class Evaluator {
       : components_(components), coordinator_(coordinator) {}
 
   // The model's current weights on `dataset`, in eval mode and under the policy's autocast.
-  // `confusion`, when given, receives the [classes, classes] confusion matrix (int64, on
-  // the CPU, summed over ranks; train/confusion_matrix.h). A Ctrl-C in a single process
+  // `confusion`, when given, receives the task's [classes, classes] confusion matrix (int64,
+  // on the CPU, summed over ranks), left undefined when the task keeps none. A Ctrl-C in a single process
   // returns an Evaluation marked interrupted.
   Evaluation evaluate(Dataset& dataset, at::Tensor* confusion = nullptr) const;
 

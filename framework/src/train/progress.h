@@ -20,7 +20,7 @@ class Progress {
   // Whether step `step` (1-based within the epoch) will be shown: fetching the loss from
   // the device costs a synchronisation, so the trainer only does it when it is.
   bool wants(std::int64_t step) const;
-  // `rate`: `rate_unit`s a second ("samples", or "tokens" for a language model).
+  // `rate`: `rate_unit`s a second ("samples", or the task's unit: "tokens", "pixels").
   void show(std::int64_t step, double loss, double rate, const char* rate_unit,
             const std::vector<std::pair<std::string, double>>& extra);
   void end_epoch(const std::string& summary);

@@ -55,10 +55,11 @@ void RunLog::on_step_end(const StepEnd& step) {
   auto metrics = step.precision.metrics();  // the policy's own numbers, e.g. loss_scale
   metrics.emplace_back("skipped_steps", static_cast<double>(step.state.skipped_steps));
   if (grad_norm) metrics.emplace_back("grad_norm", *grad_norm);
-  const double tokens_per_second = samples_per_second * static_cast<double>(tokens_per_sample_);
+  const double predictions_per_second =
+      throughput_ ? samples_per_second * static_cast<double>(throughput_->per_sample) : samples_per_second;
   if (show) {
-    if (tokens_per_sample_ > 0) {
-      progress_.show(step.epoch_step, loss, tokens_per_second, "tokens", metrics);
+    if (throughput_) {
+      progress_.show(step.epoch_step, loss, predictions_per_second, throughput_->unit.c_str(), metrics);
     } else {
       progress_.show(step.epoch_step, loss, samples_per_second, "samples", metrics);
     }
@@ -72,7 +73,7 @@ void RunLog::on_step_end(const StepEnd& step) {
                          {"lr", step.learning_rate},
                          {"samples_per_s", samples_per_second},
                          {"epoch_elapsed_s", step.epoch_seconds}};
-  if (tokens_per_sample_ > 0) line["tokens_per_s"] = tokens_per_second;
+  if (throughput_) line[throughput_->unit + "_per_s"] = predictions_per_second;
   for (const auto& [name, value] : metrics) line[name] = value;
   run_->append_metrics(line);
 }

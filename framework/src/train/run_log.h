@@ -25,9 +25,10 @@ class RunLog final : public Callback {
   // Called before it reads TrainState's counts on a step it shows or logs: the trainer
   // brings a count kept on the device up to date there (the loss is read then anyway).
   void settle_counts_with(std::function<void()> settle) { settle_ = std::move(settle); }
-  // A language model's samples hold `tokens` predictions each: step events then give tokens_per_s.
-  void count_tokens(std::int64_t tokens) { tokens_per_sample_ = tokens; }
-  std::int64_t tokens_per_sample() const { return tokens_per_sample_; }
+  // The task's samples hold several predictions each (Task::throughput): the progress shows
+  // them per second, and step events give <unit>_per_s beside samples_per_s.
+  void count_predictions(std::optional<Throughput> throughput) { throughput_ = std::move(throughput); }
+  const std::optional<Throughput>& throughput() const { return throughput_; }
 
   // A line on the terminal (not in log.txt).
   void note(const std::string& line) const { progress_.note(line); }
@@ -47,7 +48,7 @@ class RunLog final : public Callback {
   Progress& progress_;
   RunDirectory* run_ = nullptr;
   std::function<void()> settle_;
-  std::int64_t tokens_per_sample_ = 0;  // 0: not a language model
+  std::optional<Throughput> throughput_;  // none: one prediction per sample
 };
 
 }  // namespace mixt

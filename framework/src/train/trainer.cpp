@@ -33,11 +33,7 @@ Trainer::Trainer(Components& components, TrainerOptions options, RunDirectory* r
   // The ledger's device values are read where the host reads anyway: logged steps and an
   // epoch's end below, a progress line that shows skipped_steps, and before any checkpoint.
   run_log_->settle_counts_with([this] { ledger_.settle(); });
-  if (components_.task && components_.task->prediction_unit() == "token") {
-    std::int64_t tokens = 1;
-    for (std::int64_t d : components_.train->sample_shape()) tokens *= d;
-    run_log_->count_tokens(tokens);
-  }
+  if (components_.task) run_log_->count_predictions(components_.task->throughput(components_.train->sample_shape()));
   checkpointer_.settle_before_saving_with([this] { ledger_.settle(); });
   callbacks_.push_back({run_log_, "progress", "mixt", ""});
   callbacks_.insert(callbacks_.end(), components_.callbacks.begin(), components_.callbacks.end());
@@ -71,7 +67,7 @@ void Trainer::resume(const fs::path& checkpoint, bool check_data_order) {
 
 TrainResult Trainer::fit() {
   TrainResult result;
-  result.tokens_per_sample = run_log_->tokens_per_sample();
+  result.throughput = run_log_->throughput();
   const auto started = Clock::now();
   const auto warnings_in_log = run_log_->capture_warnings();  // the run's warnings in log.txt and metrics.jsonl too
   coordinator_.broadcast_model(*components_.model);           // every rank starts from rank 0's weights

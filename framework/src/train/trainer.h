@@ -41,7 +41,7 @@ struct TrainResult {
   std::int64_t optimizer_steps = 0;  // attempted, including skipped ones
   std::int64_t skipped_steps = 0;    // skipped by the precision policy (inf/NaN gradients)
   std::int64_t samples = 0;
-  std::int64_t tokens_per_sample = 0;        // a language model's predictions per sample; 0 for others
+  std::optional<Throughput> throughput;      // the task's predictions per sample, when it counts several
   std::int64_t bad_samples = 0;              // skipped by the data loaders (undecodable files), train and val
   std::optional<StopRequest> stopped_early;  // a callback's stop request ended the run (all ranks alike)
 };

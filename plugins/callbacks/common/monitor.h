@@ -32,10 +32,6 @@ struct Monitor {
     for (const Figure& reported : found->figures) {
       if (reported.name == figure) return reported.value;
     }
-    // Classification's fields: fewer than five classes report top4, ...; an Evaluation made
-    // without figures (as before ABI 5.1) has only these.
-    if (figure == "top1") return found->top1;
-    if (figure == "top5") return found->top_k_accuracy;
     return std::nullopt;
   }
   // Whether `value` is better than `best` by more than `min_delta` (NaN never is).

@@ -2,7 +2,7 @@
 // [batch, time] in, logits [batch, time, vocab] out, each position predicting the next
 // token (the dataset gives targets already shifted: tokens 1..T of each window of T + 1).
 // The loss is the mean cross-entropy over every position (F.cross_entropy over the
-// flattened [batch * time, vocab], with trainer.label_smoothing); an evaluation reports it
+// flattened [batch * time, vocab], with its option label_smoothing); an evaluation reports it
 // per token and its exponential, the perplexity.
 #include <mixt/plugin.h>
 #include <mixt/task.h>
@@ -60,22 +60,46 @@ class CausalLm : public mixt::Task {
                                   at::Reduction::Mean, -100, label_smoothing_);
   }
   std::vector<mixt::Figure> figures() const override { return {{"perplexity", "perplexity", false, false}}; }
-  std::unique_ptr<mixt::TaskScore> start_evaluation() const override { return std::make_unique<NextTokenScore>(); }
-  std::string prediction_unit() const override { return "token"; }
+  std::unique_ptr<mixt::TaskScore> start_evaluation(bool /*confusion: none over a vocabulary*/) const override {
+    return std::make_unique<NextTokenScore>();
+  }
+  // Every position of a window is a prediction: rates in tokens, as llm.c and nanoGPT give them.
+  std::optional<mixt::Throughput> throughput(at::IntArrayRef sample_shape) const override {
+    std::int64_t tokens = 1;
+    for (std::int64_t d : sample_shape) tokens *= d;
+    return mixt::Throughput{"tokens", tokens};
+  }
+  std::string describe_classes(std::int64_t vocabulary) const override {
+    return "vocabulary " + std::to_string(vocabulary);
+  }
+  // The sequence stays open up to the context the model was built for.
+  mixt::ExportedInterface exported() const override {
+    return {{{1, 1, "time", "sequence length"}},
+            "token ids",
+            "token ids, int64, below the vocabulary",
+            "next-token logits at every position"};
+  }
+  bool predicts_next_token() const override { return true; }
 
  private:
   double label_smoothing_;
 };
 
+struct CausalLmOptions {
+  double label_smoothing = 0.0;
+};
+using O = CausalLmOptions;
+const auto kOptions = mixt::OptionsOf<O>().add(&O::label_smoothing, "label_smoothing",
+                                                "cross-entropy label smoothing in [0, 1), as `torch.nn.CrossEntropyLoss`",
+                                                mixt::at_least(0) && mixt::below(1));
+
 void register_components(mixt::Registrar& registrar) {
   registrar.add_task("causal_lm",
                      "next-token prediction: cross-entropy over [batch, time, vocab] logits; evaluation loss per "
                      "token and perplexity",
-                     mixt::kNoOptions, [](const mixt::NoOptions&, const mixt::TaskContext& context) {
-                       return std::make_unique<CausalLm>(context.label_smoothing);
-                     });
+                     kOptions, [](const O& o, const mixt::TaskContext&) { return std::make_unique<CausalLm>(o.label_smoothing); });
 }
 
 }  // namespace
 
-MIXT_PLUGIN("task_causal_lm", "1.0.0", register_components)
+MIXT_PLUGIN("task_causal_lm", "2.0.0", register_components)

@@ -37,7 +37,7 @@ std::optional<std::int64_t> feed(Callback& callback, const std::vector<double>& 
     state.epoch = static_cast<std::int64_t>(e) - 1;
     Evaluation eval;
     eval.loss = losses[e - 1];
-    eval.top1 = top1;
+    eval.figures = {{"top1", "top-1", true, true, top1}};
     eval.samples = 100;
     Evaluation ema = eval;
     ema.weights = "ema";

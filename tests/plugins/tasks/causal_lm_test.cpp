@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "plugins.h"
@@ -31,9 +32,9 @@ at::Tensor tensor_of(const nlohmann::json& nested, at::ScalarType type) {
   return at::tensor(values, at::kDouble).view(shape).to(type);
 }
 
-std::unique_ptr<Task> causal_lm(const testing::BuiltPlugins& plugins, double label_smoothing = 0) {
-  return plugins.registry.make_task(Config(parse_yaml("{name: causal_lm}", "t"), "task"),
-                                    TaskContext{at::kCPU, 11, label_smoothing});
+std::unique_ptr<Task> causal_lm(const testing::BuiltPlugins& plugins, const std::string& options = "") {
+  return plugins.registry.make_task(Config(parse_yaml("{name: causal_lm" + options + "}", "t"), "task"),
+                                    TaskContext{at::kCPU, 11});
 }
 
 const nlohmann::json& golden() {
@@ -44,7 +45,7 @@ const nlohmann::json& golden() {
 
 TEST(CausalLm, TrainingLossIsNanoGptsCrossEntropyOverEveryPosition) {
   const testing::BuiltPlugins plugins;
-  const auto plain = causal_lm(plugins), smoothed = causal_lm(plugins, 0.1);
+  const auto plain = causal_lm(plugins), smoothed = causal_lm(plugins, ", label_smoothing: 0.1");
   for (const auto& batch : golden()["batches"]) {
     const at::Tensor logits = tensor_of(batch["logits"], at::kFloat);
     const at::Tensor targets = tensor_of(batch["targets"], at::kLong);
@@ -56,7 +57,7 @@ TEST(CausalLm, TrainingLossIsNanoGptsCrossEntropyOverEveryPosition) {
 TEST(CausalLm, AnEvaluationReportsTheLossPerTokenAndItsPerplexity) {
   const testing::BuiltPlugins plugins;
   const auto task = causal_lm(plugins);
-  const auto score = task->start_evaluation();
+  const auto score = task->start_evaluation(/*confusion=*/true);
   for (const auto& batch : golden()["batches"]) {
     score->add(tensor_of(batch["logits"], at::kFloat), tensor_of(batch["targets"], at::kLong));
   }
@@ -67,7 +68,38 @@ TEST(CausalLm, AnEvaluationReportsTheLossPerTokenAndItsPerplexity) {
   EXPECT_EQ(figures[0].name, "perplexity");
   EXPECT_FALSE(figures[0].higher_is_better);
   EXPECT_NEAR(figures[0].value, golden()["evaluation_perplexity"].get<double>(), 1e-5);
-  EXPECT_EQ(task->prediction_unit(), "token");
+  EXPECT_FALSE(score->confusion().defined());  // none over a vocabulary
+}
+
+// What the framework asks the task instead of its name: rates in tokens, the sequence open
+// on export, sampling allowed.
+TEST(CausalLm, CountsTokensLeavesTheSequenceOpenAndPredictsTheNextToken) {
+  const testing::BuiltPlugins plugins;
+  const auto task = causal_lm(plugins);
+  const std::optional<Throughput> rate = task->throughput({64});
+  ASSERT_TRUE(rate.has_value());
+  EXPECT_EQ(rate->unit, "tokens");
+  EXPECT_EQ(rate->per_sample, 64);
+  const ExportedInterface exported = task->exported();
+  ASSERT_EQ(exported.open_axes.size(), 1u);
+  EXPECT_EQ(exported.open_axes[0].input_dim, 1);
+  EXPECT_EQ(exported.open_axes[0].name, "time");
+  EXPECT_TRUE(task->predicts_next_token());
+  EXPECT_EQ(task->describe_classes(50257), "vocabulary 50257");
+  const testing::BuiltPlugins others;
+  EXPECT_FALSE(others.classification()->predicts_next_token());
+  EXPECT_FALSE(others.classification()->throughput({3, 32, 32}).has_value());
+}
+
+TEST(CausalLm, LabelSmoothingIsAnOptionOfTheTaskInZeroToOne) {
+  const testing::BuiltPlugins plugins;
+  try {
+    causal_lm(plugins, ", label_smoothing: 1.5");
+    ADD_FAILURE() << "label_smoothing 1.5 was taken";
+  } catch (const std::exception& e) {
+    EXPECT_THAT(e.what(), HasSubstr("label_smoothing"));
+    EXPECT_THAT(e.what(), HasSubstr("[0, 1)"));
+  }
 }
 
 TEST(CausalLm, BlankInputsAreTokenIdsAndOnlyBatchTimeVocabOutputsFit) {

@@ -5,10 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <functional>
 #include <optional>
 #include <nlohmann/json.hpp>
 
+#include "nested_json_tensor.h"
 #include "plugins.h"
 #include "test_support.h"
 
@@ -17,20 +17,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-at::Tensor tensor_of(const nlohmann::json& nested, at::ScalarType type) {
-  std::vector<double> values;
-  std::vector<std::int64_t> shape;
-  std::function<void(const nlohmann::json&, std::size_t)> walk = [&](const nlohmann::json& node, std::size_t depth) {
-    if (!node.is_array()) {
-      values.push_back(node.get<double>());
-      return;
-    }
-    if (shape.size() == depth) shape.push_back(static_cast<std::int64_t>(node.size()));
-    for (const auto& item : node) walk(item, depth + 1);
-  };
-  walk(nested, 0);
-  return at::tensor(values, at::kDouble).view(shape).to(type);
-}
+using testing::nested_json_tensor;
 
 std::unique_ptr<Task> causal_lm(const testing::BuiltPlugins& plugins, const std::string& options = "") {
   return plugins.registry.make_task(Config(parse_yaml("{name: causal_lm" + options + "}", "t"), "task"),
@@ -47,8 +34,8 @@ TEST(CausalLm, TrainingLossIsNanoGptsCrossEntropyOverEveryPosition) {
   const testing::BuiltPlugins plugins;
   const auto plain = causal_lm(plugins), smoothed = causal_lm(plugins, ", label_smoothing: 0.1");
   for (const auto& batch : golden()["batches"]) {
-    const at::Tensor logits = tensor_of(batch["logits"], at::kFloat);
-    const at::Tensor targets = tensor_of(batch["targets"], at::kLong);
+    const at::Tensor logits = nested_json_tensor(batch["logits"], at::kFloat);
+    const at::Tensor targets = nested_json_tensor(batch["targets"], at::kLong);
     EXPECT_FLOAT_EQ(plain->loss(logits, targets).item<float>(), batch["loss"].get<float>());
     EXPECT_FLOAT_EQ(smoothed->loss(logits, targets).item<float>(), batch["loss_smoothed_0.1"].get<float>());
   }
@@ -59,7 +46,7 @@ TEST(CausalLm, AnEvaluationReportsTheLossPerTokenAndItsPerplexity) {
   const auto task = causal_lm(plugins);
   const auto score = task->start_evaluation(/*confusion=*/true);
   for (const auto& batch : golden()["batches"]) {
-    score->add(tensor_of(batch["logits"], at::kFloat), tensor_of(batch["targets"], at::kLong));
+    score->add(nested_json_tensor(batch["logits"], at::kFloat), nested_json_tensor(batch["targets"], at::kLong));
   }
   const std::vector<double> totals = score->totals();
   EXPECT_NEAR(score->loss(totals), golden()["evaluation_loss"].get<double>(), 1e-6);

@@ -114,13 +114,15 @@ struct ConvNormAct {
   std::int64_t in, out, kernel = 3, stride = 1, groups = 1;
   Act act = Act::relu;
   NormOptions norm = {};
+  std::int64_t dilation = 1;  // torchvision's Conv2dNormActivation pads (kernel - 1) / 2 * dilation
 };
 
 inline Chain conv_norm_activation(const ConvNormAct& o) {
   Chain s;
   s->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(o.in, o.out, o.kernel)
                                      .stride(o.stride)
-                                     .padding((o.kernel - 1) / 2)
+                                     .padding((o.kernel - 1) / 2 * o.dilation)
+                                     .dilation(o.dilation)
                                      .groups(o.groups)
                                      .bias(false)));
   s->push_back(mixt::BatchNorm2d(torch::nn::BatchNormOptions(o.out).eps(o.norm.eps).momentum(o.norm.momentum)));

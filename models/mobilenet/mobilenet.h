@@ -16,6 +16,12 @@ namespace mixt::models {
 std::shared_ptr<Model> make_mobilenet_v2(std::int64_t num_classes, double dropout);
 // variant: "large" or "small".
 std::shared_ptr<Model> make_mobilenet_v3(const std::string& variant, std::int64_t num_classes, double dropout);
+// Its `features` (torchvision's numbering), with the last three blocks dilated for
+// segmentation when `dilated` (output stride 16 instead of 32).
+Chain mobilenet_v3_features(const std::string& variant, bool dilated);
+// torchvision's lraspp_mobilenet_v3_large (segmentation/lraspp.py): logits [batch, classes,
+// height, width] at the input's size.
+std::shared_ptr<Model> make_lraspp_mobilenet_v3_large(std::int64_t num_classes);
 
 // features -> global average pool -> classifier: the shape every MobileNet shares.
 class MobileNet : public Model {

@@ -1,4 +1,5 @@
-// Registers the mobilenet family: mobilenet_v2, mobilenet_v3_large, mobilenet_v3_small.
+// Registers the mobilenet family: mobilenet_v2, mobilenet_v3_large, mobilenet_v3_small, and
+// the segmentation model on its dilated large network, lraspp_mobilenet_v3_large.
 #include <mixt/plugin.h>
 
 #include "../common/zoo.h"
@@ -20,6 +21,18 @@ const auto kOptions = mixt::OptionsOf<O>()
                           .add(&O::dropout, "dropout", "dropout before the last linear layer",
                                mixt::models::probability());
 
+// A segmentation model's: torchvision's default is Pascal VOC's 21 classes, not ImageNet's 1000.
+struct SegmentationOptions {
+  std::optional<std::int64_t> num_classes;
+  mixt::RecipeSection where;
+};
+
+const auto kSegmentationOptions =
+    mixt::OptionsOf<SegmentationOptions>()
+        .contextual(&SegmentationOptions::num_classes, "num_classes", "the dataset's, else 21 (Pascal VOC's)",
+                    "output classes (per pixel)", mixt::at_least(1))
+        .recipe_section(&SegmentationOptions::where);
+
 void register_components(mixt::Registrar& r) {
   r.add_model("mobilenet_v2", mixt::models::zoo_summary("MobileNetV2", ZooFacts{3504872, 0.301, 224}), kOptions,
               [](const O& o, const mixt::ModelContext& context) {
@@ -36,6 +49,14 @@ void register_components(mixt::Registrar& r) {
                   return mixt::models::make_mobilenet_v3(variant, o.zoo.classes(context), o.dropout);
                 });
   }
+  r.add_model("lraspp_mobilenet_v3_large",
+              mixt::models::zoo_summary("LR-ASPP on MobileNetV3-Large (semantic segmentation, logits per pixel)",
+                                        ZooFacts{3221538, 2.086, 520}),
+              kSegmentationOptions, [](const SegmentationOptions& o, const mixt::ModelContext& context) {
+                mixt::models::require_rgb_images({o.num_classes, o.where}, context);
+                const std::int64_t classes = o.num_classes.value_or(context.num_classes > 0 ? context.num_classes : 21);
+                return mixt::models::make_lraspp_mobilenet_v3_large(classes);
+              });
 }
 
 }  // namespace

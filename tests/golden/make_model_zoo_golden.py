@@ -34,7 +34,16 @@ MODELS = [
     "convnext_tiny", "convnext_small",
     "vit_b_16", "vit_b_32",
     "efficientnet_b0",
+    "lraspp_mobilenet_v3_large",
 ]
+# Segmentation models take a backbone's ImageNet weights by default: none here (no downloads).
+SEGMENTATION = {"lraspp_mobilenet_v3_large"}
+
+
+def build(name, **options):
+    if name in SEGMENTATION:
+        options["weights_backbone"] = None
+    return get_model(name, **options)
 
 DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.float16: "F16",
           torch.bfloat16: "BF16", torch.int32: "I32", torch.uint8: "U8", torch.bool: "BOOL"}
@@ -61,7 +70,7 @@ def save_safetensors(path, tensors):
 def names(out):
     zoo = {}
     for name in MODELS:
-        model = get_model(name)
+        model = build(name)
         meta = get_model_weights(name).DEFAULT.meta
         params = sum(p.numel() for p in model.parameters())
         assert params == meta["num_params"], name
@@ -89,6 +98,8 @@ def cases():
         ("efficientnet_b0", lambda: get_model("efficientnet_b0", num_classes=10),
          {"name": "efficientnet_b0", "num_classes": 10}, [2, 3, 64, 64]),
         ("convnext_tiny", lambda: get_model("convnext_tiny", num_classes=10), {"name": "convnext_tiny", "num_classes": 10}, [1, 3, 64, 64]),
+        ("lraspp_mobilenet_v3_large", lambda: build("lraspp_mobilenet_v3_large", num_classes=4),
+         {"name": "lraspp_mobilenet_v3_large", "num_classes": 4}, [2, 3, 64, 64]),
         ("vit_small", lambda: VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4, hidden_dim=64,
                                                 mlp_dim=128, num_classes=10),
          {"name": "vit_b_16", "image_size": 32, "patch_size": 8, "num_layers": 2, "num_heads": 4, "hidden_dim": 64,
@@ -133,6 +144,8 @@ def parity(out_dir, only=None):
         x = torch.randn(shape)
         with torch.no_grad():
             logits = model(x)
+            if isinstance(logits, dict):  # a segmentation model's {"out": logits}
+                logits = logits["out"]
             model.train()
             torch.manual_seed(1)  # the same seed in mixt: dropout/stochastic depth draw the same masks
             model(x)

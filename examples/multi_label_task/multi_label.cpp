@@ -157,17 +157,17 @@ using O = MultiLabelOptions;
 const auto kOptions =
     mixt::OptionsOf<O>()
         .add(&O::attributes, "attributes",
-                  "one entry per attribute, \"name: class class ...\": the classes of the data that have it",
-                  mixt::Check<std::vector<std::string>>(
-                      [](const std::vector<std::string>& given) -> std::optional<std::string> {
-                        if (given.empty()) return "needs at least one attribute, e.g. [\"footwear: 5 7 9\"]";
-                        for (const std::string& text : given) {
-                          if (!parse_attribute(text)) {
-                            return "'" + text + "' is not \"name: class class ...\" (e.g. \"footwear: 5 7 9\")";
-                          }
-                        }
-                        return std::nullopt;
-                      }))
+             "one entry per attribute, \"name: class class ...\": the classes of the data that have it",
+             mixt::Check<std::vector<std::string>>(
+                 [](const std::vector<std::string>& given) -> std::optional<std::string> {
+                   if (given.empty()) return "needs at least one attribute, e.g. [\"footwear: 5 7 9\"]";
+                   for (const std::string& text : given) {
+                     if (!parse_attribute(text)) {
+                       return "'" + text + "' is not \"name: class class ...\" (e.g. \"footwear: 5 7 9\")";
+                     }
+                   }
+                   return std::nullopt;
+                 }))
         .recipe_section(&O::where);
 
 std::unique_ptr<mixt::Task> make_multi_label(const O& o, const mixt::TaskContext& context) {
@@ -177,8 +177,9 @@ std::unique_ptr<mixt::Task> make_multi_label(const O& o, const mixt::TaskContext
   for (const Attribute& attribute : attributes) {
     for (std::int64_t c : attribute.classes) {
       if (context.classes > 0 && c >= context.classes) {
-        o.where.fail("attributes", "attribute '" + attribute.name + "' names class " + std::to_string(c) +
-                                       ", and the data has " + std::to_string(context.classes) + " classes",
+        o.where.fail("attributes",
+                     "attribute '" + attribute.name + "' names class " + std::to_string(c) + ", and the data has " +
+                         std::to_string(context.classes) + " classes",
                      "classes count from 0");
       }
       classes = std::max(classes, c + 1);

@@ -230,7 +230,8 @@ std::string markdown_table(const std::vector<json>& rows, bool checkpointing_col
   const bool unit_column = !unit.empty();
   const std::string rate_key = unit + "_per_s";
   std::ostringstream out;
-  out << "| policy" << (checkpointing_column ? " | activation checkpointing" : "") << (unit_column ? " | " + unit + "/s" : "")
+  out << "| policy" << (checkpointing_column ? " | activation checkpointing" : "")
+      << (unit_column ? " | " + unit + "/s" : "")
       << " | images/s | step p50 (ms) | step p95 (ms) | peak memory (MiB) | loss | skipped | note |\n"
       << "|---" << (checkpointing_column ? "|---" : "") << (unit_column ? "|---:" : "")
       << "|---:|---:|---:|---:|---:|---:|---|\n";
@@ -246,10 +247,10 @@ std::string markdown_table(const std::vector<json>& rows, bool checkpointing_col
     std::string note = r["memory_kind"].get<std::string>();
     if (!r["loss_finite"].get<bool>()) note = "NON-FINITE LOSS: numbers not meaningful; " + note;
     out << "| " << first << (unit_column ? " | " + format("%.0f", figure(r, rate_key.c_str())) : "") << " | "
-        << format("%.1f", figure(r, "images_per_s")) << " | "
-        << format("%.2f", figure(r, "step_ms_p50")) << " | " << format("%.2f", figure(r, "step_ms_p95")) << " | "
-        << format("%.0f", figure(r, "peak_memory_mib")) << " | " << format("%.4f", figure(r, "loss")) << " | "
-        << r["skipped_steps"].get<std::int64_t>() << " | " << note << " |\n";
+        << format("%.1f", figure(r, "images_per_s")) << " | " << format("%.2f", figure(r, "step_ms_p50")) << " | "
+        << format("%.2f", figure(r, "step_ms_p95")) << " | " << format("%.0f", figure(r, "peak_memory_mib")) << " | "
+        << format("%.4f", figure(r, "loss")) << " | " << r["skipped_steps"].get<std::int64_t>() << " | " << note
+        << " |\n";
   }
   return out.str();
 }

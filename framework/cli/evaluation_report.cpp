@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 
-
 namespace mixt::cli {
 
 namespace {
@@ -37,8 +36,8 @@ std::string report_text(const EvaluationReport& report, bool per_class) {
   if (!per_class || !report.confusion.defined()) return out;
   int width = 5;  // "class"
   for (const std::string& name : report.class_names) width = std::max(width, static_cast<int>(name.size()));
-  std::snprintf(text, sizeof(text), "%s:\n  %-*s  %8s  %8s", report.per_class_title.c_str(), width, "class",
-                "samples", "correct");
+  std::snprintf(text, sizeof(text), "%s:\n  %-*s  %8s  %8s", report.per_class_title.c_str(), width, "class", "samples",
+                "correct");
   out += text;
   for (const ClassFigure& column : report.per_class) {
     std::snprintf(text, sizeof(text), "  %8s", column.name.c_str());

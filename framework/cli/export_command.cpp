@@ -143,8 +143,8 @@ CheckedTrace trace_and_check(const std::shared_ptr<Model>& model, const ModelInp
     const std::int64_t traced_size = example.size(open.input_dim);
     if (traced_size <= 1) continue;
     const VariedAxis axis{static_cast<std::size_t>(open.input_dim), open.words};
-    difference = std::max(difference, check_other_sizes(traced, forward, example, in.make_input, axis,
-                                                        {1, (traced_size + 1) / 2}));
+    difference = std::max(difference,
+                          check_other_sizes(traced, forward, example, in.make_input, axis, {1, (traced_size + 1) / 2}));
   }
   if (difference > kTraceTolerance) {
     throw usage_error("the traced forward differs from the model by " + std::to_string(difference) +

@@ -68,10 +68,8 @@ std::map<std::string, std::string> export_metadata(const Recipe& recipe, const E
   }
   input["shape"] = input_shape;
   if (!facts.exported.input_meaning.empty()) input["meaning"] = facts.exported.input_meaning;
-  const nlohmann::json output = {{"name", "output"},
-                                 {"dtype", facts.dtype},
-                                 {"shape", output_shape},
-                                 {"meaning", facts.exported.output_meaning}};
+  const nlohmann::json output = {
+      {"name", "output"}, {"dtype", facts.dtype}, {"shape", output_shape}, {"meaning", facts.exported.output_meaning}};
   const RecipeEntry* name = recipe.root->find("name");
   const nlohmann::json preprocessing = {
       {"transforms", transforms_of(recipe, facts.data_split)},

@@ -249,7 +249,8 @@ TEST(CliBadInput, LabelSmoothingUnderTrainerSaysItMovedToTheTask) {
   // Line 8, column 61 (the value): counted in kTinyRecipe by hand.
   expect_clean_failure(result, "r.yaml:8:61: trainer.label_smoothing: label smoothing is an option of the task");
   EXPECT_THAT(result.output, HasSubstr("task: {name: classification, label_smoothing: 0.1}"));
-  const std::string moved = testing::replace_once(kTinyRecipe, "output: runs", "task: {name: classification, label_smoothing: 0.1}\noutput: runs");
+  const std::string moved = testing::replace_once(kTinyRecipe, "output: runs",
+                                                  "task: {name: classification, label_smoothing: 0.1}\noutput: runs");
   EXPECT_EQ(check_recipe(dir, moved).exit_code, 0) << check_recipe(dir, moved).output;
 }
 

@@ -6,8 +6,8 @@
 // model's TorchScript export on the same test set.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "example_environment.h"
@@ -30,7 +30,8 @@ nlohmann::json json_of(const std::string& output) {
 // example is most of its time.
 TEST(TaskExample, BuildsFromTheInstalledCopyTrainsAndItsMapIsTheReferences) {
   TempDir dir;
-  const std::string shorter = " trainer.max_steps_per_epoch=40 'model.channels=[8, 16]' model.hidden=32 trainer.threads=2";
+  const std::string shorter =
+      " trainer.max_steps_per_epoch=40 'model.channels=[8, 16]' model.hidden=32 trainer.threads=2";
   const std::string script = testing::on_shared_install(
       testing::replace_once(testing::documented_commands("docs/plugins.md", "multi_label_task"), "run recipe.yaml",
                             "run recipe.yaml" + shorter),
@@ -57,16 +58,17 @@ TEST(TaskExample, BuildsFromTheInstalledCopyTrainsAndItsMapIsTheReferences) {
   EXPECT_TRUE(fs::exists(run / "checkpoints" / (maps[1] >= maps[0] ? "best-epoch-0002" : "best-epoch-0001")));
 
   const std::string mixt = "\"$HOME/.local/mixt/bin/mixt\"";
-  const CommandResult evaluated = testing::run_shell(mixt + " evaluate " + testing::shell_quote(run.string()) + " --json", example, home);
+  const CommandResult evaluated =
+      testing::run_shell(mixt + " evaluate " + testing::shell_quote(run.string()) + " --json", example, home);
   ASSERT_EQ(evaluated.exit_code, 0) << evaluated.output;
   const nlohmann::json report = json_of(evaluated.output);
   ASSERT_EQ(report["samples"], 10000);
   const double map = report["map"].get<double>();
   EXPECT_FALSE(report.contains("per_class")) << "a task without a confusion matrix has no per-class table";
 
-  const CommandResult exported = testing::run_shell(
-      mixt + " export " + testing::shell_quote(run.string()) + " -o " + testing::shell_quote((dir.path() / "m.pt").string()),
-      example, home);
+  const CommandResult exported = testing::run_shell(mixt + " export " + testing::shell_quote(run.string()) + " -o " +
+                                                        testing::shell_quote((dir.path() / "m.pt").string()),
+                                                    example, home);
   ASSERT_EQ(exported.exit_code, 0) << exported.output;
   dir.write("attributes.json", kAttributes);
   const fs::path results = dir.path() / "reference.json";
@@ -91,8 +93,10 @@ TEST(TaskExample, BuildsFromTheInstalledCopyTrainsAndItsMapIsTheReferences) {
   const CommandResult bad = testing::run_shell(
       mixt + " check recipe.yaml 'task.attributes=[\"footwear: 5 7 12\"]' model.num_classes=1", example, home);
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
-  EXPECT_THAT(bad.output, HasSubstr("task.attributes: attribute 'footwear' names class 12, and the data has 10 classes"));
-  const CommandResult malformed = testing::run_shell(mixt + " check recipe.yaml 'task.attributes=[footwear]'", example, home);
+  EXPECT_THAT(bad.output,
+              HasSubstr("task.attributes: attribute 'footwear' names class 12, and the data has 10 classes"));
+  const CommandResult malformed =
+      testing::run_shell(mixt + " check recipe.yaml 'task.attributes=[footwear]'", example, home);
   EXPECT_EQ(malformed.exit_code, 2) << malformed.output;
   EXPECT_THAT(malformed.output, HasSubstr("'footwear' is not \"name: class class ...\""));
 }

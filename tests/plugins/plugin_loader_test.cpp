@@ -79,13 +79,15 @@ TEST(PluginLoader, WrongAbiNamesBothVersionsAndTheFix) {
   EXPECT_THAT(error, HasSubstr("rebuild the plugin against mixt"));
 }
 
-// A plugin of the last 4.x SDK, whose factories read the recipe themselves: refused, not
-// called through a Registrar whose functions it does not know.
+// A plugin of an older major ABI (the last 4.x SDK, whose factories read the recipe
+// themselves): refused, not called through a Registrar whose functions it does not know.
 TEST(PluginLoader, APluginOfThePreviousMajorAbiIsRefusedNamingBothVersions) {
   const std::string error = load_error(kFixtures + "/libmixt_fixture_previous_abi.so");
   EXPECT_THAT(error, HasSubstr("libmixt_fixture_previous_abi.so: incompatible plugin: built for plugin ABI 4.4"))
       << error;
-  EXPECT_THAT(error, HasSubstr("supports plugin ABI 5."));
+  std::string host = "supports plugin ABI ";  // appended, not a + chain: gcc 12 misreads one as out of bounds
+  host.append(std::to_string(MIXT_ABI_MAJOR)).append(".");
+  EXPECT_THAT(error, HasSubstr(host));
   EXPECT_THAT(error, HasSubstr("rebuild the plugin against mixt"));
 }
 

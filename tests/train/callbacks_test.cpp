@@ -5,14 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-
 #include <string>
 #include <vector>
 
 #include "blob_training.h"
+#include "common/run_directory.h"
 #include "expect_error.h"
 #include "test_support.h"
-#include "common/run_directory.h"
 #include "train/trainer.h"
 
 namespace mixt {

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "test_support.h"
 #include "plugins.h"
+#include "test_support.h"
 
 namespace mixt {
 namespace {

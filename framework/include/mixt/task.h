@@ -40,17 +40,17 @@ struct Figure {
 // A sample that holds many predictions (a window of tokens, an image's pixels) counts them
 // for speed: step events and `mixt bench` rows then give <unit>_per_s beside samples/s.
 struct Throughput {
-  std::string unit;              // plural: "tokens", "pixels"
-  std::int64_t per_sample = 1;   // predictions in one sample
+  std::string unit;             // plural: "tokens", "pixels"
+  std::int64_t per_sample = 1;  // predictions in one sample
 };
 
 // An input axis besides the batch that an exported model leaves open (the batch always is):
 // a language model's sequence, a segmenter's height and width.
 struct OpenAxis {
-  std::int64_t input_dim = 1;    // in the input [batch, *sample]
-  std::int64_t output_dim = 1;   // the output's axis that follows it
-  std::string name;              // in the ONNX file and the metadata ("time"; "max_time")
-  std::string words;             // in messages ("sequence length")
+  std::int64_t input_dim = 1;   // in the input [batch, *sample]
+  std::int64_t output_dim = 1;  // the output's axis that follows it
+  std::string name;             // in the ONNX file and the metadata ("time"; "max_time")
+  std::string words;            // in messages ("sequence length")
 };
 
 // What an exported model's input and output are, for the file's metadata and its checks.
@@ -63,8 +63,8 @@ struct ExportedInterface {
 
 // Per-class figures of an evaluation (`mixt evaluate --per-class` and its JSON).
 struct ClassFigure {
-  std::string name;             // the column's header and the JSON field: "accuracy", "iou"
-  std::vector<double> values;   // one per class, NaN for a class the data never showed
+  std::string name;            // the column's header and the JSON field: "accuracy", "iou"
+  std::vector<double> values;  // one per class, NaN for a class the data never showed
   bool percent = true;
 };
 
@@ -134,7 +134,7 @@ class Task {
 // task's options: `task: {name: classification, label_smoothing: 0.1}`).
 struct TaskContext {
   at::Device device = at::kCPU;
-  std::int64_t classes = 0;     // the training data's classes (its vocabulary for tokens); 0: unknown
+  std::int64_t classes = 0;  // the training data's classes (its vocabulary for tokens); 0: unknown
 };
 
 }  // namespace mixt

@@ -272,12 +272,12 @@ std::shared_ptr<Model> build_model(const Config& section, const Registry& regist
   return model;
 }
 
-Components build_components(const Config& recipe, const Registry& registry, const TrainerOptions& options,
-                            const Config& trainer_section, const Communicator* communicator) {
-  Components components;
-  components.device = resolve_device(options.device, trainer_section);
+namespace {
 
-  const Config data = recipe.section("data");
+// data.train (required) and data.val (optional; `data.val: null` turns evaluation off),
+// each giving at least one batch per epoch.
+void build_datasets(Components& components, const Config& data, const Registry& registry, const TrainerOptions& options,
+                    const Communicator* communicator) {
   if (!data.has("train")) {
     throw recipe_error("missing section: data.train", data.location("train"), "data",
                        "add `data: {train: {name: <dataset>, ...}}`");
@@ -286,7 +286,6 @@ Components build_components(const Config& recipe, const Registry& registry, cons
     if (split != "train" && split != "val") {
       data.fail(split, "unknown data split '" + split + "'", "data: takes train and val");
     }
-    // `data.val: null` (e.g. the override data.val=null) turns evaluation off.
     if (!data.has(split)) continue;
     const Config section = data.section(split);
     DatasetContext context{split, options.seed, communicator ? communicator->rank() : 0,
@@ -304,15 +303,13 @@ Components build_components(const Config& recipe, const Registry& registry, cons
     }
     (split == "train" ? components.train : components.val) = std::move(dataset);
   }
+}
 
-  // Before the model: the task decides the blank batch that checks it.
-  const Config task_section = task_section_of(recipe);
-  const TaskContext task_context{components.device, components.train->num_classes()};
-  components.task = registry.make_task(task_section, task_context);
-  record(components, registry, ComponentKind::task, task_section);
-  const std::string task_name = registry.find(ComponentKind::task, task_section).name;
-
-  const Config model_section = recipe.section("model");
+// The model on the device, in the recipe's memory format, its batch norms synchronised
+// across ranks when asked.
+void build_model_on_device(Components& components, const Config& model_section, const Registry& registry,
+                           const TrainerOptions& options, const Config& trainer_section,
+                           const Communicator* communicator) {
   ModelContext model_context{components.device, components.train->sample_shape(), components.train->num_classes()};
   components.model = build_model(model_section, registry, model_context);
   record(components, registry, ComponentKind::model, model_section);
@@ -332,8 +329,12 @@ Components build_components(const Config& recipe, const Registry& registry, cons
   if (options.distributed.sync_batchnorm) {
     synchronise_batch_norm(*components.model, communicator, trainer_section.section("distributed"), warn);
   }
+}
 
-  const Config precision_section = recipe.section("precision");
+// The precision policy set up on the model, with fp32_modules and activation checkpointing
+// applied, and what the policy costs on this device said once.
+void build_precision(Components& components, const Config& precision_section, const Registry& registry,
+                     const TrainerOptions& options, const Config& trainer_section, const Communicator* communicator) {
   const PrecisionContext precision_context{components.device, communicator, kFp32Modules.read(precision_section)};
   components.precision = registry.make_precision(precision_section, precision_context);
   record(components, registry, ComponentKind::precision, precision_section);
@@ -345,12 +346,12 @@ Components build_components(const Config& recipe, const Registry& registry, cons
   components.fp32_modules_where = precision_section.location("fp32_modules");
   apply_activation_checkpointing(trainer_section, options.activation_checkpointing, components);
   components.activation_checkpointing_where = trainer_section.location("activation_checkpointing");
-  check_model_fits_train_data(components, model_section, task_name);
-  check_val_fits_model(components, data);
-  // That blank forward pass also found a listed submodule the model never routes, so `mixt
-  // check` says so before any run directory exists.
-  if (!components.train->sample_shape().empty()) check_listed_submodules_routed(components);
+}
 
+// The optimizer over the policy's parameters (over this rank's shards of them when
+// trainer.distributed.sharding says so), and the scheduler, which needs the steps per epoch.
+void build_optimizer_and_schedule(Components& components, const Config& recipe, const Registry& registry,
+                                  const TrainerOptions& options, const Communicator* communicator) {
   const Config optimizer_section = recipe.section("optimizer");
   OptimizerContext optimizer_context;
   optimizer_context.named_parameters = components.precision->optimizer_parameters(*components.model);
@@ -373,7 +374,32 @@ Components build_components(const Config& recipe, const Registry& registry, cons
     components.scheduler = registry.make_scheduler(scheduler_section, context);
     record(components, registry, ComponentKind::scheduler, scheduler_section);
   }
+}
 
+}  // namespace
+
+Components build_components(const Config& recipe, const Registry& registry, const TrainerOptions& options,
+                            const Config& trainer_section, const Communicator* communicator) {
+  Components components;
+  components.device = resolve_device(options.device, trainer_section);
+  const Config data = recipe.section("data");
+  build_datasets(components, data, registry, options, communicator);
+
+  // Before the model: the task decides the blank batch that checks it.
+  const Config task_section = task_section_of(recipe);
+  components.task = registry.make_task(task_section, TaskContext{components.device, components.train->num_classes()});
+  record(components, registry, ComponentKind::task, task_section);
+
+  const Config model_section = recipe.section("model");
+  build_model_on_device(components, model_section, registry, options, trainer_section, communicator);
+  build_precision(components, recipe.section("precision"), registry, options, trainer_section, communicator);
+  check_model_fits_train_data(components, model_section, registry.find(ComponentKind::task, task_section).name);
+  check_val_fits_model(components, data);
+  // That blank forward pass also found a listed submodule the model never routes, so `mixt
+  // check` says so before any run directory exists.
+  if (!components.train->sample_shape().empty()) check_listed_submodules_routed(components);
+
+  build_optimizer_and_schedule(components, recipe, registry, options, communicator);
   const CallbackContext callback_context{components.device, components.model, communicator ? communicator->rank() : 0,
                                          communicator ? communicator->world_size() : 1, components.task->figures()};
   build_callbacks(components, recipe, registry, callback_context);

@@ -62,7 +62,9 @@ const OptionsOf<TrainerOptions>& bound() {
               "of submodule names (`[layer2, layer4.1]`, any name the model routes, as `precision.fp32_modules` "
               "takes them). Bitwise the same training, less memory, about one more forward pass of time; see "
               "[memory.md](memory.md)",
-              [](const WordOrList& given) { return ActivationCheckpointing{given.word == "all", given.names}; });
+              [](const WordOrList& given) {
+                return ActivationCheckpointing{given.word == "all", given.names};
+              });
   return options;
 }
 

@@ -38,8 +38,7 @@ constexpr std::uint32_t kProducerName = 2, kProducerVersion = 3, kMetadataProps 
 }  // namespace
 
 std::string onnx_file_bytes(const OnnxGraph& graph, std::int64_t opset,
-                            const std::map<std::string, std::string>& metadata,
-                            const SymbolicDims& symbolic) {
+                            const std::map<std::string, std::string>& metadata, const SymbolicDims& symbolic) {
   const std::unordered_map<std::string, std::unordered_map<std::int64_t, std::string>> dynamic_axes{
       {"input", {symbolic.input.begin(), symbolic.input.end()}},
       {"output", {symbolic.output.begin(), symbolic.output.end()}}};

@@ -1,8 +1,8 @@
 #include "train/evaluator.h"
 
+#include "assembly/model_input.h"
 #include "common/interrupt.h"
 #include "mixt/padded_shards.h"
-#include "assembly/model_input.h"
 
 namespace mixt {
 

@@ -89,15 +89,16 @@ struct CausalLmOptions {
   double label_smoothing = 0.0;
 };
 using O = CausalLmOptions;
-const auto kOptions = mixt::OptionsOf<O>().add(&O::label_smoothing, "label_smoothing",
-                                                "cross-entropy label smoothing in [0, 1), as `torch.nn.CrossEntropyLoss`",
-                                                mixt::at_least(0) && mixt::below(1));
+const auto kOptions = mixt::OptionsOf<O>().add(
+    &O::label_smoothing, "label_smoothing", "cross-entropy label smoothing in [0, 1), as `torch.nn.CrossEntropyLoss`",
+    mixt::at_least(0) && mixt::below(1));
 
 void register_components(mixt::Registrar& registrar) {
-  registrar.add_task("causal_lm",
-                     "next-token prediction: cross-entropy over [batch, time, vocab] logits; evaluation loss per "
-                     "token and perplexity",
-                     kOptions, [](const O& o, const mixt::TaskContext&) { return std::make_unique<CausalLm>(o.label_smoothing); });
+  registrar.add_task(
+      "causal_lm",
+      "next-token prediction: cross-entropy over [batch, time, vocab] logits; evaluation loss per "
+      "token and perplexity",
+      kOptions, [](const O& o, const mixt::TaskContext&) { return std::make_unique<CausalLm>(o.label_smoothing); });
 }
 
 }  // namespace

@@ -126,9 +126,9 @@ class Classification : public mixt::Task {
 };
 
 using O = ClassificationOptions;
-const auto kOptions = mixt::OptionsOf<O>().add(&O::label_smoothing, "label_smoothing",
-                                                "cross-entropy label smoothing in [0, 1), as `torch.nn.CrossEntropyLoss`",
-                                                mixt::at_least(0) && mixt::below(1));
+const auto kOptions = mixt::OptionsOf<O>().add(
+    &O::label_smoothing, "label_smoothing", "cross-entropy label smoothing in [0, 1), as `torch.nn.CrossEntropyLoss`",
+    mixt::at_least(0) && mixt::below(1));
 
 void register_components(mixt::Registrar& registrar) {
   registrar.add_task("classification",

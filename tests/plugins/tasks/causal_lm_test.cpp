@@ -5,8 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "nested_json_tensor.h"
 #include "plugins.h"

@@ -131,7 +131,8 @@ std::unique_ptr<mixt::Dataset> make_shapes(const O& o, const mixt::DatasetContex
   for (std::int64_t i = 0; i < shard; ++i) {
     // DistributedSampler's interleaving, the positions past the end wrapping to the start.
     const std::int64_t index = (context.rank + i * context.world_size) % o.size;
-    auto [image, mask] = draw_sample(split_seed * 65537 + static_cast<std::uint64_t>(index), o.image_size, o.max_shapes);
+    auto [image, mask] =
+        draw_sample(split_seed * 65537 + static_cast<std::uint64_t>(index), o.image_size, o.max_shapes);
     images.push_back(image);
     masks.push_back(mask);
   }

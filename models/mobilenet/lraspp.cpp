@@ -13,20 +13,23 @@ namespace mixt::models {
 
 namespace {
 
-constexpr std::int64_t kLowStage = 4;       // stage_indices[-4] of the large network: [0, 2, 4, 7, 13, 16]
+constexpr std::int64_t kLowStage = 4;  // stage_indices[-4] of the large network: [0, 2, 4, 7, 13, 16]
 constexpr std::int64_t kInterChannels = 128;
 
 class LrasppHeadImpl : public torch::nn::Module {
  public:
   LrasppHeadImpl(std::int64_t low_channels, std::int64_t high_channels, std::int64_t num_classes) {
-    cbr_ = register_module("cbr", Chain(torch::nn::Conv2d(torch::nn::Conv2dOptions(high_channels, kInterChannels, 1).bias(false)),
-                                        mixt::BatchNorm2d(torch::nn::BatchNormOptions(kInterChannels)),
-                                        std::make_shared<ActivationImpl>(Act::relu)));
+    cbr_ = register_module(
+        "cbr", Chain(torch::nn::Conv2d(torch::nn::Conv2dOptions(high_channels, kInterChannels, 1).bias(false)),
+                     mixt::BatchNorm2d(torch::nn::BatchNormOptions(kInterChannels)),
+                     std::make_shared<ActivationImpl>(Act::relu)));
     // Child 0 is the (parameterless) average pool in torchvision: the 1x1 convolution is "scale.1".
-    scale_ = register_module("scale", Chain(std::make_shared<ActivationImpl>(Act::none),
-                                            torch::nn::Conv2d(torch::nn::Conv2dOptions(high_channels, kInterChannels, 1).bias(false)),
-                                            std::make_shared<ActivationImpl>(Act::sigmoid)));
-    low_classifier_ = register_module("low_classifier", torch::nn::Conv2d(torch::nn::Conv2dOptions(low_channels, num_classes, 1)));
+    scale_ = register_module(
+        "scale", Chain(std::make_shared<ActivationImpl>(Act::none),
+                       torch::nn::Conv2d(torch::nn::Conv2dOptions(high_channels, kInterChannels, 1).bias(false)),
+                       std::make_shared<ActivationImpl>(Act::sigmoid)));
+    low_classifier_ =
+        register_module("low_classifier", torch::nn::Conv2d(torch::nn::Conv2dOptions(low_channels, num_classes, 1)));
     high_classifier_ =
         register_module("high_classifier", torch::nn::Conv2d(torch::nn::Conv2dOptions(kInterChannels, num_classes, 1)));
   }

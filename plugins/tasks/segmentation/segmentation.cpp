@@ -70,7 +70,8 @@ class SegmentationScore : public mixt::TaskScore {
     const at::Tensor loss =
         at::cross_entropy_loss(logits.to(at::kFloat), target, {}, at::Reduction::Sum, ignore_index_).to(at::kDouble);
     const at::Tensor pixels = target.ne(ignore_index_).sum().to(at::kDouble);
-    const at::Tensor batch = at::cat({at::stack({loss, pixels}), pixel_confusion(logits, target, ignore_index_).view({-1})});
+    const at::Tensor batch =
+        at::cat({at::stack({loss, pixels}), pixel_confusion(logits, target, ignore_index_).view({-1})});
     sums_ = sums_.defined() ? sums_ + batch : batch;
   }
   std::vector<double> totals() const override {
@@ -111,7 +112,8 @@ class Segmentation : public mixt::Task {
   std::string output_problem(at::IntArrayRef output, at::IntArrayRef input, std::int64_t classes) const override {
     if (input.size() != 4) {
       return "cannot be scored: segmentation takes images [channels, height, width], and the training data's "
-             "samples are " + c10::str(input.slice(1));
+             "samples are " +
+             c10::str(input.slice(1));
     }
     if (output.size() == 4 && output[0] == input[0] && output[1] == classes && output[2] == input[2] &&
         output[3] == input[3]) {
@@ -163,7 +165,8 @@ const auto kOptions =
         .add(&O::ignore_index, "ignore_index",
              "the target value of pixels that count nowhere (255: Pascal VOC's borders and \"difficult\" regions)")
         .add(&O::label_smoothing, "label_smoothing",
-             "cross-entropy label smoothing in [0, 1), as `torch.nn.CrossEntropyLoss`", mixt::at_least(0) && mixt::below(1));
+             "cross-entropy label smoothing in [0, 1), as `torch.nn.CrossEntropyLoss`",
+             mixt::at_least(0) && mixt::below(1));
 
 void register_components(mixt::Registrar& registrar) {
   registrar.add_task("segmentation",

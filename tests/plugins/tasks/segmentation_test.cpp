@@ -26,8 +26,8 @@ std::unique_ptr<Task> segmentation(const testing::BuiltPlugins& plugins, const s
 }
 
 const nlohmann::json& golden() {
-  static const nlohmann::json g = nlohmann::json::parse(
-      testing::read_file(testing::configured::source_dir() + "/tests/golden/segmentation.json"));
+  static const nlohmann::json g =
+      nlohmann::json::parse(testing::read_file(testing::configured::source_dir() + "/tests/golden/segmentation.json"));
   return g;
 }
 

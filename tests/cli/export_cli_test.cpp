@@ -27,27 +27,27 @@ using testing::TempDir;
 
 const std::vector<std::int64_t> kBatches{1, 3, 8};
 
-std::string recipe(const std::string& model, const std::string& shape) {
-  return "name: export-check\n"
-         "model: " +
-         model +
+// `task`: the recipe's task line, if any ("task: {name: segmentation}").
+std::string recipe(const std::string& model, const std::string& shape, std::int64_t classes = 10,
+                   const std::string& task = "") {
+  return "name: export-check\n" + task + (task.empty() ? "" : "\n") + "model: " + model +
          "\n"
          "data:\n"
          "  val: { name: synthetic, shape: " +
-         shape +
-         ", num_classes: 10, size: 16, batch_size: 8 }\n"
+         shape + ", num_classes: " + std::to_string(classes) +
+         ", size: 16, batch_size: 8 }\n"
          "trainer: { seed: 0 }\n";
 }
 
 // Exports `model` (a recipe's model section) in the three formats, runs mixt predict on
 // batches of `sample` and holds the files to the references.
 void export_and_check(const std::string& model, const std::vector<std::int64_t>& sample,
-                      const nlohmann::json& torchvision) {
+                      const nlohmann::json& torchvision, std::int64_t classes = 10, const std::string& task = "") {
   SCOPED_TRACE(model);
   TempDir dir;
   std::string shape = "[";
   for (std::size_t i = 0; i < sample.size(); ++i) shape += (i ? ", " : "") + std::to_string(sample[i]);
-  dir.write("r.yaml", recipe(model, shape + "]"));
+  dir.write("r.yaml", recipe(model, shape + "]", classes, task));
   for (const char* file : {"m.onnx", "m.pt", "m.safetensors"}) {
     const CommandResult exported = run_mixt({"export", "r.yaml", "-o", file}, dir.path());
     ASSERT_EQ(exported.exit_code, 0) << file << ":\n" << exported.output;
@@ -117,7 +117,7 @@ nlohmann::json vision(const std::string& name, nlohmann::json kwargs = nlohmann:
 
 // A family with the parity fixture's weights (tests/golden/make_model_zoo_golden.py: random,
 // perturbed, random batch-norm statistics) and its input's sample shape.
-void export_parity_case(const std::string& name, const nlohmann::json& torchvision) {
+void export_parity_case(const std::string& name, const nlohmann::json& torchvision, const std::string& task = "") {
   const fs::path parity = testing::configured::model_parity_dir();
   nlohmann::json section = nlohmann::json::parse(testing::read_file(parity / "cases.json")).at(name);
   section["weights"] = (parity / (name + ".weights.safetensors")).string();
@@ -127,7 +127,9 @@ void export_parity_case(const std::string& name, const nlohmann::json& torchvisi
   for (const auto& [key, tensor] : io) {
     if (key == "input") sample = tensor.sizes().slice(1).vec();
   }
-  export_and_check(section.dump(), sample, torchvision);
+  // A task of its own checks the output against the data's classes; classification's export does not.
+  const std::int64_t classes = task.empty() ? 10 : section["num_classes"].get<std::int64_t>();
+  export_and_check(section.dump(), sample, torchvision, classes, task);
 }
 
 // simple_cnn has no torchvision twin: its own seeded initialisation.
@@ -141,6 +143,12 @@ TEST(ExportCli, MobilenetV2) { export_parity_case("mobilenet_v2", vision("mobile
 TEST(ExportCli, MobilenetV3Small) { export_parity_case("mobilenet_v3_small", vision("mobilenet_v3_small")); }
 TEST(ExportCli, EfficientnetB0) { export_parity_case("efficientnet_b0", vision("efficientnet_b0")); }
 TEST(ExportCli, Vgg11Bn) { export_parity_case("vgg11_bn", vision("vgg11_bn")); }
+// A segmentation model: its bilinear upsampling becomes ONNX Resize; logits at every pixel.
+TEST(ExportCli, LrasppMobilenetV3Large) {
+  export_parity_case("lraspp_mobilenet_v3_large",
+                     {{"model", "lraspp_mobilenet_v3_large"}, {"kwargs", {{"num_classes", 4}, {"weights_backbone", nullptr}}}},
+                     "task: {name: segmentation}");
+}
 TEST(ExportCli, ConvnextTiny) { export_parity_case("convnext_tiny", vision("convnext_tiny")); }
 TEST(ExportCli, VitB16) {
   export_parity_case("vit_small", {{"model", "VisionTransformer"},

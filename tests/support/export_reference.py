@@ -105,15 +105,19 @@ def check_torchvision(case, data, out):
     import torchvision
 
     spec = case["torchvision"]
-    builder = getattr(torchvision.models, spec["model"], None) or getattr(torchvision.models.vision_transformer,
-                                                                           spec["model"])
+    builder = (getattr(torchvision.models, spec["model"], None) or
+               getattr(torchvision.models.segmentation, spec["model"], None) or
+               getattr(torchvision.models.vision_transformer, spec["model"]))
     model = builder(**spec.get("kwargs", {}))
     model.load_state_dict(load_file(case["safetensors"]))
     model.eval()
     diffs = []
     with torch.no_grad():
         for b in case["batches"]:
-            diffs.append(max_diff(model(data[f"input_b{b}"]), data[f"expected_b{b}"]))
+            output = model(data[f"input_b{b}"])
+            if isinstance(output, dict):  # a segmentation model's {"out": logits}
+                output = output["out"]
+            diffs.append(max_diff(output, data[f"expected_b{b}"]))
     out["torchvision_max_diff"] = worst(diffs)
 
 

@@ -183,6 +183,22 @@ void dropout(AtenNode& n, Builder&) {
   n.set_output(n.tensor(0));
 }
 
+// aten::upsample_bilinear2d(self, output_size, align_corners, scales_h, scales_w): Resize
+// (linear) to the traced output size, the batch and channels taken from the input's shape
+// so the batch stays symbolic. PyTorch's align_corners=False is ONNX's pytorch_half_pixel.
+void upsample_bilinear2d(AtenNode& n, Builder& b) {
+  if (n.is_none(1)) n.refuse("an output size given as scale factors");
+  const std::vector<std::int64_t> size = n.ints(1);
+  Value* x = n.tensor(0);
+  Value* leading = b.op("Slice", {b.op("Shape", {x}), b.ints({0}), b.ints({2}), b.ints({0})});
+  torch::jit::Node* sizes = b.node("Concat", {leading, b.ints(size)});
+  sizes->i_(attr("axis"), 0);
+  torch::jit::Node* resize = b.node("Resize", {x, b.none(), b.none(), sizes->output()});
+  resize->s_(attr("mode"), "linear");
+  resize->s_(attr("coordinate_transformation_mode"), n.bool_(2) ? "align_corners" : "pytorch_half_pixel");
+  n.set_output(resize->output());
+}
+
 void hardsigmoid(AtenNode& n, Builder& b) {
   torch::jit::Node* h = b.node("HardSigmoid", {n.tensor(0)});
   h->f_(attr("alpha"), 1.0 / 6.0);
@@ -452,6 +468,7 @@ const std::vector<OnnxTranslation>& onnx_op_table() {
         {"aten::t", "Transpose", matrix_transpose},
         {"aten::transpose", "Transpose", transpose},
         {"aten::unflatten", "Reshape", unflatten},
+        {"aten::upsample_bilinear2d", "Shape+Slice+Concat+Resize (linear)", upsample_bilinear2d},
         {"aten::view", "Reshape", reshape},
     };
     std::sort(t.begin(), t.end(),

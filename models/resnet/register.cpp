@@ -1,8 +1,10 @@
-// Registers the resnet family: one entry per torchvision builder, same depths and widths.
+// Registers the resnet family: one entry per torchvision builder, same depths and widths;
+// and the segmentation models on its dilated ResNet-50, fcn_resnet50 and deeplabv3_resnet50.
 #include <mixt/plugin.h>
 
 #include "../common/zoo.h"
 #include "resnet.h"
+#include "segmentation.h"
 
 namespace {
 
@@ -40,7 +42,46 @@ const auto kOptions = mixt::OptionsOf<O>()
                           .add(&O::zero_init_residual, "zero_init_residual",
                                "start the last BN of each residual block at zero");
 
+// A segmentation model's: torchvision's default is Pascal VOC's 21 classes, not ImageNet's 1000.
+struct SegmentationRecipe {
+  std::optional<std::int64_t> num_classes;
+  bool aux_classifier = true;
+  mixt::RecipeSection where;
+};
+
+using S = SegmentationRecipe;
+const auto kSegmentationOptions =
+    mixt::OptionsOf<S>()
+        .contextual(&S::num_classes, "num_classes", "the dataset's, else 21 (Pascal VOC's)",
+                    "output classes (per pixel)", mixt::at_least(1))
+        .add(&S::aux_classifier, "aux_classifier",
+             "keep torchvision's auxiliary FCN head on layer3 (`aux_classifier.*`, in its published weights); it is "
+             "not run: the forward returns the main output")
+        .recipe_section(&S::where);
+
 void register_components(mixt::Registrar& registrar) {
+  const struct {
+    const char* name;
+    const char* title;
+    mixt::models::SegmentationHead head;
+    ZooFacts facts;
+  } segmentation[] = {{"fcn_resnet50",
+                       "FCN on a dilated ResNet-50 (semantic segmentation, logits per pixel)",
+                       mixt::models::SegmentationHead::fcn,
+                       {35322218, 152.717, 520}},
+                      {"deeplabv3_resnet50",
+                       "DeepLabV3 on a dilated ResNet-50 (semantic segmentation, logits per pixel)",
+                       mixt::models::SegmentationHead::deeplabv3,
+                       {42004074, 178.722, 520}}};
+  for (const auto& s : segmentation) {
+    registrar.add_model(s.name, mixt::models::zoo_summary(s.title, s.facts), kSegmentationOptions,
+                        [head = s.head](const S& o, const mixt::ModelContext& context) {
+                          mixt::models::require_rgb_images({o.num_classes, o.where}, context);
+                          const std::int64_t classes =
+                              o.num_classes.value_or(context.num_classes > 0 ? context.num_classes : 21);
+                          return mixt::models::make_segmentation_resnet50(head, classes, o.aux_classifier);
+                        });
+  }
   for (const Variant& v : kVariants) {
     registrar.add_model(v.name, mixt::models::zoo_summary(v.title, v.facts), kOptions,
                         [v](const O& recipe, const mixt::ModelContext& context) -> std::shared_ptr<mixt::Model> {

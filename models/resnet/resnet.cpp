@@ -10,12 +10,12 @@ ResNet::ResNet(const ResNetOptions& o) {
   conv1 =
       register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 64, 7).stride(2).padding(3).bias(false)));
   bn1 = register_module("bn1", mixt::BatchNorm2d(64));
-  layer1 = register_module("layer1", make_layer(o, 64, o.layers.at(0), 1));
-  layer2 = register_module("layer2", make_layer(o, 128, o.layers.at(1), 2));
-  layer3 = register_module("layer3", make_layer(o, 256, o.layers.at(2), 2));
-  layer4 = register_module("layer4", make_layer(o, 512, o.layers.at(3), 2));
+  layer1 = register_module("layer1", make_layer(o, 64, o.layers.at(0), 1, false));
+  layer2 = register_module("layer2", make_layer(o, 128, o.layers.at(1), 2, o.dilate.at(0)));
+  layer3 = register_module("layer3", make_layer(o, 256, o.layers.at(2), 2, o.dilate.at(1)));
+  layer4 = register_module("layer4", make_layer(o, 512, o.layers.at(3), 2, o.dilate.at(2)));
   const std::int64_t expansion = o.bottleneck ? BottleneckImpl::expansion : BasicBlockImpl::expansion;
-  fc = register_module("fc", mixt::Linear(512 * expansion, o.num_classes));
+  if (o.classifier) fc = register_module("fc", mixt::Linear(512 * expansion, o.num_classes));
 
   // torchvision's initialisation: He-normal (fan_out) convolutions, BN at (1, 0), the
   // Linear layer keeps its default.
@@ -36,8 +36,14 @@ ResNet::ResNet(const ResNetOptions& o) {
 }
 
 torch::nn::Sequential ResNet::make_layer(const ResNetOptions& o, std::int64_t planes, std::int64_t blocks,
-                                         std::int64_t stride) {
+                                         std::int64_t stride, bool dilate) {
   const std::int64_t expansion = o.bottleneck ? BottleneckImpl::expansion : BasicBlockImpl::expansion;
+  // torchvision's _make_layer: a dilated layer's first block keeps the previous dilation.
+  const std::int64_t previous_dilation = dilation_;
+  if (dilate) {
+    dilation_ *= stride;
+    stride = 1;
+  }
   torch::nn::Sequential layer;
   for (std::int64_t i = 0; i < blocks; ++i) {
     const std::int64_t block_stride = i == 0 ? stride : 1;
@@ -49,13 +55,20 @@ torch::nn::Sequential ResNet::make_layer(const ResNetOptions& o, std::int64_t pl
     }
     if (o.bottleneck) {
       layer->push_back(std::make_shared<BottleneckImpl>(inplanes_, planes, block_stride, downsample, o.groups,
-                                                        o.width_per_group));
+                                                        o.width_per_group, i == 0 ? previous_dilation : dilation_));
     } else {
       layer->push_back(std::make_shared<BasicBlockImpl>(inplanes_, planes, block_stride, downsample));
     }
     inplanes_ = planes * expansion;
   }
   return layer;
+}
+
+std::pair<at::Tensor, at::Tensor> ResNet::forward_stages(const at::Tensor& input) {
+  at::Tensor x = at::max_pool2d(bn1->forward(conv1->forward(input)).relu_(), {3, 3}, {2, 2}, {1, 1});
+  x = layer2->forward(layer1->forward(x));
+  at::Tensor stage3 = layer3->forward(x);
+  return {stage3, layer4->forward(stage3)};
 }
 
 at::Tensor ResNet::forward(const at::Tensor& input) {

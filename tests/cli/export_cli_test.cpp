@@ -143,12 +143,18 @@ TEST(ExportCli, MobilenetV2) { export_parity_case("mobilenet_v2", vision("mobile
 TEST(ExportCli, MobilenetV3Small) { export_parity_case("mobilenet_v3_small", vision("mobilenet_v3_small")); }
 TEST(ExportCli, EfficientnetB0) { export_parity_case("efficientnet_b0", vision("efficientnet_b0")); }
 TEST(ExportCli, Vgg11Bn) { export_parity_case("vgg11_bn", vision("vgg11_bn")); }
-// A segmentation model: its bilinear upsampling becomes ONNX Resize; logits at every pixel.
-TEST(ExportCli, LrasppMobilenetV3Large) {
-  export_parity_case("lraspp_mobilenet_v3_large",
-                     {{"model", "lraspp_mobilenet_v3_large"}, {"kwargs", {{"num_classes", 4}, {"weights_backbone", nullptr}}}},
+// A segmentation model's parity case under the segmentation task, held to torchvision's model
+// built without downloads or the auxiliary head.
+void export_segmentation_case(const std::string& name) {
+  export_parity_case(name, {{"model", name}, {"kwargs", {{"num_classes", 4}, {"weights_backbone", nullptr}}}},
                      "task: {name: segmentation}");
 }
+
+// A segmentation model: its bilinear upsampling becomes ONNX Resize; logits at every pixel.
+TEST(ExportCli, LrasppMobilenetV3Large) { export_segmentation_case("lraspp_mobilenet_v3_large"); }
+// The dilated ResNet-50 segmenters: ASPP's pooled branch is upsampled too.
+TEST(ExportCli, FcnResnet50) { export_segmentation_case("fcn_resnet50"); }
+TEST(ExportCli, Deeplabv3Resnet50) { export_segmentation_case("deeplabv3_resnet50"); }
 TEST(ExportCli, ConvnextTiny) { export_parity_case("convnext_tiny", vision("convnext_tiny")); }
 TEST(ExportCli, VitB16) {
   export_parity_case("vit_small", {{"model", "VisionTransformer"},

@@ -34,10 +34,12 @@ MODELS = [
     "convnext_tiny", "convnext_small",
     "vit_b_16", "vit_b_32",
     "efficientnet_b0",
-    "lraspp_mobilenet_v3_large",
+    "lraspp_mobilenet_v3_large", "fcn_resnet50", "deeplabv3_resnet50",
 ]
 # Segmentation models take a backbone's ImageNet weights by default: none here (no downloads).
-SEGMENTATION = {"lraspp_mobilenet_v3_large"}
+SEGMENTATION = {"lraspp_mobilenet_v3_large", "fcn_resnet50", "deeplabv3_resnet50"}
+# Their published weights carry the auxiliary head, and so does mixt's default.
+AUX = {"fcn_resnet50", "deeplabv3_resnet50"}
 
 
 def build(name, **options):
@@ -70,7 +72,7 @@ def save_safetensors(path, tensors):
 def names(out):
     zoo = {}
     for name in MODELS:
-        model = build(name)
+        model = build(name, aux_loss=True) if name in AUX else build(name)
         meta = get_model_weights(name).DEFAULT.meta
         params = sum(p.numel() for p in model.parameters())
         assert params == meta["num_params"], name
@@ -100,6 +102,10 @@ def cases():
         ("convnext_tiny", lambda: get_model("convnext_tiny", num_classes=10), {"name": "convnext_tiny", "num_classes": 10}, [1, 3, 64, 64]),
         ("lraspp_mobilenet_v3_large", lambda: build("lraspp_mobilenet_v3_large", num_classes=4),
          {"name": "lraspp_mobilenet_v3_large", "num_classes": 4}, [2, 3, 64, 64]),
+        ("fcn_resnet50", lambda: build("fcn_resnet50", num_classes=4, aux_loss=False),
+         {"name": "fcn_resnet50", "num_classes": 4, "aux_classifier": False}, [2, 3, 64, 64]),
+        ("deeplabv3_resnet50", lambda: build("deeplabv3_resnet50", num_classes=4, aux_loss=False),
+         {"name": "deeplabv3_resnet50", "num_classes": 4, "aux_classifier": False}, [2, 3, 64, 64]),
         ("vit_small", lambda: VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4, hidden_dim=64,
                                                 mlp_dim=128, num_classes=10),
          {"name": "vit_b_16", "image_size": 32, "patch_size": 8, "num_layers": 2, "num_heads": 4, "hidden_dim": 64,

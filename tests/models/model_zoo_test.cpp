@@ -218,7 +218,8 @@ TEST_P(Parity, LogitsAndBatchNormStatisticsMatchTorchvision) {
 INSTANTIATE_TEST_SUITE_P(Families, Parity,
                          ::testing::Values("resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_large",
                                            "mobilenet_v3_small", "vgg11_bn", "efficientnet_b0", "convnext_tiny",
-                                           "vit_small", "lraspp_mobilenet_v3_large"),
+                                           "vit_small", "lraspp_mobilenet_v3_large", "fcn_resnet50",
+                                           "deeplabv3_resnet50"),
                          [](const auto& info) { return info.param; });
 
 // The parity files (~800 MB) are written once per generator and reference versions: the

@@ -12,18 +12,13 @@
 
 #include "plugins.h"
 #include "run_directories.h"
+#include "json_output.h"
 #include "test_support.h"
 
 namespace mixt {
 namespace {
 
 const std::string kRecipe = testing::configured::source_dir() + "/recipes/segmentation/shapes.yaml";
-
-nlohmann::json json_of(const std::string& output) {
-  const auto start = output.find("{\n");
-  if (start == std::string::npos) throw std::runtime_error("no JSON in: " + output);
-  return nlohmann::json::parse(output.substr(start, output.rfind('}') - start + 1));
-}
 
 // data.val of the recipe (size 500, seed 0), as the dataset serves it, into `file`.
 void write_validation_data(const fs::path& file) {
@@ -56,7 +51,7 @@ TEST(SegmentationCli, TheShapesRecipeTrainsAndEvaluateIsTorchvisionsReference) {
 
   const CommandResult evaluated = run_mixt({"evaluate", run_dir.string(), "--json"}, dir.path());
   ASSERT_EQ(evaluated.exit_code, 0) << evaluated.output;
-  const nlohmann::json report = json_of(evaluated.output);
+  const nlohmann::json report = testing::json_document(evaluated.output);
   ASSERT_EQ(report["samples"], 500);
   const CommandResult table = run_mixt({"evaluate", run_dir.string(), "--per-class"}, dir.path());
   ASSERT_EQ(table.exit_code, 0) << table.output;

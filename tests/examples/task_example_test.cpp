@@ -12,6 +12,7 @@
 
 #include "example_environment.h"
 #include "run_directories.h"
+#include "json_output.h"
 #include "test_support.h"
 
 namespace mixt {
@@ -19,12 +20,6 @@ namespace {
 
 // The recipe's attributes, as the reference reads them: the classes of each.
 const char* kAttributes = "[[0, 2, 3, 4, 6], [2, 4, 6], [1, 3], [5, 7, 9], [5], [8]]";
-
-nlohmann::json json_of(const std::string& output) {
-  const auto start = output.find("{\n");
-  if (start == std::string::npos) throw std::runtime_error("no JSON in: " + output);
-  return nlohmann::json::parse(output.substr(start, output.rfind('}') - start + 1));
-}
 
 // One test: under ctest each test is a process of its own, and building and training the
 // example is most of its time.
@@ -61,7 +56,7 @@ TEST(TaskExample, BuildsFromTheInstalledCopyTrainsAndItsMapIsTheReferences) {
   const CommandResult evaluated =
       testing::run_shell(mixt + " evaluate " + testing::shell_quote(run.string()) + " --json", example, home);
   ASSERT_EQ(evaluated.exit_code, 0) << evaluated.output;
-  const nlohmann::json report = json_of(evaluated.output);
+  const nlohmann::json report = testing::json_document(evaluated.output);
   ASSERT_EQ(report["samples"], 10000);
   const double map = report["map"].get<double>();
   EXPECT_FALSE(report.contains("per_class")) << "a task without a confusion matrix has no per-class table";

@@ -15,6 +15,9 @@ DEBIAN_PACKAGES=(
 DEBIAN_PACKAGES+=(libgloo-dev)
 # TensorBoard event files (plugins/callbacks/tensorboard): protobuf's lite runtime and protoc.
 DEBIAN_PACKAGES+=(libprotobuf-dev protobuf-compiler)
+# Tokenizers (docs/tokenizers.md): Oniguruma for the pre-tokenizers' Unicode regexes (the engine
+# Hugging Face tokenizers uses), libsentencepiece for SentencePiece models.
+DEBIAN_PACKAGES+=(libonig-dev libsentencepiece-dev)
 
 # Python packages: LibTorch itself for the build, then the references the tests and benchmarks
 # compare against (never runtime dependencies of mixt; no weights or data are downloaded).
@@ -29,6 +32,7 @@ TEST_REQUIREMENTS=(
   torchao==0.18.0        # float8 training, the float8 policies' golden reference
   onnx                   # checks mixt export's ONNX files (onnx.checker)
   onnxruntime            # runs mixt export's ONNX files against mixt's own forward
+  sentencepiece          # trains and runs the SentencePiece reference (tokenizers come with transformers)
 )
 
 # The parts of a CUDA toolkit that the wheel's CMake config requires (it runs nvcc once and

@@ -1,0 +1,79 @@
+// load_tokenizer and TextStream (mixt/tokenizer.h).
+#include <mixt/error.h>
+#include <mixt/tokenizer.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "sentencepiece_tokenizer.h"
+#include "tokenizer_json.h"
+#include "utf8.h"
+
+namespace mixt {
+
+namespace {
+
+// The largest real tokenizer.json files are tens of MB (Gemma's ~33 MB); far past that is
+// a wrong file, refused before it is read.
+constexpr std::uintmax_t kMaxTokenizerFileBytes = 256ull << 20;
+
+std::string read_whole(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) {
+    throw recipe_error("tokenizer file does not exist", SourceLocation{file.string()}, {},
+                       "give a tokenizer.json (Hugging Face) or a tokenizer.model (SentencePiece)");
+  }
+  if (std::filesystem::is_directory(file, ec)) {
+    throw recipe_error("is a folder, not a tokenizer file", SourceLocation{file.string()}, {},
+                       "name the tokenizer.json or tokenizer.model inside it");
+  }
+  const std::uintmax_t size = std::filesystem::file_size(file, ec);
+  if (ec) throw recipe_error("cannot read: " + ec.message(), SourceLocation{file.string()});
+  if (size > kMaxTokenizerFileBytes) {
+    throw recipe_error(std::to_string(size >> 20) + " MiB, more than any tokenizer (at most " +
+                           std::to_string(kMaxTokenizerFileBytes >> 20) + " MiB are read)",
+                       SourceLocation{file.string()});
+  }
+  std::ifstream in(file, std::ios::binary);
+  std::string content(static_cast<std::size_t>(size), '\0');
+  if (!in || !in.read(content.data(), static_cast<std::streamsize>(size))) {
+    throw recipe_error(std::string("cannot read: ") + std::strerror(errno), SourceLocation{file.string()});
+  }
+  return content;
+}
+
+bool looks_like_json(std::string_view content) {
+  const std::size_t first = content.find_first_not_of(" \t\r\n");
+  return first != std::string_view::npos && content[first] == '{';
+}
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& file) {
+  const std::string content = read_whole(file);
+  if (looks_like_json(content)) return text::read_tokenizer_json(file.string(), content);
+  return text::read_sentencepiece_model(file.string(), content);
+}
+
+std::string TextStream::push(TokenId id) {
+  ids_.push_back(id);
+  const std::string bytes = tokenizer_.decode_bytes(ids_);
+  std::size_t ready = text::complete_utf8_prefix(bytes);
+  // SentencePiece writes each byte of an unfinished character as U+FFFD at once: hold those back too.
+  constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
+  while (std::string_view(bytes).substr(0, ready).ends_with(kReplacement)) ready -= kReplacement.size();
+  if (ready <= emitted_) return {};
+  std::string out = bytes.substr(emitted_, ready - emitted_);
+  emitted_ = ready;
+  return out;
+}
+
+std::string TextStream::finish() {
+  const std::string bytes = tokenizer_.decode_bytes(ids_);
+  const std::string rest = bytes.size() > emitted_ ? text::repair_utf8(std::string_view(bytes).substr(emitted_)) : "";
+  emitted_ = bytes.size();
+  return rest;
+}
+
+}  // namespace mixt

@@ -1,0 +1,120 @@
+#include "pre_tokenizer.h"
+
+#include "byte_level.h"
+
+namespace mixt::text {
+
+namespace {
+
+// GPT-2's pre-tokenization pattern, as ByteLevel(use_regex=true) applies it.
+constexpr const char* kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+struct Span {
+  std::size_t begin;
+  std::size_t end;
+  bool matched;
+};
+
+std::vector<Span> spans_of(const UnicodeRegex& regex, const std::string& text, bool invert) {
+  std::vector<Span> spans;
+  std::size_t previous = 0;
+  regex.for_each_match(text, [&](std::size_t begin, std::size_t end) {
+    if (begin > previous) spans.push_back({previous, begin, invert});
+    spans.push_back({begin, end, !invert});
+    previous = end;
+  });
+  if (previous < text.size()) spans.push_back({previous, text.size(), invert});
+  return spans;
+}
+
+// The pieces the spans make under `behavior`, appended to `out`.
+void append_pieces(Pieces& out, const std::string& text, const std::vector<Span>& spans, SplitBehavior behavior) {
+  const auto piece = [&](std::size_t begin, std::size_t end) { out.push_back(text.substr(begin, end - begin)); };
+  std::size_t pending = std::string::npos;  // start of a piece not yet closed (merged spans)
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    const Span& s = spans[i];
+    switch (behavior) {
+      case SplitBehavior::removed:
+        if (!s.matched) piece(s.begin, s.end);
+        break;
+      case SplitBehavior::isolated:
+        piece(s.begin, s.end);
+        break;
+      case SplitBehavior::merged_with_previous:
+        // A match closes the piece before it; text waits for the match that may follow.
+        if (pending == std::string::npos) pending = s.begin;
+        if (s.matched || i + 1 == spans.size() || !spans[i + 1].matched) {
+          piece(pending, s.end);
+          pending = std::string::npos;
+        }
+        break;
+      case SplitBehavior::merged_with_next:
+        // A match opens the piece after it.
+        if (pending == std::string::npos) pending = s.begin;
+        if (!s.matched || i + 1 == spans.size()) {
+          piece(pending, s.end);
+          pending = std::string::npos;
+        }
+        break;
+      case SplitBehavior::contiguous:
+        if (pending == std::string::npos) pending = s.begin;
+        if (i + 1 == spans.size() || !s.matched || !spans[i + 1].matched) {
+          piece(pending, s.end);
+          pending = std::string::npos;
+        }
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+SplitPreTokenizer::SplitPreTokenizer(const std::string& regex, SplitBehavior behavior, bool invert)
+    : regex_(regex), behavior_(behavior), invert_(invert) {}
+
+Pieces SplitPreTokenizer::split(Pieces pieces) const {
+  Pieces out;
+  out.reserve(pieces.size() * 4);
+  for (const std::string& text : pieces) {
+    if (text.empty()) continue;
+    append_pieces(out, text, spans_of(regex_, text, invert_), behavior_);
+  }
+  return out;
+}
+
+ByteLevelPreTokenizer::ByteLevelPreTokenizer(bool add_prefix_space, bool use_regex)
+    : add_prefix_space_(add_prefix_space),
+      gpt2_split_(use_regex ? std::make_unique<SplitPreTokenizer>(kGpt2Pattern, SplitBehavior::isolated, false)
+                            : nullptr) {}
+
+Pieces ByteLevelPreTokenizer::split(Pieces pieces) const {
+  if (add_prefix_space_) {
+    for (std::string& piece : pieces) {
+      if (!piece.empty() && piece.front() != ' ') piece.insert(piece.begin(), ' ');
+    }
+  }
+  if (gpt2_split_) pieces = gpt2_split_->split(std::move(pieces));
+  for (std::string& piece : pieces) {
+    std::string mapped;
+    mapped.reserve(piece.size() * 2);
+    append_byte_level(mapped, piece);
+    piece = std::move(mapped);
+  }
+  return pieces;
+}
+
+Pieces SequencePreTokenizer::split(Pieces pieces) const {
+  for (const auto& step : steps_) pieces = step->split(std::move(pieces));
+  return pieces;
+}
+
+std::string escaped_regex(const std::string& literal) {
+  std::string out;
+  for (char c : literal) {
+    if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace mixt::text

@@ -1,0 +1,59 @@
+// tokenizer.json's pre-tokenizers: each splits the pieces of text it is given into smaller
+// pieces (and ByteLevel also maps their bytes to its alphabet); BPE then runs on each piece.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "unicode_regex.h"
+
+namespace mixt::text {
+
+using Pieces = std::vector<std::string>;
+
+class PreTokenizer {
+ public:
+  virtual ~PreTokenizer() = default;
+  virtual Pieces split(Pieces pieces) const = 0;
+};
+
+// Where the matches of a Split go (tokenizers' SplitDelimiterBehavior).
+enum class SplitBehavior { removed, isolated, merged_with_previous, merged_with_next, contiguous };
+
+// Split: the text around and at the matches of a regex (or of a literal string).
+class SplitPreTokenizer : public PreTokenizer {
+ public:
+  SplitPreTokenizer(const std::string& regex, SplitBehavior behavior, bool invert);
+  Pieces split(Pieces pieces) const override;
+
+ private:
+  UnicodeRegex regex_;
+  SplitBehavior behavior_;
+  bool invert_;
+};
+
+// ByteLevel: optionally a leading space, optionally GPT-2's split, then the byte alphabet.
+class ByteLevelPreTokenizer : public PreTokenizer {
+ public:
+  ByteLevelPreTokenizer(bool add_prefix_space, bool use_regex);
+  Pieces split(Pieces pieces) const override;
+
+ private:
+  bool add_prefix_space_;
+  std::unique_ptr<SplitPreTokenizer> gpt2_split_;  // null unless use_regex
+};
+
+class SequencePreTokenizer : public PreTokenizer {
+ public:
+  explicit SequencePreTokenizer(std::vector<std::unique_ptr<PreTokenizer>> steps) : steps_(std::move(steps)) {}
+  Pieces split(Pieces pieces) const override;
+
+ private:
+  std::vector<std::unique_ptr<PreTokenizer>> steps_;
+};
+
+// A regex that matches `literal` and nothing else (Split's {"String": ...} pattern).
+std::string escaped_regex(const std::string& literal);
+
+}  // namespace mixt::text

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""The reference for mixt's tokenizers: trains three small tokenizers the way their families
+are built, then writes what Hugging Face `tokenizers` and `sentencepiece` (the Python
+packages, the references) make of a varied text.
+
+    tokenizer_reference.py OUT_DIR [--text FILE ...]
+
+OUT_DIR gets:
+  gpt2_style/tokenizer.json    byte-level BPE, GPT-2's pre-tokenizer (ByteLevel with its regex)
+  llama3_style/tokenizer.json  byte-level BPE, Llama 3's Split regex, ignore_merges, special
+                               tokens and a post-processor that adds <|begin_of_text|>
+  sentencepiece/tokenizer.model  a SentencePiece BPE model with byte fallback (older Llamas)
+  cases.json                   {tokenizer: [{text, ids, ids_with_special, decoded, decoded_skipping}]}
+
+Nothing is downloaded: the tokenizers are trained here, on the texts given (default: the
+GPL-3 text every Debian has, and tests/fixtures/text/tokenizer_corpus.txt).
+"""
+import argparse
+import json
+import os
+import sys
+
+import sentencepiece as spm
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(HERE, "..", "fixtures", "text", "tokenizer_corpus.txt")
+GPL3 = "/usr/share/common-licenses/GPL-3"
+
+LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+                  r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+def gpt2_style(files):
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    trainer = trainers.BpeTrainer(vocab_size=1200, special_tokens=["<|endoftext|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train(files, trainer)
+    return tok
+
+
+def llama3_style(files):
+    tok = Tokenizer(models.BPE(ignore_merges=True))
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(LLAMA3_PATTERN), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False),
+    ])
+    tok.decoder = decoders.ByteLevel()
+    specials = ["<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>", "<|start_header_id|>"]
+    trainer = trainers.BpeTrainer(vocab_size=1500, special_tokens=specials,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train(files, trainer)
+    bos = tok.token_to_id("<|begin_of_text|>")
+    tok.post_processor = processors.Sequence([
+        processors.ByteLevel(trim_offsets=False),
+        processors.TemplateProcessing(single="<|begin_of_text|> $A", pair="<|begin_of_text|> $A $B:1",
+                                      special_tokens=[("<|begin_of_text|>", bos)]),
+    ])
+    # An added token that is not special: matched before BPE, kept by decode(skip_special_tokens).
+    tok.add_tokens([AddedToken("<tool>", special=False, normalized=False)])
+    return tok
+
+
+def sentencepiece_model(files, out_dir):
+    prefix = os.path.join(out_dir, "tokenizer")
+    spm.SentencePieceTrainer.train(input=",".join(files), model_prefix=prefix, vocab_size=600, model_type="bpe",
+                                   byte_fallback=True, character_coverage=0.99, num_threads=1,
+                                   minloglevel=2, user_defined_symbols=["<tool>"])
+    os.remove(prefix + ".vocab")
+    return spm.SentencePieceProcessor(model_file=prefix + ".model")
+
+
+def texts(files):
+    """What each tokenizer encodes: every line of every text, each text whole, and the edges."""
+    out = ["", " ", "  ", "\n", "\n\n\n", " \n ", "a", " a", "hello world", "  leading", "trailing  ",
+           "<|endoftext|>", "<|endoftext|><|endoftext|>", "x<|begin_of_text|>y", "<tool> call <tool>",
+           "<|endoftext", "I'VE", "don't", "12345678901", "\t\ttabs", "🤖", "é", "e\u0301"]
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            whole = f.read()
+        out.append(whole)
+        out.extend(line for line in whole.splitlines(keepends=True) if line)
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out_dir")
+    parser.add_argument("--text", action="append", help="a training and test text (default GPL-3 and the corpus)")
+    args = parser.parse_args()
+    files = args.text or [GPL3, CORPUS]
+    for sub in ("gpt2_style", "llama3_style", "sentencepiece"):
+        os.makedirs(os.path.join(args.out_dir, sub), exist_ok=True)
+
+    cases = {}
+    for name, build in (("gpt2_style", gpt2_style), ("llama3_style", llama3_style)):
+        tok = build(files)
+        tok.save(os.path.join(args.out_dir, name, "tokenizer.json"))
+        tok = Tokenizer.from_file(os.path.join(args.out_dir, name, "tokenizer.json"))  # as mixt reads it
+        rows = []
+        for text in texts(files):
+            ids = tok.encode(text, add_special_tokens=False).ids
+            rows.append({"text": text, "ids": ids,
+                         "ids_with_special": tok.encode(text, add_special_tokens=True).ids,
+                         "decoded": tok.decode(ids, skip_special_tokens=False),
+                         "decoded_skipping": tok.decode(ids, skip_special_tokens=True)})
+        cases[name] = rows
+
+    sp = sentencepiece_model(files, os.path.join(args.out_dir, "sentencepiece"))
+    rows = []
+    for text in texts(files):
+        ids = sp.encode(text)
+        rows.append({"text": text, "ids": ids, "ids_with_special": [sp.bos_id()] + ids,
+                     "decoded": sp.decode(ids), "decoded_skipping": sp.decode(ids)})
+    cases["sentencepiece"] = rows
+
+    with open(os.path.join(args.out_dir, "cases.json"), "w", encoding="utf-8") as f:
+        json.dump(cases, f, ensure_ascii=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -41,7 +41,7 @@ void append_pieces(Pieces& out, const std::string& text, const std::vector<Span>
         piece(s.begin, s.end);
         break;
       case SplitBehavior::merged_with_previous:
-        // A match closes the piece before it; text waits for the match that may follow.
+        // A match closes the text before it; a match after a match stands alone.
         if (pending == std::string::npos) pending = s.begin;
         if (s.matched || i + 1 == spans.size() || !spans[i + 1].matched) {
           piece(pending, s.end);
@@ -49,10 +49,11 @@ void append_pieces(Pieces& out, const std::string& text, const std::vector<Span>
         }
         break;
       case SplitBehavior::merged_with_next:
-        // A match opens the piece after it.
-        if (pending == std::string::npos) pending = s.begin;
-        if (!s.matched || i + 1 == spans.size()) {
-          piece(pending, s.end);
+        // A match opens the text after it; a match followed by a match stands alone.
+        if (s.matched && i + 1 < spans.size() && !spans[i + 1].matched) {
+          pending = s.begin;
+        } else {
+          piece(pending == std::string::npos ? s.begin : pending, s.end);
           pending = std::string::npos;
         }
         break;

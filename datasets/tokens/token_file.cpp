@@ -10,9 +10,8 @@ namespace tokens {
 
 namespace {
 
-constexpr std::int32_t kLlmcMagic = 20240520;
-constexpr std::int32_t kLlmcVersion = 1;          // uint16 tokens
-constexpr std::int32_t kLlmcLlama3Magic = 20240801;  // llm.c's uint32 files, for LLaMA 3
+constexpr std::int32_t kLlmcMagic = 20240520;        // uint16 tokens, version 1
+constexpr std::int32_t kLlmcLlama3Magic = 20240801;  // uint32 tokens, version 7
 constexpr std::int64_t kLlmcHeaderBytes = 256 * 4;
 
 std::int32_t header_int(const MappedFile& map, std::size_t index) {
@@ -21,34 +20,42 @@ std::int32_t header_int(const MappedFile& map, std::size_t index) {
   return value;
 }
 
-bool starts_with_magic(const MappedFile& map) { return map.size() >= 4 && header_int(map, 0) == kLlmcMagic; }
+bool starts_with_magic(const MappedFile& map) {
+  return map.size() >= 4 && (header_int(map, 0) == kLlmcMagic || header_int(map, 0) == kLlmcLlama3Magic);
+}
+
+// The width of the ids after the llm.c header, from its magic and version.
+int llmc_width(const std::string& path, const MappedFile& map) {
+  const std::int32_t magic = header_int(map, 0);
+  const std::int32_t version = header_int(map, 1);
+  if (magic == kLlmcMagic) {
+    if (version != 1) {
+      throw TokenFileError(path + ": llm.c header version " + std::to_string(version) +
+                           " with magic 20240520; that magic goes with version 1 (uint16 tokens)");
+    }
+    return 2;
+  }
+  if (magic == kLlmcLlama3Magic) {
+    if (version != 7) {
+      throw TokenFileError(path + ": llm.c header version " + std::to_string(version) +
+                           " with magic 20240801; that magic goes with version 7 (uint32 tokens)");
+    }
+    return 4;
+  }
+  throw TokenFileError(path + " is not an llm.c token file: its first int32 is " + std::to_string(magic) +
+                       ", llm.c's magics are 20240520 (uint16 tokens) and 20240801 (uint32)");
+}
 
 // The count of ids after the llm.c header, checked against the header and the file size.
-std::int64_t llmc_token_count(const std::string& path, const MappedFile& map) {
+std::int64_t llmc_token_count(const std::string& path, const MappedFile& map, int width) {
   const auto size = static_cast<std::int64_t>(map.size());
-  if (size < kLlmcHeaderBytes) {
-    throw TokenFileError(path + " holds " + std::to_string(size) + " bytes, less than llm.c's 1024-byte header");
-  }
-  const std::int32_t magic = header_int(map, 0);
-  if (magic == kLlmcLlama3Magic) {
-    throw TokenFileError(path + " is an llm.c LLaMA 3 file (magic 20240801, uint32 tokens); only GPT-2 files "
-                                "(magic 20240520, uint16 tokens) are read");
-  }
-  if (magic != kLlmcMagic) {
-    throw TokenFileError(path + " is not an llm.c token file: its first int32 is " + std::to_string(magic) +
-                         ", llm.c's magic is 20240520");
-  }
-  const std::int32_t version = header_int(map, 1);
-  if (version != kLlmcVersion) {
-    throw TokenFileError(path + ": llm.c header version " + std::to_string(version) +
-                         ", only version 1 (uint16 tokens) is read");
-  }
   const std::int64_t promised = header_int(map, 2);
   const std::int64_t payload = size - kLlmcHeaderBytes;
-  if (promised < 0 || payload != 2 * promised) {
+  if (promised < 0 || payload != width * promised) {
     throw TokenFileError(path + ": the llm.c header says " + std::to_string(promised) + " tokens, the file holds " +
-                         std::to_string(payload / 2) + (payload % 2 ? " and a half" : "") + " (" +
-                         std::to_string(payload) + " bytes after the 1024-byte header)");
+                         std::to_string(payload / width) + (payload % width ? " and a part" : "") + " (" +
+                         std::to_string(payload) + " bytes after the 1024-byte header, " + std::to_string(width) +
+                         " per token)");
   }
   return promised;
 }
@@ -65,7 +72,12 @@ TokenFile open_token_file(const std::string& path, TokenFormat format) {
   run.file = path;
   run.width = 2;
   if (file.format == TokenFormat::llmc) {
-    run.count = llmc_token_count(path, *map);
+    if (static_cast<std::int64_t>(map->size()) < kLlmcHeaderBytes) {
+      throw TokenFileError(path + " holds " + std::to_string(map->size()) +
+                           " bytes, less than llm.c's 1024-byte header");
+    }
+    run.width = llmc_width(path, *map);
+    run.count = llmc_token_count(path, *map, run.width);
     run.header_bytes = kLlmcHeaderBytes;
   } else {
     if (map->size() % 2 != 0) {

@@ -1,7 +1,8 @@
-// Token files of uint16 GPT-2 ids, as nanoGPT and llm.c write them:
-//   nanogpt: the ids and nothing else (prepare.py: np.array(ids, dtype=np.uint16).tofile(f));
-//   llmc:    256 int32 (magic 20240520, version 1, token count, zeros), then the ids
-//            (dev/data/data_common.py, write_datafile).
+// Token files as nanoGPT, llm.c and `mixt tokenize` write them:
+//   nanogpt: uint16 ids and nothing else (prepare.py: np.array(ids, dtype=np.uint16).tofile(f));
+//   llmc:    256 int32 (magic, version, token count, zeros), then the ids: magic 20240520 and
+//            version 1 for uint16 ids (GPT-2), magic 20240801 and version 7 for uint32 ids
+//            (LLaMA 3; vocabularies over 65,536) (dev/data/data_common.py, write_datafile).
 #pragma once
 
 #include <stdexcept>

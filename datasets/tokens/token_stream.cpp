@@ -7,7 +7,7 @@
 namespace tokens {
 
 // The files hold little-endian ids (numpy's default on every machine they are made on).
-static_assert(std::endian::native == std::endian::little, "token files are read as little-endian uint16");
+static_assert(std::endian::native == std::endian::little, "token files are read as little-endian uint16/uint32");
 
 TokenStream::TokenStream(std::vector<TokenRun> runs) : runs_(std::move(runs)) {
   for (const TokenRun& run : runs_) {
@@ -32,6 +32,13 @@ void TokenStream::copy(std::int64_t start, std::int64_t count, std::int64_t* out
     if (r.width == 1) {
       const std::uint8_t* from = r.bytes + local;
       for (std::int64_t i = 0; i < take; ++i) out[i] = from[i];
+    } else if (r.width == 4) {
+      const std::uint8_t* from = r.bytes + 4 * local;
+      for (std::int64_t i = 0; i < take; ++i) {
+        std::uint32_t id = 0;
+        std::memcpy(&id, from + 4 * i, 4);
+        out[i] = id;
+      }
     } else {
       const std::uint8_t* from = r.bytes + 2 * local;
       for (std::int64_t i = 0; i < take; ++i) {

@@ -10,7 +10,7 @@
 
 namespace tokens {
 
-// One file's tokens: `count` ids of `width` bytes (1: text bytes, 2: uint16, little-endian)
+// One file's tokens: `count` ids of `width` bytes (1: text bytes, 2: uint16, 4: uint32; little-endian)
 // starting `header_bytes` into the file, at `bytes` in memory.
 struct TokenRun {
   std::string file;

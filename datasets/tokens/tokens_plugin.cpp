@@ -59,8 +59,9 @@ const auto kTokensOptions = tokens::with_loader_keys(
                    read_files)
         .choice(&TO::format, "format",
                 {{"auto", TokenFormat::auto_detect}, {"nanogpt", TokenFormat::nanogpt}, {"llmc", TokenFormat::llmc}},
-                "nanogpt: bare uint16 ids; llmc: llm.c's 1024-byte header, then uint16 ids; auto: llmc when a file "
-                "starts with llm.c's magic, each file on its own")
+                "nanogpt: bare uint16 ids; llmc: llm.c's 1024-byte header, then uint16 ids (GPT-2's magic) or uint32 "
+                "ids (LLaMA 3's, as mixt tokenize writes for vocabularies over 65,536); auto: llmc when a file "
+                "starts with an llm.c magic, each file on its own")
         .add(&TO::vocab, "vocab", "token ids are below it; the class count the model gets (GPT-2: 50257)",
              mixt::at_least(1))
         .include(&TO::windows, tokens::window_keys(1024))
@@ -75,6 +76,7 @@ std::string formats_read(const std::set<TokenFormat>& formats) {
 std::unique_ptr<mixt::Dataset> make_tokens(const TokensOptions& o, const mixt::DatasetContext& context) {
   std::vector<tokens::TokenRun> runs;
   std::set<TokenFormat> formats;
+  std::set<int> widths;
   for (const std::string& path : o.files) {
     std::error_code ec;
     if (!fs::exists(path, ec)) {
@@ -85,6 +87,7 @@ std::unique_ptr<mixt::Dataset> make_tokens(const TokensOptions& o, const mixt::D
     try {
       tokens::TokenFile file = tokens::open_token_file(path, o.format);
       formats.insert(file.format);
+      widths.insert(file.run.width);
       runs.push_back(std::move(file.run));
     } catch (const tokens::TokenFileError& e) {
       o.where.fail("files", e.what());
@@ -93,7 +96,9 @@ std::unique_ptr<mixt::Dataset> make_tokens(const TokensOptions& o, const mixt::D
   auto stream = std::make_shared<const tokens::TokenStream>(std::move(runs));
   return tokens::make_token_dataset(
       std::move(stream), o.windows, o.vocab, o.vocab, o.loader.for_context(context, context.split == "train"),
-      o.where, "uint16 token ids from " + formats_read(formats) + " (vocabulary " + std::to_string(o.vocab) + ")");
+      o.where,
+      std::string(widths.size() == 2 ? "uint16 and uint32" : widths.count(4) ? "uint32" : "uint16") + " token ids from " +
+          formats_read(formats) + " (vocabulary " + std::to_string(o.vocab) + ")");
 }
 
 struct TextOptions {

@@ -13,6 +13,7 @@
 #include "lr_find_command.h"
 #include "predict_command.h"
 #include "reporting.h"
+#include "tokenize_command.h"
 
 int main(int argc, char** argv) {
   using namespace mixt::cli;
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
   add_predict_command(app, commands);
   add_evaluate_command(app, commands);
   add_generate_command(app, commands);
+  add_tokenize_command(app, commands);
   add_lr_find_command(app, commands);
   add_diagnose_command(app, commands);
 

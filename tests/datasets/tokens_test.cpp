@@ -202,6 +202,33 @@ TEST(TokenFiles, DescribesItsTokensAndWindows) {
   EXPECT_EQ(preprocessing_of(*both), "uint16 token ids from nanoGPT and llm.c files (vocabulary 50304), windows of 1025");
 }
 
+// llm.c's LLaMA 3 files (magic 20240801, version 7, uint32 ids; dev/data/data_common.py),
+// written here byte by byte with ids past uint16's range: each window holds them as written.
+TEST(TokenFiles, ReadsLlmcUint32FilesForLargeVocabularies) {
+  TempDir dir;
+  std::vector<std::int32_t> header(256, 0);
+  header[0] = 20240801, header[1] = 7, header[2] = 40;
+  std::vector<std::uint32_t> ids(40);
+  for (std::uint32_t i = 0; i < 40; ++i) ids[i] = 70000 + 1000 * i;
+  std::string bytes(1024 + 4 * ids.size(), '\0');
+  std::memcpy(bytes.data(), header.data(), 1024);
+  std::memcpy(bytes.data() + 1024, ids.data(), 4 * ids.size());
+  const fs::path llama = dir.write("llama3.bin", bytes);
+  testing::BuiltPlugins plugins;
+  auto data = make(plugins, tokens(llama.string(), "vocab: 128256, context: 4, batch_size: 1, shuffle: false"));
+  EXPECT_EQ(preprocessing_of(*data), "uint32 token ids from llm.c files (vocabulary 128256), windows of 5");
+  const std::vector<Batch> batches = testing::collect_epoch(*data, 0);
+  ASSERT_FALSE(batches.empty());
+  for (const Batch& batch : batches) {
+    const std::int64_t first = batch.inputs[0][0].item<std::int64_t>();
+    ASSERT_EQ((first - 70000) % 1000, 0);
+    for (std::int64_t t = 0; t < 4; ++t) {
+      EXPECT_EQ(batch.inputs[0][t].item<std::int64_t>(), first + 1000 * t);
+      EXPECT_EQ(batch.targets[0][t].item<std::int64_t>(), first + 1000 * (t + 1));
+    }
+  }
+}
+
 // --- text ---------------------------------------------------------------------------------
 
 TEST(TokenText, AMultiByteCharacterComesOutAsItsBytes) {
@@ -272,14 +299,20 @@ TEST(TokenErrors, AnLlmcHeaderIsCheckedAndNamed) {
   const std::vector<std::uint16_t> ids(100, 7);
   const fs::path magic = dir.write("magic.bin", llmc_file(20240521, 1, 100, ids));
   EXPECT_THAT(tokens_error(magic.string(), "format: llmc").what(),
-              HasSubstr(magic.string() + " is not an llm.c token file: its first int32 is 20240521, llm.c's magic "
-                                         "is 20240520"));
-  const fs::path llama = dir.write("llama.bin", llmc_file(20240801, 7, 50, ids));
+              HasSubstr(magic.string() + " is not an llm.c token file: its first int32 is 20240521, llm.c's magics "
+                                         "are 20240520 (uint16 tokens) and 20240801 (uint32)"));
+  const fs::path llama = dir.write("llama.bin", llmc_file(20240801, 1, 50, ids));
   EXPECT_THAT(tokens_error(llama.string(), "format: llmc").what(),
-              HasSubstr(llama.string() + " is an llm.c LLaMA 3 file"));
+              HasSubstr(llama.string() + ": llm.c header version 1 with magic 20240801; that magic goes with "
+                                         "version 7 (uint32 tokens)"));
+  const fs::path llama_count = dir.write("llama_count.bin", llmc_file(20240801, 7, 100, ids));
+  EXPECT_THAT(tokens_error(llama_count.string()).what(),
+              HasSubstr(llama_count.string() + ": the llm.c header says 100 tokens, the file holds 50 (200 bytes "
+                                               "after the 1024-byte header, 4 per token)"));
   const fs::path version = dir.write("version.bin", llmc_file(20240520, 2, 100, ids));
   EXPECT_THAT(tokens_error(version.string()).what(),
-              HasSubstr(version.string() + ": llm.c header version 2, only version 1 (uint16 tokens) is read"));
+              HasSubstr(version.string() + ": llm.c header version 2 with magic 20240520; that magic goes with "
+                                           "version 1 (uint16 tokens)"));
   const fs::path count = dir.write("count.bin", llmc_file(20240520, 1, 120, ids));
   const Error e = tokens_error(count.string());
   EXPECT_EQ(e.kind(), ErrorKind::recipe);

@@ -3,7 +3,7 @@
 are built, then writes what Hugging Face `tokenizers` and `sentencepiece` (the Python
 packages, the references) make of a varied text.
 
-    tokenizer_reference.py OUT_DIR [--text FILE ...]
+    tokenizer_reference.py OUT_DIR [--text FILE ...] [--wide]
 
 OUT_DIR gets:
   gpt2_style/tokenizer.json    byte-level BPE, GPT-2's pre-tokenizer (ByteLevel with its regex)
@@ -11,6 +11,8 @@ OUT_DIR gets:
                                tokens and a post-processor that adds <|begin_of_text|>
   sentencepiece/tokenizer.model  a SentencePiece BPE model with byte fallback (older Llamas)
   cases.json                   {tokenizer: [{text, ids, ids_with_special, decoded, decoded_skipping}]}
+  llama3_wide/tokenizer.json   (--wide) llama3_style with 70,000 more added tokens, <extra_0>..: ids past
+                               uint16, for `mixt tokenize`'s uint32 shards
 
 Nothing is downloaded: the tokenizers are trained here, on the texts given (default: the
 GPL-3 text every Debian has, and tests/fixtures/text/tokenizer_corpus.txt).
@@ -90,8 +92,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out_dir")
     parser.add_argument("--text", action="append", help="a training and test text (default GPL-3 and the corpus)")
+    parser.add_argument("--wide", action="store_true", help="also llama3_wide (a vocabulary past 65,536)")
     args = parser.parse_args()
     files = args.text or [GPL3, CORPUS]
+    if args.wide:
+        tok = llama3_style(files)
+        tok.add_tokens([AddedToken(f"<extra_{i}>", special=False, normalized=False) for i in range(70000)])
+        os.makedirs(os.path.join(args.out_dir, "llama3_wide"), exist_ok=True)
+        tok.save(os.path.join(args.out_dir, "llama3_wide", "tokenizer.json"))
     for sub in ("gpt2_style", "llama3_style", "sentencepiece"):
         os.makedirs(os.path.join(args.out_dir, sub), exist_ok=True)
 

@@ -68,15 +68,16 @@ class SentencePieceTokenizer : public Tokenizer {
 };
 
 }  // namespace
+}  // namespace mixt::text
 
-std::unique_ptr<Tokenizer> read_sentencepiece_model(const std::string& file, std::string_view content) {
+// The module's one entry (sentencepiece_tokenizer.h), found by dlsym.
+extern "C" __attribute__((visibility("default"))) void mixt_read_sentencepiece_model(
+    const std::string& file, std::string_view content, std::unique_ptr<mixt::Tokenizer>* out, std::string* failure) {
   auto processor = std::make_unique<sentencepiece::SentencePieceProcessor>();
   const auto status = processor->LoadFromSerializedProto(content);
   if (!status.ok()) {
-    throw recipe_error("not a tokenizer.json and not a SentencePiece model (" + status.ToString() + ")",
-                       SourceLocation{file}, {}, "give a Hugging Face tokenizer.json or a SentencePiece tokenizer.model");
+    *failure = status.ToString();
+    return;
   }
-  return std::make_unique<SentencePieceTokenizer>(file, std::move(processor));
+  *out = std::make_unique<mixt::text::SentencePieceTokenizer>(file, std::move(processor));
 }
-
-}  // namespace mixt::text

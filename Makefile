@@ -17,7 +17,7 @@ export CCACHE_NOHASHDIR := true
 export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_file_ctime
 export CCACHE_MAXSIZE ?= 5G
 
-.PHONY: setup setup-demo configure build build-demo test demo bench bench-data container-check clean
+.PHONY: setup setup-demo configure build build-demo test demo bench bench-data bench-tokenizer container-check clean
 
 # Everything `make test` needs; setup-demo: only what `make demo` needs (no Python references).
 setup:
@@ -54,6 +54,10 @@ bench: build
 # Input pipeline: mixt's image_folder loader vs torchvision ImageFolder + DataLoader.
 bench-data: build
 	bench/data_pipeline/run.sh $(BUILD_DIR)
+
+# Tokenizer encode throughput: mixt vs Hugging Face tokenizers, one thread and every core.
+bench-tokenizer: build
+	bench/tokenizer/run.sh $(BUILD_DIR)
 
 # Builds the container image (podman or docker) and runs it: not part of `make test`.
 container-check:

@@ -10,6 +10,7 @@
 #include "experiment/inference.h"
 #include "experiment/model_source.h"
 #include "experiment/session.h"
+#include "mixt/tokenizer.h"
 
 namespace mixt::cli {
 
@@ -43,19 +44,45 @@ std::vector<std::int64_t> parse_tokens(const std::string& text, std::int64_t voc
   return ids;
 }
 
-// The prompt's ids: --tokens, or the bytes of --prompt for a byte-level model ("\n" when
-// neither is given, as nanoGPT's sample.py starts).
-std::vector<std::int64_t> prompt_ids(const GenerateOptions& options, std::int64_t vocabulary) {
+// The prompt's ids: --tokens; else --prompt encoded by the recipe's tokenizer (with the
+// special tokens it adds, as transformers' tokenizer(prompt) does), or as bytes for a
+// byte-level model. Without either: the tokenizer's end-of-text token (GPT-2's unconditional
+// start), or "\n" for a byte-level model, as nanoGPT's sample.py starts.
+std::vector<std::int64_t> prompt_ids(const GenerateOptions& options, std::int64_t vocabulary,
+                                     const Tokenizer* tokenizer) {
   if (!options.tokens.empty()) return parse_tokens(options.tokens, vocabulary);
+  if (tokenizer != nullptr) {
+    std::vector<TokenId> ids;
+    if (!options.prompt.empty()) {
+      ids = tokenizer->encode(options.prompt, true);
+    } else if (const auto end = tokenizer->end_of_text()) {
+      ids = {*end};
+    }
+    if (ids.empty()) throw usage_error("the prompt encodes to no token", "give --prompt TEXT");
+    return {ids.begin(), ids.end()};
+  }
   if (vocabulary != kByteVocabulary) {
-    throw usage_error("--prompt takes text only for a byte-level model (vocabulary 256); this one has " +
-                          std::to_string(vocabulary) + " tokens",
-                      "give token ids with --tokens (mixt ships no tokenizer)");
+    throw usage_error("--prompt takes text for a byte-level model (vocabulary 256) or a model with a tokenizer; "
+                      "this one has " + std::to_string(vocabulary) + " tokens and no tokenizer",
+                      "name one in the recipe (model.tokenizer: tokenizer.json), or give token ids with --tokens");
   }
   const std::string text = options.prompt.empty() ? "\n" : options.prompt;
   std::vector<std::int64_t> ids;
   for (unsigned char byte : text) ids.push_back(byte);
   return ids;
+}
+
+// model.tokenizer, checked against the model's vocabulary; null when the recipe names none.
+std::unique_ptr<Tokenizer> recipe_tokenizer_for(const Recipe& recipe, std::int64_t vocabulary) {
+  const std::string file = recipe_tokenizer(recipe);
+  if (file.empty()) return nullptr;
+  std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(file);
+  if (tokenizer->vocab_size() > vocabulary) {
+    throw recipe_error("the tokenizer has " + std::to_string(tokenizer->vocab_size()) + " tokens, more than the " +
+                           std::to_string(vocabulary) + " the model predicts",
+                       SourceLocation{file}, {}, "model.tokenizer must be the tokenizer the model was trained with");
+  }
+  return tokenizer;
 }
 
 }  // namespace
@@ -76,7 +103,8 @@ int generate(const GenerateOptions& options) {
   }
   const Inference inference(c, plan, options.ema, e.options.seed);
   const std::int64_t vocabulary = c.train->num_classes();
-  const std::vector<std::int64_t> ids = prompt_ids(options, vocabulary);
+  const std::unique_ptr<Tokenizer> tokenizer = recipe_tokenizer_for(e.recipe, vocabulary);
+  const std::vector<std::int64_t> ids = prompt_ids(options, vocabulary, tokenizer.get());
   const at::Tensor prompt = at::tensor(ids, at::kLong).view({1, -1}).to(inference.device());
 
   SamplingOptions sampling;
@@ -86,22 +114,35 @@ int generate(const GenerateOptions& options) {
   sampling.seed = options.seed;
   sampling.use_cache = !options.no_cache;
   if (!c.train->sample_shape().empty()) sampling.context_length = c.train->sample_shape().front();
-  const bool text = vocabulary == kByteVocabulary;
-  // Printed as drawn: the prompt, then each token (bytes as they are, ids one per word).
-  if (text) {
-    const std::string bytes(ids.begin(), ids.end());
-    std::fwrite(bytes.data(), 1, bytes.size(), stdout);
-  } else {
-    for (std::size_t i = 0; i < ids.size(); ++i) std::printf("%s%lld", i ? " " : "", static_cast<long long>(ids[i]));
+  // Printed as drawn: the prompt, then each token (decoded text with a tokenizer, bytes for a
+  // byte-level model, else ids one per word).
+  const auto print = [](const std::string& text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  };
+  std::optional<TextStream> stream;
+  if (tokenizer) stream.emplace(*tokenizer);
+  const bool bytes = !tokenizer && vocabulary == kByteVocabulary;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (stream) {
+      print(stream->push(static_cast<TokenId>(ids[i])));
+    } else if (bytes) {
+      std::fputc(static_cast<int>(ids[i]), stdout);
+    } else {
+      std::printf("%s%lld", i ? " " : "", static_cast<long long>(ids[i]));
+    }
   }
-  mixt::generate(inference.model(), *c.precision, prompt, sampling, [text](std::int64_t token) {
-    if (text) {
+  mixt::generate(inference.model(), *c.precision, prompt, sampling, [&](std::int64_t token) {
+    if (stream) {
+      print(stream->push(static_cast<TokenId>(token)));
+    } else if (bytes) {
       std::fputc(static_cast<int>(token), stdout);
     } else {
       std::printf(" %lld", static_cast<long long>(token));
     }
     std::fflush(stdout);
   });
+  if (stream) print(stream->finish());
   std::printf("\n");
   return 0;
 }
@@ -115,7 +156,9 @@ void add_generate_command(CLI::App& app, Commands& commands) {
                    "recipe with model.weights=FILE.safetensors")
       ->required();
   command->add_option("overrides", o->overrides, "key=value overrides, as for mixt run");
-  command->add_option("--prompt", o->prompt, "text to continue (byte-level models; default a newline)");
+  command->add_option("--prompt", o->prompt,
+                      "text to continue, encoded by the recipe's model.tokenizer (or as bytes for a byte-level "
+                      "model); default the tokenizer's end-of-text token, or a newline");
   command->add_option("--tokens", o->tokens, "token ids to continue, e.g. '15496, 11, 995'");
   command->add_option("--max-new-tokens", o->max_new_tokens, "tokens to draw")->capture_default_str();
   command->add_option("--temperature", o->temperature, "divides the logits; 0: always the likeliest token")

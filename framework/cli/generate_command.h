@@ -13,7 +13,7 @@ namespace mixt::cli {
 struct GenerateOptions {
   std::string target;                  // a run directory, its checkpoints/, a checkpoint, or a recipe
   std::vector<std::string> overrides;  // key=value, as for `mixt run`
-  std::string prompt;                  // text, for a byte-level model (vocabulary 256)
+  std::string prompt;                  // text: model.tokenizer encodes it, or its bytes for a byte-level model
   std::string tokens;                  // token ids, "15496, 11, 995" or "15496 11 995"
   std::int64_t max_new_tokens = 200;
   double temperature = 1.0;

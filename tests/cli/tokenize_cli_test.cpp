@@ -145,6 +145,43 @@ output: runs
   EXPECT_LT(std::stod(loss[1]), 6.2) << run.output;
 }
 
+// A GPT-2 trained by transformers for a few seconds (tests/support/generate_reference.py),
+// its model.safetensors and the tokenizer in a recipe: mixt generate --prompt, greedy,
+// prints the text transformers' greedy generate decodes.
+TEST_F(TokenizeCli, GenerateWithAPromptWritesTransformersGreedyText) {
+  const fs::path out = dir_.path() / "gpl";
+  ASSERT_EQ(testing::run_mixt({"tokenize", kGpl, "--tokenizer", tokenizer("gpt2_style"), "--out", out.string()})
+                .exit_code,
+            0);
+  const std::string prompt = "You may convey verbatim copies of the";
+  const CommandResult reference = testing::run_command(
+      "python3 " + testing::shell_quote((testing::source_dir() / "tests/support/generate_reference.py").string()) +
+      " --tokenizer " + testing::shell_quote(tokenizer("gpt2_style")) + " --out " +
+      testing::shell_quote((dir_.path() / "hf").string()) + " --prompt " + testing::shell_quote(prompt) +
+      " --max-new-tokens 24 2>/dev/null");
+  ASSERT_EQ(reference.exit_code, 0) << reference.output;
+  const nlohmann::json expected = testing::json_document(reference.output);
+  dir_.write("gen.yaml", R"(name: gen
+task: { name: causal_lm }
+model: { name: gpt2, num_layers: 2, num_heads: 2, hidden_dim: 64, context_length: 64, dropout: 0,
+         attention_dropout: 0, weights: hf/model.safetensors, tokenizer: )" + tokenizer("gpt2_style") + R"( }
+precision: { name: fp32 }
+optimizer: { name: adamw }
+data:
+  train: { name: tokens, files: [)" + (out / "train_000000.bin").string() + R"(], vocab: 1200, context: 64 }
+)");
+  const CommandResult generated = testing::run_mixt(
+      {"generate", "gen.yaml", "--prompt", prompt, "--temperature", "0", "--max-new-tokens", "24"}, dir_.path());
+  ASSERT_EQ(generated.exit_code, 0) << generated.output;
+  EXPECT_EQ(generated.output, expected["text"].get<std::string>() + "\n");
+  // The text is not the prompt again and again: the model learned GPL-3's words.
+  EXPECT_GT(expected["text"].get<std::string>().size(), prompt.size() + 24);
+  const CommandResult no_tokenizer = testing::run_mixt(
+      {"generate", "gen.yaml", "model.tokenizer=missing.json", "--prompt", prompt}, dir_.path());
+  EXPECT_EQ(no_tokenizer.exit_code, 2);
+  EXPECT_THAT(no_tokenizer.output, HasSubstr("model.tokenizer: tokenizer file does not exist: missing.json"));
+}
+
 TEST_F(TokenizeCli, BadInputIsNamed) {
   const CommandResult missing =
       testing::run_mixt({"tokenize", "/nonexistent.txt", "--tokenizer", tokenizer("gpt2_style"), "--out", "o"},

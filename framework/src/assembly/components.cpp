@@ -1,5 +1,6 @@
 #include "assembly/components.h"
 
+#include <filesystem>
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -25,6 +26,8 @@ namespace {
 const Optional<std::string> kWeights{"weights",
                                      "safetensors file to load (torchvision names); read by mixt for every model"};
 const Option<bool> kStrict{"strict", true, "with weights: every name and shape must match (false: load what matches)"};
+const Optional<std::string> kTokenizer{
+    "tokenizer", "a tokenizer.json or SentencePiece tokenizer.model: text in and out of mixt generate; read by mixt"};
 const Option<bool> kEnabled{"enabled", true,
                             "false: not built (turns off a callback that is on by default); read by mixt"};
 const Optional<std::string> kLabel{
@@ -246,7 +249,7 @@ void check_listed_submodules_routed(const Components& components) {
 std::vector<OptionDoc> framework_option_docs(ComponentKind kind) {
   switch (kind) {
     case ComponentKind::model:
-      return {kWeights, kStrict};
+      return {kWeights, kStrict, kTokenizer};
     case ComponentKind::precision:
       return {kFp32Modules};
     case ComponentKind::callback:
@@ -261,6 +264,13 @@ std::shared_ptr<Model> build_model(const Config& section, const Registry& regist
   // `weights:` and `strict:` belong to every model, so the framework reads them here
   // rather than each plugin.
   const bool strict = kStrict.read(section);
+  if (const std::optional<std::string> tokenizer = kTokenizer.read(section)) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(*tokenizer, ec)) {
+      section.fail("tokenizer", "tokenizer file does not exist: " + *tokenizer,
+                   "a tokenizer.json or tokenizer.model, relative to the directory mixt runs in");
+    }
+  }
   if (const std::optional<std::string> weights = kWeights.read(section)) {
     const std::string& file = *weights;
     const LoadReport report = load_state_dict(*model, load_safetensors(file).tensors, strict, file);

@@ -106,11 +106,17 @@ std::vector<std::string> run_class_names(const ModelTarget& target) {
   return names;
 }
 
-std::string recipe_weights(const Recipe& recipe) {
+namespace {
+std::string model_key(const Recipe& recipe, const char* key) {
   const RecipeEntry* model = recipe.root->find("model");
-  const RecipeEntry* weights = model && model->value->is_map() ? model->value->find("weights") : nullptr;
-  return weights ? weights->value->scalar : "";
+  const RecipeEntry* entry = model && model->value->is_map() ? model->value->find(key) : nullptr;
+  return entry ? entry->value->scalar : "";
 }
+}  // namespace
+
+std::string recipe_weights(const Recipe& recipe) { return model_key(recipe, "weights"); }
+
+std::string recipe_tokenizer(const Recipe& recipe) { return model_key(recipe, "tokenizer"); }
 
 std::string weights_source(const ModelPlan& plan, const std::string& argument) {
   return !plan.checkpoint.empty() ? plan.checkpoint.string() : plan.named_weights ? recipe_weights(plan.recipe) : argument;

@@ -53,6 +53,9 @@ std::vector<std::string> run_class_names(const ModelTarget& target);
 // The model.weights file, as the recipe (or the command line) names it; empty when none.
 std::string recipe_weights(const Recipe& recipe);
 
+// The model.tokenizer file, likewise; empty when none.
+std::string recipe_tokenizer(const Recipe& recipe);
+
 // Where the plan's weights come from, as reports name them: the checkpoint, else the
 // model.weights file, else `argument` (the recipe the command was given).
 std::string weights_source(const ModelPlan& plan, const std::string& argument);

@@ -144,8 +144,8 @@ std::unique_ptr<mixt::Dataset> make_text(const TextOptions& o, const mixt::Datas
 
 void register_components(mixt::Registrar& registrar) {
   registrar.add_dataset("tokens",
-                        "GPT-2 token ids (uint16) from nanoGPT .bin files or llm.c shards, memory-mapped, in windows "
-                        "for causal language modelling",
+                        "token ids from nanoGPT .bin files or llm.c shards (uint16, or uint32 past 65,536 tokens), "
+                        "memory-mapped, in windows for causal language modelling",
                         kTokensOptions, make_tokens);
   registrar.add_dataset("text", "one text file's bytes as tokens (vocabulary 256), in windows for causal language "
                                 "modelling without a tokenizer",

@@ -16,8 +16,9 @@ DEBIAN_PACKAGES+=(libgloo-dev)
 # TensorBoard event files (plugins/callbacks/tensorboard): protobuf's lite runtime and protoc.
 DEBIAN_PACKAGES+=(libprotobuf-dev protobuf-compiler)
 # Tokenizers (docs/tokenizers.md): Oniguruma for the pre-tokenizers' Unicode regexes (the engine
-# Hugging Face tokenizers uses), libsentencepiece for SentencePiece models.
-DEBIAN_PACKAGES+=(libonig-dev libsentencepiece-dev)
+# Hugging Face tokenizers uses), utf8proc for the normalizers' NFC/NFKC, libsentencepiece for
+# SentencePiece models.
+DEBIAN_PACKAGES+=(libonig-dev libutf8proc-dev libsentencepiece-dev)
 
 # Python packages: LibTorch itself for the build, then the references the tests and benchmarks
 # compare against (never runtime dependencies of mixt; no weights or data are downloaded).

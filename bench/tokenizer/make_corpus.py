@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/tokenizer's inputs, from what every Debian has (nothing downloaded): the licence
-texts and the packages' copyright files as documents (JSONL, one per file and paragraph
-block), about MB megabytes, and a GPT-2-style byte-level BPE tokenizer with GPT-2's
+texts and the packages' copyright files as documents (JSONL, one per file), the first MB
+megabytes of them (repeated only when they are fewer), and a GPT-2-style byte-level BPE tokenizer with GPT-2's
 vocabulary size (50,257) trained on them by Hugging Face tokenizers.
 
     make_corpus.py OUT_DIR [MB]

@@ -5,6 +5,7 @@
 // inputs and targets [batch, context], the targets being the inputs shifted by one.
 #include <mixt/helpers/data_loader.h>
 #include <mixt/options.h>
+#include <mixt/tokenizer.h>
 #include <mixt/plugin.h>
 
 #include <cerrno>
@@ -103,6 +104,7 @@ std::unique_ptr<mixt::Dataset> make_tokens(const TokensOptions& o, const mixt::D
 
 struct TextOptions {
   std::string file = kDefaultText;
+  std::optional<std::string> tokenizer;  // none: the bytes are the tokens
   tokens::WindowKeys windows;
   mixt::LoaderKeys loader;
   mixt::RecipeSection where;
@@ -112,7 +114,9 @@ using XO = TextOptions;
 const auto kTextOptions = tokens::with_loader_keys(
     mixt::OptionsOf<XO>()
         .add(&XO::file, "file", "a text file, read whole; each byte is a token (UTF-8 characters beyond ASCII are "
-                                "several); relative to the directory mixt runs in")
+                                "several) unless a tokenizer is given; relative to the directory mixt runs in")
+        .contextual(&XO::tokenizer, "tokenizer", "none: bytes",
+                    "a tokenizer.json or tokenizer.model that encodes the text (vocabulary: its size) instead of bytes")
         .include(&XO::windows, tokens::window_keys(256))
         .recipe_section(&XO::where),
     &XO::loader, kTextBatchSize);
@@ -135,11 +139,40 @@ tokens::TokenRun read_text(const TextOptions& o) {
   return run;
 }
 
+// The file's text encoded by the tokenizer, as uint32 ids held by the run.
+tokens::TokenRun encode_text(const TextOptions& o, const mixt::Tokenizer& tokenizer, tokens::TokenRun bytes) {
+  const std::string_view text(reinterpret_cast<const char*>(bytes.bytes), static_cast<std::size_t>(bytes.count));
+  std::vector<mixt::TokenId> ids;
+  try {
+    ids = tokenizer.encode(text);
+  } catch (const mixt::Error& e) {
+    o.where.fail("file", o.file + ": " + e.message());
+  }
+  auto held = std::make_shared<std::vector<std::uint32_t>>(ids.begin(), ids.end());
+  tokens::TokenRun run;
+  run.file = o.file;
+  run.bytes = reinterpret_cast<const std::uint8_t*>(held->data());
+  run.width = 4;
+  run.count = static_cast<std::int64_t>(held->size());
+  run.owner = std::move(held);
+  return run;
+}
+
 std::unique_ptr<mixt::Dataset> make_text(const TextOptions& o, const mixt::DatasetContext& context) {
-  auto stream = std::make_shared<const tokens::TokenStream>(std::vector<tokens::TokenRun>{read_text(o)});
-  return tokens::make_token_dataset(std::move(stream), o.windows, 256, std::nullopt,
-                                    o.loader.for_context(context, context.split == "train"), o.where,
-                                    "UTF-8 bytes as tokens (vocabulary 256)");
+  tokens::TokenRun run = read_text(o);
+  std::int64_t vocab = 256;
+  std::string what = "UTF-8 bytes as tokens (vocabulary 256)";
+  if (o.tokenizer) {
+    std::error_code ec;
+    if (!fs::is_regular_file(*o.tokenizer, ec)) o.where.fail("tokenizer", "tokenizer file does not exist: " + *o.tokenizer);
+    const std::unique_ptr<mixt::Tokenizer> tokenizer = mixt::load_tokenizer(*o.tokenizer);
+    run = encode_text(o, *tokenizer, std::move(run));
+    vocab = tokenizer->vocab_size();
+    what = "tokens of " + tokenizer->describe();
+  }
+  auto stream = std::make_shared<const tokens::TokenStream>(std::vector<tokens::TokenRun>{std::move(run)});
+  return tokens::make_token_dataset(std::move(stream), o.windows, vocab, o.tokenizer ? std::optional(vocab) : std::nullopt,
+                                    o.loader.for_context(context, context.split == "train"), o.where, what);
 }
 
 void register_components(mixt::Registrar& registrar) {
@@ -147,7 +180,7 @@ void register_components(mixt::Registrar& registrar) {
                         "token ids from nanoGPT .bin files or llm.c shards (uint16, or uint32 past 65,536 tokens), "
                         "memory-mapped, in windows for causal language modelling",
                         kTokensOptions, make_tokens);
-  registrar.add_dataset("text", "one text file's bytes as tokens (vocabulary 256), in windows for causal language "
+  registrar.add_dataset("text", "one text file's bytes (vocabulary 256) or a tokenizer's ids, in windows for causal language "
                                 "modelling without a tokenizer",
                         kTextOptions, make_text);
 }

@@ -20,9 +20,12 @@
 #include "common/host_allocator.h"
 #include "common/interrupt.h"
 #include "experiment/experiment.h"
+#include "experiment/model_only.h"
+#include "experiment/model_source.h"
 #include "experiment/session.h"
 #include "interruptible_start.h"
 #include "mixt/helpers/linear.h"
+#include "mixt/tokenizer.h"
 #include "mixt/version.h"
 #include "plugins/option_table.h"
 #include "train/figure_text.h"
@@ -165,7 +168,48 @@ void print_routing_and_steps(const Experiment& e) {
 
 }  // namespace
 
+namespace {
+
+std::string grouped_digits(std::int64_t n) {
+  const std::string digits = std::to_string(n);
+  std::string grouped;  // 11177538 -> 11,177,538, as `mixt list` shows them
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) grouped += ',';
+    grouped += digits[i];
+  }
+  return grouped;
+}
+
+std::int64_t parameter_count(Model& model) {
+  std::int64_t parameters = 0;
+  for (const at::Tensor& p : model.parameters()) parameters += p.numel();
+  return parameters;
+}
+
+// A recipe without data: the model alone, and what it says of itself (experiment/model_only.h).
+int check_model_only(const std::string& recipe, const std::vector<std::string>& overrides) {
+  const ModelPlan plan = plan_model(resolve_model_target(recipe, "check", false), overrides, false);
+  Session session;
+  session.load_plugins_of(plan.recipe);
+  const ModelOnly only = build_model_only(plan, session.registry(), false, "check");
+  const Task& task = *only.task;
+  std::printf("%s: ok for mixt generate and mixt export (no data section: mixt run needs data.train)\n",
+              recipe.c_str());
+  std::printf("  model     %s parameters\n", grouped_digits(parameter_count(only.inference->model())).c_str());
+  if (task.predicts_next_token()) {
+    std::printf("  predicts  the next token of %s", task.describe_classes(only.vocabulary).c_str());
+    if (only.context_length > 0) std::printf(", up to %lld tokens", static_cast<long long>(only.context_length));
+    std::printf("\n");
+  }
+  const std::string tokenizer = recipe_tokenizer(plan.recipe);
+  if (!tokenizer.empty()) std::printf("  tokenizer %s\n", load_tokenizer(tokenizer)->describe().c_str());
+  return 0;
+}
+
+}  // namespace
+
 int check(const std::string& recipe, const std::vector<std::string>& overrides) {
+  if (!recipe_has_data(load_recipe(recipe, overrides))) return check_model_only(recipe, overrides);
   Session session;
   // Building the components proves the model takes the data (a forward pass on a blank batch).
   Experiment e = session.prepare(recipe, overrides);
@@ -200,15 +244,7 @@ int check(const std::string& recipe, const std::vector<std::string>& overrides) 
   };
   describe_data("train", *e.components.train);
   if (e.components.val) describe_data("val", *e.components.val);
-  std::int64_t parameters = 0;
-  for (const at::Tensor& p : e.components.model->parameters()) parameters += p.numel();
-  const std::string digits = std::to_string(parameters);
-  std::string grouped;  // 11177538 -> 11,177,538, as `mixt list` shows them
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) grouped += ',';
-    grouped += digits[i];
-  }
-  std::printf("  model     %s parameters\n", grouped.c_str());
+  std::printf("  model     %s parameters\n", grouped_digits(parameter_count(*e.components.model)).c_str());
   print_linear_layers(e.components, e.components.train->sample_shape());
   print_routing_and_steps(e);
   return 0;

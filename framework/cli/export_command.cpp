@@ -10,6 +10,7 @@
 #include "assembly/components.h"
 #include "common/atomic_file.h"
 #include "experiment/inference.h"
+#include "experiment/model_only.h"
 #include "experiment/model_source.h"
 #include "experiment/session.h"
 #include "export/onnx_file.h"
@@ -83,7 +84,8 @@ ModelInput model_input(const ExportOptions& options, const ModelTarget& target, 
   if (!options.input_shape.empty()) in.sample_shape = options.input_shape;
   if (in.sample_shape.empty()) {
     throw usage_error("the recipe has no data section to take the input shape from",
-                      "give one sample's shape, e.g. --input-shape 3,224,224");
+                      task.predicts_next_token() ? "give a sequence length in tokens, e.g. --input-shape 64"
+                                                 : "give one sample's shape, e.g. --input-shape 3,224,224");
   }
   if (!in.class_names.empty()) in.classes = static_cast<std::int64_t>(in.class_names.size());
   in.exported = task.exported();
@@ -227,11 +229,29 @@ int export_model(const ExportOptions& options) {
   const InferenceSettings settings = InferenceSettings::read(plan.recipe, at::kCPU);  // traced on the CPU
   const std::unique_ptr<Task> task =
       session.registry().make_task(task_section_of(plan.recipe.config()), TaskContext{at::kCPU, 0});
-  const ModelInput in = model_input(options, target, plan, session.registry(), *task, settings.seed);
   const std::string source = weights_source(plan, options.source);
-  const Inference inference(plan, session.registry(), settings, in.sample_shape, in.classes,
-                            {in.split.empty() ? std::string("--input-shape") : "data." + in.split + "'s samples", ""},
-                            options.ema, "export");
+  // A language model's recipe without data: the model says its vocabulary and context.
+  std::unique_ptr<ModelOnly> only;
+  if (!recipe_has_data(plan.recipe) && options.input_shape.empty() && task->predicts_next_token()) {
+    only = std::make_unique<ModelOnly>(build_model_only(plan, session.registry(), options.ema, "export", at::kCPU,
+                                                           /*with_precision=*/false));
+    if (only->context_length == 0) {
+      throw usage_error("the recipe has no data section, and its model does not say how many tokens it takes",
+                        "give a sequence length in tokens, e.g. --input-shape 64");
+    }
+  }
+  ExportOptions shaped = options;
+  if (only) shaped.input_shape = {only->context_length};
+  ModelInput in = model_input(shaped, target, plan, session.registry(), *task, settings.seed);
+  if (only) in.classes = only->vocabulary;
+  std::unique_ptr<Inference> built;
+  if (!only) {
+    built = std::make_unique<Inference>(
+        plan, session.registry(), settings, in.sample_shape, in.classes,
+        ShapeSource{in.split.empty() ? std::string("--input-shape") : "data." + in.split + "'s samples", ""},
+        options.ema, "export");
+  }
+  const Inference& inference = only ? *only->inference : *built;
   const std::shared_ptr<Model>& model = inference.shared_model();
   model->to(at::kFloat);
   if (format == "safetensors") return export_recipe_weights(options, plan, model);
@@ -246,6 +266,7 @@ int export_model(const ExportOptions& options) {
   facts.exported = in.exported;
   facts.integer_input = !at::isFloatingType(task->blank_inputs({1}, at::kCPU).scalar_type());
   facts.channels_last = inference.channels_last();
+  facts.model_context = model_context_length(*model);
   const std::map<std::string, std::string> metadata = export_metadata(plan.recipe, facts);
 
   const std::string summary = write_traced(options, format, trace.traced, metadata, in.exported);

@@ -28,6 +28,9 @@ struct ExportFacts {
   // [batch, time], time up to sample_shape[0], its output next-token logits [batch, time, vocab].
   ExportedInterface exported{};
   bool integer_input = false;  // token ids, not floats
+  // The longest sequence the model takes (mixt::CachedDecoding), 0 when it does not say: then
+  // an open axis's max_<name> is the traced size, else this.
+  std::int64_t model_context = 0;
 };
 
 // Keys: mixt.version, mixt.recipe (its name:), mixt.source, mixt.format, mixt.classes (a JSON

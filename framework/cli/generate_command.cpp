@@ -8,6 +8,7 @@
 
 #include "experiment/generation.h"
 #include "experiment/inference.h"
+#include "experiment/model_only.h"
 #include "experiment/model_source.h"
 #include "experiment/session.h"
 #include "mixt/tokenizer.h"
@@ -87,25 +88,30 @@ std::unique_ptr<Tokenizer> recipe_tokenizer_for(const Recipe& recipe, std::int64
 
 }  // namespace
 
-int generate(const GenerateOptions& options) {
-  if (!options.prompt.empty() && !options.tokens.empty()) throw usage_error("give --prompt or --tokens, not both");
-  if (options.max_new_tokens < 1) throw usage_error("--max-new-tokens must be at least 1");
-  if (options.temperature < 0) throw usage_error("--temperature must be 0 (the likeliest token) or more");
-  if (options.top_k < 0) throw usage_error("--top-k must be 0 (no cut) or more");
-  const ModelTarget target = resolve_model_target(options.target, "generate", options.best);
-  ModelPlan plan = plan_model(target, options.overrides, options.ema);
-  Session session;
-  Experiment e = session.prepare(std::move(plan.recipe));
-  Components& c = e.components;
-  if (!c.task->predicts_next_token()) {
+namespace {
+
+// What generate samples from: the model, the policy it runs under, the vocabulary it
+// predicts and the longest sequence it takes, from a prepared experiment (a recipe with data)
+// or from the model alone (experiment/model_only.h).
+struct Sampler {
+  Model& model;
+  const PrecisionPolicy& precision;
+  at::Device device;
+  std::int64_t vocabulary;
+  std::int64_t context_length;  // 0: the model's own (mixt::CachedDecoding) or no limit
+};
+
+void refuse_unless_language_model(const Task& task) {
+  if (!task.predicts_next_token()) {
     throw usage_error("mixt generate needs a language model: the recipe's task does not predict the next token",
                       "train one with task: {name: causal_lm} (docs/recipes.md, Tasks)");
   }
-  const Inference inference(c, plan, options.ema, e.options.seed);
-  const std::int64_t vocabulary = c.train->num_classes();
-  const std::unique_ptr<Tokenizer> tokenizer = recipe_tokenizer_for(e.recipe, vocabulary);
-  const std::vector<std::int64_t> ids = prompt_ids(options, vocabulary, tokenizer.get());
-  const at::Tensor prompt = at::tensor(ids, at::kLong).view({1, -1}).to(inference.device());
+}
+
+int sample(const GenerateOptions& options, const Recipe& recipe, const Sampler& s) {
+  const std::unique_ptr<Tokenizer> tokenizer = recipe_tokenizer_for(recipe, s.vocabulary);
+  const std::vector<std::int64_t> ids = prompt_ids(options, s.vocabulary, tokenizer.get());
+  const at::Tensor prompt = at::tensor(ids, at::kLong).view({1, -1}).to(s.device);
 
   SamplingOptions sampling;
   sampling.max_new_tokens = options.max_new_tokens;
@@ -113,7 +119,7 @@ int generate(const GenerateOptions& options) {
   sampling.top_k = options.top_k;
   sampling.seed = options.seed;
   sampling.use_cache = !options.no_cache;
-  if (!c.train->sample_shape().empty()) sampling.context_length = c.train->sample_shape().front();
+  sampling.context_length = s.context_length;
   // Printed as drawn: the prompt, then each token (decoded text with a tokenizer, bytes for a
   // byte-level model, else ids one per word).
   const auto print = [](const std::string& text) {
@@ -122,29 +128,50 @@ int generate(const GenerateOptions& options) {
   };
   std::optional<TextStream> stream;
   if (tokenizer) stream.emplace(*tokenizer);
-  const bool bytes = !tokenizer && vocabulary == kByteVocabulary;
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    if (stream) {
-      print(stream->push(static_cast<TokenId>(ids[i])));
-    } else if (bytes) {
-      std::fputc(static_cast<int>(ids[i]), stdout);
-    } else {
-      std::printf("%s%lld", i ? " " : "", static_cast<long long>(ids[i]));
-    }
-  }
-  mixt::generate(inference.model(), *c.precision, prompt, sampling, [&](std::int64_t token) {
+  const bool bytes = !tokenizer && s.vocabulary == kByteVocabulary;
+  const auto show = [&](std::int64_t token, bool first) {
     if (stream) {
       print(stream->push(static_cast<TokenId>(token)));
     } else if (bytes) {
       std::fputc(static_cast<int>(token), stdout);
     } else {
-      std::printf(" %lld", static_cast<long long>(token));
+      std::printf("%s%lld", first ? "" : " ", static_cast<long long>(token));
     }
     std::fflush(stdout);
-  });
+  };
+  for (std::size_t i = 0; i < ids.size(); ++i) show(ids[i], i == 0);
+  mixt::generate(s.model, s.precision, prompt, sampling, [&](std::int64_t token) { show(token, false); });
   if (stream) print(stream->finish());
   std::printf("\n");
   return 0;
+}
+
+}  // namespace
+
+int generate(const GenerateOptions& options) {
+  if (!options.prompt.empty() && !options.tokens.empty()) throw usage_error("give --prompt or --tokens, not both");
+  if (options.max_new_tokens < 1) throw usage_error("--max-new-tokens must be at least 1");
+  if (options.temperature < 0) throw usage_error("--temperature must be 0 (the likeliest token) or more");
+  if (options.top_k < 0) throw usage_error("--top-k must be 0 (no cut) or more");
+  const ModelTarget target = resolve_model_target(options.target, "generate", options.best);
+  ModelPlan plan = plan_model(target, options.overrides, options.ema);
+  Session session;
+  if (!recipe_has_data(plan.recipe)) {
+    // Nothing to sample the data from: the model's own options say what it predicts.
+    session.load_plugins_of(plan.recipe);
+    const ModelOnly only = build_model_only(plan, session.registry(), options.ema, "generate");
+    refuse_unless_language_model(*only.task);
+    return sample(options, plan.recipe, {only.inference->model(), *only.precision, only.inference->device(),
+                                         only.vocabulary, only.context_length});
+  }
+  Experiment e = session.prepare(std::move(plan.recipe));
+  Components& c = e.components;
+  refuse_unless_language_model(*c.task);
+  const Inference inference(c, plan, options.ema, e.options.seed);
+  const std::vector<std::int64_t> shape = c.train->sample_shape();
+  return sample(options, e.recipe,
+                {inference.model(), *c.precision, inference.device(), c.train->num_classes(),
+                 shape.empty() ? 0 : shape.front()});
 }
 
 void add_generate_command(CLI::App& app, Commands& commands) {

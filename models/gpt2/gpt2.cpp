@@ -312,6 +312,24 @@ std::string summary(const Variant& v) {
          std::to_string(v.num_heads) + " heads, context 1024 (Hugging Face GPT2LMHeadModel)";
 }
 
+// transformers' GPT2Config: the keys that size the model, and those whose other values would
+// make a different model than this one computes.
+mixt::TransformersConfig transformers_config() {
+  mixt::TransformersConfig config;
+  config.model_types = {"gpt2"};
+  config.options = {{"vocab_size", "vocab_size"}, {"n_positions", "context_length"}, {"n_layer", "num_layers"},
+                    {"n_head", "num_heads"},      {"n_embd", "hidden_dim"},         {"n_inner", "mlp_dim"},
+                    {"resid_pdrop", "dropout"},   {"attn_pdrop", "attention_dropout"},
+                    {"layer_norm_epsilon", "layer_norm_eps"}};
+  config.implements = {{"activation_function", "\"gelu_new\""},
+                       {"scale_attn_weights", "true"},
+                       {"scale_attn_by_inverse_layer_idx", "false"},
+                       {"reorder_and_upcast_attn", "false"},
+                       {"tie_word_embeddings", "true"},
+                       {"add_cross_attention", "false"}};
+  return config;
+}
+
 void register_components(mixt::Registrar& r) {
   using O = Gpt2Options;
   for (const Variant& v : kVariants) {
@@ -362,6 +380,7 @@ void register_components(mixt::Registrar& r) {
                   if (!resolved.vocab_size && context.num_classes > 0) resolved.vocab_size = context.num_classes;
                   return std::make_shared<Gpt2LMHeadModel>(resolved);
                 });
+    r.read_transformers_config(v.name, transformers_config());
   }
 }
 

@@ -146,40 +146,138 @@ output: runs
 }
 
 // A GPT-2 trained by transformers for a few seconds (tests/support/generate_reference.py),
-// its model.safetensors and the tokenizer in a recipe: mixt generate --prompt, greedy,
-// prints the text transformers' greedy generate decodes.
+// saved in tokenizers_/hf, and the text its greedy generate writes after kPrompt.
+const char* const kPrompt = "You may convey verbatim copies of the";
+
+const nlohmann::json& transformers_reference(const fs::path& dir, const std::string& tokenizer) {
+  static const nlohmann::json reference = [&] {
+    const CommandResult made = testing::run_command(
+        "(python3 " + testing::shell_quote((testing::source_dir() / "tests/support/generate_reference.py").string()) +
+        " --tokenizer " + testing::shell_quote(tokenizer) + " --out " + testing::shell_quote((dir / "hf").string()) +
+        " --sharded-out " + testing::shell_quote((dir / "hf_sharded").string()) + " --prompt " +
+        testing::shell_quote(kPrompt) + " --max-new-tokens 24)");
+    EXPECT_EQ(made.exit_code, 0) << made.output;
+    return made.exit_code == 0 ? testing::json_document(made.output) : nlohmann::json::object();
+  }();
+  return reference;
+}
+
+// The reference's model in a recipe: with a data section (the shards of `mixt tokenize`), or
+// without one, the model's options saying all.
+std::string gpt2_recipe(const fs::path& hf, const std::string& tokenizer, const std::string& data) {
+  std::string recipe = R"(name: gen
+task: { name: causal_lm }
+model: { name: gpt2, num_layers: 2, num_heads: 2, hidden_dim: 64, context_length: 64, dropout: 0,
+         attention_dropout: 0, vocab_size: 1200, weights: )";
+  recipe.append((hf / "model.safetensors").string()).append(", tokenizer: ").append(tokenizer).append(" }\n");
+  return recipe + data;
+}
+
+// mixt generate --prompt, greedy, prints the text transformers' greedy generate decodes, from
+// a recipe with data and from one without.
 TEST_F(TokenizeCli, GenerateWithAPromptWritesTransformersGreedyText) {
+  const nlohmann::json& expected = transformers_reference(tokenizers_->path(), tokenizer("gpt2_style"));
+  ASSERT_TRUE(expected.contains("text"));
+  // The text is not the prompt again and again: the model learned GPL-3's words.
+  EXPECT_GT(expected["text"].get<std::string>().size(), std::string(kPrompt).size() + 24);
   const fs::path out = dir_.path() / "gpl";
   ASSERT_EQ(testing::run_mixt({"tokenize", kGpl, "--tokenizer", tokenizer("gpt2_style"), "--out", out.string()})
                 .exit_code,
             0);
-  const std::string prompt = "You may convey verbatim copies of the";
-  const CommandResult reference = testing::run_command(
-      "python3 " + testing::shell_quote((testing::source_dir() / "tests/support/generate_reference.py").string()) +
-      " --tokenizer " + testing::shell_quote(tokenizer("gpt2_style")) + " --out " +
-      testing::shell_quote((dir_.path() / "hf").string()) + " --prompt " + testing::shell_quote(prompt) +
-      " --max-new-tokens 24 2>/dev/null");
-  ASSERT_EQ(reference.exit_code, 0) << reference.output;
-  const nlohmann::json expected = testing::json_document(reference.output);
-  dir_.write("gen.yaml", R"(name: gen
-task: { name: causal_lm }
-model: { name: gpt2, num_layers: 2, num_heads: 2, hidden_dim: 64, context_length: 64, dropout: 0,
-         attention_dropout: 0, weights: hf/model.safetensors, tokenizer: )" + tokenizer("gpt2_style") + R"( }
-precision: { name: fp32 }
+  const fs::path hf = tokenizers_->path() / "hf";
+  dir_.write("with_data.yaml", gpt2_recipe(hf, tokenizer("gpt2_style"), R"(precision: { name: fp32 }
 optimizer: { name: adamw }
 data:
   train: { name: tokens, files: [)" + (out / "train_000000.bin").string() + R"(], vocab: 1200, context: 64 }
-)");
-  const CommandResult generated = testing::run_mixt(
-      {"generate", "gen.yaml", "--prompt", prompt, "--temperature", "0", "--max-new-tokens", "24"}, dir_.path());
-  ASSERT_EQ(generated.exit_code, 0) << generated.output;
-  EXPECT_EQ(generated.output, expected["text"].get<std::string>() + "\n");
-  // The text is not the prompt again and again: the model learned GPL-3's words.
-  EXPECT_GT(expected["text"].get<std::string>().size(), prompt.size() + 24);
+)"));
+  dir_.write("data_less.yaml", gpt2_recipe(hf, tokenizer("gpt2_style"), ""));
+  for (const char* recipe : {"with_data.yaml", "data_less.yaml"}) {
+    const CommandResult generated = testing::run_mixt(
+        {"generate", recipe, "--prompt", kPrompt, "--temperature", "0", "--max-new-tokens", "24"}, dir_.path());
+    ASSERT_EQ(generated.exit_code, 0) << generated.output;
+    EXPECT_EQ(generated.output, expected["text"].get<std::string>() + "\n") << recipe;
+  }
   const CommandResult no_tokenizer = testing::run_mixt(
-      {"generate", "gen.yaml", "model.tokenizer=missing.json", "--prompt", prompt}, dir_.path());
+      {"generate", "with_data.yaml", "model.tokenizer=missing.json", "--prompt", kPrompt}, dir_.path());
   EXPECT_EQ(no_tokenizer.exit_code, 2);
   EXPECT_THAT(no_tokenizer.output, HasSubstr("model.tokenizer: tokenizer file does not exist: missing.json"));
+}
+
+// A recipe with no data section: check says what the model predicts; export needs no
+// --input-shape, and its time axis goes up to the model's context (64), also when the export
+// is traced shorter.
+TEST_F(TokenizeCli, ADataLessRecipeChecksAndExportsUpToTheModelsContext) {
+  ASSERT_TRUE(transformers_reference(tokenizers_->path(), tokenizer("gpt2_style")).contains("text"));
+  const fs::path hf = tokenizers_->path() / "hf";
+  dir_.write("data_less.yaml", gpt2_recipe(hf, tokenizer("gpt2_style"), ""));
+  const CommandResult checked = testing::run_mixt({"check", "data_less.yaml"}, dir_.path());
+  ASSERT_EQ(checked.exit_code, 0) << checked.output;
+  EXPECT_THAT(checked.output, HasSubstr("data_less.yaml: ok for mixt generate and mixt export"));
+  EXPECT_THAT(checked.output, HasSubstr("predicts  the next token of vocabulary 1200, up to 64 tokens"));
+  EXPECT_THAT(checked.output, HasSubstr("tokenizer byte-level BPE, 1200 tokens"));
+  const auto max_time = [&](const std::string& file) {
+    const CommandResult read = testing::run_command(
+        "python3 -c \"import onnx, json, sys; m = onnx.load(sys.argv[1]); "
+        "print(json.loads({p.key: p.value for p in m.metadata_props}['mixt.input'])['max_time'])\" " +
+        testing::shell_quote((dir_.path() / file).string()));
+    EXPECT_EQ(read.exit_code, 0) << read.output;
+    return read.output;
+  };
+  const CommandResult exported = testing::run_mixt({"export", "data_less.yaml", "-o", "lm.onnx"}, dir_.path());
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  EXPECT_THAT(exported.output, HasSubstr("time up to 64"));
+  EXPECT_EQ(max_time("lm.onnx"), "64\n");
+  const CommandResult shorter =
+      testing::run_mixt({"export", "data_less.yaml", "-o", "short.onnx", "--input-shape", "16"}, dir_.path());
+  ASSERT_EQ(shorter.exit_code, 0) << shorter.output;
+  EXPECT_EQ(max_time("short.onnx"), "64\n");
+  const CommandResult run = testing::run_mixt({"run", "data_less.yaml"}, dir_.path());
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("data.train"));
+}
+
+// A transformers directory, its weights in shards, as one line of a recipe: its config.json
+// sizes the model, its tokenizer.json is the tokenizer, and the model gives transformers'
+// logits (through mixt export's TorchScript file) and its greedy text.
+TEST_F(TokenizeCli, ATransformersDirectoryIsOneLineOfARecipe) {
+  const nlohmann::json& expected = transformers_reference(tokenizers_->path(), tokenizer("gpt2_style"));
+  ASSERT_TRUE(expected.contains("text"));
+  const fs::path sharded = tokenizers_->path() / "hf_sharded";
+  ASSERT_TRUE(fs::exists(sharded / "model.safetensors.index.json"));
+  dir_.write("from.yaml", "task: { name: causal_lm }\nmodel: { name: gpt2, from: " + sharded.string() + " }\n");
+  const CommandResult checked = testing::run_mixt({"check", "from.yaml"}, dir_.path());
+  ASSERT_EQ(checked.exit_code, 0) << checked.output;
+  EXPECT_THAT(checked.output, HasSubstr("predicts  the next token of vocabulary 1200, up to 64 tokens"));
+  EXPECT_THAT(checked.output, HasSubstr("tokenizer byte-level BPE, 1200 tokens (" + (sharded / "tokenizer.json").string()));
+  const CommandResult generated = testing::run_mixt(
+      {"generate", "from.yaml", "--prompt", kPrompt, "--temperature", "0", "--max-new-tokens", "24"}, dir_.path());
+  ASSERT_EQ(generated.exit_code, 0) << generated.output;
+  EXPECT_EQ(generated.output, expected["text"].get<std::string>() + "\n");
+
+  const CommandResult exported = testing::run_mixt({"export", "from.yaml", "-o", "lm.pt"}, dir_.path());
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  const CommandResult compared = testing::run_command(
+      "(python3 -c \"import sys, torch; from transformers import GPT2LMHeadModel; "
+      "m = GPT2LMHeadModel.from_pretrained(sys.argv[1]).eval(); t = torch.jit.load(sys.argv[2]); "
+      "ids = torch.randint(0, 1200, (2, 40), generator=torch.Generator().manual_seed(0)); "
+      "print(float((m(ids).logits - t(ids)).abs().max()))\" " +
+      testing::shell_quote((tokenizers_->path() / "hf").string()) + " " +
+      testing::shell_quote((dir_.path() / "lm.pt").string()) + ")");
+  ASSERT_EQ(compared.exit_code, 0) << compared.output;
+  // The last line is the figure (transformers writes its warnings before it).
+  std::smatch figure;
+  ASSERT_TRUE(std::regex_search(compared.output, figure, std::regex(R"(([0-9.e+-]+)\s*$)"))) << compared.output;
+  EXPECT_LT(std::stod(figure[1]), 1e-4) << compared.output;
+  EXPECT_THAT(exported.output, HasSubstr("from " + sharded.string() + ":"));
+
+  const CommandResult disagrees = testing::run_mixt({"check", "from.yaml", "model.num_layers=3"}, dir_.path());
+  EXPECT_EQ(disagrees.exit_code, 2);
+  EXPECT_THAT(disagrees.output,
+              HasSubstr("model.num_layers is 3, but " + (sharded / "config.json").string() + " has n_layer: 2"));
+  const CommandResult not_a_reader = testing::run_mixt(
+      {"check", "from.yaml", "model.name=resnet18"}, dir_.path());
+  EXPECT_EQ(not_a_reader.exit_code, 2);
+  EXPECT_THAT(not_a_reader.output, HasSubstr("model 'resnet18' does not read transformers checkpoints"));
 }
 
 TEST_F(TokenizeCli, BadInputIsNamed) {

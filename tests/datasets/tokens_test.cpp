@@ -231,6 +231,28 @@ TEST(TokenFiles, ReadsLlmcUint32FilesForLargeVocabularies) {
 
 // --- text ---------------------------------------------------------------------------------
 
+// The text encoded by a tokenizer: a hand-made BPE (merges "b c", then "a bc"; pieces split at
+// spaces) turns "abc ab c abc" into abc=5, a=0 b=1, c=2, abc=5, worked out by hand.
+TEST(TokenText, WithATokenizerItsWindowsHoldTheTokenizersIds) {
+  TempDir dir;
+  const fs::path tokenizer = dir.write("tokenizer.json", R"({
+    "pre_tokenizer": {"type": "Split", "pattern": {"String": " "}, "behavior": "Removed", "invert": false},
+    "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "c": 2, "ab": 3, "bc": 4, "abc": 5}, "merges": ["b c", "a bc"]}
+  })");
+  const fs::path text = dir.write("input.txt", "abc ab c abc");
+  testing::BuiltPlugins plugins;
+  auto data = make(plugins, "{name: text, file: " + text.string() + ", tokenizer: " + tokenizer.string() +
+                                ", context: 2, batch_size: 2, shuffle: false}");
+  EXPECT_EQ(data->num_classes(), 6);
+  const std::vector<Batch> batches = testing::collect_epoch(*data, 0);
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_TRUE(at::equal(batches[0].inputs, at::tensor({5, 0, 1, 2}, at::kLong).view({2, 2})));
+  EXPECT_TRUE(at::equal(batches[0].targets, at::tensor({0, 1, 2, 5}, at::kLong).view({2, 2})));
+  const Error missing = testing::thrown_error(
+      [&] { make(plugins, "{name: text, file: " + text.string() + ", tokenizer: /nonexistent.json}"); });
+  EXPECT_THAT(missing.what(), HasSubstr("data.tokenizer: tokenizer file does not exist: /nonexistent.json"));
+}
+
 TEST(TokenText, AMultiByteCharacterComesOutAsItsBytes) {
   testing::BuiltPlugins plugins;
   TempDir dir;

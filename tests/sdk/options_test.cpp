@@ -343,6 +343,7 @@ class RecordingRegistrar : public Registrar {
     callback = std::move(factory);
   }
   void register_task(const std::string&, ComponentInfo, TaskFactory) override {}
+  void register_transformers_config(const std::string&, TransformersConfig) override {}
 };
 
 TEST(OptionsOf, TheRegistrarGivesTheFactoryTheFilledStruct) {

@@ -5,9 +5,11 @@ greedy decoding writes text rather than one token again and again, saved with
 save_pretrained; and what transformers' greedy generate makes of a prompt with it
 (PreTrainedTokenizerFast: encoded with its special tokens, decoded whole).
 
-    generate_reference.py --tokenizer T --out DIR --prompt TEXT [--max-new-tokens N]
+    generate_reference.py --tokenizer T --out DIR --prompt TEXT [--max-new-tokens N] [--sharded-out DIR2]
 
-Writes DIR/model.safetensors and prints {"text": ..., "ids": [...]}.
+Writes DIR as save_pretrained writes a checkpoint (config.json, model.safetensors,
+generation_config.json, and the tokenizer's tokenizer.json), DIR2 the same with the weights
+in shards of 100 kB and their index, and prints {"text": ..., "ids": [...]}.
 """
 import argparse
 import json
@@ -22,6 +24,7 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--prompt", required=True)
     parser.add_argument("--max-new-tokens", type=int, default=24)
+    parser.add_argument("--sharded-out")
     args = parser.parse_args()
     tok = PreTrainedTokenizerFast(tokenizer_file=args.tokenizer)
     torch.manual_seed(0)
@@ -40,6 +43,10 @@ def main():
         optimizer.step()
     model.eval()
     model.save_pretrained(args.out)
+    tok.save_pretrained(args.out)
+    if args.sharded_out:
+        model.save_pretrained(args.sharded_out, max_shard_size="100KB")
+        tok.save_pretrained(args.sharded_out)
     ids = tok(args.prompt, return_tensors="pt").input_ids
     with torch.no_grad():
         out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=args.max_new_tokens,

@@ -9,6 +9,10 @@ OUT_DIR gets:
   gpt2_style/tokenizer.json    byte-level BPE, GPT-2's pre-tokenizer (ByteLevel with its regex)
   llama3_style/tokenizer.json  byte-level BPE, Llama 3's Split regex, ignore_merges, special
                                tokens and a post-processor that adds <|begin_of_text|>
+  qwen2_style/tokenizer.json   byte-level BPE behind an NFC normalizer, Qwen 2's regex
+  llama2_style/tokenizer.json  Llama 2 as transformers converts it (legacy): Prepend and Replace
+                               normalizers, BPE with byte fallback, Replace/ByteFallback/Fuse/Strip
+  metaspace_style/tokenizer.json  the same model behind a Metaspace pre-tokenizer and decoder
   sentencepiece/tokenizer.model  a SentencePiece BPE model with byte fallback (older Llamas)
   cases.json                   {tokenizer: [{text, ids, ids_with_special, decoded, decoded_skipping}]}
   llama3_wide/tokenizer.json   (--wide) llama3_style with 70,000 more added tokens, <extra_0>..: ids past
@@ -23,7 +27,8 @@ import os
 import sys
 
 import sentencepiece as spm
-from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from tokenizers import (AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors,
+                        trainers)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "..", "fixtures", "text", "tokenizer_corpus.txt")
@@ -66,6 +71,65 @@ def llama3_style(files):
     return tok
 
 
+QWEN2_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+                 r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+def qwen2_style(files):
+    """Qwen 2's shape: NFC first, then Llama-3-like splitting with single digits."""
+    tok = Tokenizer(models.BPE())
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(QWEN2_PATTERN), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=1200, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train(files, trainer)
+    return tok
+
+
+def with_byte_tokens(tok):
+    """The tokenizer with <0x00>..<0xFF> added to its vocabulary (as SentencePiece-converted
+    tokenizers have them), for byte_fallback."""
+    spec = json.loads(tok.to_str())
+    vocab = spec["model"]["vocab"]
+    for b in range(256):
+        vocab.setdefault(f"<0x{b:02X}>", max(vocab.values()) + 1 + len(spec["added_tokens"]))
+    return Tokenizer.from_str(json.dumps(spec))
+
+
+def llama2_style(files):
+    """The tokenizer.json form of Llama 2 (transformers' legacy conversion): no pre-tokenizer,
+    a normalizer that prepends and replaces spaces with U+2581, byte fallback, and the decoder
+    that undoes it."""
+    tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")])
+    tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                     decoders.Strip(" ", 1, 0)])
+    trainer = trainers.BpeTrainer(vocab_size=900, special_tokens=["<unk>", "<s>", "</s>"], limit_alphabet=120,
+                                  show_progress=False)
+    tok.train(files, trainer)
+    tok = with_byte_tokens(tok)
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s> $B",
+                                                       special_tokens=[("<s>", tok.token_to_id("<s>"))])
+    return tok
+
+
+def metaspace_style(files):
+    """The newer form (transformers' non-legacy conversion): a Metaspace pre-tokenizer that
+    prepends U+2581 to the first piece only, and the Metaspace decoder."""
+    tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first", split=True)
+    tok.decoder = decoders.Sequence([decoders.Metaspace(replacement="\u2581", prepend_scheme="first", split=True),
+                                     decoders.ByteFallback(), decoders.Fuse()])
+    trainer = trainers.BpeTrainer(vocab_size=900, special_tokens=["<unk>", "<s>", "</s>"], limit_alphabet=120,
+                                  show_progress=False)
+    tok.train(files, trainer)
+    return with_byte_tokens(tok)
+
+
 def sentencepiece_model(files, out_dir):
     prefix = os.path.join(out_dir, "tokenizer")
     spm.SentencePieceTrainer.train(input=",".join(files), model_prefix=prefix, vocab_size=600, model_type="bpe",
@@ -100,11 +164,13 @@ def main():
         tok.add_tokens([AddedToken(f"<extra_{i}>", special=False, normalized=False) for i in range(70000)])
         os.makedirs(os.path.join(args.out_dir, "llama3_wide"), exist_ok=True)
         tok.save(os.path.join(args.out_dir, "llama3_wide", "tokenizer.json"))
-    for sub in ("gpt2_style", "llama3_style", "sentencepiece"):
+    families = (("gpt2_style", gpt2_style), ("llama3_style", llama3_style), ("qwen2_style", qwen2_style),
+                ("llama2_style", llama2_style), ("metaspace_style", metaspace_style))
+    for sub in [name for name, _ in families] + ["sentencepiece"]:
         os.makedirs(os.path.join(args.out_dir, sub), exist_ok=True)
 
     cases = {}
-    for name, build in (("gpt2_style", gpt2_style), ("llama3_style", llama3_style)):
+    for name, build in families:
         tok = build(files)
         tok.save(os.path.join(args.out_dir, name, "tokenizer.json"))
         tok = Tokenizer.from_file(os.path.join(args.out_dir, name, "tokenizer.json"))  # as mixt reads it

@@ -61,6 +61,7 @@ class Config {
   bool empty() const;
 
  private:
+  friend struct ConfigTree;  // libmixt's own way to the tree (model.from fills a model's options)
   const RecipeNode* child(std::string_view key) const;
   std::string key_path(std::string_view key) const;
 

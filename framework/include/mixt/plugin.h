@@ -66,6 +66,20 @@ struct ComponentInfo {
 // For add_callback: whether a recipe that does not list the callback gets it anyway.
 enum class WhenUnlisted { off, on };
 
+// How a model reads a Hugging Face transformers checkpoint directory (`model: {name: N,
+// from: DIR}`): which config.json it understands and which of its keys fill which option.
+// mixt does the rest: the options the recipe does not give are taken from config.json (one it
+// gives must agree, or it is an error naming both), the weights from the directory's
+// safetensors (sharded ones too), the tokenizer from its tokenizer.json. Since ABI 6.1.
+struct TransformersConfig {
+  std::vector<std::string> model_types;  // config.json's "model_type" values read ("gpt2")
+  // config.json key -> option name, e.g. {"n_layer", "num_layers"}; a null or absent key is skipped.
+  std::vector<std::pair<std::string, std::string>> options;
+  // config.json key -> the only value the model implements, as JSON text, e.g.
+  // {"activation_function", "\"gelu_new\""}; absent keys are taken as agreeing.
+  std::vector<std::pair<std::string, std::string>> implements;
+};
+
 // The host's side of a factory: the recipe section and the context.
 using ModelFactory = std::function<std::shared_ptr<Model>(const Config&, const ModelContext&)>;
 using OptimizerFactory = std::function<std::unique_ptr<Optimizer>(const Config&, const OptimizerContext&)>;
@@ -112,6 +126,10 @@ class Registrar {
     register_callback(name, {std::move(summary), options.docs(), when_unlisted == WhenUnlisted::on},
                       bind<std::unique_ptr<Callback>, CallbackContext>(options, factory));
   }
+  // Since ABI 6.1: after add_model(name, ...), how that model reads a transformers directory.
+  void read_transformers_config(const std::string& model, TransformersConfig config) {
+    register_transformers_config(model, std::move(config));
+  }
   // Since ABI 5.1.
   template <class S, class F>
   void add_task(const std::string& name, std::string summary, const OptionsOf<S>& options, F factory) {
@@ -128,6 +146,8 @@ class Registrar {
   virtual void register_callback(const std::string& name, ComponentInfo info, CallbackFactory factory) = 0;
   // Last in the table: a plugin built before 5.1 never reaches it.
   virtual void register_task(const std::string& name, ComponentInfo info, TaskFactory factory) = 0;
+  // After it, likewise for 6.1.
+  virtual void register_transformers_config(const std::string& model, TransformersConfig config) = 0;
 
  private:
   template <class Made, class Context, class S, class F>

@@ -9,6 +9,7 @@
 #include "assembly/model_input.h"
 #include "assembly/routing_probe.h"
 #include "assembly/speed_notes.h"
+#include "assembly/transformers_dir.h"
 #include "common/closest_match.h"
 #include "common/first_line.h"
 #include "common/warnings.h"
@@ -26,6 +27,10 @@ namespace {
 const Optional<std::string> kWeights{"weights",
                                      "safetensors file to load (torchvision names); read by mixt for every model"};
 const Option<bool> kStrict{"strict", true, "with weights: every name and shape must match (false: load what matches)"};
+const Optional<std::string> kFrom{
+    "from",
+    "a transformers checkpoint directory (save_pretrained's): its config.json fills the options the recipe leaves "
+    "out, its safetensors are the weights, its tokenizer the tokenizer; read by mixt"};
 const Optional<std::string> kTokenizer{
     "tokenizer", "a tokenizer.json or SentencePiece tokenizer.model: text in and out of mixt generate; read by mixt"};
 const Option<bool> kEnabled{"enabled", true,
@@ -249,7 +254,7 @@ void check_listed_submodules_routed(const Components& components) {
 std::vector<OptionDoc> framework_option_docs(ComponentKind kind) {
   switch (kind) {
     case ComponentKind::model:
-      return {kWeights, kStrict, kTokenizer};
+      return {kWeights, kStrict, kTokenizer, kFrom};
     case ComponentKind::precision:
       return {kFp32Modules};
     case ComponentKind::callback:
@@ -260,6 +265,9 @@ std::vector<OptionDoc> framework_option_docs(ComponentKind kind) {
 }
 
 std::shared_ptr<Model> build_model(const Config& section, const Registry& registry, const ModelContext& context) {
+  // model.from first: its config.json fills options the model reads.
+  std::optional<NamedTensors> from_weights;
+  if (kFrom.read(section)) from_weights = apply_transformers_dir(section, registry.find(ComponentKind::model, section));
   std::shared_ptr<Model> model = registry.make_model(section, context);
   // `weights:` and `strict:` belong to every model, so the framework reads them here
   // rather than each plugin.
@@ -269,6 +277,14 @@ std::shared_ptr<Model> build_model(const Config& section, const Registry& regist
     if (!std::filesystem::is_regular_file(*tokenizer, ec)) {
       section.fail("tokenizer", "tokenizer file does not exist: " + *tokenizer,
                    "a tokenizer.json or tokenizer.model, relative to the directory mixt runs in");
+    }
+  }
+  if (from_weights) {
+    const std::string dir = section.string("from");
+    const LoadReport report = load_state_dict(*model, *from_weights, strict, dir);
+    if (!report.complete()) {
+      warn(section.location("from").str() + ": loaded " + std::to_string(report.loaded) + " tensors of " + dir +
+           "; the rest keep their initial values:" + report.describe());
     }
   }
   if (const std::optional<std::string> weights = kWeights.read(section)) {

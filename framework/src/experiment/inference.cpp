@@ -22,7 +22,7 @@ Inference::Inference(const ModelPlan& plan, const Registry& registry, const Infe
     : device_(settings.device), channels_last_(settings.channels_last) {
   const Config root = plan.recipe.config();
   const Config section = root.section("model");
-  if (plan.checkpoint.empty() && !plan.named_weights) {
+  if (plan.checkpoint.empty() && !plan.named_weights && command != "check") {
     warn(
         "model.weights is not set: these outputs come from untrained (seed 0) weights; name the weights with "
         "model.weights=FILE.safetensors (mixt export writes one from a checkpoint), or a run directory");

@@ -1,5 +1,7 @@
 #include "experiment/model_source.h"
 
+#include "assembly/transformers_dir.h"
+
 #include <algorithm>
 #include <cstring>
 #include <fstream>
@@ -71,7 +73,8 @@ ModelPlan plan_model(const ModelTarget& target, const std::vector<std::string>& 
   if (RecipeEntry* trainer = plan.recipe.root->find("trainer"); trainer && trainer->value->is_map()) {
     trainer->value->erase("resume");
   }
-  plan.named_weights = plan.recipe.config().section("model").has("weights");
+  const Config model_section = plan.recipe.config().section("model");
+  plan.named_weights = model_section.has("weights") || model_section.has("from");
   const bool weights_given = std::any_of(overrides.begin(), overrides.end(),
                                          [](const std::string& o) { return o.rfind("model.weights=", 0) == 0; });
   plan.checkpoint = weights_given ? fs::path() : target.checkpoint;
@@ -116,10 +119,18 @@ std::string model_key(const Recipe& recipe, const char* key) {
 
 std::string recipe_weights(const Recipe& recipe) { return model_key(recipe, "weights"); }
 
-std::string recipe_tokenizer(const Recipe& recipe) { return model_key(recipe, "tokenizer"); }
+std::string recipe_tokenizer(const Recipe& recipe) {
+  const std::string named = model_key(recipe, "tokenizer");
+  if (!named.empty()) return named;
+  const std::string from = model_key(recipe, "from");
+  return from.empty() ? "" : transformers_dir_tokenizer(from);
+}
 
 std::string weights_source(const ModelPlan& plan, const std::string& argument) {
-  return !plan.checkpoint.empty() ? plan.checkpoint.string() : plan.named_weights ? recipe_weights(plan.recipe) : argument;
+  if (!plan.checkpoint.empty()) return plan.checkpoint.string();
+  if (!plan.named_weights) return argument;
+  const std::string weights = recipe_weights(plan.recipe);
+  return weights.empty() ? model_key(plan.recipe, "from") : weights;
 }
 
 }  // namespace mixt

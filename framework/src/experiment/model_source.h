@@ -36,7 +36,7 @@ ModelTarget resolve_model_target(const std::string& argument, const std::string&
 struct ModelPlan {
   Recipe recipe;
   std::filesystem::path checkpoint;
-  bool named_weights = false;  // the model section has weights: (from the recipe or the command line)
+  bool named_weights = false;  // the model section has weights: or from: (from the recipe or the command line)
 };
 
 // `ema`: the ema callback's average will be read from the checkpoint (a usage error
@@ -53,11 +53,11 @@ std::vector<std::string> run_class_names(const ModelTarget& target);
 // The model.weights file, as the recipe (or the command line) names it; empty when none.
 std::string recipe_weights(const Recipe& recipe);
 
-// The model.tokenizer file, likewise; empty when none.
+// The model.tokenizer file, likewise, else model.from's tokenizer; empty when none.
 std::string recipe_tokenizer(const Recipe& recipe);
 
 // Where the plan's weights come from, as reports name them: the checkpoint, else the
-// model.weights file, else `argument` (the recipe the command was given).
+// model.weights file or model.from directory, else `argument` (the recipe the command was given).
 std::string weights_source(const ModelPlan& plan, const std::string& argument);
 
 }  // namespace mixt

@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "common/closest_match.h"
@@ -121,6 +122,18 @@ void Registry::register_callback(const std::string& name, ComponentInfo info, Ca
 }
 void Registry::register_task(const std::string& name, ComponentInfo info, TaskFactory factory) {
   add(ComponentKind::task, name, std::move(info)).task = std::move(factory);
+}
+
+void Registry::register_transformers_config(const std::string& model, TransformersConfig config) {
+  const auto key = std::make_pair(ComponentKind::model, model);
+  const bool own = std::find(added_by_current_.begin(), added_by_current_.end(), key) != added_by_current_.end();
+  auto it = entries_.find(key);
+  if (it == entries_.end() || (current_ && !own)) {
+    const std::string file = current_ ? current_->file : "<built in>";
+    throw plugin_error("read_transformers_config for model '" + model + "', which this plugin did not add", file,
+                       "call it after add_model(\"" + model + "\", ...)");
+  }
+  it->second.transformers = std::move(config);
 }
 
 const ComponentEntry* Registry::find(ComponentKind kind, const std::string& name) const {

@@ -45,6 +45,7 @@ struct ComponentEntry {
   DatasetFactory dataset;
   CallbackFactory callback;
   TaskFactory task;
+  std::optional<TransformersConfig> transformers;  // a model's, when it reads transformers directories
 };
 
 class Registry : public Registrar {
@@ -64,6 +65,7 @@ class Registry : public Registrar {
   void register_dataset(const std::string& name, ComponentInfo info, DatasetFactory factory) override;
   void register_callback(const std::string& name, ComponentInfo info, CallbackFactory factory) override;
   void register_task(const std::string& name, ComponentInfo info, TaskFactory factory) override;
+  void register_transformers_config(const std::string& model, TransformersConfig config) override;
 
   // The entry, or a recipe error at the section's `name:` listing the known names.
   const ComponentEntry& find(ComponentKind kind, const Config& section) const;

@@ -52,16 +52,26 @@ TEST(TokenizerFile, MergesLowestRankFirstAndNeverSplitsAddedTokens) {
 // tokenizers' own examples for SplitDelimiterBehavior on "The-final--countdown".
 TEST(TokenizerFile, SplitBehavesAsTokenizersDocumentsIt) {
   using text::SplitBehavior;
-  const auto split = [](SplitBehavior behavior) {
-    return text::SplitPreTokenizer("-", behavior, false).split({"The-final--countdown"});
+  const auto texts = [](const text::Pieces& pieces) {
+    std::vector<std::string> out;
+    for (const text::Piece& piece : pieces) out.push_back(piece.text);
+    return out;
   };
-  using P = text::Pieces;
+  const auto split = [&](SplitBehavior behavior) {
+    return texts(text::SplitPreTokenizer("-", behavior, false).split({{"The-final--countdown", true}}));
+  };
+  using P = std::vector<std::string>;
   EXPECT_EQ(split(SplitBehavior::removed), (P{"The", "final", "countdown"}));
   EXPECT_EQ(split(SplitBehavior::isolated), (P{"The", "-", "final", "-", "-", "countdown"}));
   EXPECT_EQ(split(SplitBehavior::merged_with_previous), (P{"The-", "final-", "-", "countdown"}));
   EXPECT_EQ(split(SplitBehavior::merged_with_next), (P{"The", "-final", "-", "-countdown"}));
   EXPECT_EQ(split(SplitBehavior::contiguous), (P{"The", "-", "final", "--", "countdown"}));
-  EXPECT_EQ(text::SplitPreTokenizer("-", SplitBehavior::removed, true).split({"a-b"}), (P{"-"}));
+  EXPECT_EQ(texts(text::SplitPreTokenizer("-", SplitBehavior::removed, true).split({{"a-b", true}})), (P{"-"}));
+  // Only the first piece of a text that starts the encoded text starts it.
+  const text::Pieces pieces = text::SplitPreTokenizer("-", SplitBehavior::isolated, false).split({{"a-b", true}});
+  ASSERT_EQ(pieces.size(), 3u);
+  EXPECT_TRUE(pieces[0].at_start);
+  EXPECT_FALSE(pieces[1].at_start);
 }
 
 // Unicode's "maximal subpart" substitution (Unicode 15, section 3.9), which Rust's

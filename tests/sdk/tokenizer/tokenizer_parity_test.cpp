@@ -1,5 +1,6 @@
 // mixt's tokenizers against the references: tokenizers trained here by Hugging Face
-// `tokenizers` (a GPT-2-style and a Llama-3-style byte-level BPE) and by `sentencepiece`,
+// `tokenizers` (GPT-2-, Llama-3- and Qwen-2-style byte-level BPE; Llama 2 as transformers
+// converts it, with normalizers or with Metaspace, and byte fallback) and by `sentencepiece`,
 // then a varied text (GPL-3, several scripts, emoji, runs of spaces, code, special tokens in
 // the text) encoded and decoded by both (tests/support/tokenizer_reference.py).
 #include <gtest/gtest.h>
@@ -108,6 +109,9 @@ TEST_P(TokenizerParity, KnowsItsVocabularyAndEndOfText) {
 INSTANTIATE_TEST_SUITE_P(Families, TokenizerParity,
                          ::testing::Values(Family{"gpt2_style", "tokenizer.json"},
                                            Family{"llama3_style", "tokenizer.json"},
+                                           Family{"qwen2_style", "tokenizer.json"},
+                                           Family{"llama2_style", "tokenizer.json"},
+                                           Family{"metaspace_style", "tokenizer.json"},
                                            Family{"sentencepiece", "tokenizer.model"}),
                          [](const auto& info) { return std::string(info.param.name); });
 

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "byte_level.h"
 #include "utf8.h"
 
 namespace mixt::text {
@@ -36,9 +35,10 @@ std::vector<TokenId> HfTokenizer::encode(std::string_view text, bool add_special
   parts_.added.split(
       text,
       [&](std::string_view stretch) {
-        Pieces pieces{std::string(stretch)};
+        Pieces pieces{{std::string(stretch), stretch.data() == text.data()}};
+        if (parts_.normalizer) pieces.front().text = parts_.normalizer->normalize(std::move(pieces.front().text));
         if (parts_.pre_tokenizer) pieces = parts_.pre_tokenizer->split(std::move(pieces));
-        for (const std::string& piece : pieces) parts_.model->tokenize(piece, ids);
+        for (const Piece& piece : pieces) parts_.model->tokenize(piece.text, ids);
       },
       [&](TokenId id) { ids.push_back(id); });
   if (!add_special_tokens || parts_.template_single.empty()) return ids;
@@ -51,35 +51,34 @@ std::vector<TokenId> HfTokenizer::encode(std::string_view text, bool add_special
   return framed;
 }
 
-std::string HfTokenizer::decoded(std::span<const TokenId> ids, bool skip_special_tokens) const {
-  std::string out;
-  bool first = true;
+std::vector<std::string> HfTokenizer::tokens_of(std::span<const TokenId> ids, bool skip_special_tokens) const {
+  std::vector<std::string> tokens;
+  tokens.reserve(ids.size());
   for (const TokenId id : ids) {
-    std::string_view token;
     if (const AddedToken* added = parts_.added.by_id(id)) {
-      if (skip_special_tokens && added->special) continue;
-      token = added->content;
+      if (!(skip_special_tokens && added->special)) tokens.push_back(added->content);
     } else if (const std::string* known = parts_.model->token_of(id)) {
-      token = *known;
-    } else {
-      continue;
+      tokens.push_back(*known);
     }
-    if (parts_.decoder == Decoder::byte_level) {
-      append_byte_level_decoded(out, token);
-    } else {
-      if (!first) out.push_back(' ');
-      out.append(token);
-    }
-    first = false;
   }
-  return out;
+  return tokens;
 }
 
 std::string HfTokenizer::decode(std::span<const TokenId> ids, bool skip_special_tokens) const {
-  return repair_utf8(decoded(ids, skip_special_tokens));
+  std::vector<std::string> tokens = tokens_of(ids, skip_special_tokens);
+  std::string text;
+  if (!parts_.decoder) {
+    for (std::size_t i = 0; i < tokens.size(); ++i) text.append(i ? " " : "").append(tokens[i]);
+  } else {
+    for (const std::string& piece : parts_.decoder->decode(std::move(tokens))) text += piece;
+  }
+  return repair_utf8(text);
 }
 
-std::string HfTokenizer::decode_bytes(std::span<const TokenId> ids) const { return decoded(ids, false); }
+std::string HfTokenizer::decode_bytes(std::span<const TokenId> ids) const {
+  if (!parts_.byte_level_decoder) return decode(ids, false);
+  return ByteLevelDecoder(/*lossy=*/false).decode(tokens_of(ids, false)).front();
+}
 
 std::optional<TokenId> HfTokenizer::token_id(std::string_view token) const {
   if (const AddedToken* added = parts_.added.by_content(token)) return added->id;
@@ -89,7 +88,7 @@ std::optional<TokenId> HfTokenizer::token_id(std::string_view token) const {
 }
 
 std::string HfTokenizer::describe() const {
-  return std::string(parts_.decoder == Decoder::byte_level ? "byte-level BPE" : "BPE") + ", " +
+  return std::string(parts_.byte_level_decoder ? "byte-level BPE" : "BPE") + ", " +
          std::to_string(vocab_size_) + " tokens (" + parts_.file + ")";
 }
 

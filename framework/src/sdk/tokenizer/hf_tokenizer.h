@@ -11,11 +11,11 @@
 
 #include "added_tokens.h"
 #include "bpe_model.h"
+#include "decoder.h"
+#include "normalizer.h"
 #include "pre_tokenizer.h"
 
 namespace mixt::text {
-
-enum class Decoder { join_with_spaces, byte_level };  // join_with_spaces: no decoder given
 
 // One part of TemplateProcessing's `single`: the text's ids, or fixed special ids.
 struct TemplatePart {
@@ -26,9 +26,11 @@ struct TemplatePart {
 struct HfTokenizerParts {
   std::string file;
   AddedTokens added;
+  std::unique_ptr<Normalizer> normalizer;       // null: the text as it is
   std::unique_ptr<PreTokenizer> pre_tokenizer;  // null: each stretch of text is one piece
   std::unique_ptr<BpeModel> model;
-  Decoder decoder = Decoder::join_with_spaces;
+  std::unique_ptr<DecoderStep> decoder;  // null: tokens joined by spaces, as tokenizers does
+  bool byte_level_decoder = false;       // the decoder is ByteLevel alone: decode_bytes keeps raw bytes
   std::vector<TemplatePart> template_single;  // empty: add_special_tokens adds nothing
 };
 
@@ -45,7 +47,7 @@ class HfTokenizer : public Tokenizer {
   std::string describe() const override;
 
  private:
-  std::string decoded(std::span<const TokenId> ids, bool skip_special_tokens) const;
+  std::vector<std::string> tokens_of(std::span<const TokenId> ids, bool skip_special_tokens) const;
 
   HfTokenizerParts parts_;
   std::int64_t vocab_size_ = 0;

@@ -28,8 +28,11 @@ std::vector<Span> spans_of(const UnicodeRegex& regex, const std::string& text, b
 }
 
 // The pieces the spans make under `behavior`, appended to `out`.
-void append_pieces(Pieces& out, const std::string& text, const std::vector<Span>& spans, SplitBehavior behavior) {
-  const auto piece = [&](std::size_t begin, std::size_t end) { out.push_back(text.substr(begin, end - begin)); };
+void append_pieces(Pieces& out, const Piece& whole, const std::vector<Span>& spans, SplitBehavior behavior) {
+  const std::string& text = whole.text;
+  const auto piece = [&](std::size_t begin, std::size_t end) {
+    out.push_back({text.substr(begin, end - begin), whole.at_start && begin == 0});
+  };
   std::size_t pending = std::string::npos;  // start of a piece not yet closed (merged spans)
   for (std::size_t i = 0; i < spans.size(); ++i) {
     const Span& s = spans[i];
@@ -76,9 +79,9 @@ SplitPreTokenizer::SplitPreTokenizer(const std::string& regex, SplitBehavior beh
 Pieces SplitPreTokenizer::split(Pieces pieces) const {
   Pieces out;
   out.reserve(pieces.size() * 4);
-  for (const std::string& text : pieces) {
-    if (text.empty()) continue;
-    append_pieces(out, text, spans_of(regex_, text, invert_), behavior_);
+  for (const Piece& piece : pieces) {
+    if (piece.text.empty()) continue;
+    append_pieces(out, piece, spans_of(regex_, piece.text, invert_), behavior_);
   }
   return out;
 }
@@ -90,18 +93,42 @@ ByteLevelPreTokenizer::ByteLevelPreTokenizer(bool add_prefix_space, bool use_reg
 
 Pieces ByteLevelPreTokenizer::split(Pieces pieces) const {
   if (add_prefix_space_) {
-    for (std::string& piece : pieces) {
-      if (!piece.empty() && piece.front() != ' ') piece.insert(piece.begin(), ' ');
+    for (Piece& piece : pieces) {
+      if (!piece.text.empty() && piece.text.front() != ' ') piece.text.insert(piece.text.begin(), ' ');
     }
   }
   if (gpt2_split_) pieces = gpt2_split_->split(std::move(pieces));
-  for (std::string& piece : pieces) {
+  for (Piece& piece : pieces) {
     std::string mapped;
-    mapped.reserve(piece.size() * 2);
-    append_byte_level(mapped, piece);
-    piece = std::move(mapped);
+    mapped.reserve(piece.text.size() * 2);
+    append_byte_level(mapped, piece.text);
+    piece.text = std::move(mapped);
   }
   return pieces;
+}
+
+MetaspacePreTokenizer::MetaspacePreTokenizer(std::string replacement, PrependScheme scheme, bool split)
+    : replacement_(std::move(replacement)),
+      scheme_(scheme),
+      splitter_(split ? std::make_unique<SplitPreTokenizer>(escaped_regex(replacement_), SplitBehavior::merged_with_next,
+                                                            false)
+                      : nullptr) {}
+
+Pieces MetaspacePreTokenizer::split(Pieces pieces) const {
+  for (Piece& piece : pieces) {
+    std::string replaced;
+    for (char c : piece.text) {
+      if (c == ' ') {
+        replaced += replacement_;
+      } else {
+        replaced.push_back(c);
+      }
+    }
+    const bool prepend = scheme_ == PrependScheme::always || (scheme_ == PrependScheme::first && piece.at_start);
+    if (prepend && !replaced.starts_with(replacement_)) replaced.insert(0, replacement_);
+    piece.text = std::move(replaced);
+  }
+  return splitter_ ? splitter_->split(std::move(pieces)) : pieces;
 }
 
 Pieces SequencePreTokenizer::split(Pieces pieces) const {

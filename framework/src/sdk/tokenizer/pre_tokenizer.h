@@ -10,7 +10,14 @@
 
 namespace mixt::text {
 
-using Pieces = std::vector<std::string>;
+// A stretch of text, and whether it starts where the encoded text starts (Metaspace's
+// prepend_scheme "first" prepends to that one only).
+struct Piece {
+  std::string text;
+  bool at_start = false;
+  bool operator==(const Piece&) const = default;
+};
+using Pieces = std::vector<Piece>;
 
 class PreTokenizer {
  public:
@@ -42,6 +49,21 @@ class ByteLevelPreTokenizer : public PreTokenizer {
  private:
   bool add_prefix_space_;
   std::unique_ptr<SplitPreTokenizer> gpt2_split_;  // null unless use_regex
+};
+
+// Metaspace: spaces become `replacement` (U+2581), one is put in front (always, or only at
+// the start of the text, or never), then the text splits before each (when `split`).
+enum class PrependScheme { always, first, never };
+
+class MetaspacePreTokenizer : public PreTokenizer {
+ public:
+  MetaspacePreTokenizer(std::string replacement, PrependScheme scheme, bool split);
+  Pieces split(Pieces pieces) const override;
+
+ private:
+  std::string replacement_;
+  PrependScheme scheme_;
+  std::unique_ptr<SplitPreTokenizer> splitter_;  // null unless split
 };
 
 class SequencePreTokenizer : public PreTokenizer {

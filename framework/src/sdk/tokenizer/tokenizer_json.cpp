@@ -163,6 +163,62 @@ AddedTokens read_added_tokens(const Reader& r, const json& root) {
   return AddedTokens(std::move(tokens));
 }
 
+// A Split/Replace `pattern`: {"Regex": ...} as it is, {"String": ...} escaped.
+std::string pattern_regex(const Reader& r, const json& node, const std::string& key) {
+  const json& pattern = r.member(node, key, "pattern");
+  if (pattern.is_object() && pattern.contains("Regex")) return r.string_of(pattern["Regex"], key + ".pattern.Regex");
+  if (pattern.is_object() && pattern.contains("String")) {
+    return escaped_regex(r.string_of(pattern["String"], key + ".pattern.String"));
+  }
+  r.fail(key + ".pattern", "expected {\"Regex\": ...} or {\"String\": ...}");
+}
+
+template <class Made, class... Args>
+std::unique_ptr<Made> with_regex(const Reader& r, const std::string& key, Args&&... args) {
+  try {
+    return std::make_unique<Made>(std::forward<Args>(args)...);
+  } catch (const std::invalid_argument& e) {
+    r.fail(key + ".pattern", std::string("the regex does not compile: ") + e.what());
+  }
+}
+
+std::unique_ptr<Normalizer> read_normalizer(const Reader& r, const json& node, const std::string& key) {
+  const std::string type = r.type_of(node, key);
+  if (type == "NFC") return std::make_unique<UnicodeFormNormalizer>(UnicodeForm::nfc);
+  if (type == "NFD") return std::make_unique<UnicodeFormNormalizer>(UnicodeForm::nfd);
+  if (type == "NFKC") return std::make_unique<UnicodeFormNormalizer>(UnicodeForm::nfkc);
+  if (type == "NFKD") return std::make_unique<UnicodeFormNormalizer>(UnicodeForm::nfkd);
+  if (type == "Lowercase") return std::make_unique<LowercaseNormalizer>();
+  if (type == "Prepend") return std::make_unique<PrependNormalizer>(r.string_of(r.member(node, key, "prepend"), key));
+  if (type == "Replace") {
+    return with_regex<ReplaceNormalizer>(r, key, pattern_regex(r, node, key),
+                                         r.string_of(r.member(node, key, "content"), key + ".content"));
+  }
+  if (type == "Sequence") {
+    const json& steps = r.member(node, key, "normalizers");
+    if (!steps.is_array()) r.fail(key + ".normalizers", "expected a list");
+    std::vector<std::unique_ptr<Normalizer>> parts;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      parts.push_back(read_normalizer(r, steps[i], key + ".normalizers[" + std::to_string(i) + "]"));
+    }
+    return std::make_unique<SequenceNormalizer>(std::move(parts));
+  }
+  r.fail(key + ".type", "normalizer '" + type +
+                            "' is not supported (supported: NFC, NFD, NFKC, NFKD, Lowercase, Prepend, Replace, Sequence)");
+}
+
+PrependScheme prepend_scheme(const Reader& r, const json& node, const std::string& key) {
+  const auto found = node.find("prepend_scheme");
+  if (found == node.end()) {  // files before tokenizers 0.19 say add_prefix_space
+    return r.flag(node, key, "add_prefix_space", true) ? PrependScheme::always : PrependScheme::never;
+  }
+  const std::string scheme = r.string_of(*found, key + ".prepend_scheme");
+  if (scheme == "always") return PrependScheme::always;
+  if (scheme == "first") return PrependScheme::first;
+  if (scheme == "never") return PrependScheme::never;
+  r.fail(key + ".prepend_scheme", "unknown prepend_scheme '" + scheme + "' (known: always, first, never)");
+}
+
 SplitBehavior split_behavior(const Reader& r, const std::string& text, const std::string& key) {
   if (text == "Removed") return SplitBehavior::removed;
   if (text == "Isolated") return SplitBehavior::isolated;
@@ -180,22 +236,14 @@ std::unique_ptr<PreTokenizer> read_pre_tokenizer(const Reader& r, const json& no
                                                    r.flag(node, key, "use_regex", true));
   }
   if (type == "Split") {
-    const json& pattern = r.member(node, key, "pattern");
-    std::string regex;
-    if (pattern.is_object() && pattern.contains("Regex")) {
-      regex = r.string_of(pattern["Regex"], key + ".pattern.Regex");
-    } else if (pattern.is_object() && pattern.contains("String")) {
-      regex = escaped_regex(r.string_of(pattern["String"], key + ".pattern.String"));
-    } else {
-      r.fail(key + ".pattern", "expected {\"Regex\": ...} or {\"String\": ...}");
-    }
     const SplitBehavior behavior =
         split_behavior(r, r.string_of(r.member(node, key, "behavior"), key + ".behavior"), key + ".behavior");
-    try {
-      return std::make_unique<SplitPreTokenizer>(regex, behavior, r.flag(node, key, "invert", false));
-    } catch (const std::invalid_argument& e) {
-      r.fail(key + ".pattern", std::string("the regex does not compile: ") + e.what());
-    }
+    return with_regex<SplitPreTokenizer>(r, key, pattern_regex(r, node, key), behavior,
+                                         r.flag(node, key, "invert", false));
+  }
+  if (type == "Metaspace") {
+    return std::make_unique<MetaspacePreTokenizer>(r.string_of(r.member(node, key, "replacement"), key + ".replacement"),
+                                                   prepend_scheme(r, node, key), r.flag(node, key, "split", true));
   }
   if (type == "Sequence") {
     const json& steps = r.member(node, key, "pretokenizers");
@@ -206,21 +254,42 @@ std::unique_ptr<PreTokenizer> read_pre_tokenizer(const Reader& r, const json& no
     }
     return std::make_unique<SequencePreTokenizer>(std::move(parts));
   }
-  r.fail(key + ".type", "pre-tokenizer '" + type + "' is not supported (supported: ByteLevel, Split, Sequence)");
+  r.fail(key + ".type",
+         "pre-tokenizer '" + type + "' is not supported (supported: ByteLevel, Split, Metaspace, Sequence)");
 }
 
-Decoder read_decoder(const Reader& r, const json& root) {
-  const auto found = root.find("decoder");
-  if (found == root.end() || found->is_null()) return Decoder::join_with_spaces;
-  const std::string type = r.type_of(*found, "decoder");
-  if (type == "ByteLevel") return Decoder::byte_level;
-  if (type == "Sequence") {
-    const json& steps = r.member(*found, "decoder", "decoders");
-    if (steps.is_array() && steps.size() == 1 && r.type_of(steps[0], "decoder.decoders[0]") == "ByteLevel") {
-      return Decoder::byte_level;
-    }
+std::unique_ptr<DecoderStep> read_decoder(const Reader& r, const json& node, const std::string& key) {
+  const std::string type = r.type_of(node, key);
+  if (type == "ByteLevel") return std::make_unique<ByteLevelDecoder>();
+  if (type == "Replace") {
+    return with_regex<ReplaceDecoder>(r, key, pattern_regex(r, node, key),
+                                      r.string_of(r.member(node, key, "content"), key + ".content"));
   }
-  r.fail("decoder.type", "decoder '" + type + "' is not supported (supported: ByteLevel)");
+  if (type == "ByteFallback") return std::make_unique<ByteFallbackDecoder>();
+  if (type == "Fuse") return std::make_unique<FuseDecoder>();
+  if (type == "Strip") {
+    const auto count = [&](const char* name) {
+      return static_cast<std::size_t>(r.id_of(r.member(node, key, name), key + "." + name));
+    };
+    return std::make_unique<StripDecoder>(r.string_of(r.member(node, key, "content"), key + ".content"), count("start"),
+                                          count("stop"));
+  }
+  if (type == "Metaspace") {
+    return std::make_unique<MetaspaceDecoder>(r.string_of(r.member(node, key, "replacement"), key + ".replacement"),
+                                              prepend_scheme(r, node, key) != PrependScheme::never);
+  }
+  if (type == "Sequence") {
+    const json& steps = r.member(node, key, "decoders");
+    if (!steps.is_array()) r.fail(key + ".decoders", "expected a list");
+    std::vector<std::unique_ptr<DecoderStep>> parts;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      parts.push_back(read_decoder(r, steps[i], key + ".decoders[" + std::to_string(i) + "]"));
+    }
+    return std::make_unique<SequenceDecoder>(std::move(parts));
+  }
+  r.fail(key + ".type", "decoder '" + type +
+                            "' is not supported (supported: ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace, "
+                            "Sequence)");
 }
 
 // TemplateProcessing's `single`, or nothing for post-processors that add no ids (ByteLevel).
@@ -290,15 +359,17 @@ std::unique_ptr<Tokenizer> read_tokenizer_json(const std::string& file, std::str
   HfTokenizerParts parts;
   parts.file = file;
   if (const auto normalizer = root.find("normalizer"); normalizer != root.end() && !normalizer->is_null()) {
-    r.fail("normalizer", "normalizer '" + r.type_of(*normalizer, "normalizer") + "' is not supported yet",
-           "mixt reads tokenizers without a normalizer (GPT-2, Llama 3 and their kind)");
+    parts.normalizer = read_normalizer(r, *normalizer, "normalizer");
   }
   parts.added = read_added_tokens(r, root);
   if (const auto pre = root.find("pre_tokenizer"); pre != root.end() && !pre->is_null()) {
     parts.pre_tokenizer = read_pre_tokenizer(r, *pre, "pre_tokenizer");
   }
   parts.model = read_model(r, root);
-  parts.decoder = read_decoder(r, root);
+  if (const auto decoder = root.find("decoder"); decoder != root.end() && !decoder->is_null()) {
+    parts.decoder = read_decoder(r, *decoder, "decoder");
+    parts.byte_level_decoder = r.type_of(*decoder, "decoder") == "ByteLevel";
+  }
   if (const auto post = root.find("post_processor"); post != root.end()) {
     read_post_processor(r, *post, "post_processor", parts);
   }

@@ -1,0 +1,142 @@
+#include "assembly/transformers_dir.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <set>
+
+#include "recipe/recipe_node.h"
+
+namespace mixt {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+nlohmann::json read_json(const Config& section, const fs::path& file) {
+  std::ifstream in(file);
+  if (!in) section.fail("from", "the checkpoint directory has no " + file.filename().string() + " (" + file.string() + ")");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    section.fail("from", file.string() + " is not valid JSON: " + std::string(e.what()));
+  }
+}
+
+// The JSON value as a recipe scalar: numbers and booleans as YAML writes them, strings bare.
+std::string scalar_of(const nlohmann::json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
+
+bool agrees(const std::string& recipe_text, const nlohmann::json& value) {
+  if (value.is_number()) {
+    try {
+      std::size_t used = 0;
+      const double given = std::stod(recipe_text, &used);
+      return used == recipe_text.size() && given == value.get<double>();
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+  return recipe_text == scalar_of(value);
+}
+
+void check_implemented(const Config& section, const TransformersConfig& config, const nlohmann::json& json,
+                       const fs::path& file, const std::string& model) {
+  const auto type = json.find("model_type");
+  const std::string model_type = type != json.end() && type->is_string() ? type->get<std::string>() : "";
+  if (std::find(config.model_types.begin(), config.model_types.end(), model_type) == config.model_types.end()) {
+    std::string known;
+    for (const auto& t : config.model_types) known += (known.empty() ? "" : ", ") + t;
+    section.fail("from", file.string() + " is a '" + model_type + "' checkpoint; model '" + model + "' reads " + known);
+  }
+  for (const auto& [key, expected] : config.implements) {
+    const auto found = json.find(key);
+    if (found == json.end() || found->is_null()) continue;
+    if (*found != nlohmann::json::parse(expected)) {
+      section.fail("from", file.string() + " has " + key + ": " + found->dump() + "; model '" + model +
+                               "' implements " + key + ": " + expected);
+    }
+  }
+}
+
+// The safetensors of the directory: model.safetensors, or every shard its index names.
+NamedTensors read_weights(const Config& section, const fs::path& dir) {
+  const fs::path single = dir / "model.safetensors";
+  if (fs::exists(single)) return load_safetensors(single).tensors;
+  const fs::path index_file = dir / "model.safetensors.index.json";
+  if (!fs::exists(index_file)) {
+    section.fail("from", dir.string() + " holds neither model.safetensors nor model.safetensors.index.json",
+                 "save the checkpoint with save_pretrained (safetensors, the default)");
+  }
+  const nlohmann::json index = read_json(section, index_file);
+  if (!index.contains("weight_map") || !index["weight_map"].is_object()) {
+    section.fail("from", index_file.string() + " has no weight_map");
+  }
+  std::vector<std::string> shards;  // in the order the index first names them
+  std::set<std::string> listed;
+  for (const auto& [name, shard] : index["weight_map"].items()) {
+    if (listed.insert(shard.get<std::string>()).second) shards.push_back(shard.get<std::string>());
+  }
+  NamedTensors tensors;
+  for (const std::string& shard : shards) {
+    if (!fs::exists(dir / shard)) section.fail("from", index_file.string() + " names " + shard + ", which is missing");
+    for (auto& item : load_safetensors(dir / shard).tensors) tensors.push_back(std::move(item));
+  }
+  std::set<std::string> names;
+  for (const auto& item : tensors) names.insert(item.first);
+  for (const auto& [name, shard] : index["weight_map"].items()) {
+    if (!names.count(name)) {
+      section.fail("from", index_file.string() + " says " + name + " is in " + shard.get<std::string>() +
+                               ", which does not hold it");
+    }
+  }
+  return tensors;
+}
+
+}  // namespace
+
+NamedTensors apply_transformers_dir(const Config& section, const ComponentEntry& model) {
+  const fs::path dir = section.string("from");
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    section.fail("from", "not a folder: " + dir.string(), "name the directory save_pretrained wrote");
+  }
+  if (!model.transformers) {
+    section.fail("from", "model '" + model.name + "' does not read transformers checkpoints",
+                 "name its weights with model.weights=FILE.safetensors");
+  }
+  if (section.has("weights")) {
+    section.fail("weights", "give model.from or model.weights, not both", "model.from takes the directory's weights");
+  }
+  const fs::path config_file = dir / "config.json";
+  const nlohmann::json config = read_json(section, config_file);
+  check_implemented(section, *model.transformers, config, config_file, model.name);
+  RecipeNode& node = ConfigTree::node(section);
+  for (const auto& [key, option] : model.transformers->options) {
+    const auto found = config.find(key);
+    if (found == config.end() || found->is_null()) continue;
+    if (const RecipeEntry* given = node.find(option)) {
+      if (!agrees(given->value->scalar, *found)) {
+        section.fail(option, "model." + option + " is " + given->value->scalar + ", but " + config_file.string() +
+                                 " has " + key + ": " + found->dump(),
+                     "leave model." + option + " out to take the checkpoint's");
+      }
+      continue;
+    }
+    auto value = std::make_shared<RecipeNode>();
+    value->type = RecipeNode::Type::scalar;
+    value->scalar = scalar_of(*found);
+    value->quoted = found->is_string();
+    value->where = SourceLocation{config_file.string()};
+    node.entries.push_back({option, value->where, value});
+  }
+  return read_weights(section, dir);
+}
+
+std::string transformers_dir_tokenizer(const fs::path& dir) {
+  for (const char* name : {"tokenizer.json", "tokenizer.model"}) {
+    if (fs::exists(dir / name)) return (dir / name).string();
+  }
+  return "";
+}
+
+}  // namespace mixt

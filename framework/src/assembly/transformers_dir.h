@@ -1,0 +1,29 @@
+// model.from: DIR, a Hugging Face transformers checkpoint directory (save_pretrained's):
+// config.json fills the model's options as its plugin's TransformersConfig maps them
+// (mixt/plugin.h), model.safetensors (or the shards model.safetensors.index.json lists)
+// are its weights, tokenizer.json (or tokenizer.model) its tokenizer.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "mixt/config.h"
+#include "mixt/helpers/safetensors.h"
+#include "plugins/registry.h"
+
+namespace mixt {
+
+// libmixt's access to the tree under a Config (config.h's friend).
+struct ConfigTree {
+  static RecipeNode& node(const Config& config) { return *config.node_; }
+};
+
+// Fills the model section's options from DIR/config.json (those the recipe gives must agree
+// with it) and returns the directory's weights. Recipe errors at model.from, or at the option
+// that disagrees, naming the file and its key.
+NamedTensors apply_transformers_dir(const Config& model_section, const ComponentEntry& model);
+
+// The directory's tokenizer file, or "" when it has none.
+std::string transformers_dir_tokenizer(const std::filesystem::path& dir);
+
+}  // namespace mixt

@@ -5,12 +5,11 @@
 //   mixt_bench_tokenizer TOKENIZER DOCUMENTS.jsonl THREADS [REPEATS]
 #include <mixt/tokenizer.h>
 
-#include <nlohmann/json.hpp>
-
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 int main(int argc, char** argv) {

@@ -5,8 +5,8 @@
 // inputs and targets [batch, context], the targets being the inputs shifted by one.
 #include <mixt/helpers/data_loader.h>
 #include <mixt/options.h>
-#include <mixt/tokenizer.h>
 #include <mixt/plugin.h>
+#include <mixt/tokenizer.h>
 
 #include <cerrno>
 #include <cstring>
@@ -96,10 +96,11 @@ std::unique_ptr<mixt::Dataset> make_tokens(const TokensOptions& o, const mixt::D
   }
   auto stream = std::make_shared<const tokens::TokenStream>(std::move(runs));
   return tokens::make_token_dataset(
-      std::move(stream), o.windows, o.vocab, o.vocab, o.loader.for_context(context, context.split == "train"),
-      o.where,
-      std::string(widths.size() == 2 ? "uint16 and uint32" : widths.count(4) ? "uint32" : "uint16") + " token ids from " +
-          formats_read(formats) + " (vocabulary " + std::to_string(o.vocab) + ")");
+      std::move(stream), o.windows, o.vocab, o.vocab, o.loader.for_context(context, context.split == "train"), o.where,
+      std::string(widths.size() == 2 ? "uint16 and uint32"
+                  : widths.count(4)  ? "uint32"
+                                     : "uint16") +
+          " token ids from " + formats_read(formats) + " (vocabulary " + std::to_string(o.vocab) + ")");
 }
 
 struct TextOptions {
@@ -113,8 +114,9 @@ struct TextOptions {
 using XO = TextOptions;
 const auto kTextOptions = tokens::with_loader_keys(
     mixt::OptionsOf<XO>()
-        .add(&XO::file, "file", "a text file, read whole; each byte is a token (UTF-8 characters beyond ASCII are "
-                                "several) unless a tokenizer is given; relative to the directory mixt runs in")
+        .add(&XO::file, "file",
+             "a text file, read whole; each byte is a token (UTF-8 characters beyond ASCII are "
+             "several) unless a tokenizer is given; relative to the directory mixt runs in")
         .contextual(&XO::tokenizer, "tokenizer", "none: bytes",
                     "a tokenizer.json or tokenizer.model that encodes the text (vocabulary: its size) instead of bytes")
         .include(&XO::windows, tokens::window_keys(256))
@@ -164,14 +166,16 @@ std::unique_ptr<mixt::Dataset> make_text(const TextOptions& o, const mixt::Datas
   std::string what = "UTF-8 bytes as tokens (vocabulary 256)";
   if (o.tokenizer) {
     std::error_code ec;
-    if (!fs::is_regular_file(*o.tokenizer, ec)) o.where.fail("tokenizer", "tokenizer file does not exist: " + *o.tokenizer);
+    if (!fs::is_regular_file(*o.tokenizer, ec))
+      o.where.fail("tokenizer", "tokenizer file does not exist: " + *o.tokenizer);
     const std::unique_ptr<mixt::Tokenizer> tokenizer = mixt::load_tokenizer(*o.tokenizer);
     run = encode_text(o, *tokenizer, std::move(run));
     vocab = tokenizer->vocab_size();
     what = "tokens of " + tokenizer->describe();
   }
   auto stream = std::make_shared<const tokens::TokenStream>(std::vector<tokens::TokenRun>{std::move(run)});
-  return tokens::make_token_dataset(std::move(stream), o.windows, vocab, o.tokenizer ? std::optional(vocab) : std::nullopt,
+  return tokens::make_token_dataset(std::move(stream), o.windows, vocab,
+                                    o.tokenizer ? std::optional(vocab) : std::nullopt,
                                     o.loader.for_context(context, context.split == "train"), o.where, what);
 }
 
@@ -180,8 +184,9 @@ void register_components(mixt::Registrar& registrar) {
                         "token ids from nanoGPT .bin files or llm.c shards (uint16, or uint32 past 65,536 tokens), "
                         "memory-mapped, in windows for causal language modelling",
                         kTokensOptions, make_tokens);
-  registrar.add_dataset("text", "one text file's bytes (vocabulary 256) or a tokenizer's ids, in windows for causal language "
-                                "modelling without a tokenizer",
+  registrar.add_dataset("text",
+                        "one text file's bytes (vocabulary 256) or a tokenizer's ids, in windows for causal language "
+                        "modelling without a tokenizer",
                         kTextOptions, make_text);
 }
 

@@ -234,7 +234,7 @@ int export_model(const ExportOptions& options) {
   std::unique_ptr<ModelOnly> only;
   if (!recipe_has_data(plan.recipe) && options.input_shape.empty() && task->predicts_next_token()) {
     only = std::make_unique<ModelOnly>(build_model_only(plan, session.registry(), options.ema, "export", at::kCPU,
-                                                           /*with_precision=*/false));
+                                                        /*with_precision=*/false));
     if (only->context_length == 0) {
       throw usage_error("the recipe has no data section, and its model does not say how many tokens it takes",
                         "give a sequence length in tokens, e.g. --input-shape 64");

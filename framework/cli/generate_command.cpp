@@ -1,7 +1,6 @@
 #include "generate_command.h"
 
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <memory>
 #include <sstream>
@@ -63,9 +62,11 @@ std::vector<std::int64_t> prompt_ids(const GenerateOptions& options, std::int64_
     return {ids.begin(), ids.end()};
   }
   if (vocabulary != kByteVocabulary) {
-    throw usage_error("--prompt takes text for a byte-level model (vocabulary 256) or a model with a tokenizer; "
-                      "this one has " + std::to_string(vocabulary) + " tokens and no tokenizer",
-                      "name one in the recipe (model.tokenizer: tokenizer.json), or give token ids with --tokens");
+    throw usage_error(
+        "--prompt takes text for a byte-level model (vocabulary 256) or a model with a tokenizer; "
+        "this one has " +
+            std::to_string(vocabulary) + " tokens and no tokenizer",
+        "name one in the recipe (model.tokenizer: tokenizer.json), or give token ids with --tokens");
   }
   const std::string text = options.prompt.empty() ? "\n" : options.prompt;
   std::vector<std::int64_t> ids;
@@ -161,17 +162,18 @@ int generate(const GenerateOptions& options) {
     session.load_plugins_of(plan.recipe);
     const ModelOnly only = build_model_only(plan, session.registry(), options.ema, "generate");
     refuse_unless_language_model(*only.task);
-    return sample(options, plan.recipe, {only.inference->model(), *only.precision, only.inference->device(),
-                                         only.vocabulary, only.context_length});
+    return sample(
+        options, plan.recipe,
+        {only.inference->model(), *only.precision, only.inference->device(), only.vocabulary, only.context_length});
   }
   Experiment e = session.prepare(std::move(plan.recipe));
   Components& c = e.components;
   refuse_unless_language_model(*c.task);
   const Inference inference(c, plan, options.ema, e.options.seed);
   const std::vector<std::int64_t> shape = c.train->sample_shape();
-  return sample(options, e.recipe,
-                {inference.model(), *c.precision, inference.device(), c.train->num_classes(),
-                 shape.empty() ? 0 : shape.front()});
+  return sample(
+      options, e.recipe,
+      {inference.model(), *c.precision, inference.device(), c.train->num_classes(), shape.empty() ? 0 : shape.front()});
 }
 
 void add_generate_command(CLI::App& app, Commands& commands) {

@@ -2,9 +2,8 @@
 
 #include <mixt/error.h>
 
-#include <nlohmann/json.hpp>
-
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 namespace mixt::cli {

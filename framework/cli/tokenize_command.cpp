@@ -1,11 +1,10 @@
 #include "tokenize_command.h"
 
-#include <CLI/CLI.hpp>
 #include <mixt/error.h>
 #include <mixt/tokenizer.h>
-
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
 #include <cmath>

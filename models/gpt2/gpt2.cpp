@@ -317,9 +317,14 @@ std::string summary(const Variant& v) {
 mixt::TransformersConfig transformers_config() {
   mixt::TransformersConfig config;
   config.model_types = {"gpt2"};
-  config.options = {{"vocab_size", "vocab_size"}, {"n_positions", "context_length"}, {"n_layer", "num_layers"},
-                    {"n_head", "num_heads"},      {"n_embd", "hidden_dim"},         {"n_inner", "mlp_dim"},
-                    {"resid_pdrop", "dropout"},   {"attn_pdrop", "attention_dropout"},
+  config.options = {{"vocab_size", "vocab_size"},
+                    {"n_positions", "context_length"},
+                    {"n_layer", "num_layers"},
+                    {"n_head", "num_heads"},
+                    {"n_embd", "hidden_dim"},
+                    {"n_inner", "mlp_dim"},
+                    {"resid_pdrop", "dropout"},
+                    {"attn_pdrop", "attention_dropout"},
                     {"layer_norm_epsilon", "layer_norm_eps"}};
   config.implements = {{"activation_function", "\"gelu_new\""},
                        {"scale_attn_weights", "true"},

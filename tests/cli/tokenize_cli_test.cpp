@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-
 #include <regex>
 #include <sstream>
 
@@ -15,8 +14,8 @@
 namespace mixt {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::CommandResult;
+using ::testing::HasSubstr;
 using testing::TempDir;
 namespace fs = std::filesystem;
 
@@ -40,10 +39,10 @@ class TokenizeCli : public ::testing::Test {
   // llmc_shards_check.py's verdict on the shards in `out` for `inputs`.
   static nlohmann::json check(const std::string& family, const fs::path& out, const std::vector<std::string>& inputs,
                               const std::string& extra = "") {
-    std::string command = "python3 " +
-                          testing::shell_quote((testing::source_dir() / "tests/support/llmc_shards_check.py").string()) +
-                          " --tokenizer " + testing::shell_quote(tokenizer(family)) + " --out " +
-                          testing::shell_quote(out.string()) + " " + extra;
+    std::string command =
+        "python3 " + testing::shell_quote((testing::source_dir() / "tests/support/llmc_shards_check.py").string()) +
+        " --tokenizer " + testing::shell_quote(tokenizer(family)) + " --out " + testing::shell_quote(out.string()) +
+        " " + extra;
     for (const auto& input : inputs) command.append(" ").append(testing::shell_quote(input));
     const CommandResult checked = testing::run_command(command);
     EXPECT_EQ(checked.exit_code, 0) << checked.output;
@@ -113,26 +112,27 @@ TEST_F(TokenizeCli, AVocabularyPastUint16WritesLlmcUint32Shards) {
                                              "--out", out.string(), "--separator", "<|end_of_text|>"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("uint32 ids"));
-  const nlohmann::json verdict =
-      check("llama3_wide", out, {input.string(), kGpl}, "--separator '<|end_of_text|>'");
+  const nlohmann::json verdict = check("llama3_wide", out, {input.string(), kGpl}, "--separator '<|end_of_text|>'");
   EXPECT_TRUE(verdict["ok"].get<bool>()) << verdict.dump();
   EXPECT_EQ(verdict["width"], 4);
 }
 
 TEST_F(TokenizeCli, ItsShardsTrainAGpt2) {
   const fs::path out = dir_.path() / "gpl";
-  ASSERT_EQ(testing::run_mixt({"tokenize", kGpl, "--tokenizer", tokenizer("gpt2_style"), "--out", out.string()})
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      testing::run_mixt({"tokenize", kGpl, "--tokenizer", tokenizer("gpt2_style"), "--out", out.string()}).exit_code,
+      0);
   dir_.write("lm.yaml", R"(name: lm
 task: { name: causal_lm }
 model: { name: gpt2, num_layers: 2, num_heads: 2, hidden_dim: 64, context_length: 32, dropout: 0, attention_dropout: 0 }
 precision: { name: fp32 }
 optimizer: { name: adamw, lr: 3.0e-3 }
 data:
-  train: { name: tokens, files: [)" + (out / "train_000000.bin").string() +
+  train: { name: tokens, files: [)" +
+                            (out / "train_000000.bin").string() +
                             R"(], vocab: 1200, context: 32, batch_size: 16 }
-  val:   { name: tokens, files: [)" + (out / "val_000000.bin").string() +
+  val:   { name: tokens, files: [)" +
+                            (out / "val_000000.bin").string() +
                             R"(], vocab: 1200, context: 32, batch_size: 16 }
 trainer: { epochs: 8, seed: 0, threads: 1 }
 output: runs
@@ -181,9 +181,9 @@ TEST_F(TokenizeCli, GenerateWithAPromptWritesTransformersGreedyText) {
   // The text is not the prompt again and again: the model learned GPL-3's words.
   EXPECT_GT(expected["text"].get<std::string>().size(), std::string(kPrompt).size() + 24);
   const fs::path out = dir_.path() / "gpl";
-  ASSERT_EQ(testing::run_mixt({"tokenize", kGpl, "--tokenizer", tokenizer("gpt2_style"), "--out", out.string()})
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      testing::run_mixt({"tokenize", kGpl, "--tokenizer", tokenizer("gpt2_style"), "--out", out.string()}).exit_code,
+      0);
   const fs::path hf = tokenizers_->path() / "hf";
   dir_.write("with_data.yaml", gpt2_recipe(hf, tokenizer("gpt2_style"), R"(precision: { name: fp32 }
 optimizer: { name: adamw }
@@ -248,7 +248,8 @@ TEST_F(TokenizeCli, ATransformersDirectoryIsOneLineOfARecipe) {
   const CommandResult checked = testing::run_mixt({"check", "from.yaml"}, dir_.path());
   ASSERT_EQ(checked.exit_code, 0) << checked.output;
   EXPECT_THAT(checked.output, HasSubstr("predicts  the next token of vocabulary 1200, up to 64 tokens"));
-  EXPECT_THAT(checked.output, HasSubstr("tokenizer byte-level BPE, 1200 tokens (" + (sharded / "tokenizer.json").string()));
+  EXPECT_THAT(checked.output,
+              HasSubstr("tokenizer byte-level BPE, 1200 tokens (" + (sharded / "tokenizer.json").string()));
   const CommandResult generated = testing::run_mixt(
       {"generate", "from.yaml", "--prompt", kPrompt, "--temperature", "0", "--max-new-tokens", "24"}, dir_.path());
   ASSERT_EQ(generated.exit_code, 0) << generated.output;
@@ -274,16 +275,14 @@ TEST_F(TokenizeCli, ATransformersDirectoryIsOneLineOfARecipe) {
   EXPECT_EQ(disagrees.exit_code, 2);
   EXPECT_THAT(disagrees.output,
               HasSubstr("model.num_layers is 3, but " + (sharded / "config.json").string() + " has n_layer: 2"));
-  const CommandResult not_a_reader = testing::run_mixt(
-      {"check", "from.yaml", "model.name=resnet18"}, dir_.path());
+  const CommandResult not_a_reader = testing::run_mixt({"check", "from.yaml", "model.name=resnet18"}, dir_.path());
   EXPECT_EQ(not_a_reader.exit_code, 2);
   EXPECT_THAT(not_a_reader.output, HasSubstr("model 'resnet18' does not read transformers checkpoints"));
 }
 
 TEST_F(TokenizeCli, BadInputIsNamed) {
-  const CommandResult missing =
-      testing::run_mixt({"tokenize", "/nonexistent.txt", "--tokenizer", tokenizer("gpt2_style"), "--out", "o"},
-                        dir_.path());
+  const CommandResult missing = testing::run_mixt(
+      {"tokenize", "/nonexistent.txt", "--tokenizer", tokenizer("gpt2_style"), "--out", "o"}, dir_.path());
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_THAT(missing.output, HasSubstr("/nonexistent.txt: no such file"));
   const fs::path jsonl = dir_.write("bad.jsonl", "{\"text\": \"fine\"}\n{\"body\": \"no text field\"}\n");

@@ -1,8 +1,8 @@
 #include "assembly/components.h"
 
-#include <filesystem>
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <set>
 

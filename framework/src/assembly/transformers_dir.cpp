@@ -1,8 +1,7 @@
 #include "assembly/transformers_dir.h"
 
-#include <nlohmann/json.hpp>
-
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "recipe/recipe_node.h"
@@ -15,7 +14,8 @@ namespace {
 
 nlohmann::json read_json(const Config& section, const fs::path& file) {
   std::ifstream in(file);
-  if (!in) section.fail("from", "the checkpoint directory has no " + file.filename().string() + " (" + file.string() + ")");
+  if (!in)
+    section.fail("from", "the checkpoint directory has no " + file.filename().string() + " (" + file.string() + ")");
   try {
     return nlohmann::json::parse(in);
   } catch (const nlohmann::json::parse_error& e) {
@@ -24,7 +24,9 @@ nlohmann::json read_json(const Config& section, const fs::path& file) {
 }
 
 // The JSON value as a recipe scalar: numbers and booleans as YAML writes them, strings bare.
-std::string scalar_of(const nlohmann::json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
+std::string scalar_of(const nlohmann::json& value) {
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
 
 bool agrees(const std::string& recipe_text, const nlohmann::json& value) {
   if (value.is_number()) {
@@ -116,8 +118,9 @@ NamedTensors apply_transformers_dir(const Config& section, const ComponentEntry&
     if (found == config.end() || found->is_null()) continue;
     if (const RecipeEntry* given = node.find(option)) {
       if (!agrees(given->value->scalar, *found)) {
-        section.fail(option, "model." + option + " is " + given->value->scalar + ", but " + config_file.string() +
-                                 " has " + key + ": " + found->dump(),
+        section.fail(option,
+                     "model." + option + " is " + given->value->scalar + ", but " + config_file.string() + " has " +
+                         key + ": " + found->dump(),
                      "leave model." + option + " out to take the checkpoint's");
       }
       continue;

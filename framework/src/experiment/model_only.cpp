@@ -34,9 +34,9 @@ ModelOnly build_model_only(const ModelPlan& plan, const Registry& registry, bool
   ModelOnly only;
   const InferenceSettings settings = InferenceSettings::read(plan.recipe, device);
   only.task = registry.make_task(task_section_of(plan.recipe.config()), TaskContext{settings.device, 0});
-  only.inference = std::make_unique<Inference>(
-      plan, registry, settings, std::vector<std::int64_t>{}, 0,
-      ShapeSource{"its own options", " (the recipe has no data section)"}, ema, command);
+  only.inference =
+      std::make_unique<Inference>(plan, registry, settings, std::vector<std::int64_t>{}, 0,
+                                  ShapeSource{"its own options", " (the recipe has no data section)"}, ema, command);
   Model& model = only.inference->model();
   only.context_length = model_context_length(model);
   if (only.task->predicts_next_token()) {

@@ -1,12 +1,11 @@
 #include "experiment/model_source.h"
 
-#include "assembly/transformers_dir.h"
-
 #include <algorithm>
 #include <cstring>
 #include <fstream>
 
 #include "assembly/components.h"
+#include "assembly/transformers_dir.h"
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_weights.h"
 #include "common/warnings.h"

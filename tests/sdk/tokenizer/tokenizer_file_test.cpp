@@ -1,7 +1,6 @@
 // Tokenizer files read by hand-made examples whose ids are worked out below, and the files
 // that cannot be read: each a clear error naming the file and the key.
 #include <gtest/gtest.h>
-
 #include <mixt/error.h>
 #include <mixt/tokenizer.h>
 
@@ -108,9 +107,10 @@ TEST(TokenizerFile, AMergeNamingAMissingTokenIsNamed) {
 
 TEST(TokenizerFile, AnUnsupportedPreTokenizerListsWhatIs) {
   TempDir dir;
-  const std::string message =
-      error_of(dir, replace_once(kTiny, R"({"type": "Split", "pattern": {"String": " "}, "behavior": "Removed", "invert": false})",
-                                 R"({"type": "Whitespace"})"));
+  const std::string message = error_of(
+      dir,
+      replace_once(kTiny, R"({"type": "Split", "pattern": {"String": " "}, "behavior": "Removed", "invert": false})",
+                   R"({"type": "Whitespace"})"));
   EXPECT_NE(message.find("pre_tokenizer.type: pre-tokenizer 'Whitespace' is not supported (supported: ByteLevel"),
             std::string::npos)
       << message;

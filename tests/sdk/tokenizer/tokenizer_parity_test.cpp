@@ -4,7 +4,6 @@
 // then a varied text (GPL-3, several scripts, emoji, runs of spaces, code, special tokens in
 // the text) encoded and decoded by both (tests/support/tokenizer_reference.py).
 #include <gtest/gtest.h>
-
 #include <mixt/tokenizer.h>
 
 #include <nlohmann/json.hpp>
@@ -27,9 +26,9 @@ class Reference {
 
  private:
   Reference() {
-    const CommandResult made = run_command(
-        "python3 " + shell_quote((source_dir() / "tests/support/tokenizer_reference.py").string()) + " " +
-        shell_quote(dir_.path().string()));
+    const CommandResult made =
+        run_command("python3 " + shell_quote((source_dir() / "tests/support/tokenizer_reference.py").string()) + " " +
+                    shell_quote(dir_.path().string()));
     output_ = made.output;
     ok_ = made.exit_code == 0;
     if (ok_) cases_ = nlohmann::json::parse(read_file(dir_.path() / "cases.json"));
@@ -106,14 +105,12 @@ TEST_P(TokenizerParity, KnowsItsVocabularyAndEndOfText) {
   ASSERT_TRUE(tokenizer_->end_of_text().has_value());
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, TokenizerParity,
-                         ::testing::Values(Family{"gpt2_style", "tokenizer.json"},
-                                           Family{"llama3_style", "tokenizer.json"},
-                                           Family{"qwen2_style", "tokenizer.json"},
-                                           Family{"llama2_style", "tokenizer.json"},
-                                           Family{"metaspace_style", "tokenizer.json"},
-                                           Family{"sentencepiece", "tokenizer.model"}),
-                         [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(
+    Families, TokenizerParity,
+    ::testing::Values(Family{"gpt2_style", "tokenizer.json"}, Family{"llama3_style", "tokenizer.json"},
+                      Family{"qwen2_style", "tokenizer.json"}, Family{"llama2_style", "tokenizer.json"},
+                      Family{"metaspace_style", "tokenizer.json"}, Family{"sentencepiece", "tokenizer.model"}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace mixt::testing

@@ -69,7 +69,8 @@ void AddedTokens::split(std::string_view text, const std::function<void(std::str
       continue;
     }
     const AddedToken& token = tokens_[static_cast<std::size_t>(index)];
-    if (token.single_word && ((at > 0 && is_word_byte(text[at - 1])) || (end < text.size() && is_word_byte(text[end])))) {
+    if (token.single_word &&
+        ((at > 0 && is_word_byte(text[at - 1])) || (end < text.size() && is_word_byte(text[end])))) {
       ++at;
       continue;
     }

@@ -2,13 +2,13 @@
 // the text before anything else runs, leftmost and then longest first, and never split.
 #pragma once
 
+#include <mixt/tokenizer.h>
+
 #include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
-
-#include <mixt/tokenizer.h>
 
 namespace mixt::text {
 

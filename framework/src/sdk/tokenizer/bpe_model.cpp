@@ -212,7 +212,8 @@ void BpeModel::tokenize(std::string_view piece, std::vector<TokenId>& out) const
   }
   const std::size_t from = out.size();
   merge_word(piece, out);
-  cache.pieces.emplace(std::string(piece), std::vector<TokenId>(out.begin() + static_cast<std::ptrdiff_t>(from), out.end()));
+  cache.pieces.emplace(std::string(piece),
+                       std::vector<TokenId>(out.begin() + static_cast<std::ptrdiff_t>(from), out.end()));
 }
 
 }  // namespace mixt::text

@@ -3,14 +3,14 @@
 // per-thread cache of the pieces already seen.
 #pragma once
 
+#include <mixt/tokenizer.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
-
-#include <mixt/tokenizer.h>
 
 namespace mixt::text {
 
@@ -64,7 +64,7 @@ class BpeModel {
   BpeOptions options_;
   std::optional<TokenId> unk_id_;
   std::vector<std::optional<TokenId>> byte_ids_;  // <0x00>..<0xFF>, when byte_fallback
-  std::uint64_t serial_;  // tells this model's cache entries from another's
+  std::uint64_t serial_;                          // tells this model's cache entries from another's
 };
 
 }  // namespace mixt::text

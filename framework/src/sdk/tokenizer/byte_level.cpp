@@ -14,8 +14,8 @@ bool stands_for_itself(int byte) {
 }
 
 struct Alphabet {
-  std::array<std::string, 256> encoded;      // byte -> UTF-8 of its character
-  std::array<std::int16_t, 324> decoded{};   // code point -> byte, -1 when not in the alphabet
+  std::array<std::string, 256> encoded;     // byte -> UTF-8 of its character
+  std::array<std::int16_t, 324> decoded{};  // code point -> byte, -1 when not in the alphabet
 
   Alphabet() {
     decoded.fill(-1);

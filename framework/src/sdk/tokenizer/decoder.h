@@ -66,7 +66,8 @@ class StripDecoder : public DecoderStep {
 // pre-tokenizer never prepends one.
 class MetaspaceDecoder : public DecoderStep {
  public:
-  MetaspaceDecoder(std::string replacement, bool prepends) : replacement_(std::move(replacement)), prepends_(prepends) {}
+  MetaspaceDecoder(std::string replacement, bool prepends)
+      : replacement_(std::move(replacement)), prepends_(prepends) {}
   std::vector<std::string> decode(std::vector<std::string> tokens) const override;
 
  private:

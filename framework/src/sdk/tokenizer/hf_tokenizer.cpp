@@ -88,8 +88,8 @@ std::optional<TokenId> HfTokenizer::token_id(std::string_view token) const {
 }
 
 std::string HfTokenizer::describe() const {
-  return std::string(parts_.byte_level_decoder ? "byte-level BPE" : "BPE") + ", " +
-         std::to_string(vocab_size_) + " tokens (" + parts_.file + ")";
+  return std::string(parts_.byte_level_decoder ? "byte-level BPE" : "BPE") + ", " + std::to_string(vocab_size_) +
+         " tokens (" + parts_.file + ")";
 }
 
 }  // namespace mixt::text

@@ -2,12 +2,12 @@
 // post-processor it names. Built by read_tokenizer_json (tokenizer_json.h).
 #pragma once
 
+#include <mixt/tokenizer.h>
+
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <mixt/tokenizer.h>
 
 #include "added_tokens.h"
 #include "bpe_model.h"
@@ -29,8 +29,8 @@ struct HfTokenizerParts {
   std::unique_ptr<Normalizer> normalizer;       // null: the text as it is
   std::unique_ptr<PreTokenizer> pre_tokenizer;  // null: each stretch of text is one piece
   std::unique_ptr<BpeModel> model;
-  std::unique_ptr<DecoderStep> decoder;  // null: tokens joined by spaces, as tokenizers does
-  bool byte_level_decoder = false;       // the decoder is ByteLevel alone: decode_bytes keeps raw bytes
+  std::unique_ptr<DecoderStep> decoder;       // null: tokens joined by spaces, as tokenizers does
+  bool byte_level_decoder = false;            // the decoder is ByteLevel alone: decode_bytes keeps raw bytes
   std::vector<TemplatePart> template_single;  // empty: add_special_tokens adds nothing
 };
 

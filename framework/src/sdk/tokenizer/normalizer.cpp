@@ -13,8 +13,10 @@ namespace {
 
 utf8proc_option_t options_of(UnicodeForm form) {
   switch (form) {
-    case UnicodeForm::nfc: return static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE);
-    case UnicodeForm::nfd: return static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE);
+    case UnicodeForm::nfc:
+      return static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+    case UnicodeForm::nfd:
+      return static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE);
     case UnicodeForm::nfkc:
       return static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT);
     case UnicodeForm::nfkd:
@@ -28,9 +30,8 @@ utf8proc_option_t options_of(UnicodeForm form) {
 std::string UnicodeFormNormalizer::normalize(std::string text) const {
   if (text.empty()) return text;
   utf8proc_uint8_t* mapped = nullptr;
-  const utf8proc_ssize_t size =
-      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()), static_cast<utf8proc_ssize_t>(text.size()),
-                   &mapped, options_of(form_));
+  const utf8proc_ssize_t size = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
+                                             static_cast<utf8proc_ssize_t>(text.size()), &mapped, options_of(form_));
   if (size < 0) throw std::invalid_argument(std::string("Unicode normalization failed: ") + utf8proc_errmsg(size));
   std::string out(reinterpret_cast<const char*>(mapped), static_cast<std::size_t>(size));
   std::free(mapped);

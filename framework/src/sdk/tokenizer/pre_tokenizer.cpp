@@ -110,8 +110,8 @@ Pieces ByteLevelPreTokenizer::split(Pieces pieces) const {
 MetaspacePreTokenizer::MetaspacePreTokenizer(std::string replacement, PrependScheme scheme, bool split)
     : replacement_(std::move(replacement)),
       scheme_(scheme),
-      splitter_(split ? std::make_unique<SplitPreTokenizer>(escaped_regex(replacement_), SplitBehavior::merged_with_next,
-                                                            false)
+      splitter_(split ? std::make_unique<SplitPreTokenizer>(escaped_regex(replacement_),
+                                                            SplitBehavior::merged_with_next, false)
                       : nullptr) {}
 
 Pieces MetaspacePreTokenizer::split(Pieces pieces) const {

@@ -1,7 +1,6 @@
 // read_sentencepiece_model in libmixt: opens lib/mixt/libmixt_sentencepiece.so beside libmixt
 // once (sentencepiece_tokenizer.h says why it is a module) and hands it the model.
 #include <dlfcn.h>
-
 #include <mixt/error.h>
 
 #include <filesystem>
@@ -32,7 +31,8 @@ const Module& sentencepiece_module() {
     const std::filesystem::path library = module_path();
     // Kept loaded: the tokenizers it makes live there.
     void* handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-    if (handle != nullptr) module.entry = reinterpret_cast<ReadSentencePieceModel>(::dlsym(handle, kSentencePieceEntry));
+    if (handle != nullptr)
+      module.entry = reinterpret_cast<ReadSentencePieceModel>(::dlsym(handle, kSentencePieceEntry));
     if (module.entry == nullptr) {
       const char* why = ::dlerror();
       module.failure = why != nullptr ? why : library.string() + ": no " + kSentencePieceEntry;
@@ -53,8 +53,8 @@ std::unique_ptr<Tokenizer> read_sentencepiece_model(const std::string& file, std
   std::string failure;
   module.entry(file, content, &tokenizer, &failure);
   if (!tokenizer) {
-    throw recipe_error("not a tokenizer.json and not a SentencePiece model (" + failure + ")", SourceLocation{file},
-                       {}, "give a Hugging Face tokenizer.json or a SentencePiece tokenizer.model");
+    throw recipe_error("not a tokenizer.json and not a SentencePiece model (" + failure + ")", SourceLocation{file}, {},
+                       "give a Hugging Face tokenizer.json or a SentencePiece tokenizer.model");
   }
   return tokenizer;
 }

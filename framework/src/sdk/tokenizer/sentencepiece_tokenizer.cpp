@@ -1,7 +1,6 @@
 #include "sentencepiece_tokenizer.h"
 
 #include <mixt/error.h>
-
 #include <sentencepiece_processor.h>
 
 #include "utf8.h"

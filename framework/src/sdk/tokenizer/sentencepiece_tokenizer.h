@@ -8,11 +8,11 @@
 // global scope, and its protobuf calls bind to its own copy.
 #pragma once
 
+#include <mixt/tokenizer.h>
+
 #include <memory>
 #include <string>
 #include <string_view>
-
-#include <mixt/tokenizer.h>
 
 namespace mixt::text {
 

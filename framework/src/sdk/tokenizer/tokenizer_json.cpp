@@ -2,9 +2,8 @@
 
 #include <mixt/error.h>
 
-#include <nlohmann/json.hpp>
-
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "hf_tokenizer.h"
 
@@ -117,8 +116,7 @@ std::unique_ptr<BpeModel> read_model(const Reader& r, const json& root) {
   }
   if (const auto dropout = model.find("dropout");
       dropout != model.end() && !dropout->is_null() && !(dropout->is_number() && dropout->get<double>() == 0)) {
-    r.fail("model.dropout", "BPE dropout is for training tokenizers; mixt encodes without it",
-           "set it to null");
+    r.fail("model.dropout", "BPE dropout is for training tokenizers; mixt encodes without it", "set it to null");
   }
   BpeOptions options;
   const auto optional_string = [&](const char* name) -> std::optional<std::string> {
@@ -203,8 +201,9 @@ std::unique_ptr<Normalizer> read_normalizer(const Reader& r, const json& node, c
     }
     return std::make_unique<SequenceNormalizer>(std::move(parts));
   }
-  r.fail(key + ".type", "normalizer '" + type +
-                            "' is not supported (supported: NFC, NFD, NFKC, NFKD, Lowercase, Prepend, Replace, Sequence)");
+  r.fail(key + ".type",
+         "normalizer '" + type +
+             "' is not supported (supported: NFC, NFD, NFKC, NFKD, Lowercase, Prepend, Replace, Sequence)");
 }
 
 PrependScheme prepend_scheme(const Reader& r, const json& node, const std::string& key) {
@@ -225,8 +224,9 @@ SplitBehavior split_behavior(const Reader& r, const std::string& text, const std
   if (text == "MergedWithPrevious") return SplitBehavior::merged_with_previous;
   if (text == "MergedWithNext") return SplitBehavior::merged_with_next;
   if (text == "Contiguous") return SplitBehavior::contiguous;
-  r.fail(key, "unknown split behavior '" + text + "' (known: Removed, Isolated, MergedWithPrevious, MergedWithNext, "
-                                                  "Contiguous)");
+  r.fail(key, "unknown split behavior '" + text +
+                  "' (known: Removed, Isolated, MergedWithPrevious, MergedWithNext, "
+                  "Contiguous)");
 }
 
 std::unique_ptr<PreTokenizer> read_pre_tokenizer(const Reader& r, const json& node, const std::string& key) {
@@ -242,8 +242,9 @@ std::unique_ptr<PreTokenizer> read_pre_tokenizer(const Reader& r, const json& no
                                          r.flag(node, key, "invert", false));
   }
   if (type == "Metaspace") {
-    return std::make_unique<MetaspacePreTokenizer>(r.string_of(r.member(node, key, "replacement"), key + ".replacement"),
-                                                   prepend_scheme(r, node, key), r.flag(node, key, "split", true));
+    return std::make_unique<MetaspacePreTokenizer>(
+        r.string_of(r.member(node, key, "replacement"), key + ".replacement"), prepend_scheme(r, node, key),
+        r.flag(node, key, "split", true));
   }
   if (type == "Sequence") {
     const json& steps = r.member(node, key, "pretokenizers");

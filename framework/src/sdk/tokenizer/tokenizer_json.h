@@ -2,11 +2,11 @@
 // the format, and a mixt::Error at the key of whatever it does not.
 #pragma once
 
+#include <mixt/tokenizer.h>
+
 #include <memory>
 #include <string>
 #include <string_view>
-
-#include <mixt/tokenizer.h>
 
 namespace mixt::text {
 

@@ -11,7 +11,7 @@ bool is_continuation(unsigned char byte, unsigned char low = 0x80, unsigned char
 }
 
 struct Lead {
-  std::size_t size = 0;           // 0: not a lead byte
+  std::size_t size = 0;             // 0: not a lead byte
   unsigned char second_low = 0x80;  // the range the second byte must fall in (Unicode table 3-7)
   unsigned char second_high = 0xBF;
 };

@@ -186,11 +186,13 @@ std::int64_t parameter_count(Model& model) {
   return parameters;
 }
 
-// A recipe without data: the model alone, and what it says of itself (experiment/model_only.h).
-int check_model_only(const std::string& recipe, const std::vector<std::string>& overrides) {
-  const ModelPlan plan = plan_model(resolve_model_target(recipe, "check", false), overrides, false);
-  Session session;
-  session.load_plugins_of(plan.recipe);
+// A language model's recipe without data: the model alone, and what it says of itself
+// (experiment/model_only.h).
+int check_model_only(const std::string& recipe, Recipe loaded, Session& session) {
+  ModelPlan plan;
+  plan.recipe = std::move(loaded);
+  const Config model = plan.recipe.config().section("model");
+  plan.named_weights = model.has("weights") || model.has("from");
   const ModelOnly only = build_model_only(plan, session.registry(), false, "check");
   const Task& task = *only.task;
   std::printf("%s: ok for mixt generate and mixt export (no data section: mixt run needs data.train)\n",
@@ -209,10 +211,16 @@ int check_model_only(const std::string& recipe, const std::vector<std::string>& 
 }  // namespace
 
 int check(const std::string& recipe, const std::vector<std::string>& overrides) {
-  if (!recipe_has_data(load_recipe(recipe, overrides))) return check_model_only(recipe, overrides);
+  Recipe loaded = load_recipe(recipe, overrides);  // once: the recipe may come from a pipe
   Session session;
+  if (!recipe_has_data(loaded)) {
+    session.load_plugins_of(loaded);
+    const std::unique_ptr<Task> task =
+        session.registry().make_task(task_section_of(loaded.config()), TaskContext{at::kCPU, 0});
+    if (task->predicts_next_token()) return check_model_only(recipe, std::move(loaded), session);
+  }
   // Building the components proves the model takes the data (a forward pass on a blank batch).
-  Experiment e = session.prepare(recipe, overrides);
+  Experiment e = session.prepare(std::move(loaded));
   // A trainer.resume that names no checkpoint, or one that does not fit the recipe's model,
   // is a recipe error `run` would give: read it as `run` will (nothing is written).
   if (!e.options.resume.empty()) {

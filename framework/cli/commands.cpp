@@ -28,6 +28,7 @@
 #include "mixt/tokenizer.h"
 #include "mixt/version.h"
 #include "plugins/option_table.h"
+#include "thousands.h"
 #include "train/figure_text.h"
 
 namespace mixt::cli {
@@ -170,16 +171,6 @@ void print_routing_and_steps(const Experiment& e) {
 
 namespace {
 
-std::string grouped_digits(std::int64_t n) {
-  const std::string digits = std::to_string(n);
-  std::string grouped;  // 11177538 -> 11,177,538, as `mixt list` shows them
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) grouped += ',';
-    grouped += digits[i];
-  }
-  return grouped;
-}
-
 std::int64_t parameter_count(Model& model) {
   std::int64_t parameters = 0;
   for (const at::Tensor& p : model.parameters()) parameters += p.numel();
@@ -197,7 +188,7 @@ int check_model_only(const std::string& recipe, Recipe loaded, Session& session)
   const Task& task = *only.task;
   std::printf("%s: ok for mixt generate and mixt export (no data section: mixt run needs data.train)\n",
               recipe.c_str());
-  std::printf("  model     %s parameters\n", grouped_digits(parameter_count(only.inference->model())).c_str());
+  std::printf("  model     %s parameters\n", with_thousands(parameter_count(only.inference->model())).c_str());
   if (task.predicts_next_token()) {
     std::printf("  predicts  the next token of %s", task.describe_classes(only.vocabulary).c_str());
     if (only.context_length > 0) std::printf(", up to %lld tokens", static_cast<long long>(only.context_length));
@@ -252,7 +243,7 @@ int check(const std::string& recipe, const std::vector<std::string>& overrides) 
   };
   describe_data("train", *e.components.train);
   if (e.components.val) describe_data("val", *e.components.val);
-  std::printf("  model     %s parameters\n", grouped_digits(parameter_count(*e.components.model)).c_str());
+  std::printf("  model     %s parameters\n", with_thousands(parameter_count(*e.components.model)).c_str());
   print_linear_layers(e.components, e.components.train->sample_shape());
   print_routing_and_steps(e);
   return 0;

@@ -15,6 +15,7 @@
 
 #include "common/interrupt.h"
 #include "text_documents.h"
+#include "thousands.h"
 #include "token_shards.h"
 
 namespace mixt::cli {
@@ -89,12 +90,6 @@ std::vector<std::vector<TokenId>> encode_all(const Tokenizer& tokenizer, const s
   return ids;
 }
 
-std::string with_commas(std::int64_t n) {
-  std::string digits = std::to_string(n);
-  for (int at = static_cast<int>(digits.size()) - 3; at > 0; at -= 3) digits.insert(static_cast<std::size_t>(at), ",");
-  return digits;
-}
-
 class Progress {
  public:
   explicit Progress(std::uintmax_t total_bytes) : total_(total_bytes), shown_(::isatty(2) != 0) {}
@@ -104,7 +99,7 @@ class Progress {
     const double percent = total_ ? 100.0 * static_cast<double>(bytes) / static_cast<double>(total_) : 100.0;
     const int filled = static_cast<int>(percent / 5);
     std::fprintf(stderr, "\rtokenize [%-20s] %3.0f%%  %s tokens, %.0f tokens/s ", std::string(filled, '#').c_str(),
-                 percent, with_commas(tokens).c_str(), seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0);
+                 percent, with_thousands(tokens).c_str(), seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0);
   }
   void done() {
     if (shown_) std::fprintf(stderr, "\n");
@@ -165,12 +160,12 @@ int tokenize(const TokenizeOptions& o) {
   const double megabytes = static_cast<double>(documents.bytes_read()) / 1e6;
   const auto per_second = static_cast<std::int64_t>(static_cast<double>(total) / std::max(seconds, 1e-9));
   std::printf("tokenized %s document%s (%.2f MB) into %s tokens in %.2f s: %s tokens/s, %.2f MB/s, %d thread%s\n",
-              with_commas(document_count).c_str(), document_count == 1 ? "" : "s", megabytes,
-              with_commas(total).c_str(), seconds, with_commas(per_second).c_str(), megabytes / std::max(seconds, 1e-9),
-              threads, threads == 1 ? "" : "s");
-  std::printf("train: %s tokens in %s\n", with_commas(total - val_tokens).c_str(), listed(shards.train).c_str());
+              with_thousands(document_count).c_str(), document_count == 1 ? "" : "s", megabytes,
+              with_thousands(total).c_str(), seconds, with_thousands(per_second).c_str(),
+              megabytes / std::max(seconds, 1e-9), threads, threads == 1 ? "" : "s");
+  std::printf("train: %s tokens in %s\n", with_thousands(total - val_tokens).c_str(), listed(shards.train).c_str());
   if (!shards.val.empty()) {
-    std::printf("val: %s tokens in %s\n", with_commas(val_tokens).c_str(), listed(shards.val).c_str());
+    std::printf("val: %s tokens in %s\n", with_thousands(val_tokens).c_str(), listed(shards.val).c_str());
   }
   const std::string vocab = std::to_string(tokenizer->vocab_size());
   std::string data = "data: {train: {name: tokens, files: " + listed(shards.train) + ", vocab: " + vocab + "}";

@@ -275,6 +275,16 @@ TEST_F(TokenizeCli, ATransformersDirectoryIsOneLineOfARecipe) {
   EXPECT_EQ(disagrees.exit_code, 2);
   EXPECT_THAT(disagrees.output,
               HasSubstr("model.num_layers is 3, but " + (sharded / "config.json").string() + " has n_layer: 2"));
+  const CommandResult both = testing::run_mixt({"check", "from.yaml", "model.weights=w.safetensors"}, dir_.path());
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_THAT(both.output, HasSubstr("give model.from or model.weights, not both"));
+  dir_.write("llama_dir/config.json", R"({"model_type": "llama"})");
+  const CommandResult other_type = testing::run_mixt({"check", "from.yaml", "model.from=llama_dir"}, dir_.path());
+  EXPECT_EQ(other_type.exit_code, 2);
+  EXPECT_THAT(other_type.output, HasSubstr("llama_dir/config.json is a 'llama' checkpoint; model 'gpt2' reads gpt2"));
+  const CommandResult no_folder = testing::run_mixt({"check", "from.yaml", "model.from=nowhere"}, dir_.path());
+  EXPECT_EQ(no_folder.exit_code, 2);
+  EXPECT_THAT(no_folder.output, HasSubstr("model.from: not a folder: nowhere"));
   const CommandResult not_a_reader = testing::run_mixt({"check", "from.yaml", "model.name=resnet18"}, dir_.path());
   EXPECT_EQ(not_a_reader.exit_code, 2);
   EXPECT_THAT(not_a_reader.output, HasSubstr("model 'resnet18' does not read transformers checkpoints"));
@@ -298,6 +308,18 @@ TEST_F(TokenizeCli, BadInputIsNamed) {
       testing::run_mixt({"tokenize", kGpl, "--tokenizer", tokenizer("gpt2_style"), "--out", "twice"}, dir_.path());
   EXPECT_EQ(twice.exit_code, 2);
   EXPECT_THAT(twice.output, HasSubstr("twice already holds token shards"));
+  const auto usage = [&](const std::vector<std::string>& flags, const std::string& message) {
+    std::vector<std::string> args{"tokenize", kGpl, "--tokenizer", tokenizer("gpt2_style"), "--out", "flags"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const CommandResult r = testing::run_mixt(args, dir_.path());
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_THAT(r.output, HasSubstr(message));
+  };
+  usage({"--separator", "<|nope|>"}, "--separator: '<|nope|>' is not a token of");
+  usage({"--val-fraction", "1"}, "--val-fraction must be in [0, 1)");
+  usage({"--shard-tokens", "0"}, "--shard-tokens must be from 1 to 2^31 - 1");
+  usage({"--separator", "<|endoftext|>", "--no-separator"}, "give --separator or --no-separator, not both");
+  EXPECT_FALSE(fs::exists(dir_.path() / "flags" / "train_000000.bin"));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <fstream>
 
+#include "sdk/tokenizer/normalizer.h"
 #include "sdk/tokenizer/pre_tokenizer.h"
 #include "sdk/tokenizer/utf8.h"
 #include "test_support.h"
@@ -71,6 +72,37 @@ TEST(TokenizerFile, SplitBehavesAsTokenizersDocumentsIt) {
   ASSERT_EQ(pieces.size(), 3u);
   EXPECT_TRUE(pieces[0].at_start);
   EXPECT_FALSE(pieces[1].at_start);
+}
+
+// The normalizers and Metaspace on examples worked out from the Unicode tables: U+FB01 (fi
+// ligature) and U+2460 (circled 1) are compatibility characters, U+00E9 decomposes into
+// e + U+0301; Metaspace's U+2581 for spaces, prepended always, at the start, or never.
+TEST(TokenizerFile, NormalizersAndMetaspaceDoWhatTheirNamesSay) {
+  using text::UnicodeForm;
+  EXPECT_EQ(text::UnicodeFormNormalizer(UnicodeForm::nfkc).normalize("\xEF\xAC\x81\xE2\x91\xA0"), "fi1");
+  EXPECT_EQ(text::UnicodeFormNormalizer(UnicodeForm::nfd).normalize("\xC3\xA9"), "e\xCC\x81");
+  EXPECT_EQ(text::UnicodeFormNormalizer(UnicodeForm::nfc).normalize("e\xCC\x81"), "\xC3\xA9");
+  EXPECT_EQ(text::UnicodeFormNormalizer(UnicodeForm::nfkd).normalize("\xEF\xAC\x81"), "fi");
+  EXPECT_EQ(text::LowercaseNormalizer().normalize("\xC3\x80"
+                                                  "B\xC3\x87"),
+            "\xC3\xA0"
+            "b\xC3\xA7");
+  const std::string m = "\xE2\x96\x81";
+  const auto texts = [](const text::Pieces& pieces) {
+    std::vector<std::string> out;
+    for (const text::Piece& piece : pieces) out.push_back(piece.text);
+    return out;
+  };
+  using P = std::vector<std::string>;
+  using text::PrependScheme;
+  EXPECT_EQ(texts(text::MetaspacePreTokenizer(m, PrependScheme::always, true).split({{"a b", false}})),
+            (P{m + "a", m + "b"}));
+  EXPECT_EQ(texts(text::MetaspacePreTokenizer(m, PrependScheme::first, true).split({{"a b", false}})),
+            (P{"a", m + "b"}));
+  EXPECT_EQ(texts(text::MetaspacePreTokenizer(m, PrependScheme::first, false).split({{"a b", true}})),
+            (P{m + "a" + m + "b"}));
+  EXPECT_EQ(texts(text::MetaspacePreTokenizer(m, PrependScheme::never, true).split({{"a b", true}})),
+            (P{"a", m + "b"}));
 }
 
 // Unicode's "maximal subpart" substitution (Unicode 15, section 3.9), which Rust's

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# GPT-2 124M, mixt vs plain PyTorch (transformers' GPT2LMHeadModel in eager mode,
-# torch.autocast, AdamW) on the same machine, same torch, same random tokens, same batch and
+# GPT-2 124M (or, --model smollm2, a SmolLM2-135M-shaped Llama), mixt vs plain PyTorch
+# (transformers' GPT2LMHeadModel or LlamaForCausalLM in eager mode, torch.autocast, AdamW) on
+# the same machine, same torch, same random tokens, same batch and
 # context, one policy per process on both sides. Prints one table: tokens/s (samples/s x
 # context) and peak memory per side and the ratios mixt / PyTorch per policy, plus a row
 # with activation checkpointing (mixt trainer.activation_checkpointing=all, transformers
-# gradient_checkpointing_enable()) for each policy of --checkpointing (a comma-separated list).
-# Never fails on time.
+# gradient_checkpointing_enable()) for each policy of --checkpointing (a comma-separated list),
+# and a row with mixt's plain loss (task.fused_loss=false: the [tokens, vocab] logits whole,
+# as PyTorch's) for each policy of --plain-loss. Never fails on time.
 #
 #   bench/gpt2_compare.sh [--device cpu|cuda] [--batch N] [--context T] [--steps N] [--warmup N]
 #                         [--precision fp32,amp_bf16,...] [--checkpointing fp32|none] [--threads N]
-#                         [--fused] [--out DIR]
+#                         [--fused] [--model gpt2|smollm2] [--plain-loss fp32|none] [--out DIR]
 #
-# The recipe is recipes/gpt2/gpt2_124m.yaml (nanoGPT's settings: AdamW lr 6e-4, betas 0.9/0.95,
+# The recipe is recipes/gpt2/gpt2_124m.yaml (--model smollm2: recipes/llama/smollm2_135m.yaml, the
+# same settings) (nanoGPT's settings: AdamW lr 6e-4, betas 0.9/0.95,
 # weight decay 0.1 on 2-D weights, clipping at 1.0, no dropout) with, on both sides, the
 # learning rate held constant (scheduler=null), one micro-batch per step (accumulate 1) and
 # AdamW's default implementation for the device (--fused: the fused kernel on both sides).
@@ -32,7 +35,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 MIXT=${MIXT:-build/bin/mixt}
 DEVICE=""; BATCH=""; CONTEXT=1024; STEPS=""; WARMUP=""; THREADS=0; FUSED=false; PRECISION=""; OUT=""
-CHECKPOINTING=fp32
+CHECKPOINTING=fp32; PLAIN_LOSS=fp32; MODEL=gpt2
 while (($#)); do
   case "$1" in
     --device) DEVICE=$2; shift 2 ;;
@@ -44,6 +47,8 @@ while (($#)); do
     --checkpointing) CHECKPOINTING=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
     --fused) FUSED=true; shift ;;
+    --model) MODEL=$2; shift 2 ;;
+    --plain-loss) PLAIN_LOSS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
@@ -57,6 +62,12 @@ else
   BATCH=${BATCH:-1}; STEPS=${STEPS:-3}; WARMUP=${WARMUP:-1}; PRECISION=${PRECISION:-fp32,amp_bf16,bf16_master,bf16_true}
 fi
 [ "$CHECKPOINTING" = none ] && CHECKPOINTING=""
+[ "$PLAIN_LOSS" = none ] && PLAIN_LOSS=""
+case "$MODEL" in
+  gpt2) RECIPE=recipes/gpt2/gpt2_124m.yaml; VOCAB=50257; TITLE="GPT-2 124M" ;;
+  smollm2) RECIPE=recipes/llama/smollm2_135m.yaml; VOCAB=49152; TITLE="SmolLM2-135M-shaped Llama" ;;
+  *) echo "unknown --model $MODEL (gpt2, smollm2)" >&2; exit 2 ;;
+esac
 
 if [ -n "$OUT" ]; then
   mkdir -p "$OUT"; out=$(cd "$OUT" && pwd)
@@ -69,12 +80,12 @@ tokens="$out/tokens.bin"
 python3 -c "
 import numpy as np
 windows = max(64, 2 * ($WARMUP + $STEPS) * $BATCH)
-np.random.default_rng(0).integers(0, 50257, size=windows * $CONTEXT + 1, dtype=np.uint16).tofile('$tokens')"
+np.random.default_rng(0).integers(0, $VOCAB, size=windows * $CONTEXT + 1, dtype=np.uint16).tofile('$tokens')"
 
 # mixt: its bench.json, or nothing when it wrote none (its messages are on stderr).
 mixt_bench() {  # OUTPUT_DIR POLICIES [extra mixt bench flags]
   local dir=$1 policies=$2; shift 2
-  "$MIXT" bench recipes/gpt2/gpt2_124m.yaml --precision "$policies" --steps "$STEPS" --warmup "$WARMUP" \
+  "$MIXT" bench "$RECIPE" --precision "$policies" --steps "$STEPS" --warmup "$WARMUP" \
     --batch "$BATCH" "$@" trainer.device="$DEVICE" trainer.threads="$THREADS" output="$dir" \
     data.train.files="$tokens" data.train.context="$CONTEXT" model.context_length="$CONTEXT" \
     trainer.accumulate=1 scheduler=null optimizer.fused="$FUSED" 'callbacks=[]' >&2 || true
@@ -82,14 +93,14 @@ mixt_bench() {  # OUTPUT_DIR POLICIES [extra mixt bench flags]
 }
 torch_side() {  # POLICIES [extra flags]
   local policies=$1; shift
-  python3 bench/gpt2_vs_pytorch.py --tokens "$tokens" --precision "$policies" --device "$DEVICE" \
+  python3 bench/gpt2_vs_pytorch.py --model "$MODEL" --tokens "$tokens" --precision "$policies" --device "$DEVICE" \
     --batch "$BATCH" --context "$CONTEXT" --steps "$STEPS" --warmup "$WARMUP" --threads "$THREADS" \
     $([ "$FUSED" = true ] && echo --fused) "$@"
 }
 
 # The two sides take turns, policy by policy, so that a change in the machine's other load
 # falls on both sides of a row rather than on one side of the table.
-echo "mixt: $MIXT bench recipes/gpt2/gpt2_124m.yaml; PyTorch: bench/gpt2_vs_pytorch.py ($DEVICE, batch $BATCH x $CONTEXT, $STEPS steps after $WARMUP, fused AdamW: $FUSED)" >&2
+echo "mixt: $MIXT bench $RECIPE; PyTorch: bench/gpt2_vs_pytorch.py ($DEVICE, batch $BATCH x $CONTEXT, $STEPS steps after $WARMUP, fused AdamW: $FUSED)" >&2
 tables=()
 : > "$out/pytorch.jsonl"
 IFS=, read -r -a policies <<< "$PRECISION"
@@ -105,6 +116,11 @@ for policy in "${policies[@]}"; do
   torch_side "$policy" --checkpointing >> "$out/pytorch.jsonl"
 done
 
-python3 bench/gpt2_compare_table.py "${tables[@]}" --pytorch "$out/pytorch.jsonl" --device "$DEVICE" \
+IFS=, read -r -a policies <<< "$PLAIN_LOSS"
+for policy in "${policies[@]}"; do
+  tables+=(--mixt-plain "$(mixt_bench "$out/mixt-$policy-plain" "$policy" task.fused_loss=false)")
+done
+
+python3 bench/gpt2_compare_table.py "${tables[@]}" --pytorch "$out/pytorch.jsonl" --title "$TITLE" --device "$DEVICE" \
   --batch "$BATCH" --context "$CONTEXT" --steps "$STEPS" --warmup "$WARMUP" | tee "$out/compare.md"
 if [ -n "$OUT" ]; then echo "results kept in $out" >&2; fi

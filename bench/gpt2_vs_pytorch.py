@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The plain-PyTorch side of bench/gpt2_compare.sh.
 
-transformers' GPT2LMHeadModel (GPT-2 124M: 12 layers, width 768, 12 heads, SDPA attention)
-trained in eager mode on windows of a uint16 token file (the file mixt reads: nanoGPT's
+transformers' GPT2LMHeadModel (GPT-2 124M: 12 layers, width 768, 12 heads, SDPA attention),
+or with --model smollm2 its LlamaForCausalLM at SmolLM2-135M's shape (30 layers, width 576,
+9 heads sharing 3 key/value heads, vocabulary 49,152, tied head), trained in eager mode on windows of a uint16 token file (the file mixt reads: nanoGPT's
 format, windows of context + 1 tokens every context tokens, the inputs and their next
 tokens), with recipes/gpt2/gpt2_124m.yaml's settings: AdamW lr 6e-4 held constant (the
 comparison passes scheduler=null to mixt), betas (0.9, 0.95), eps 1e-8, weight decay 0.1 on
@@ -95,10 +96,18 @@ def run_one(args):
     torch.backends.cuda.matmul.fp32_precision = "tf32" if tf32 else "ieee"
     torch.backends.cudnn.conv.fp32_precision = "tf32" if tf32 else "ieee"
 
-    config = GPT2Config(vocab_size=args.vocab, n_positions=args.context, n_embd=args.hidden, n_layer=args.layers,
-                        n_head=args.heads, resid_pdrop=args.dropout, embd_pdrop=args.dropout, attn_pdrop=args.dropout,
-                        use_cache=False)
-    model = GPT2LMHeadModel(config).to(device)
+    if args.model == "smollm2":
+        from transformers import LlamaConfig, LlamaForCausalLM
+        config = LlamaConfig(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
+                             num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=max(8192, args.context),
+                             rope_theta=100000.0, tie_word_embeddings=True, use_cache=False,
+                             attn_implementation="sdpa")
+        model = LlamaForCausalLM(config).to(device)
+    else:
+        config = GPT2Config(vocab_size=args.vocab, n_positions=args.context, n_embd=args.hidden, n_layer=args.layers,
+                            n_head=args.heads, resid_pdrop=args.dropout, embd_pdrop=args.dropout,
+                            attn_pdrop=args.dropout, use_cache=False)
+        model = GPT2LMHeadModel(config).to(device)
     model.train()
     if args.checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
@@ -222,6 +231,7 @@ def run_one(args):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tokens", required=True, help="uint16 token file (nanoGPT's format)")
+    parser.add_argument("--model", default="gpt2", choices=["gpt2", "smollm2"])
     parser.add_argument("--precision", default="fp32,tf32,amp_fp16,amp_bf16")
     parser.add_argument("--device", default="cuda" if "--device" not in sys.argv and _cuda() else "cpu")
     parser.add_argument("--batch", type=int, default=8)
@@ -242,7 +252,7 @@ def main():
         run_one(args)
         return
     for policy in args.precision.split(","):
-        command = [sys.executable, __file__, "--one", "--tokens", args.tokens, "--precision", policy,
+        command = [sys.executable, __file__, "--one", "--model", args.model, "--tokens", args.tokens, "--precision", policy,
                    "--device", args.device, "--batch", str(args.batch), "--context", str(args.context),
                    "--layers", str(args.layers), "--hidden", str(args.hidden),
                    "--heads", str(args.heads), "--vocab", str(args.vocab), "--dropout", str(args.dropout),

@@ -30,6 +30,7 @@
 #include <mixt/cached_decoding.h>
 #include <mixt/helpers/fp32_modules.h>
 #include <mixt/helpers/linear.h>
+#include <mixt/linear_head.h>
 #include <mixt/model.h>
 #include <mixt/options.h>
 #include <mixt/plugin.h>
@@ -45,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/language_model.h"
 #include "../common/zoo.h"
 
 namespace {
@@ -247,36 +249,27 @@ class TransformerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Transformer);
 
-// lm_head: nn.Linear(width, vocab, bias=False) whose weight is transformer.wte.weight. It
-// registers no parameter (a tensor registered twice would be in the optimizer's list twice);
-// it reads the embedding's weight at each call, so it follows whatever device, dtype or
-// values the embedding is given.
-class LmHeadImpl : public torch::nn::Module, public mixt::LinearMaps {
- public:
-  explicit LmHeadImpl(torch::nn::Embedding tied) : tied_(std::move(tied)) {}
-  at::Tensor forward(const at::Tensor& x) { return linear("", x, tied_->weight, {}); }
-  std::vector<Map> linear_maps() const override { return {{"", tied_->weight, {}}}; }
-
- private:
-  torch::nn::Embedding tied_;  // transformer.wte, not registered here
-};
-TORCH_MODULE(LmHead);
-
-class Gpt2LMHeadModel : public mixt::Model, public mixt::CachedDecoding {
+// The head (tied to transformer.wte) is offered to the task (mixt/linear_head.h): causal_lm
+// then trains without the whole logits.
+class Gpt2LMHeadModel : public mixt::Model, public mixt::CachedDecoding, public mixt::LinearHead {
  public:
   explicit Gpt2LMHeadModel(const Gpt2Options& o) : context_(o.context_length) {
     transformer_ = register_module("transformer", Transformer(o));
-    lm_head_ = register_module("lm_head", LmHead(transformer_->wte));
+    lm_head_ = register_module("lm_head", mixt::models::TiedLmHead(transformer_->wte));
   }
 
   at::Tensor forward(const at::Tensor& ids) override {
+    return mixt::call_submodule(*this, "lm_head", features(ids),
+                                [this](const at::Tensor& in) { return lm_head_->forward(in); });
+  }
+  at::Tensor features(const at::Tensor& ids) override {
     TORCH_CHECK(ids.dim() == 2 && (ids.scalar_type() == at::kLong || ids.scalar_type() == at::kInt),
                 "gpt2: expected token ids, int64 [batch, time], got ", ids.scalar_type(), " of shape ", ids.sizes());
     TORCH_CHECK(ids.size(1) <= context_, "gpt2: ", ids.size(1), " tokens, more than context_length ", context_);
-    at::Tensor h = mixt::call_submodule(*this, "transformer", ids,
-                                        [this](const at::Tensor& in) { return transformer_->forward(in, *this); });
-    return mixt::call_submodule(*this, "lm_head", h, [this](const at::Tensor& in) { return lm_head_->forward(in); });
+    return mixt::call_submodule(*this, "transformer", ids,
+                                [this](const at::Tensor& in) { return transformer_->forward(in, *this); });
   }
+  mixt::HeadMap head() const override { return {"lm_head", lm_head_->weight(), {}}; }
 
   std::int64_t context_length() const override { return context_; }
   void clear_cache() override {
@@ -303,7 +296,7 @@ class Gpt2LMHeadModel : public mixt::Model, public mixt::CachedDecoding {
   std::vector<at::Tensor> keys_, values_;  // per block: N x heads x past x head width
   std::int64_t past_ = 0;
   Transformer transformer_{nullptr};
-  LmHead lm_head_{nullptr};
+  mixt::models::TiedLmHead lm_head_{nullptr};
 };
 
 std::string summary(const Variant& v) {
@@ -365,22 +358,7 @@ void register_components(mixt::Registrar& r) {
             .recipe_section(&O::where);
     r.add_model(v.name, summary(v), options,
                 [](const O& o, const mixt::ModelContext& context) -> std::shared_ptr<mixt::Model> {
-                  const auto& s = context.sample_shape;
-                  if (!s.empty() && s.size() != 1) {
-                    std::string shape;
-                    for (auto d : s) shape.append(shape.empty() ? "" : "x").append(std::to_string(d));
-                    o.where.fail("name",
-                                 "gpt2 takes token sequences (a sample is [time] token ids), but the data delivers "
-                                 "samples of shape " +
-                                     shape,
-                                 "use a token dataset");
-                  }
-                  if (s.size() == 1 && s[0] > o.context_length) {
-                    o.where.fail("context_length",
-                                 "the data delivers sequences of " + std::to_string(s[0]) +
-                                     " tokens but the model's context_length is " + std::to_string(o.context_length),
-                                 "raise context_length, or shorten the sequences");
-                  }
+                  mixt::models::require_token_sequences(o.where, context, o.context_length, "gpt2");
                   O resolved = o;
                   if (!resolved.vocab_size && context.num_classes > 0) resolved.vocab_size = context.num_classes;
                   return std::make_shared<Gpt2LMHeadModel>(resolved);

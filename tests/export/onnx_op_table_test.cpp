@@ -108,6 +108,7 @@ std::vector<OpCase> op_cases() {
        [](OpModel& m, const at::Tensor& x) {
          return at::batch_norm(x, m.get("w"), m.get("b"), m.get("mean"), m.get("var"), false, 0.1, 1e-5, false);
        }},
+      {"cos", "aten::cos", {9}, none, [](OpModel&, const at::Tensor& x) { return at::cos(x * 3.0); }},
       {"cat",
        "aten::cat",
        {3, 4},
@@ -283,6 +284,7 @@ std::vector<OpCase> op_cases() {
        [](OpModel& m, const at::Tensor& x) { return x * m.get("s") * 0.5; }},
       {"mul_", "aten::mul_", {4}, none, [](OpModel&, const at::Tensor& x) { return at::relu(x).mul_(x); }},
       {"narrow", "aten::narrow", {5, 3}, none, [](OpModel&, const at::Tensor& x) { return x.narrow(1, 1, 3); }},
+      {"neg", "aten::neg", {9}, none, [](OpModel&, const at::Tensor& x) { return -x; }},
       {"permute",
        "aten::permute",
        {2, 3, 4},
@@ -290,6 +292,7 @@ std::vector<OpCase> op_cases() {
        [](OpModel&, const at::Tensor& x) {
          return x.permute({0, 2, 3, 1});
        }},
+      {"pow", "aten::pow", {9}, none, [](OpModel&, const at::Tensor& x) { return x.pow(2) * 0.5 + x.pow(3); }},
       {"relu", "aten::relu", {9}, none, [](OpModel&, const at::Tensor& x) { return at::relu(x); }},
       {"relu_",
        "aten::relu_",
@@ -299,6 +302,7 @@ std::vector<OpCase> op_cases() {
          at::Tensor y = x * 1.0;
          return at::relu_(y);
        }},
+      {"rsqrt", "aten::rsqrt", {7}, none, [](OpModel&, const at::Tensor& x) { return at::rsqrt(x * x + 1e-5); }},
       {"reshape",
        "aten::reshape",
        {4, 6},
@@ -326,6 +330,15 @@ std::vector<OpCase> op_cases() {
        [](OpModel&, const at::Tensor& x) {
          return at::scaled_dot_product_attention(x.narrow(2, 0, 3), x * 0.5, x + 1.0, {}, 0.0, /*is_causal=*/true);
        }},
+      // Grouped-query attention: 4 query heads, 2 key/value heads (Llama's).
+      {"scaled_dot_product_attention_grouped_causal",
+       "aten::scaled_dot_product_attention",
+       {4, 5, 8},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::scaled_dot_product_attention(x, x.narrow(1, 0, 2) * 0.5, x.narrow(1, 2, 2) + 1.0, {}, 0.0,
+                                                 /*is_causal=*/true, /*scale=*/0.3, /*enable_gqa=*/true);
+       }},
       {"select", "aten::select", {3, 4}, none, [](OpModel&, const at::Tensor& x) { return x.select(1, 2); }},
       {"select_first_sample",
        "aten::select",
@@ -343,6 +356,7 @@ std::vector<OpCase> op_cases() {
          return at::sigmoid_(y);
        }},
       {"silu", "aten::silu", {9}, none, [](OpModel&, const at::Tensor& x) { return at::silu(x); }},
+      {"sin", "aten::sin", {9}, none, [](OpModel&, const at::Tensor& x) { return at::sin(x * 3.0); }},
       {"silu_",
        "aten::silu_",
        {9},
@@ -368,6 +382,12 @@ std::vector<OpCase> op_cases() {
        token_ids},
       {"softmax", "aten::softmax", {3, 5}, none, [](OpModel&, const at::Tensor& x) { return x.softmax(-1); }},
       {"transpose", "aten::transpose", {3, 4}, none, [](OpModel&, const at::Tensor& x) { return x.transpose(0, 2); }},
+      // A cast there and back (what RMSNorm's float32 arithmetic records), and one to nothing new.
+      {"to",
+       "aten::to",
+       {6},
+       none,
+       [](OpModel&, const at::Tensor& x) { return x.to(at::kDouble).mul(2.0).to(at::kFloat) + x.to(at::kFloat); }},
       {"unflatten",
        "aten::unflatten",
        {12, 2},
@@ -375,6 +395,11 @@ std::vector<OpCase> op_cases() {
        [](OpModel&, const at::Tensor& x) {
          return x.unflatten(1, {3, -1});
        }},
+      {"unsqueeze",
+       "aten::unsqueeze",
+       {4},
+       none,
+       [](OpModel&, const at::Tensor& x) { return x.unsqueeze(1) + x.unsqueeze(-1); }},
       {"view",
        "aten::view",
        {4, 6},

@@ -21,7 +21,8 @@ const std::string& token_files_dir();
 const std::string& model_parity_dir();
 const std::string& predict_golden_dir();
 const std::string& gpt2_golden_dir();
-const std::string& gpt2_training_golden_dir();
+const std::string& lm_training_golden_dir();  // gpt2/ and llama/
+const std::string& llama_golden_dir();
 const std::string& float8_golden_dir();
 
 }  // namespace mixt::testing::configured

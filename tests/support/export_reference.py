@@ -20,6 +20,9 @@ MANIFEST is a JSON list of cases. Each case names files mixt wrote:
                (optional) mixt's gpt2 model section (a JSON object with vocab_size): transformers'
                GPT2LMHeadModel with the safetensors weights gives expected_bN itself, so `data`
                needs only the inputs (token ids; each batch may have its own sequence length)
+  transformers_llama
+               (optional) mixt's llama model section (tests/golden/make_llama_golden.py's
+               keys): transformers' LlamaForCausalLM with the safetensors weights, likewise
 Writes RESULTS.json, one JSON object: {name: {field: value}} with the largest absolute differences, the
 checker's verdict, the initializer comparison and the files' metadata. The C++ test decides
 what passes; this script only measures.
@@ -138,6 +141,25 @@ def transformers_gpt2_expected(case, data):
             data[f"expected_b{b}"] = model(input_ids=data[f"input_b{b}"]).logits
 
 
+def transformers_llama_expected(case, data):
+    """LlamaForCausalLM's logits on each input, from mixt's safetensors (a tied head left out)."""
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "golden"))
+    from make_llama_golden import config_of
+    from transformers import LlamaForCausalLM
+
+    section = case["transformers_llama"]
+    model = LlamaForCausalLM(config_of(section)).eval()
+    missing, unexpected = model.load_state_dict(load_file(case["safetensors"]), strict=False)
+    expected_missing = ["lm_head.weight"] if section["tie_embeddings"] else []
+    if list(missing) != expected_missing or unexpected:
+        raise ValueError(f"names differ from LlamaForCausalLM's: missing {missing}, unexpected {unexpected}")
+    with torch.no_grad():
+        for b in case["batches"]:
+            data[f"expected_b{b}"] = model(input_ids=data[f"input_b{b}"]).logits
+
+
 def main():
     cases = json.load(open(sys.argv[1]))
     results = {}
@@ -147,6 +169,8 @@ def main():
             data = load_file(case["data"])
             if "transformers_gpt2" in case:
                 transformers_gpt2_expected(case, data)
+            if "transformers_llama" in case:
+                transformers_llama_expected(case, data)
             out["expected_max_abs"] = max(float(data[f"expected_b{b}"].abs().max()) for b in case["batches"])
             if "onnx" in case:
                 check_onnx(case, data, out)

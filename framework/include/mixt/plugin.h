@@ -73,7 +73,9 @@ enum class WhenUnlisted { off, on };
 // safetensors (sharded ones too), the tokenizer from its tokenizer.json. Since ABI 6.1.
 struct TransformersConfig {
   std::vector<std::string> model_types;  // config.json's "model_type" values read ("gpt2")
-  // config.json key -> option name, e.g. {"n_layer", "num_layers"}; a null or absent key is skipped.
+  // config.json key -> option name, e.g. {"n_layer", "num_layers"}; a null or absent key is
+  // skipped. A dotted key names a nested one ({"rope_parameters.rope_theta", "rope_theta"},
+  // since 6.2); several keys may fill one option (they must then agree).
   std::vector<std::pair<std::string, std::string>> options;
   // config.json key -> the only value the model implements, as JSON text, e.g.
   // {"activation_function", "\"gelu_new\""}; absent keys are taken as agreeing.

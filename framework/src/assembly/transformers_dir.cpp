@@ -28,6 +28,23 @@ std::string scalar_of(const nlohmann::json& value) {
   return value.is_string() ? value.get<std::string>() : value.dump();
 }
 
+// config.json's value at `key`; a dotted key ("rope_parameters.rope_theta") descends into
+// objects. Null when absent.
+const nlohmann::json* lookup(const nlohmann::json& config, const std::string& key) {
+  const nlohmann::json* at = &config;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t dot = key.find('.', start);
+    const std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!at->is_object()) return nullptr;
+    const auto found = at->find(part);
+    if (found == at->end() || found->is_null()) return nullptr;
+    at = &*found;
+    if (dot == std::string::npos) return at;
+    start = dot + 1;
+  }
+}
+
 bool agrees(const std::string& recipe_text, const nlohmann::json& value) {
   if (value.is_number()) {
     try {
@@ -51,8 +68,8 @@ void check_implemented(const Config& section, const TransformersConfig& config, 
     section.fail("from", file.string() + " is a '" + model_type + "' checkpoint; model '" + model + "' reads " + known);
   }
   for (const auto& [key, expected] : config.implements) {
-    const auto found = json.find(key);
-    if (found == json.end() || found->is_null()) continue;
+    const nlohmann::json* found = lookup(json, key);
+    if (found == nullptr) continue;
     if (*found != nlohmann::json::parse(expected)) {
       section.fail("from", file.string() + " has " + key + ": " + found->dump() + "; model '" + model +
                                "' implements " + key + ": " + expected);
@@ -114,8 +131,8 @@ NamedTensors apply_transformers_dir(const Config& section, const ComponentEntry&
   check_implemented(section, *model.transformers, config, config_file, model.name);
   RecipeNode& node = ConfigTree::node(section);
   for (const auto& [key, option] : model.transformers->options) {
-    const auto found = config.find(key);
-    if (found == config.end() || found->is_null()) continue;
+    const nlohmann::json* found = lookup(config, key);
+    if (found == nullptr) continue;
     if (const RecipeEntry* given = node.find(option)) {
       if (!agrees(given->value->scalar, *found)) {
         section.fail(option,

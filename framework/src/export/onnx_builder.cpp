@@ -130,6 +130,11 @@ at::ScalarType AtenNode::scalar_type(std::size_t i) const {
   return type && type->scalarType() ? *type->scalarType() : at::kFloat;
 }
 
+at::ScalarType AtenNode::output_scalar_type() const {
+  const c10::TensorTypePtr type = node_->output(0)->type()->cast<c10::TensorType>();
+  return type && type->scalarType() ? *type->scalarType() : at::kFloat;
+}
+
 std::int64_t AtenNode::axis(std::size_t i, std::int64_t dim) const { return dim < 0 ? dim + rank(i) : dim; }
 
 void AtenNode::set_output(Value* value, std::size_t i) { outputs_.at(i) = value; }

@@ -74,6 +74,8 @@ class AtenNode {
   std::int64_t rank(std::size_t i) const;
   std::vector<std::int64_t> traced_sizes(std::size_t i) const;
   at::ScalarType scalar_type(std::size_t i) const;
+  // The traced output's element type (what aten::to made).
+  at::ScalarType output_scalar_type() const;
   // `dim` (possibly negative) of input i's dimensions, made non-negative.
   std::int64_t axis(std::size_t i, std::int64_t dim) const;
 

@@ -311,22 +311,76 @@ Value* causal(Builder& b, Value* scores, at::ScalarType t) {
   return b.op("Where", {hidden, b.scalar(-std::numeric_limits<double>::infinity(), t), scores});
 }
 
-// aten::scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+// aten::scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa).
+// With enable_gqa (k and v with fewer heads than q: grouped-query attention), q's heads are
+// grouped by the k/v head they share, [.., kv_heads, group, time, width], and k and v gain
+// a group axis of 1 that MatMul broadcasts: no copy of k or v.
 void attention(AtenNode& n, Builder& b) {
   if (!n.is_none(3)) n.refuse("an attention mask");
   if (n.double_(4) != 0.0) n.refuse("attention dropout (export traces in eval mode)");
+  const std::vector<std::int64_t> q_sizes = n.traced_sizes(0), k_sizes = n.traced_sizes(1);
   const std::int64_t rank = n.rank(0);
-  const double scale = n.is_none(6) ? 1.0 / std::sqrt(static_cast<double>(n.traced_sizes(0).back())) : n.double_(6);
-  std::vector<std::int64_t> perm(static_cast<std::size_t>(rank));
-  for (std::int64_t i = 0; i < rank; ++i) perm[static_cast<std::size_t>(i)] = i;
+  const double scale = n.is_none(6) ? 1.0 / std::sqrt(static_cast<double>(q_sizes.back())) : n.double_(6);
+  const bool grouped = n.inputs() > 7 && n.bool_(7) && rank == 4 && q_sizes[1] != k_sizes[1];
+  Value *q = n.tensor(0), *k = n.tensor(1), *v = n.tensor(2);
+  std::int64_t scores_rank = rank;
+  if (grouped) {
+    const std::int64_t kv_heads = k_sizes[1], group = q_sizes[1] / kv_heads;
+    q = b.op("Reshape", {q, b.ints({0, kv_heads, group, -1, q_sizes.back()})});
+    k = b.op("Unsqueeze", {k, b.ints({2})});
+    v = b.op("Unsqueeze", {v, b.ints({2})});
+    scores_rank = rank + 1;
+  }
+  std::vector<std::int64_t> perm(static_cast<std::size_t>(scores_rank));
+  for (std::int64_t i = 0; i < scores_rank; ++i) perm[static_cast<std::size_t>(i)] = i;
   std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
-  torch::jit::Node* kt = b.node("Transpose", {n.tensor(1)});
+  torch::jit::Node* kt = b.node("Transpose", {k});
   kt->is_(attr("perm"), perm);
-  Value* scores = b.op("Mul", {b.op("MatMul", {n.tensor(0), kt->output()}), b.scalar(scale, n.scalar_type(0))});
+  Value* scores = b.op("Mul", {b.op("MatMul", {q, kt->output()}), b.scalar(scale, n.scalar_type(0))});
   if (n.bool_(5)) scores = causal(b, scores, n.scalar_type(0));
   torch::jit::Node* softmax = b.node("Softmax", {scores});
   softmax->i_(attr("axis"), -1);
-  n.set_output(b.op("MatMul", {softmax->output(), n.tensor(2)}));
+  Value* y = b.op("MatMul", {softmax->output(), v});
+  if (grouped) y = b.op("Reshape", {y, b.ints({0, q_sizes[1], -1, q_sizes.back()})});
+  n.set_output(y);
+}
+
+// ONNX's TensorProto element types of the ATen types export writes.
+std::int64_t onnx_element_type(AtenNode& n, at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: return 1;
+    case at::kInt: return 6;
+    case at::kLong: return 7;
+    case at::kBool: return 9;
+    case at::kHalf: return 10;
+    case at::kDouble: return 11;
+    case at::kBFloat16: return 16;
+    default: n.refuse(std::string("a cast to ") + c10::toString(t));
+  }
+}
+
+// aten::to, every overload: a Cast to the traced output's type (nothing when it is the input's).
+void cast_to(AtenNode& n, Builder& b) {
+  const at::ScalarType target = n.output_scalar_type();
+  if (target == n.scalar_type(0)) return n.set_output(n.tensor(0, target));
+  torch::jit::Node* c = b.node("Cast", {n.tensor(0, n.scalar_type(0))});
+  c->i_(attr("to"), onnx_element_type(n, target));
+  n.set_output(c->output());
+}
+
+// aten::pow(self, exponent): Pow, the exponent a tensor or a number.
+void pow_op(AtenNode& n, Builder& b) {
+  const at::ScalarType t = n.scalar_type(0);
+  n.set_output(b.op("Pow", {n.tensor(0, t), n.tensor(1, t)}));
+}
+
+// aten::rsqrt(self): 1 / sqrt(self).
+void rsqrt(AtenNode& n, Builder& b) { n.set_output(b.op("Reciprocal", {b.op("Sqrt", {n.tensor(0)})})); }
+
+// aten::unsqueeze(self, dim); the axes are an input from opset 13.
+void unsqueeze(AtenNode& n, Builder& b) {
+  const std::int64_t dim = n.int_(1) < 0 ? n.int_(1) + n.rank(0) + 1 : n.int_(1);
+  n.set_output(b.op("Unsqueeze", {n.tensor(0, n.scalar_type(0)), b.ints({dim})}));
 }
 
 // aten::gelu(self, approximate): ONNX Gelu from opset 20, its formula before.
@@ -428,6 +482,7 @@ const std::vector<OnnxTranslation>& onnx_op_table() {
         {"aten::cat", "Concat", cat},
         {"aten::chunk", "Split", chunk},
         {"aten::contiguous", "(nothing)", identity},
+        {"aten::cos", "Cos", [](AtenNode& n, Builder& b) { unary(n, b, "Cos"); }},
         {"aten::cumsum", "CumSum", cumsum},
         {"aten::dropout", "(nothing)", dropout},
         {"aten::dropout_", "(nothing)", dropout},
@@ -451,23 +506,30 @@ const std::vector<OnnxTranslation>& onnx_op_table() {
         {"aten::mul", "Mul", [](AtenNode& n, Builder& b) { binary(n, b, "Mul"); }},
         {"aten::mul_", "Mul", [](AtenNode& n, Builder& b) { binary(n, b, "Mul"); }},
         {"aten::narrow", "Slice", narrow},
+        {"aten::neg", "Neg", [](AtenNode& n, Builder& b) { unary(n, b, "Neg"); }},
         {"aten::ones_like", "Shape+Expand", ones_like},
         {"aten::permute", "Transpose", permute},
         {"aten::relu", "Relu", [](AtenNode& n, Builder& b) { unary(n, b, "Relu"); }},
         {"aten::relu_", "Relu", [](AtenNode& n, Builder& b) { unary(n, b, "Relu"); }},
+        {"aten::pow", "Pow", pow_op},
         {"aten::reshape", "Reshape", reshape},
-        {"aten::scaled_dot_product_attention", "MatMul+Mul+(causal: Trilu+Where)+Softmax+MatMul", attention},
+        {"aten::rsqrt", "Sqrt+Reciprocal", rsqrt},
+        {"aten::scaled_dot_product_attention",
+         "MatMul+Mul+(causal: Trilu+Where)+Softmax+MatMul (grouped-query: Reshape+Unsqueeze)", attention},
         {"aten::select", "Gather", select},
         {"aten::sigmoid", "Sigmoid", [](AtenNode& n, Builder& b) { unary(n, b, "Sigmoid"); }},
         {"aten::sigmoid_", "Sigmoid", [](AtenNode& n, Builder& b) { unary(n, b, "Sigmoid"); }},
         {"aten::silu", "Sigmoid+Mul", silu},
+        {"aten::sin", "Sin", [](AtenNode& n, Builder& b) { unary(n, b, "Sin"); }},
         {"aten::silu_", "Sigmoid+Mul", silu},
         {"aten::slice", "Slice", slice_op},
         {"aten::softmax", "Softmax", softmax},
         {"aten::sub", "Sub", [](AtenNode& n, Builder& b) { add_scaled(n, b, "Sub"); }},
         {"aten::t", "Transpose", matrix_transpose},
+        {"aten::to", "Cast", cast_to},
         {"aten::transpose", "Transpose", transpose},
         {"aten::unflatten", "Reshape", unflatten},
+        {"aten::unsqueeze", "Unsqueeze", unsqueeze},
         {"aten::upsample_bilinear2d", "Shape+Slice+Concat+Resize (linear)", upsample_bilinear2d},
         {"aten::view", "Reshape", reshape},
     };

@@ -3,6 +3,8 @@
 #include <string>
 
 #include "mixt/error.h"
+#include "mixt/helpers/fp32_modules.h"
+#include "mixt/helpers/linear.h"
 #include "train/out_of_memory.h"
 
 namespace mixt {
@@ -25,14 +27,41 @@ namespace {
                   ": training forward pass on a batch of shape " + c10::str(inputs.sizes()) + " failed: " + what,
               {}, {}, hint);
 }
+// The task's fused head loss, when the model offers its head and nothing else computes that
+// head: a float8 policy's LinearFunction on it would be bypassed, so the plain path stays.
+const HeadLoss* fused_head_loss(const Components& c) {
+  const auto* loss = dynamic_cast<const HeadLoss*>(c.task.get());
+  auto* model = dynamic_cast<LinearHead*>(c.model.get());
+  if (loss == nullptr || model == nullptr || !loss->fuses_head()) return nullptr;
+  const HeadMap head = model->head();
+  for (const LinearLayer& layer : linear_layers(*c.model)) {
+    if (layer.weight.is_same(head.weight) && layer.owner->linear_function(layer.map)) return nullptr;
+  }
+  return loss;
+}
 }  // namespace
+
+at::Tensor TrainingLoss::head_loss(const HeadLoss& task, const at::Tensor& inputs, const at::Tensor& targets) const {
+  auto& model = dynamic_cast<LinearHead&>(*components_.model);
+  const at::Tensor features = model.features(inputs);
+  const HeadMap head = model.head();
+  if (!keeps_in_fp32(*components_.model, head.name)) return task.head_loss(features, head, targets);
+  // precision.fp32_modules names the head: as call_submodule would run it.
+  FullPrecisionScope full_precision(features.device().type());
+  const bool reduced = features.scalar_type() == at::kHalf || features.scalar_type() == at::kBFloat16;
+  return task.head_loss(reduced ? features.to(at::kFloat) : features, head, targets);
+}
 
 at::Tensor TrainingLoss::operator()(const at::Tensor& inputs, const at::Tensor& targets, std::int64_t epoch,
                                     std::int64_t step) const {
   try {
     AutocastScope scope = components_.precision->autocast(components_.device.type());
-    const at::Tensor logits = components_.model->forward(inputs);
-    at::Tensor loss = components_.task->loss(logits, targets);
+    if (!fused_decided_) {
+      fused_ = fused_head_loss(components_);
+      fused_decided_ = true;
+    }
+    at::Tensor loss = fused_ ? head_loss(*fused_, inputs, targets)
+                             : components_.task->loss(components_.model->forward(inputs), targets);
     // Only when accumulating: dividing by 1 is exact but costs a kernel and a backward node.
     if (accumulate_ > 1) loss = loss / static_cast<double>(accumulate_);
     return loss;

@@ -1,6 +1,9 @@
 // The training loss of one micro-batch: the model's forward pass under the precision
-// policy's autocast and the task's loss (mixt/task.h), divided by trainer.accumulate. A failing forward pass is reported with its epoch, step and batch
-// shape, and what to change for the failures a recipe causes.
+// policy's autocast and the task's loss (mixt/task.h), divided by trainer.accumulate. When
+// the model has a linear head and the task a fused head loss (mixt/linear_head.h), the
+// model's features and the task's head_loss() instead: the same loss without the head's
+// whole output. A failing forward pass is reported with its epoch, step and batch shape,
+// and what to change for the failures a recipe causes.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -8,6 +11,7 @@
 #include <cstdint>
 
 #include "assembly/components.h"
+#include "mixt/linear_head.h"
 
 namespace mixt {
 
@@ -20,8 +24,13 @@ class TrainingLoss {
                         std::int64_t step) const;
 
  private:
+  at::Tensor head_loss(const HeadLoss& task, const at::Tensor& inputs, const at::Tensor& targets) const;
+
   Components& components_;
   std::int64_t accumulate_;
+  // Decided at the first step, after the policy's setup() has installed its linear functions.
+  mutable const HeadLoss* fused_ = nullptr;
+  mutable bool fused_decided_ = false;
 };
 
 }  // namespace mixt

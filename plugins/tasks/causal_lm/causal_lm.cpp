@@ -4,10 +4,17 @@
 // The loss is the mean cross-entropy over every position (F.cross_entropy over the
 // flattened [batch * time, vocab], with its option label_smoothing); an evaluation reports it
 // per token and its exponential, the perplexity.
+//
+// With a model that offers its head (mixt/linear_head.h: gpt2, llama), training computes the
+// head and the loss together in chunks of positions (fused_loss, on by default): the
+// [batch * time, vocab] logits, their softmax and their gradient never exist whole.
+#include <mixt/helpers/fused_linear_cross_entropy.h>
+#include <mixt/linear_head.h>
 #include <mixt/plugin.h>
 #include <mixt/task.h>
 
 #include <cmath>
+#include <optional>
 
 namespace {
 
@@ -35,9 +42,15 @@ class NextTokenScore : public mixt::TaskScore {
   at::Tensor sums_;
 };
 
-class CausalLm : public mixt::Task {
+struct CausalLmOptions {
+  double label_smoothing = 0.0;
+  bool fused_loss = true;
+  std::optional<std::int64_t> loss_chunk;
+};
+
+class CausalLm : public mixt::Task, public mixt::HeadLoss {
  public:
-  explicit CausalLm(double label_smoothing) : label_smoothing_(label_smoothing) {}
+  explicit CausalLm(const CausalLmOptions& o) : options_(o) {}
 
   at::Tensor blank_inputs(const std::vector<std::int64_t>& shape, at::Device device) const override {
     return at::zeros(shape, at::TensorOptions().dtype(at::kLong).device(device));
@@ -57,7 +70,14 @@ class CausalLm : public mixt::Task {
   }
   at::Tensor loss(const at::Tensor& logits, const at::Tensor& targets) const override {
     return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}), {},
-                                  at::Reduction::Mean, -100, label_smoothing_);
+                                  at::Reduction::Mean, -100, options_.label_smoothing);
+  }
+  bool fuses_head() const override { return options_.fused_loss; }
+  at::Tensor head_loss(const at::Tensor& features, const mixt::HeadMap& head, const at::Tensor& targets) const override {
+    mixt::FusedCrossEntropyOptions fused;
+    fused.label_smoothing = options_.label_smoothing;
+    fused.chunk_rows = options_.loss_chunk;
+    return mixt::fused_linear_cross_entropy(features, head.weight, head.bias, targets, fused);
   }
   std::vector<mixt::Figure> figures() const override { return {{"perplexity", "perplexity", false, false}}; }
   std::unique_ptr<mixt::TaskScore> start_evaluation(bool /*confusion: none over a vocabulary*/) const override {
@@ -82,25 +102,28 @@ class CausalLm : public mixt::Task {
   bool predicts_next_token() const override { return true; }
 
  private:
-  double label_smoothing_;
+  CausalLmOptions options_;
 };
 
-struct CausalLmOptions {
-  double label_smoothing = 0.0;
-};
 using O = CausalLmOptions;
-const auto kOptions = mixt::OptionsOf<O>().add(
-    &O::label_smoothing, "label_smoothing", "cross-entropy label smoothing in [0, 1), as `torch.nn.CrossEntropyLoss`",
-    mixt::at_least(0) && mixt::below(1));
+const auto kOptions =
+    mixt::OptionsOf<O>()
+        .add(&O::label_smoothing, "label_smoothing",
+             "cross-entropy label smoothing in [0, 1), as `torch.nn.CrossEntropyLoss`", mixt::at_least(0) && mixt::below(1))
+        .add(&O::fused_loss, "fused_loss",
+             "train with the head and the loss computed together in chunks of positions, never holding the whole "
+             "logits (models with a linear head: gpt2, llama); equal to the plain loss up to float rounding")
+        .contextual(&O::loss_chunk, "loss_chunk", "ceil(vocab / width) chunks, rounded to a power of two",
+                    "positions per chunk of the fused loss", mixt::at_least(1));
 
 void register_components(mixt::Registrar& registrar) {
   registrar.add_task(
       "causal_lm",
       "next-token prediction: cross-entropy over [batch, time, vocab] logits; evaluation loss per "
       "token and perplexity",
-      kOptions, [](const O& o, const mixt::TaskContext&) { return std::make_unique<CausalLm>(o.label_smoothing); });
+      kOptions, [](const O& o, const mixt::TaskContext&) { return std::make_unique<CausalLm>(o); });
 }
 
 }  // namespace
 
-MIXT_PLUGIN("task_causal_lm", "2.0.0", register_components)
+MIXT_PLUGIN("task_causal_lm", "2.1.0", register_components)

@@ -2,12 +2,16 @@
 // flattened positions, with and without label smoothing) and an evaluation's loss per token
 // and perplexity over two batches (goldens: tests/golden/make_causal_lm_golden.py). And
 // what it refuses: a model whose output is not [batch, time, vocab], data that is not tokens.
+// Its fused loss (the head inside the loss, mixt/linear_head.h) on gpt2's and llama's heads
+// against its plain loss over their logits: the loss and every parameter's gradient.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "assembly/components.h"
+#include "mixt/linear_head.h"
 #include "nested_json_tensor.h"
 #include "plugins.h"
 #include "test_support.h"
@@ -99,6 +103,50 @@ TEST(CausalLm, BlankInputsAreTokenIdsAndOnlyBatchTimeVocabOutputsFit) {
   EXPECT_THAT(task->output_problem({2, 11}, {2, 8}, 11), HasSubstr("expected [2, 8, 11]"));
   EXPECT_THAT(task->output_problem({2, 8, 50257}, {2, 8}, 11), HasSubstr("vocabulary (11)"));
   EXPECT_THAT(task->output_problem({2, 10}, {2, 1, 28, 28}, 10), HasSubstr("token ids"));
+}
+
+// The loss and every gradient of the fused path within 1e-6 (relative to the largest) of
+// the plain loss over the model's logits, float32, with padding (targets -100) and label
+// smoothing; small chunks so that several run and the last is short.
+TEST(CausalLm, FusedLossGivesThePlainLossAndGradientsOnGpt2AndLlamaHeads) {
+  const testing::BuiltPlugins plugins;
+  for (const std::string model_yaml :
+       {"{name: gpt2, vocab_size: 301, context_length: 16, num_layers: 1, num_heads: 2, hidden_dim: 32, dropout: 0, "
+        "attention_dropout: 0}",
+        "{name: llama, vocab_size: 301, context_length: 16, num_layers: 1, num_heads: 4, num_kv_heads: 2, "
+        "hidden_dim: 32, mlp_dim: 48, tie_embeddings: false}"}) {
+    for (const std::string options : {", loss_chunk: 7", ", loss_chunk: 5, label_smoothing: 0.1"}) {
+      SCOPED_TRACE(model_yaml + options);
+      at::manual_seed(1);
+      const auto model = build_model(Config(parse_yaml(model_yaml, "m"), "model"), plugins.registry, {});
+      const auto task = causal_lm(plugins, options);
+      const auto* fused = dynamic_cast<const HeadLoss*>(task.get());
+      auto* with_head = dynamic_cast<LinearHead*>(model.get());
+      ASSERT_NE(fused, nullptr);
+      ASSERT_NE(with_head, nullptr);
+      EXPECT_TRUE(fused->fuses_head());
+      const at::Tensor ids = at::randint(0, 301, {3, 16}, at::kLong);
+      at::Tensor targets = at::randint(0, 301, {3, 16}, at::kLong);
+      targets.slice(1, 12).fill_(-100);
+
+      const auto gradients = [&](bool use_fused) {
+        model->zero_grad();
+        const at::Tensor loss = use_fused ? fused->head_loss(with_head->features(ids), with_head->head(), targets)
+                                          : task->loss(model->forward(ids), targets);
+        loss.backward();
+        std::vector<at::Tensor> out = {loss.detach()};
+        for (const auto& p : model->parameters()) out.push_back(p.grad().clone());
+        return out;
+      };
+      const std::vector<at::Tensor> plain = gradients(false), chunked = gradients(true);
+      ASSERT_EQ(plain.size(), chunked.size());
+      for (std::size_t i = 0; i < plain.size(); ++i) {
+        const double scale = std::max(plain[i].abs().max().item<double>(), 1e-12);
+        EXPECT_LE((chunked[i] - plain[i]).abs().max().item<double>() / scale, 1e-6) << "tensor " << i;
+      }
+    }
+  }
+  EXPECT_FALSE(dynamic_cast<const HeadLoss*>(causal_lm(plugins, ", fused_loss: false").get())->fuses_head());
 }
 
 }  // namespace

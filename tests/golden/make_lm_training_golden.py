@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""The losses of 20 AdamW steps of a small GPT-2, trained by a nanoGPT-style PyTorch loop.
+"""The losses of 20 AdamW steps of a small GPT-2 or Llama, trained by a nanoGPT-style PyTorch loop.
 
-  make_gpt2_training_golden.py OUT_DIR
+  make_lm_training_golden.py {gpt2|llama} OUT_DIR
 
-Writes, for tests/cli/gpt2_training_parity_test.cpp (no downloads):
+Writes, for tests/cli/lm_training_parity_test.cpp (no downloads):
   OUT_DIR/tokens.bin         nanoGPT's format (bare uint16 ids): STEPS * BATCH * CONTEXT + 1
                              tokens of a seeded Markov chain over VOCAB ids (learnable, so the
                              losses move)
   OUT_DIR/init/model.safetensors (and config.json)
-                             a seeded GPT2LMHeadModel written by save_pretrained: the shared
+                             a seeded GPT2LMHeadModel, or LlamaForCausalLM (grouped-query
+                             attention, tied head), written by save_pretrained: the shared
                              starting point (lm_head.weight tied, left out)
   OUT_DIR/training.json      the hyper-parameters (mixt's sections, which the test puts in its
                              recipe), and the loss and gradient norm (before clipping) of each
@@ -32,9 +33,10 @@ losses up to 1.3e-7 relative apart over the 20 steps (a float32 ulp on some step
     ulp off on some steps, hence a clip factor one ulp off;
   - attn_implementation="sdpa": transformers calls scaled_dot_product_attention, as mixt
     does ("eager" writes softmax(q k^T / sqrt(d)) v out);
-  - activation_function="gelu_pytorch_tanh": nanoGPT's (and mixt's) nn.GELU(approximate=
-    "tanh"), a fused kernel. transformers' GPT-2 default, "gelu_new", writes the same
-    formula out in Python and rounds differently.
+  - activation_function="gelu_pytorch_tanh" (GPT-2): nanoGPT's (and mixt's)
+    nn.GELU(approximate="tanh"), a fused kernel. transformers' GPT-2 default, "gelu_new",
+    writes the same formula out in Python and rounds differently.
+Llama needs nothing of the kind: transformers' sdpa path is what mixt's llama computes.
 
 Generated at test time into the build directory, once per generator and torch/transformers
 version (OUT_DIR/stamp).
@@ -49,7 +51,7 @@ import torch
 import torch.nn.functional as F
 import transformers
 from safetensors.torch import save_file
-from transformers import GPT2Config, GPT2LMHeadModel
+from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
 STEPS = 20
 BATCH = 4
@@ -57,8 +59,12 @@ CONTEXT = 32
 VOCAB = 96
 
 # mixt's recipe sections; the loop below reads its hyper-parameters from them.
-MODEL = {"name": "gpt2", "vocab_size": VOCAB, "context_length": CONTEXT, "num_layers": 2, "num_heads": 2,
-         "hidden_dim": 64, "dropout": 0, "attention_dropout": 0}
+MODELS = {
+    "gpt2": {"name": "gpt2", "vocab_size": VOCAB, "context_length": CONTEXT, "num_layers": 2, "num_heads": 2,
+             "hidden_dim": 64, "dropout": 0, "attention_dropout": 0},
+    "llama": {"name": "llama", "vocab_size": VOCAB, "context_length": CONTEXT, "num_layers": 2, "num_heads": 4,
+              "num_kv_heads": 2, "hidden_dim": 64, "mlp_dim": 112, "rope_theta": 10000.0, "tie_embeddings": True},
+}
 OPTIMIZER = {"name": "adamw", "lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.1,
              "weight_decay_1d": False, "foreach": "false"}
 CLIP_GRAD_NORM = 1.0
@@ -85,13 +91,32 @@ def token_file(path):
     return torch.from_numpy(ids)
 
 
-def config():
-    return GPT2Config(
+def llama_model(section):
+    return LlamaForCausalLM(LlamaConfig(
+        vocab_size=VOCAB,
+        max_position_embeddings=CONTEXT,
+        hidden_size=section["hidden_dim"],
+        intermediate_size=section["mlp_dim"],
+        num_hidden_layers=section["num_layers"],
+        num_attention_heads=section["num_heads"],
+        num_key_value_heads=section["num_kv_heads"],
+        rope_theta=section["rope_theta"],
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=section["tie_embeddings"],
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=None,
+        attn_implementation="sdpa",
+    ))
+
+
+def gpt2_model(section):
+    return GPT2LMHeadModel(GPT2Config(
         vocab_size=VOCAB,
         n_positions=CONTEXT,
-        n_embd=MODEL["hidden_dim"],
-        n_layer=MODEL["num_layers"],
-        n_head=MODEL["num_heads"],
+        n_embd=section["hidden_dim"],
+        n_layer=section["num_layers"],
+        n_head=section["num_heads"],
         resid_pdrop=0.0,
         embd_pdrop=0.0,
         attn_pdrop=0.0,
@@ -101,7 +126,7 @@ def config():
         bos_token_id=None,
         eos_token_id=None,
         attn_implementation="sdpa",
-    )
+    ))
 
 
 def train(model, ids):
@@ -129,9 +154,10 @@ def train(model, ids):
 
 
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) != 3 or sys.argv[1] not in MODELS:
         sys.exit(__doc__)
-    out_dir = Path(sys.argv[1])
+    kind, out_dir = sys.argv[1], Path(sys.argv[2])
+    section = MODELS[kind]
     stamp = out_dir / "stamp"
     if stamp.exists() and stamp.read_text() == golden_stamp():
         print(f"{out_dir}: up to date")
@@ -142,14 +168,14 @@ def main():
     transformers.utils.logging.disable_progress_bar()
     ids = token_file(out_dir / "tokens.bin")
     torch.manual_seed(0)
-    model = GPT2LMHeadModel(config())
-    assert model.lm_head.weight is model.transformer.wte.weight
+    model = gpt2_model(section) if kind == "gpt2" else llama_model(section)
+    assert model.lm_head.weight is model.get_input_embeddings().weight
     model.save_pretrained(out_dir / "init", safe_serialization=True)
     losses, grad_norms = train(model, ids)
     assert losses[-1] < losses[0] - 0.5, losses  # it learns the chain
     save_file({k: v.contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"},
               out_dir / "final.safetensors")
-    golden = {"steps": STEPS, "batch_size": BATCH, "context": CONTEXT, "vocab": VOCAB, "model": MODEL,
+    golden = {"steps": STEPS, "batch_size": BATCH, "context": CONTEXT, "vocab": VOCAB, "model": section,
               "optimizer": OPTIMIZER, "clip_grad_norm": CLIP_GRAD_NORM, "losses": losses,
               "grad_norms": grad_norms}
     (out_dir / "training.json").write_text(json.dumps(golden, indent=1) + "\n")

@@ -1,0 +1,115 @@
+#include "mixt/helpers/fused_linear_cross_entropy.h"
+
+#include <ATen/autocast_mode.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace mixt {
+
+namespace {
+
+// The dtype at::linear would compute in here: autocast's for floating inputs when it is on.
+at::ScalarType matmul_dtype(const at::Tensor& input) {
+  const at::DeviceType device = input.device().type();
+  if (at::isFloatingType(input.scalar_type()) && at::autocast::is_autocast_enabled(device)) {
+    return at::autocast::get_autocast_dtype(device);
+  }
+  return input.scalar_type();
+}
+
+struct Gradients {
+  at::Tensor input, weight, bias;
+};
+
+// The loss summed over one chunk's rows, its gradients added to `grads` (not yet divided by
+// the count of targets). x: [rows, width] and w: [classes, width] in the matmul dtype.
+at::Tensor chunk_loss(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias, const at::Tensor& targets,
+                      const FusedCrossEntropyOptions& o, std::int64_t first, Gradients& grads) {
+  at::Tensor logits = at::mm(x, w.t());
+  if (bias.defined()) logits.add_(bias.to(logits.scalar_type()));
+  const at::Tensor z = logits.to(at::kFloat);
+  const at::Tensor lse = z.logsumexp(-1);
+  const at::Tensor valid = targets.ne(o.ignore_index);
+  const at::Tensor index = at::where(valid, targets, at::zeros({}, targets.options())).unsqueeze(1);
+  const double eps = o.label_smoothing;
+  at::Tensor row_loss = lse - z.gather(1, index).squeeze(1);
+  if (eps > 0) row_loss = row_loss * (1.0 - eps) + (lse - z.mean(-1)) * eps;
+  const at::Tensor loss = at::where(valid, row_loss, at::zeros({}, row_loss.options())).sum();
+
+  // d(row loss)/d(logits) = softmax - (1 - eps) one-hot - eps / classes; nothing for ignored rows.
+  at::Tensor g = (z - lse.unsqueeze(1)).exp_();
+  g.scatter_add_(1, index, at::full({index.size(0), 1}, -(1.0 - eps), g.options()));
+  if (eps > 0) g.sub_(eps / static_cast<double>(z.size(1)));
+  g.mul_(valid.unsqueeze(1));
+  if (grads.bias.defined()) grads.bias.add_(g.sum(0));
+  const at::Tensor g_mm = g.to(x.scalar_type());
+  grads.input.narrow(0, first, x.size(0)).copy_(at::mm(g_mm, w));
+  grads.weight.add_(at::mm(g_mm.t(), x).to(at::kFloat));
+  return loss;
+}
+
+// `bias_or_empty`: the bias, or an empty tensor for none (autograd's Function takes no
+// undefined tensor as an input).
+class FusedLinearCrossEntropy : public torch::autograd::Function<FusedLinearCrossEntropy> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
+                            const at::Tensor& bias_or_empty, const at::Tensor& targets,
+                            const FusedCrossEntropyOptions& o) {
+    const at::Tensor bias = bias_or_empty.numel() > 0 ? bias_or_empty : at::Tensor();
+    const at::ScalarType dtype = matmul_dtype(input);
+    // The casts are made here, once, rather than by autocast at every chunk.
+    const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
+    const at::Tensor x = input.reshape({-1, input.size(-1)}).to(dtype);
+    const at::Tensor w = weight.to(dtype);
+    const at::Tensor t = targets.reshape({-1}).to(at::kLong);
+    TORCH_CHECK(x.size(0) == t.size(0), "fused_linear_cross_entropy: ", x.size(0), " rows of input but ", t.size(0),
+                " targets");
+    const std::int64_t rows = x.size(0);
+    const std::int64_t chunk =
+        std::max<std::int64_t>(1, o.chunk_rows.value_or(fused_cross_entropy_chunk_rows(rows, w.size(0), w.size(1))));
+    Gradients grads{at::empty_like(x), at::zeros(weight.sizes(), weight.options().dtype(at::kFloat)),
+                    bias.defined() ? at::zeros(bias.sizes(), bias.options().dtype(at::kFloat)) : at::Tensor()};
+    at::Tensor total = at::zeros({}, x.options().dtype(at::kFloat));
+    for (std::int64_t first = 0; first < rows; first += chunk) {
+      const std::int64_t n = std::min(chunk, rows - first);
+      total.add_(chunk_loss(x.narrow(0, first, n), w, bias, t.narrow(0, first, n), o, first, grads));
+    }
+    // PyTorch's mean: over the targets not ignored (0/0 = nan when all are), on the device.
+    const at::Tensor count = t.ne(o.ignore_index).sum().to(at::kFloat);
+    ctx->save_for_backward({grads.input.reshape(input.sizes()).div_(count.to(x.scalar_type())).to(input.scalar_type()),
+                            grads.weight.div_(count).to(weight.scalar_type()),
+                            bias.defined() ? grads.bias.div_(count).to(bias.scalar_type()) : at::Tensor()});
+    return total / count;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& scale = grads[0];
+    auto scaled = [&](const at::Tensor& g) { return g.defined() ? g * scale.to(g.scalar_type()) : at::Tensor(); };
+    return {scaled(saved[0]), scaled(saved[1]), scaled(saved[2]), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+std::int64_t fused_cross_entropy_chunk_rows(std::int64_t rows, std::int64_t classes, std::int64_t width) {
+  const std::int64_t chunks = std::max<std::int64_t>(1, (classes + width - 1) / std::max<std::int64_t>(1, width));
+  const std::int64_t wanted = std::max<std::int64_t>(1, (rows + chunks - 1) / chunks);
+  std::int64_t power = 1;
+  while (power < wanted) power *= 2;
+  return power;
+}
+
+at::Tensor fused_linear_cross_entropy(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                                      const at::Tensor& targets, const FusedCrossEntropyOptions& options) {
+  TORCH_CHECK(weight.dim() == 2 && input.size(-1) == weight.size(1), "fused_linear_cross_entropy: input ",
+              input.sizes(), " does not fit a weight of ", weight.sizes());
+  return FusedLinearCrossEntropy::apply(input, weight, bias.defined() ? bias : at::empty({0}, weight.options()),
+                                        targets, options);
+}
+
+}  // namespace mixt

@@ -11,7 +11,8 @@
 # peak); the same with activation checkpointing; float8 (fp8_rowwise's CUDA matmuls vs its CPU emulation,
 # Fashion-MNIST, ViT-B/16 amp_bf16 vs bf16_master vs fp8_tensorwise vs fp8_rowwise); NCCL at world size 1 under torchrun, on the pinned-memory loader path;
 # last, GPT-2 124M batch 8 x 1024 random tokens, mixt vs transformers' GPT2LMHeadModel in eager
-# PyTorch, a row per policy and fp32 with activation checkpointing (bench/gpt2_compare.sh; its
+# PyTorch, a row per policy, fp32 with activation checkpointing and fp32 with the plain loss (not
+# the fused one; bench/gpt2_compare.sh; its
 # own limit of 200 s, ~3 min: run last so that it can cost only itself; GPT2=0 skips it, and
 # GPT2=only runs it alone, for a second device call when the first ran out of time).
 set -uo pipefail
@@ -58,7 +59,7 @@ gpt2_part() {
   part "GPT-2 124M, batch $GPT2_BATCH x $GPT2_CONTEXT, random tokens: mixt vs PyTorch eager (transformers)"
   MIXT=bin/mixt timeout $((CPU ? 240 : 200)) bash bench/gpt2_compare.sh --device "$DEVICE" --batch "$GPT2_BATCH" \
     --context "$GPT2_CONTEXT" --steps "$GPT2_STEPS" --warmup "$GPT2_WARMUP" --precision "$GPT2_POLICIES" \
-    --checkpointing fp32 --out "$OUT/gpt2" > "$OUT/gpt2.md" 2>&1
+    --checkpointing fp32 --plain-loss "$( ((CPU)) && echo none || echo fp32)" --out "$OUT/gpt2" > "$OUT/gpt2.md" 2>&1
   ended gpt2 $?; grep -E "^GPT-2|^\| |without" "$OUT/gpt2.md"
 }
 if [ "${GPT2:-1}" = only ]; then gpt2_part; part "done"; exit 0; fi

@@ -49,7 +49,7 @@ PY
     dir="$out/$vocab-$fused"
     "$MIXT" bench recipes/gpt2/gpt2_124m.yaml --precision "$PRECISION" --steps "$STEPS" --warmup 1 --batch "$BATCH" \
       output="$dir" model.num_layers=2 model.vocab_size="$vocab" model.context_length="$CONTEXT" \
-      data.train.files="$out/tokens-$vocab.bin" data.train.context="$CONTEXT" data.train.workers=0 \
+      data.train.files="$out/tokens-$vocab.bin" data.train.context="$CONTEXT" data.train.vocab="$vocab" data.train.workers=0 \
       trainer.accumulate=1 trainer.threads="$THREADS" scheduler=null task.fused_loss="$fused" 'callbacks=[]' \
       > "$dir.log" 2>&1 || true
     json=$(find "$dir" -name bench.json | head -n 1)

@@ -74,7 +74,7 @@ TEST_F(LlamaRecipes, ExportsToOnnxAndTorchScriptThatGiveTransformersLogits) {
   }
   const nlohmann::json llama = {{"vocab_size", 512},       {"context_length", 128}, {"num_layers", 4},
                                 {"num_heads", 4},          {"num_kv_heads", 2},     {"hidden_dim", 128},
-                                {"mlp_dim", 352},          {"rope_theta", 10000.0}, {"tie_embeddings", true}};
+                                {"mlp_dim", 352},          {"rope_theta", 100000.0}, {"tie_embeddings", true}};
   // Lengths 1 and 17 (batches 1 and 3), then the whole context at both.
   const std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> sets{{{1, 1}, {3, 17}}, {{1, 128}, {3, 128}}};
   nlohmann::json manifest = nlohmann::json::array();

@@ -121,10 +121,11 @@ TEST_P(ShardedGpt2, TrainsAsOneProcessWithTheSameGlobalBatch) {
       mode.c_str(), two_ranks, four_ranks, replicated_two, control_difference);
   // One process sums each gradient over 16 windows, the ranks over 8 or 4 and then across:
   // the replicated run differs from one process as much (1.9e-6 measured). Sharding itself
-  // adds only the norm's rounding (3.7e-9 measured against the replicated run).
+  // adds only the norm's rounding, which Adam carries on: 1.2e-7 measured against the
+  // replicated run with causal_lm's fused loss (3.7e-9 with the plain one, fused_loss: false).
   EXPECT_LT(two_ranks, 1e-5);
   EXPECT_LT(four_ranks, 1e-5);
-  EXPECT_LT(replicated_two, 1e-7);
+  EXPECT_LT(replicated_two, 5e-7);
   EXPECT_LT(accumulated_difference, 1e-5);
   EXPECT_EQ(recomputed_difference, 0.0);
   // Two ranks' sums are exact whatever the pieces: bitwise.

@@ -113,7 +113,7 @@ const auto kOptions =
         .add(&O::fused_loss, "fused_loss",
              "train with the head and the loss computed together in chunks of positions, never holding the whole "
              "logits (models with a linear head: gpt2, llama); equal to the plain loss up to float rounding")
-        .contextual(&O::loss_chunk, "loss_chunk", "ceil(vocab / width) chunks, rounded to a power of two",
+        .contextual(&O::loss_chunk, "loss_chunk", "ceil(vocab / width) chunks, at least 256 positions each",
                     "positions per chunk of the fused loss", mixt::at_least(1));
 
 void register_components(mixt::Registrar& registrar) {

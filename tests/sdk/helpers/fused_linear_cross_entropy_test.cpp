@@ -78,11 +78,13 @@ INSTANTIATE_TEST_SUITE_P(Cases, FusedLinearCrossEntropy,
                                            Case{true, 0.1, 8}, Case{false, 0.1, 1000}));
 
 TEST(FusedLinearCrossEntropyRule, ChunksAreLigerKernelsSize) {
-  // ceil(50257 / 768) = 66 chunks of 8192 rows: ceil(8192 / 66) = 125, rounded up to 128.
-  EXPECT_EQ(fused_cross_entropy_chunk_rows(8192, 50257, 768), 128);
-  // ceil(128256 / 2048) = 63 chunks of 1024 rows: 17, rounded up to 32.
-  EXPECT_EQ(fused_cross_entropy_chunk_rows(1024, 128256, 2048), 32);
-  EXPECT_EQ(fused_cross_entropy_chunk_rows(5, 10, 64), 8);  // one chunk
+  // ceil(128256 / 2048) = 63 chunks of 65536 rows: ceil(65536 / 63) = 1041, rounded up to 2048.
+  EXPECT_EQ(fused_cross_entropy_chunk_rows(65536, 128256, 2048), 2048);
+  // ceil(50257 / 768) = 66 chunks of 32768 rows: 497, rounded up to 512.
+  EXPECT_EQ(fused_cross_entropy_chunk_rows(32768, 50257, 768), 512);
+  // Fewer rows: the floor of 256 (1024 / 66 would be 16).
+  EXPECT_EQ(fused_cross_entropy_chunk_rows(1024, 50257, 768), 256);
+  EXPECT_EQ(fused_cross_entropy_chunk_rows(5, 10, 64), 256);
 }
 
 // Under bfloat16 autocast the map runs in bfloat16 in both (autocast's at::linear), the

@@ -8,9 +8,9 @@
 // weight, not of the logits.
 //
 // Equal to at::cross_entropy_loss(at::linear(input, weight, bias), targets, {}, Mean,
-// ignore_index, label_smoothing) up to float rounding (tests/sdk/fused_linear_cross_entropy_test.cpp
+// ignore_index, label_smoothing) up to float rounding (tests/sdk/helpers/fused_linear_cross_entropy_test.cpp
 // holds it to 1e-6 in float32). The matrix products run in whatever dtype autocast gives
-// at::linear; the softmax, the loss and the weight's gradient sum in float32.
+// at::linear; the log-softmax, the loss and the weight's gradient sum in float32.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -24,7 +24,8 @@ struct FusedCrossEntropyOptions {
   std::int64_t ignore_index = -100;  // targets equal to it count for nothing, as in PyTorch
   double label_smoothing = 0.0;
   // Rows per chunk; empty: Liger-Kernel's rule, so many that a chunk's logits are about the
-  // size of the input (ceil(classes / width) chunks, rows rounded up to a power of two).
+  // size of the input (ceil(classes / width) chunks, rows rounded up to a power of two), and
+  // at least 256 (thinner chunks make the weight's gradient sums memory-bound).
   std::optional<std::int64_t> chunk_rows;
 };
 

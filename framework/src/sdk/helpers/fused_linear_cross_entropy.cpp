@@ -11,6 +11,8 @@ namespace mixt {
 
 namespace {
 
+constexpr std::int64_t kMinimumChunkRows = 256;
+
 // The dtype at::linear would compute in here: autocast's for floating inputs when it is on.
 at::ScalarType matmul_dtype(const at::Tensor& input) {
   const at::DeviceType device = input.device().type();
@@ -30,24 +32,31 @@ at::Tensor chunk_loss(const at::Tensor& x, const at::Tensor& w, const at::Tensor
                       const FusedCrossEntropyOptions& o, std::int64_t first, Gradients& grads) {
   at::Tensor logits = at::mm(x, w.t());
   if (bias.defined()) logits.add_(bias.to(logits.scalar_type()));
-  const at::Tensor z = logits.to(at::kFloat);
-  const at::Tensor lse = z.logsumexp(-1);
+  // PyTorch's cross_entropy: log_softmax in float32, then the target's entry.
+  at::Tensor logp = at::log_softmax(logits, 1, at::kFloat);
+  logits = at::Tensor();  // its memory is the next tensor's
   const at::Tensor valid = targets.ne(o.ignore_index);
   const at::Tensor index = at::where(valid, targets, at::zeros({}, targets.options())).unsqueeze(1);
   const double eps = o.label_smoothing;
-  at::Tensor row_loss = lse - z.gather(1, index).squeeze(1);
-  if (eps > 0) row_loss = row_loss * (1.0 - eps) + (lse - z.mean(-1)) * eps;
+  at::Tensor row_loss = logp.gather(1, index).squeeze(1).neg();
+  if (eps > 0) row_loss = row_loss * (1.0 - eps) - logp.mean(-1) * eps;
   const at::Tensor loss = at::where(valid, row_loss, at::zeros({}, row_loss.options())).sum();
 
   // d(row loss)/d(logits) = softmax - (1 - eps) one-hot - eps / classes; nothing for ignored rows.
-  at::Tensor g = (z - lse.unsqueeze(1)).exp_();
+  at::Tensor g = logp.exp_();
   g.scatter_add_(1, index, at::full({index.size(0), 1}, -(1.0 - eps), g.options()));
-  if (eps > 0) g.sub_(eps / static_cast<double>(z.size(1)));
+  if (eps > 0) g.sub_(eps / static_cast<double>(g.size(1)));
   g.mul_(valid.unsqueeze(1));
   if (grads.bias.defined()) grads.bias.add_(g.sum(0));
   const at::Tensor g_mm = g.to(x.scalar_type());
-  grads.input.narrow(0, first, x.size(0)).copy_(at::mm(g_mm, w));
-  grads.weight.add_(at::mm(g_mm.t(), x).to(at::kFloat));
+  at::Tensor input_rows = grads.input.narrow(0, first, x.size(0));
+  at::mm_out(input_rows, g_mm, w);
+  // The weight's gradient sums in float32 whatever the matmul dtype.
+  if (x.scalar_type() == at::kFloat) {
+    grads.weight.addmm_(g_mm.t(), x);
+  } else {
+    grads.weight.add_(at::mm(g_mm.t(), x).to(at::kFloat));
+  }
   return loss;
 }
 
@@ -101,7 +110,9 @@ std::int64_t fused_cross_entropy_chunk_rows(std::int64_t rows, std::int64_t clas
   const std::int64_t wanted = std::max<std::int64_t>(1, (rows + chunks - 1) / chunks);
   std::int64_t power = 1;
   while (power < wanted) power *= 2;
-  return power;
+  // Fewer rows make each chunk's matmuls thin and the weight's gradient, read and written
+  // once a chunk, the step's main memory traffic: 4.6x slower than the plain loss at 16.
+  return std::max<std::int64_t>(power, kMinimumChunkRows);
 }
 
 at::Tensor fused_linear_cross_entropy(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,

@@ -15,6 +15,7 @@
 #include "export/onnx_translation.h"
 #include "export/traced_model.h"
 #include "mixt/error.h"
+#include "doc_tables.h"
 #include "mixt/helpers/safetensors.h"
 #include "test_support.h"
 
@@ -400,6 +401,68 @@ std::vector<OpCase> op_cases() {
        {4},
        none,
        [](OpModel&, const at::Tensor& x) { return x.unsqueeze(1) + x.unsqueeze(-1); }},
+      // --- elementwise math, comparisons and activations (onnx_ops_elementwise.cpp) ---
+      {"abs", "aten::abs", {9}, none, [](OpModel&, const at::Tensor& x) { return at::abs(x); }},
+      {"clamp", "aten::clamp", {9}, none, [](OpModel&, const at::Tensor& x) { return at::clamp(x, -0.5, 0.7); }},
+      {"clamp_one_bound", "aten::clamp", {9}, none,
+       [](OpModel&, const at::Tensor& x) { return at::clamp(x, std::nullopt, 0.3); }},
+      {"clamp_min", "aten::clamp_min", {9}, none, [](OpModel&, const at::Tensor& x) { return at::clamp_min(x, 0.1); }},
+      {"div",
+       "aten::div",
+       {3, 4},
+       [](OpModel& m) { m.add("d", at::rand({4}) + 0.5); },
+       [](OpModel& m, const at::Tensor& x) { return x / m.get("d") / 2.0; }},
+      {"elu", "aten::elu", {9}, none, [](OpModel&, const at::Tensor& x) { return at::elu(x, 0.7); }},
+      {"eq", "aten::eq", {9}, none,
+       [](OpModel&, const at::Tensor& x) { return at::where(at::eq(at::relu(x), 0.0), x * 3.0, x); }},
+      {"erf", "aten::erf", {9}, none, [](OpModel&, const at::Tensor& x) { return at::erf(x); }},
+      {"exp", "aten::exp", {9}, none, [](OpModel&, const at::Tensor& x) { return at::exp(x); }},
+      {"ge", "aten::ge", {9}, none, [](OpModel&, const at::Tensor& x) { return at::where(x >= 0.1, x, -x); }},
+      {"gt", "aten::gt", {3, 4}, none, [](OpModel&, const at::Tensor& x) { return at::where(x > x * x, x, 0.5); }},
+      {"le", "aten::le", {9}, none, [](OpModel&, const at::Tensor& x) { return at::where(x <= 0.1, x, -x); }},
+      {"leaky_relu", "aten::leaky_relu", {9}, none,
+       [](OpModel&, const at::Tensor& x) { return at::leaky_relu(x, 0.2); }},
+      {"leaky_relu_", "aten::leaky_relu_", {9}, none,
+       [](OpModel&, const at::Tensor& x) { at::Tensor y = x * 2.0; return at::leaky_relu_(y, 0.1); }},
+      {"log", "aten::log", {9}, none, [](OpModel&, const at::Tensor& x) { return at::log(x * x + 0.5); }},
+      {"log_softmax", "aten::log_softmax", {3, 7}, none,
+       [](OpModel&, const at::Tensor& x) { return at::log_softmax(x, -1); }},
+      {"lt", "aten::lt", {9}, none, [](OpModel&, const at::Tensor& x) { return at::where(x < 0.1, x, -x); }},
+      {"maximum",
+       "aten::maximum",
+       {3, 4},
+       [](OpModel& m) { m.add("b", at::randn({4})); },
+       [](OpModel& m, const at::Tensor& x) { return at::maximum(x, m.get("b")); }},
+      {"minimum",
+       "aten::minimum",
+       {3, 4},
+       [](OpModel& m) { m.add("b", at::randn({4})); },
+       [](OpModel& m, const at::Tensor& x) { return at::minimum(x, m.get("b")); }},
+      {"ne", "aten::ne", {9}, none,
+       [](OpModel&, const at::Tensor& x) { return at::where(at::ne(at::relu(x), 0.0), x * 3.0, x); }},
+      {"reciprocal", "aten::reciprocal", {9}, none,
+       [](OpModel&, const at::Tensor& x) { return at::reciprocal(x * x + 1.0); }},
+      // Inputs past the threshold (20) take the identity, as ATen does.
+      {"softplus", "aten::softplus", {9}, none,
+       [](OpModel&, const at::Tensor& x) { return at::softplus(x * 30.0, 1.0, 20.0) + at::softplus(x, 2.0, 20.0); }},
+      {"sqrt", "aten::sqrt", {9}, none, [](OpModel&, const at::Tensor& x) { return at::sqrt(x * x + 0.1); }},
+      {"tanh", "aten::tanh", {9}, none, [](OpModel&, const at::Tensor& x) { return at::tanh(x); }},
+      {"tanh_", "aten::tanh_", {9}, none, [](OpModel&, const at::Tensor& x) { return (x * 2.0).tanh_(); }},
+      // --- reductions and selection (onnx_ops_reductions.cpp) ---
+      {"amax", "aten::amax", {3, 4, 5}, none, [](OpModel&, const at::Tensor& x) { return x.amax({-1}, true); }},
+      {"amin", "aten::amin", {3, 4, 5}, none, [](OpModel&, const at::Tensor& x) { return x.amin({1, 2}); }},
+      {"squeeze", "aten::squeeze", {1, 4, 1}, none, [](OpModel&, const at::Tensor& x) { return x.squeeze(1); }},
+      {"squeeze_dims", "aten::squeeze", {1, 4, 1}, none,
+       [](OpModel&, const at::Tensor& x) { return x.squeeze({-1, 1, 2}); }},
+      {"stack", "aten::stack", {3, 4}, none, [](OpModel&, const at::Tensor& x) { return at::stack({x, x * 2.0}, 1); }},
+      {"stack_last", "aten::stack", {3, 4}, none,
+       [](OpModel&, const at::Tensor& x) { return at::stack({x, x * 2.0, x + 1.0}, -1); }},
+      {"sum", "aten::sum", {3, 4, 5}, none, [](OpModel&, const at::Tensor& x) { return x.sum({-1}) + x.sum({1}, true).sum({3}); }},
+      {"where",
+       "aten::where",
+       {3, 4},
+       [](OpModel& m) { m.add("b", at::randn({4})); },
+       [](OpModel& m, const at::Tensor& x) { return at::where(x > m.get("b"), x, m.get("b")); }},
       {"view",
        "aten::view",
        {4, 6},
@@ -433,6 +496,16 @@ TEST(OnnxOpTable, EveryEntryHasACaseThatRecordsIt) {
   std::set<std::string> covered;
   for (const OpCase& c : op_cases()) covered.insert(c.op);
   for (const OnnxTranslation& entry : onnx_op_table()) EXPECT_EQ(covered.count(entry.aten), 1u) << entry.aten;
+}
+
+// docs/deploy.md's table is the op table written out, one row per entry.
+TEST(OnnxOpTable, DeployMdListsEveryEntry) {
+  std::string rows;
+  for (const OnnxTranslation& entry : onnx_op_table()) {
+    rows += "| `" + std::string(entry.aten) + "` | " + entry.onnx + " |\n";
+  }
+  EXPECT_EQ(testing::doc_table_rows("deploy.md", "## The op table"), rows) << "docs/deploy.md's table should read:\n"
+                                                                            << rows;
 }
 
 TEST(OnnxOpTable, EveryEntryRunsInOnnxRuntimeLikeTheEagerOp) {

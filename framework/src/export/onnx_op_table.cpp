@@ -1,5 +1,7 @@
 #include "export/onnx_op_table.h"
 
+#include "export/onnx_op_families.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -474,7 +476,7 @@ const std::vector<OnnxTranslation>& onnx_op_table() {
   static const std::vector<OnnxTranslation> table = [] {
     std::vector<OnnxTranslation> t{
         {"aten::_convolution", "Conv", convolution},
-        {"aten::adaptive_avg_pool2d", "GlobalAveragePool | AveragePool | Slice+ReduceMean+Concat", adaptive_avg_pool2d},
+        {"aten::adaptive_avg_pool2d", "GlobalAveragePool, AveragePool or Slice+ReduceMean+Concat", adaptive_avg_pool2d},
         {"aten::add", "Add", add},
         {"aten::add_", "Add", add},
         {"aten::addmm", "Gemm", addmm},
@@ -489,8 +491,8 @@ const std::vector<OnnxTranslation>& onnx_op_table() {
         {"aten::embedding", "Gather", embedding},
         {"aten::expand_as", "Shape+Expand", expand_as},
         {"aten::feature_dropout", "(nothing)", dropout},
-        {"aten::flatten", "Flatten | Reshape", flatten},
-        {"aten::gelu", "Gelu (opset 20+) | Erf formula", gelu},
+        {"aten::flatten", "Flatten or Reshape", flatten},
+        {"aten::gelu", "Gelu (opset 20+) or its formula", gelu},
         {"aten::hardsigmoid", "HardSigmoid", hardsigmoid},
         {"aten::hardsigmoid_", "HardSigmoid", hardsigmoid},
         {"aten::hardswish", "HardSwish", [](AtenNode& n, Builder& b) { unary(n, b, "HardSwish"); }},
@@ -498,7 +500,7 @@ const std::vector<OnnxTranslation>& onnx_op_table() {
         {"aten::hardtanh", "Clip", hardtanh},
         {"aten::hardtanh_", "Clip", hardtanh},
         {"aten::layer_norm", "LayerNormalization", layer_norm},
-        {"aten::linear", "Gemm | Transpose+MatMul+Add", linear},
+        {"aten::linear", "Gemm or Transpose+MatMul+Add", linear},
         {"aten::matmul", "MatMul", matmul},
         {"aten::mm", "MatMul", matmul},
         {"aten::max_pool2d", "MaxPool", max_pool2d},
@@ -533,6 +535,9 @@ const std::vector<OnnxTranslation>& onnx_op_table() {
         {"aten::upsample_bilinear2d", "Shape+Slice+Concat+Resize (linear)", upsample_bilinear2d},
         {"aten::view", "Reshape", reshape},
     };
+    for (auto family : {elementwise_translations, reduction_translations}) {
+      for (const OnnxTranslation& entry : family()) t.push_back(entry);
+    }
     std::sort(t.begin(), t.end(),
               [](const OnnxTranslation& a, const OnnxTranslation& b) { return std::string_view(a.aten) < b.aten; });
     return t;

@@ -16,6 +16,7 @@
 #include "export/onnx_file.h"
 #include "export/onnx_float16.h"
 #include "export/onnx_translation.h"
+#include "export/op_listing.h"
 #include "export/traced_model.h"
 #include "export_metadata.h"
 #include "mixt/decodes_files.h"
@@ -215,7 +216,14 @@ std::string export_format_of(const std::string& output) {
 }
 
 int export_model(const ExportOptions& options) {
-  const std::string format = checked_export_format(options);
+  if (options.output.empty() && !options.list_ops) {
+    throw usage_error("mixt export needs -o FILE", "or --list-ops to see the ops the model's forward records");
+  }
+  if (options.list_ops && !options.output.empty()) throw usage_error("--list-ops writes nothing: leave out -o");
+  const std::string format = options.list_ops ? "onnx" : checked_export_format(options);
+  if (options.list_ops && (options.opset < 17 || options.opset > 21)) {
+    throw usage_error("--opset " + std::to_string(options.opset) + ": mixt writes ONNX opsets 17 to 21");
+  }
   const bool recipe_source =
       fs::path(options.source).extension() == ".yaml" || fs::path(options.source).extension() == ".yml";
   if (format == "safetensors" && !recipe_source && options.overrides.empty() && options.input_shape.empty()) {
@@ -257,6 +265,11 @@ int export_model(const ExportOptions& options) {
   if (format == "safetensors") return export_recipe_weights(options, plan, model);
 
   CheckedTrace trace = trace_and_check(model, in);
+  if (options.list_ops) {
+    std::printf("ops of %s's forward (traced at batch %lld):\n%s", source.c_str(), static_cast<long long>(kTraceBatch),
+                describe_traced_ops(trace.traced, options.opset).c_str());
+    return 0;
+  }
   ExportFacts facts{source,        in.class_names, in.sample_shape, {}, in.split, false, format,
                     options.opset, options.dtype,  in.preprocessing};
   // The output's sizes as the trace saw it: classes, or a token model's vocabulary, last.
@@ -282,7 +295,7 @@ void add_export_command(CLI::App& app, Commands& commands) {
       ->add_option("source", o->source,
                    "checkpoint file, run directory or its checkpoints/, or a recipe (its model.weights, if any)")
       ->required();
-  command->add_option("-o,--output", o->output, "output file: model.onnx, model.pt, model.safetensors")->required();
+  command->add_option("-o,--output", o->output, "output file: model.onnx, model.pt, model.safetensors");
   command->add_option("--format", o->format,
                       "onnx, torchscript or safetensors (default: from the output's extension; safetensors "
                       "for other names)");
@@ -294,6 +307,9 @@ void add_export_command(CLI::App& app, Commands& commands) {
       ->delimiter(',');
   command->add_flag("--ema", o->ema, "the ema callback's average of the weights instead of the model's own");
   command->add_flag("--best", o->best, kBestHelp);
+  command->add_flag("--list-ops", o->list_ops,
+                    "list the ATen ops the model's forward records and their ONNX translations (at --opset); "
+                    "write nothing");
   command->add_option("overrides", o->overrides, "recipe overrides, key=value");
   commands.push_back({command, [o] { return export_model(*o); }});
 }

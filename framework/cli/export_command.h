@@ -25,6 +25,7 @@ struct ExportOptions {
   bool best = false;                      // the run's best checkpoint instead of its newest
   std::vector<std::int64_t> input_shape;  // one sample, when the recipe's data cannot say
   std::vector<std::string> overrides;     // key=value, as for `mixt run`
+  bool list_ops = false;                  // list the trace's ops and their ONNX translations; write nothing
 };
 
 // The format `output` names: .onnx, .pt/.ts/.torchscript (TorchScript), else safetensors.

@@ -271,6 +271,34 @@ TEST(ExportCli, AnOpOutsideTheTableIsRefusedWithItsModuleAndNoFile) {
   EXPECT_TRUE(fs::exists(dir.path() / "m.pt"));
 }
 
+// --list-ops: the ops of the trace, each with its translation or none, and whether the whole
+// graph translates; nothing written, and -o with it is a usage error.
+TEST(ExportCli, ListOpsNamesEachOpsTranslationAndWritesNothing) {
+  TempDir dir;
+  dir.write("bad.yaml", fixture_recipe("fixture_untranslatable_op"));
+  const CommandResult refused = run_mixt({"export", "bad.yaml", "--list-ops"}, dir.path());
+  EXPECT_EQ(refused.exit_code, 0) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr("| `aten::erfinv` | 1 | no entry: refused | head |"));
+  EXPECT_THAT(refused.output, HasSubstr("1 without an entry"));
+  EXPECT_THAT(refused.output, HasSubstr("at opset 17: refused: cannot export to ONNX: aten::erfinv in module 'head'"));
+  dir.write("good.yaml", recipe("{name: simple_cnn, num_classes: 10}", "[1, 28, 28]"));
+  const CommandResult good = run_mixt({"export", "good.yaml", "--list-ops", "--opset", "21"}, dir.path());
+  EXPECT_EQ(good.exit_code, 0) << good.output;
+  EXPECT_THAT(good.output, HasSubstr("| `aten::_convolution` | "));
+  EXPECT_THAT(good.output, HasSubstr(" | Conv | "));
+  EXPECT_THAT(good.output, HasSubstr("0 without an entry"));
+  EXPECT_THAT(good.output, HasSubstr("at opset 21: every op translates"));
+  std::size_t files = 0;
+  for (const auto& entry : fs::directory_iterator(dir.path())) files += entry.path().extension() != ".yaml";
+  EXPECT_EQ(files, 0u);
+  const CommandResult both = run_mixt({"export", "good.yaml", "--list-ops", "-o", "m.onnx"}, dir.path());
+  EXPECT_EQ(both.exit_code, 2) << both.output;
+  EXPECT_THAT(both.output, HasSubstr("--list-ops writes nothing"));
+  const CommandResult neither = run_mixt({"export", "good.yaml"}, dir.path());
+  EXPECT_EQ(neither.exit_code, 2) << neither.output;
+  EXPECT_THAT(neither.output, HasSubstr("mixt export needs -o FILE"));
+}
+
 TEST(ExportCli, AForwardThatFreezesTheBatchIsRefusedInBothFormats) {
   TempDir dir;
   dir.write("r.yaml", fixture_recipe("fixture_frozen_batch"));

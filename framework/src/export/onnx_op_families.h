@@ -14,5 +14,8 @@ namespace mixt {
 std::vector<OnnxTranslation> elementwise_translations();
 // Reductions and selection: sum, amax, amin, where, stack, squeeze.
 std::vector<OnnxTranslation> reduction_translations();
+// Pooling, normalization, resampling and padding: avg_pool2d, group_norm,
+// upsample_nearest2d, constant/reflection/replication padding.
+std::vector<OnnxTranslation> layer_translations();
 
 }  // namespace mixt

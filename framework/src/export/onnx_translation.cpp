@@ -5,15 +5,21 @@
 
 namespace mixt {
 
+std::string traced_module_name(const torch::jit::Node& node) {
+  const torch::jit::ScopePtr scope = const_cast<torch::jit::Node&>(node).scope();  // scope() is not const
+  if (!scope || scope->isBlank()) return "";
+  return scope->name().toUnqualString();
+}
+
 namespace {
 
 // "in module 'layer1.0'": the innermost submodule the model routed the op's call through.
 std::string module_of(const torch::jit::Node& node) {
-  const torch::jit::ScopePtr scope = const_cast<torch::jit::Node&>(node).scope();  // scope() is not const
-  if (!scope || scope->isBlank()) {
+  const std::string name = traced_module_name(node);
+  if (name.empty()) {
     return "outside the model's routed submodules (routing a child through mixt::call_submodule names it here)";
   }
-  return "in module '" + std::string(scope->name().toUnqualString()) + "'";
+  return "in module '" + name + "'";
 }
 
 [[noreturn]] void refuse(const torch::jit::Node& node, std::int64_t opset, const std::string& why) {

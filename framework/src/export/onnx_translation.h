@@ -23,4 +23,8 @@ struct OnnxGraph {
 // use of its op: it names the op, the module the tracer recorded it in, and the opset.
 OnnxGraph translate_to_onnx(const TracedModel& traced, std::int64_t opset);
 
+// The innermost submodule the model routed a traced node's call through ("layer1.0"), or ""
+// for a node outside every routed submodule.
+std::string traced_module_name(const torch::jit::Node& node);
+
 }  // namespace mixt

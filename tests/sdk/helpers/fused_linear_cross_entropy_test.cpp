@@ -38,8 +38,9 @@ struct Problem {
     targets.index_put_({2, 0}, -100);
   }
   Result run(bool fused, const Case& c) const {
-    const at::Tensor x = input.clone().requires_grad_(), w = weight.clone().requires_grad_();
-    const at::Tensor b = bias.defined() ? bias.clone().requires_grad_() : at::Tensor();
+    const auto leaf = [](const at::Tensor& t) { return t.clone().requires_grad_(); };
+    const at::Tensor x = leaf(input), w = leaf(weight);
+    const at::Tensor b = bias.defined() ? leaf(bias) : at::Tensor();
     at::Tensor loss;
     if (fused) {
       FusedCrossEntropyOptions o;

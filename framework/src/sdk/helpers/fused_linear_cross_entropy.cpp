@@ -32,21 +32,26 @@ at::Tensor chunk_loss(const at::Tensor& x, const at::Tensor& w, const at::Tensor
                       const FusedCrossEntropyOptions& o, std::int64_t first, Gradients& grads) {
   at::Tensor logits = at::mm(x, w.t());
   if (bias.defined()) logits.add_(bias.to(logits.scalar_type()));
-  // PyTorch's cross_entropy: log_softmax in float32, then the target's entry.
-  at::Tensor logp = at::log_softmax(logits, 1, at::kFloat);
-  logits = at::Tensor();  // its memory is the next tensor's
+  const at::Tensor z = logits.to(at::kFloat);
   const at::Tensor valid = targets.ne(o.ignore_index);
   const at::Tensor index = at::where(valid, targets, at::zeros({}, targets.options())).unsqueeze(1);
   const double eps = o.label_smoothing;
+  // log_softmax and softmax work row by row, so a row's bits do not depend on how the
+  // threads split the chunk. Elementwise exp/logsumexp over the whole chunk did: under load
+  // their last bits moved, and the softmax's cancellation against the one-hot made that 3e-5
+  // of a gradient (1e-6 of the loss).
+  at::Tensor logp = at::log_softmax(z, 1);  // PyTorch's cross_entropy: log_softmax, then the target's
   at::Tensor row_loss = logp.gather(1, index).squeeze(1).neg();
   if (eps > 0) row_loss = row_loss * (1.0 - eps) - logp.mean(-1) * eps;
   const at::Tensor loss = at::where(valid, row_loss, at::zeros({}, row_loss.options())).sum();
+  logp = at::Tensor();
 
   // d(row loss)/d(logits) = softmax - (1 - eps) one-hot - eps / classes; nothing for ignored rows.
-  at::Tensor g = logp.exp_();
+  at::Tensor g = at::softmax(z, 1);
+  logits = at::Tensor();  // its memory is the next chunk's
   g.scatter_add_(1, index, at::full({index.size(0), 1}, -(1.0 - eps), g.options()));
   if (eps > 0) g.sub_(eps / static_cast<double>(g.size(1)));
-  g.mul_(valid.unsqueeze(1));
+  g.mul_(valid.unsqueeze(1).to(g.scalar_type()));
   if (grads.bias.defined()) grads.bias.add_(g.sum(0));
   const at::Tensor g_mm = g.to(x.scalar_type());
   at::Tensor input_rows = grads.input.narrow(0, first, x.size(0));

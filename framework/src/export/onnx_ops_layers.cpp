@@ -1,0 +1,119 @@
+// Pooling, normalization, resampling and padding (export/onnx_op_families.h). Sizes the
+// trace fixed (kernels, output sizes, pads) are constants; the batch is read from the input.
+#include <limits>
+
+#include "export/onnx_op_families.h"
+
+namespace mixt {
+
+namespace {
+
+c10::Symbol attr(const char* name) { return c10::Symbol::attr(name); }
+
+std::vector<std::int64_t> per_dimension(std::vector<std::int64_t> values, std::size_t dims) {
+  if (values.size() == 1 && dims > 1) values.assign(dims, values[0]);
+  return values;
+}
+
+std::vector<std::int64_t> twice(const std::vector<std::int64_t>& pads) {
+  std::vector<std::int64_t> out = pads;
+  out.insert(out.end(), pads.begin(), pads.end());
+  return out;
+}
+
+// aten::avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+void avg_pool2d(AtenNode& n, OnnxBuilder& b) {
+  if (n.inputs() > 6 && !n.is_none(6)) n.refuse("average pooling with a divisor_override");
+  const std::vector<std::int64_t> kernel = per_dimension(n.ints(1), 2);
+  std::vector<std::int64_t> stride = n.ints(2);
+  if (stride.empty()) stride = kernel;
+  torch::jit::Node* p = b.node("AveragePool", {n.tensor(0)});
+  p->is_(attr("kernel_shape"), kernel);
+  p->is_(attr("strides"), per_dimension(stride, 2));
+  p->is_(attr("pads"), twice(per_dimension(n.ints(3), 2)));
+  p->i_(attr("ceil_mode"), n.bool_(4) ? 1 : 0);
+  p->i_(attr("count_include_pad"), n.bool_(5) ? 1 : 0);
+  n.set_output(p->output());
+}
+
+// aten::group_norm(input, num_groups, weight, bias, eps, cudnn_enabled): the input as
+// [batch, groups, rest], InstanceNormalization over `rest` (each group's statistics), back
+// to the input's shape, then the per-channel weight and bias.
+void group_norm(AtenNode& n, OnnxBuilder& b) {
+  const std::vector<std::int64_t> sizes = n.traced_sizes(0);
+  const std::int64_t groups = n.int_(1), channels = sizes.at(1);
+  const at::ScalarType t = n.scalar_type(0);
+  Value* x = n.tensor(0);
+  Value* grouped = b.op("Reshape", {x, b.ints({0, groups, -1})});
+  torch::jit::Node* norm = b.node("InstanceNormalization", {grouped, b.constant(at::ones({groups}, at::dtype(t))),
+                                                            b.constant(at::zeros({groups}, at::dtype(t)))});
+  norm->f_(attr("epsilon"), n.double_(4));
+  Value* y = b.op("Reshape", {norm->output(), b.op("Shape", {x})});
+  std::vector<std::int64_t> per_channel(sizes.size() - 1, 1);
+  per_channel[0] = channels;  // [channels, 1, ...]: broadcast over the spatial axes
+  if (!n.is_none(2)) y = b.op("Mul", {y, b.op("Reshape", {n.tensor(2), b.ints(per_channel)})});
+  if (!n.is_none(3)) y = b.op("Add", {y, b.op("Reshape", {n.tensor(3), b.ints(per_channel)})});
+  n.set_output(y);
+}
+
+// aten::upsample_nearest2d(self, output_size, scales_h, scales_w): Resize (nearest, ATen's
+// floor(out * in / out_size) source index: asymmetric, floor) to the traced output size.
+void upsample_nearest2d(AtenNode& n, OnnxBuilder& b) {
+  if (n.is_none(1)) n.refuse("an output size given as scale factors");
+  Value* x = n.tensor(0);
+  Value* leading = b.op("Slice", {b.op("Shape", {x}), b.ints({0}), b.ints({2}), b.ints({0})});
+  torch::jit::Node* sizes = b.node("Concat", {leading, b.ints(n.ints(1))});
+  sizes->i_(attr("axis"), 0);
+  torch::jit::Node* resize = b.node("Resize", {x, b.none(), b.none(), sizes->output()});
+  resize->s_(attr("mode"), "nearest");
+  resize->s_(attr("coordinate_transformation_mode"), "asymmetric");
+  resize->s_(attr("nearest_mode"), "floor");
+  n.set_output(resize->output());
+}
+
+// ATen's pad list (last dimension first: begin, end, then the one before, ...) as ONNX's
+// pads (every axis's begin, then every axis's end); the batch is never padded.
+std::vector<std::int64_t> onnx_pads(AtenNode& n, const std::vector<std::int64_t>& aten, std::int64_t rank) {
+  if (aten.size() % 2 != 0 || static_cast<std::int64_t>(aten.size()) / 2 > rank - 1) {
+    n.refuse("padding the batch dimension");
+  }
+  std::vector<std::int64_t> pads(static_cast<std::size_t>(2 * rank), 0);
+  for (std::size_t i = 0; i < aten.size() / 2; ++i) {
+    const std::size_t axis = static_cast<std::size_t>(rank) - 1 - i;
+    pads[axis] = aten[2 * i];
+    pads[axis + static_cast<std::size_t>(rank)] = aten[2 * i + 1];
+  }
+  return pads;
+}
+
+void pad(AtenNode& n, OnnxBuilder& b, const char* mode, std::vector<Value*> extra) {
+  std::vector<Value*> inputs{n.tensor(0), b.ints(onnx_pads(n, n.ints(1), n.rank(0)))};
+  inputs.insert(inputs.end(), extra.begin(), extra.end());
+  torch::jit::Node* p = b.node("Pad", inputs);
+  p->s_(attr("mode"), mode);
+  n.set_output(p->output());
+}
+
+// aten::constant_pad_nd(self, pad, value)
+void constant_pad_nd(AtenNode& n, OnnxBuilder& b) {
+  pad(n, b, "constant", {b.scalar(n.inputs() > 2 ? n.double_(2) : 0.0, n.scalar_type(0))});
+}
+void reflection_pad(AtenNode& n, OnnxBuilder& b) { pad(n, b, "reflect", {}); }
+void replication_pad(AtenNode& n, OnnxBuilder& b) { pad(n, b, "edge", {}); }
+
+}  // namespace
+
+std::vector<OnnxTranslation> layer_translations() {
+  return {
+      {"aten::avg_pool2d", "AveragePool", avg_pool2d},
+      {"aten::constant_pad_nd", "Pad (constant)", constant_pad_nd},
+      {"aten::group_norm", "Reshape+InstanceNormalization+Reshape+Mul+Add", group_norm},
+      {"aten::reflection_pad1d", "Pad (reflect)", reflection_pad},
+      {"aten::reflection_pad2d", "Pad (reflect)", reflection_pad},
+      {"aten::replication_pad1d", "Pad (edge)", replication_pad},
+      {"aten::replication_pad2d", "Pad (edge)", replication_pad},
+      {"aten::upsample_nearest2d", "Shape+Slice+Concat+Resize (nearest)", upsample_nearest2d},
+  };
+}
+
+}  // namespace mixt

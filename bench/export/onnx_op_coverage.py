@@ -48,12 +48,13 @@ def torchvision_models(family):
     module = {"classification": torchvision.models, "segmentation": torchvision.models.segmentation,
               "detection": torchvision.models.detection}[family]
     for name in torchvision.models.list_models(module=module):
-        size = 224 if name.startswith(("vit_", "swin", "maxvit")) else 64
+        size = 224 if name.startswith(("vit_", "swin", "maxvit")) else 300 if name.startswith("ssd300") else 64
         if family == "segmentation":
             size = 96
 
         def build(name=name, family=family, size=size):
-            model = torchvision.models.get_model(name, weights=None, weights_backbone=None).eval()
+            extra = {} if family == "classification" else {"weights_backbone": None}
+            model = torchvision.models.get_model(name, weights=None, **extra).eval()
             if family == "detection":
                 model = model.backbone
             return model, torch.randn(1, 3, size, size)
@@ -61,16 +62,25 @@ def torchvision_models(family):
         yield f"{family}/{name}", build
 
 
+class Field(torch.nn.Module):
+    """A transformers model called with one keyword input, one field of its output returned."""
+
+    def __init__(self, model, key, field):
+        super().__init__()
+        self.model, self.key, self.field = model, key, field
+
+    def forward(self, x):
+        return getattr(self.model(**{self.key: x}), self.field)
+
+
 def transformers_models():
     import transformers as tf
 
-    def lm(config_class, model_class, **kw):
+    def lm(config_class, model_class, field="logits", **kw):
         def build():
             config = config_class(**kw)
             config._attn_implementation = "sdpa"
-            model = model_class(config).eval()
-            model.config.return_dict = False
-            return model, torch.randint(0, 90, (1, 12))
+            return Field(model_class(config).eval(), "input_ids", field), torch.randint(0, 90, (1, 12))
         return build
 
     yield "transformers/gpt2", lm(tf.GPT2Config, tf.GPT2LMHeadModel, vocab_size=96, n_positions=32, n_embd=32,
@@ -78,23 +88,21 @@ def transformers_models():
     yield "transformers/llama", lm(tf.LlamaConfig, tf.LlamaForCausalLM, vocab_size=96, hidden_size=32,
                                    intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
                                    num_key_value_heads=2, max_position_embeddings=32, use_cache=False)
-    yield "transformers/bert", lm(tf.BertConfig, tf.BertModel, vocab_size=96, hidden_size=32, num_hidden_layers=2,
+    yield "transformers/bert", lm(tf.BertConfig, tf.BertModel, "last_hidden_state", vocab_size=96, hidden_size=32, num_hidden_layers=2,
                                   num_attention_heads=2, intermediate_size=64, max_position_embeddings=32)
 
     def vit():
         config = tf.ViTConfig(image_size=32, patch_size=8, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                               intermediate_size=64)
-        model = tf.ViTModel(config).eval()
-        model.config.return_dict = False
-        return model, torch.randn(1, 3, 32, 32)
+        return Field(tf.ViTModel(config).eval(), "pixel_values", "last_hidden_state"), torch.randn(1, 3, 32, 32)
 
     def whisper():
         config = tf.WhisperConfig(d_model=32, encoder_layers=2, encoder_attention_heads=2, encoder_ffn_dim=64,
                                   num_mel_bins=16, max_source_positions=16, decoder_layers=1,
-                                  decoder_attention_heads=2, decoder_ffn_dim=64, vocab_size=96)
-        model = tf.WhisperModel(config).get_encoder().eval()
-        model.config.return_dict = False
-        return model, torch.randn(1, 16, 32)
+                                  decoder_attention_heads=2, decoder_ffn_dim=64, vocab_size=96, pad_token_id=0,
+                                  bos_token_id=1, eos_token_id=2, decoder_start_token_id=1)
+        encoder = tf.WhisperModel(config).get_encoder().eval()
+        return Field(encoder, "input_features", "last_hidden_state"), torch.randn(1, 16, 32)
 
     yield "transformers/vit", vit
     yield "transformers/whisper_encoder", whisper

@@ -39,7 +39,8 @@ inline void require_token_sequences(const RecipeSection& where, const ModelConte
     std::string shape;
     for (auto d : s) shape.append(shape.empty() ? "" : "x").append(std::to_string(d));  // gcc 12 misreads a + chain
     where.fail("name",
-               model + " takes token sequences (a sample is [time] token ids), but the data delivers samples of shape " +
+               model +
+                   " takes token sequences (a sample is [time] token ids), but the data delivers samples of shape " +
                    shape,
                "use a token dataset");
   }

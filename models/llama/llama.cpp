@@ -63,15 +63,16 @@ struct LlamaOptions {
   std::int64_t kv_heads() const { return num_kv_heads.value_or(num_heads); }
   std::int64_t head_width() const { return head_dim.value_or(hidden_dim / num_heads); }
   LayerShape layer_shape() const {
-    return {hidden_dim,        mlp_dim,  num_heads,      kv_heads(), head_width(), rms_norm_eps, attention_dropout,
-            init_std,          attention_bias, mlp_bias};
+    return {hidden_dim,   mlp_dim,           num_heads, kv_heads(),     head_width(),
+            rms_norm_eps, attention_dropout, init_std,  attention_bias, mlp_bias};
   }
 };
 
 // LlamaModel: the embedding, the decoder layers model.layers.0 ... and the final norm.
 class DecoderImpl : public torch::nn::Module {
  public:
-  explicit DecoderImpl(const LlamaOptions& o) : inverse_frequencies_(mixt::models::llama::inverse_frequencies(o.head_width(), o.rope)) {
+  explicit DecoderImpl(const LlamaOptions& o)
+      : inverse_frequencies_(mixt::models::llama::inverse_frequencies(o.head_width(), o.rope)) {
     embed_tokens = register_module("embed_tokens", torch::nn::Embedding(o.vocab(), o.hidden_dim));
     {
       at::NoGradGuard no_grad;
@@ -97,7 +98,8 @@ class DecoderImpl : public torch::nn::Module {
         return (*layer)->forward(in, cos, sin);
       });
     }
-    return mixt::call_submodule(model, "model.norm", x, [n = &norm](const at::Tensor& in) { return (*n)->forward(in); });
+    return mixt::call_submodule(model, "model.norm", x,
+                                [n = &norm](const at::Tensor& in) { return (*n)->forward(in); });
   }
 
   // Positions past .. past+new-1 of `ids` through every layer's decode, `keys` and `values`
@@ -114,7 +116,8 @@ class DecoderImpl : public torch::nn::Module {
                                [layer = &layers_[i], cos = cos, sin = sin, k = &keys[i], v = &values[i]](
                                    const at::Tensor& in) { return (*layer)->decode(in, cos, sin, *k, *v); });
     }
-    return mixt::call_submodule(model, "model.norm", x, [n = &norm](const at::Tensor& in) { return (*n)->forward(in); });
+    return mixt::call_submodule(model, "model.norm", x,
+                                [n = &norm](const at::Tensor& in) { return (*n)->forward(in); });
   }
 
   torch::nn::Embedding embed_tokens{nullptr};
@@ -143,11 +146,10 @@ class LlamaForCausalLM : public mixt::Model, public mixt::CachedDecoding, public
     TORCH_CHECK(ids.dim() == 2 && (ids.scalar_type() == at::kLong || ids.scalar_type() == at::kInt),
                 "llama: expected token ids, int64 [batch, time], got ", ids.scalar_type(), " of shape ", ids.sizes());
     TORCH_CHECK(ids.size(1) <= context_, "llama: ", ids.size(1), " tokens, more than context_length ", context_);
-    return mixt::call_submodule(*this, "model", ids, [this](const at::Tensor& in) { return model_->forward(in, *this); });
+    return mixt::call_submodule(*this, "model", ids,
+                                [this](const at::Tensor& in) { return model_->forward(in, *this); });
   }
-  mixt::HeadMap head() const override {
-    return {"lm_head", tied_head_ ? tied_head_->weight() : head_->weight, {}};
-  }
+  mixt::HeadMap head() const override { return {"lm_head", tied_head_ ? tied_head_->weight() : head_->weight, {}}; }
 
   std::int64_t context_length() const override { return context_; }
   void clear_cache() override {
@@ -200,10 +202,10 @@ constexpr Preset kPresets[] = {
 };
 
 std::string summary(const Preset& p) {
-  return std::string(p.title) + ": " + mixt::models::with_thousands(p.params) + " params, " +
-         std::to_string(p.layers) + " layers, width " + std::to_string(p.hidden) + ", " + std::to_string(p.heads) +
-         " heads (" + std::to_string(p.kv_heads) + " kv), vocab " + std::to_string(p.vocab) +
-         (p.tied ? ", tied head" : "") + " (Hugging Face LlamaForCausalLM)";
+  return std::string(p.title) + ": " + mixt::models::with_thousands(p.params) + " params, " + std::to_string(p.layers) +
+         " layers, width " + std::to_string(p.hidden) + ", " + std::to_string(p.heads) + " heads (" +
+         std::to_string(p.kv_heads) + " kv), vocab " + std::to_string(p.vocab) + (p.tied ? ", tied head" : "") +
+         " (Hugging Face LlamaForCausalLM)";
 }
 
 // transformers' LlamaConfig. rope parameters sit at the top level and under rope_scaling in
@@ -276,8 +278,8 @@ void register_components(mixt::Registrar& r) {
     const std::string kv_words = std::to_string(p.kv_heads);
     const auto options =
         mixt::OptionsOf<O>(d)
-            .contextual(&O::vocab_size, "vocab_size", vocab_words, "token ids 0 .. vocab_size-1; the logits' last dimension",
-                        mixt::at_least(1))
+            .contextual(&O::vocab_size, "vocab_size", vocab_words,
+                        "token ids 0 .. vocab_size-1; the logits' last dimension", mixt::at_least(1))
             .add(&O::context_length, "context_length", "longest sequence (max_position_embeddings)", mixt::at_least(1))
             .add(&O::num_layers, "num_layers", "decoder layers", mixt::at_least(1))
             .add(&O::num_heads, "num_heads", "query heads", mixt::at_least(1))
@@ -303,7 +305,8 @@ void register_components(mixt::Registrar& r) {
                   })
             .rule("num_heads",
                   [](const O& o) -> std::optional<std::string> {
-                    if (!o.head_dim && o.hidden_dim % o.num_heads != 0) return "must divide hidden_dim, or give head_dim";
+                    if (!o.head_dim && o.hidden_dim % o.num_heads != 0)
+                      return "must divide hidden_dim, or give head_dim";
                     return std::nullopt;
                   })
             .rule("head_dim",

@@ -53,12 +53,19 @@ inline Linear linear_layer(std::int64_t in, std::int64_t out, bool bias, double 
 class AttentionImpl : public torch::nn::Module {
  public:
   explicit AttentionImpl(const LayerShape& s)
-      : heads_(s.num_heads), kv_heads_(s.num_kv_heads), head_dim_(s.head_dim),
-        scale_(std::pow(static_cast<double>(s.head_dim), -0.5)), dropout_(s.attention_dropout) {
-    q_proj = register_module("q_proj", linear_layer(s.hidden_dim, s.num_heads * s.head_dim, s.attention_bias, s.init_std));
-    k_proj = register_module("k_proj", linear_layer(s.hidden_dim, s.num_kv_heads * s.head_dim, s.attention_bias, s.init_std));
-    v_proj = register_module("v_proj", linear_layer(s.hidden_dim, s.num_kv_heads * s.head_dim, s.attention_bias, s.init_std));
-    o_proj = register_module("o_proj", linear_layer(s.num_heads * s.head_dim, s.hidden_dim, s.attention_bias, s.init_std));
+      : heads_(s.num_heads),
+        kv_heads_(s.num_kv_heads),
+        head_dim_(s.head_dim),
+        scale_(std::pow(static_cast<double>(s.head_dim), -0.5)),
+        dropout_(s.attention_dropout) {
+    q_proj =
+        register_module("q_proj", linear_layer(s.hidden_dim, s.num_heads * s.head_dim, s.attention_bias, s.init_std));
+    k_proj = register_module("k_proj",
+                             linear_layer(s.hidden_dim, s.num_kv_heads * s.head_dim, s.attention_bias, s.init_std));
+    v_proj = register_module("v_proj",
+                             linear_layer(s.hidden_dim, s.num_kv_heads * s.head_dim, s.attention_bias, s.init_std));
+    o_proj =
+        register_module("o_proj", linear_layer(s.num_heads * s.head_dim, s.hidden_dim, s.attention_bias, s.init_std));
   }
   // x [batch, time, width]; cos and sin [time, head_dim]. No size of x becomes a shape, so a
   // traced forward keeps batch and time symbolic.

@@ -19,8 +19,8 @@ at::Tensor inverse_frequencies(std::int64_t head_dim, const RopeOptions& o) {
   const double high_freq_wavelen = old_context / o.high_freq_factor;
   const at::Tensor wavelen = inv_freq.reciprocal() * (2 * M_PI);  // Python: 2 * math.pi / inv_freq
   at::Tensor scaled = at::where(wavelen > low_freq_wavelen, inv_freq / o.factor, inv_freq);
-  const at::Tensor smooth = (wavelen.reciprocal() * old_context - o.low_freq_factor) /
-                            (o.high_freq_factor - o.low_freq_factor);
+  const at::Tensor smooth =
+      (wavelen.reciprocal() * old_context - o.low_freq_factor) / (o.high_freq_factor - o.low_freq_factor);
   const at::Tensor smoothed = (1 - smooth) * scaled / o.factor + smooth * scaled;
   const at::Tensor medium = (wavelen < high_freq_wavelen).logical_not() * (wavelen > low_freq_wavelen).logical_not();
   return at::where(medium, smoothed, scaled);

@@ -51,9 +51,8 @@ fs::path* LlamaRecipes::run_ = nullptr;
 
 TEST_F(LlamaRecipes, Gpl3TrainsAndGeneratesText) {
   ASSERT_FALSE(run_->empty());
-  const CommandResult generated =
-      run_mixt({"generate", run_->string(), "--prompt", "The licensees", "--max-new-tokens", "20", "--top-k", "20"},
-               kSource);
+  const CommandResult generated = run_mixt(
+      {"generate", run_->string(), "--prompt", "The licensees", "--max-new-tokens", "20", "--top-k", "20"}, kSource);
   ASSERT_EQ(generated.exit_code, 0) << generated.output;
   EXPECT_THAT(generated.output, HasSubstr("The licensees"));
   EXPECT_GT(generated.output.size(), std::string("The licensees\n").size());
@@ -72,9 +71,9 @@ TEST_F(LlamaRecipes, ExportsToOnnxAndTorchScriptThatGiveTransformersLogits) {
     const CommandResult exported = run_mixt(command, kSource);
     ASSERT_EQ(exported.exit_code, 0) << exported.output;
   }
-  const nlohmann::json llama = {{"vocab_size", 512},       {"context_length", 128}, {"num_layers", 4},
-                                {"num_heads", 4},          {"num_kv_heads", 2},     {"hidden_dim", 128},
-                                {"mlp_dim", 352},          {"rope_theta", 100000.0}, {"tie_embeddings", true}};
+  const nlohmann::json llama = {{"vocab_size", 512}, {"context_length", 128},  {"num_layers", 4},
+                                {"num_heads", 4},    {"num_kv_heads", 2},      {"hidden_dim", 128},
+                                {"mlp_dim", 352},    {"rope_theta", 100000.0}, {"tie_embeddings", true}};
   // Lengths 1 and 17 (batches 1 and 3), then the whole context at both.
   const std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> sets{{{1, 1}, {3, 17}}, {{1, 128}, {3, 128}}};
   nlohmann::json manifest = nlohmann::json::array();
@@ -109,8 +108,8 @@ TEST_F(LlamaRecipes, ExportsToOnnxAndTorchScriptThatGiveTransformersLogits) {
       ASSERT_TRUE(r["torchscript_max_diff"].is_number()) << name << ": " << r["torchscript_max_diff"];
       EXPECT_LE(r["torchscript_max_diff"].get<double>(), tolerance) << name;
     }
-    std::cout << "[ measured ] llama export " << name << ": logits up to " << r["expected_max_abs"]
-              << "; ONNX Runtime " << r["onnx_max_diff"] << ", torch.jit.load " << r.value("torchscript_max_diff", 0.0)
+    std::cout << "[ measured ] llama export " << name << ": logits up to " << r["expected_max_abs"] << "; ONNX Runtime "
+              << r["onnx_max_diff"] << ", torch.jit.load " << r.value("torchscript_max_diff", 0.0)
               << " from transformers\n";
   }
 }
@@ -124,11 +123,11 @@ TEST(LlamaFinetuneRecipe, TrainsFromATransformersFolder) {
       testing::shell_quote(checkpoint.string()));
   ASSERT_EQ(made.exit_code, 0) << made.output;
   const std::string tokenizer = (checkpoint / "tokenizer.json").string();
-  const CommandResult run = run_mixt(
-      {"run", (kSource / "recipes/llama/finetune.yaml").string(), "model.from=" + checkpoint.string(),
-       "data.train.tokenizer=" + tokenizer, "data.val.tokenizer=" + tokenizer, "trainer.max_steps_per_epoch=3",
-       "callbacks=[]", "output=" + (dir.path() / "runs").string()},
-      dir.path());
+  const CommandResult run =
+      run_mixt({"run", (kSource / "recipes/llama/finetune.yaml").string(), "model.from=" + checkpoint.string(),
+                "data.train.tokenizer=" + tokenizer, "data.val.tokenizer=" + tokenizer, "trainer.max_steps_per_epoch=3",
+                "callbacks=[]", "output=" + (dir.path() / "runs").string()},
+               dir.path());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const fs::path run_dir = testing::only_run_directory(dir.path() / "runs" / "llama_finetune");
   ASSERT_FALSE(run_dir.empty());

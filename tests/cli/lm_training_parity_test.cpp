@@ -38,15 +38,22 @@ std::string recipe(const nlohmann::json& golden, const fs::path& golden_dir) {
   const std::string context = std::to_string(golden["context"].get<int>());
   return "name: parity\n"
          "task: { name: causal_lm, fused_loss: false }\n"
-         "model: " + model.dump() + "\n"
+         "model: " +
+         model.dump() +
+         "\n"
          "precision: { name: fp32 }\n"
-         "optimizer: " + golden["optimizer"].dump() + "\n"
+         "optimizer: " +
+         golden["optimizer"].dump() +
+         "\n"
          "data:\n"
-         "  train: { name: tokens, files: " + nlohmann::json((golden_dir / "tokens.bin").string()).dump() +
+         "  train: { name: tokens, files: " +
+         nlohmann::json((golden_dir / "tokens.bin").string()).dump() +
          ", format: nanogpt, vocab: " + std::to_string(golden["vocab"].get<int>()) + ", context: " + context +
-         ", batch_size: " + std::to_string(golden["batch_size"].get<int>()) + ", shuffle: false }\n"
+         ", batch_size: " + std::to_string(golden["batch_size"].get<int>()) +
+         ", shuffle: false }\n"
          "trainer: { epochs: 1, seed: 0, threads: 1, log_every: 1, clip_grad_norm: " +
-         nlohmann::json(golden["clip_grad_norm"]).dump() + " }\n"
+         nlohmann::json(golden["clip_grad_norm"]).dump() +
+         " }\n"
          "callbacks: [{ name: tensorboard, enabled: false }]\n"
          "output: runs\n";
 }

@@ -11,11 +11,11 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "doc_tables.h"
 #include "export/onnx_file.h"
 #include "export/onnx_translation.h"
 #include "export/traced_model.h"
 #include "mixt/error.h"
-#include "doc_tables.h"
 #include "mixt/helpers/safetensors.h"
 #include "test_support.h"
 
@@ -164,12 +164,16 @@ std::vector<OpCase> op_cases() {
        "aten::upsample_bilinear2d",
        {2, 5, 7},
        none,
-       [](OpModel&, const at::Tensor& x) { return at::upsample_bilinear2d(x, {11, 9}, false); }},
+       [](OpModel&, const at::Tensor& x) {
+         return at::upsample_bilinear2d(x, {11, 9}, false);
+       }},
       {"upsample_bilinear2d_align_corners_down",
        "aten::upsample_bilinear2d",
        {2, 8, 6},
        none,
-       [](OpModel&, const at::Tensor& x) { return at::upsample_bilinear2d(x, {3, 4}, true); }},
+       [](OpModel&, const at::Tensor& x) {
+         return at::upsample_bilinear2d(x, {3, 4}, true);
+       }},
       {"hardsigmoid",
        "aten::hardsigmoid",
        {9},
@@ -404,7 +408,10 @@ std::vector<OpCase> op_cases() {
       // --- elementwise math, comparisons and activations (onnx_ops_elementwise.cpp) ---
       {"abs", "aten::abs", {9}, none, [](OpModel&, const at::Tensor& x) { return at::abs(x); }},
       {"clamp", "aten::clamp", {9}, none, [](OpModel&, const at::Tensor& x) { return at::clamp(x, -0.5, 0.7); }},
-      {"clamp_one_bound", "aten::clamp", {9}, none,
+      {"clamp_one_bound",
+       "aten::clamp",
+       {9},
+       none,
        [](OpModel&, const at::Tensor& x) { return at::clamp(x, std::nullopt, 0.3); }},
       {"clamp_min", "aten::clamp_min", {9}, none, [](OpModel&, const at::Tensor& x) { return at::clamp_min(x, 0.1); }},
       {"div",
@@ -413,19 +420,34 @@ std::vector<OpCase> op_cases() {
        [](OpModel& m) { m.add("d", at::rand({4}) + 0.5); },
        [](OpModel& m, const at::Tensor& x) { return x / m.get("d") / 2.0; }},
       {"elu", "aten::elu", {9}, none, [](OpModel&, const at::Tensor& x) { return at::elu(x, 0.7); }},
-      {"eq", "aten::eq", {9}, none,
+      {"eq",
+       "aten::eq",
+       {9},
+       none,
        [](OpModel&, const at::Tensor& x) { return at::where(at::eq(at::relu(x), 0.0), x * 3.0, x); }},
       {"erf", "aten::erf", {9}, none, [](OpModel&, const at::Tensor& x) { return at::erf(x); }},
       {"exp", "aten::exp", {9}, none, [](OpModel&, const at::Tensor& x) { return at::exp(x); }},
       {"ge", "aten::ge", {9}, none, [](OpModel&, const at::Tensor& x) { return at::where(x >= 0.1, x, -x); }},
       {"gt", "aten::gt", {3, 4}, none, [](OpModel&, const at::Tensor& x) { return at::where(x > x * x, x, 0.5); }},
       {"le", "aten::le", {9}, none, [](OpModel&, const at::Tensor& x) { return at::where(x <= 0.1, x, -x); }},
-      {"leaky_relu", "aten::leaky_relu", {9}, none,
+      {"leaky_relu",
+       "aten::leaky_relu",
+       {9},
+       none,
        [](OpModel&, const at::Tensor& x) { return at::leaky_relu(x, 0.2); }},
-      {"leaky_relu_", "aten::leaky_relu_", {9}, none,
-       [](OpModel&, const at::Tensor& x) { at::Tensor y = x * 2.0; return at::leaky_relu_(y, 0.1); }},
+      {"leaky_relu_",
+       "aten::leaky_relu_",
+       {9},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         at::Tensor y = x * 2.0;
+         return at::leaky_relu_(y, 0.1);
+       }},
       {"log", "aten::log", {9}, none, [](OpModel&, const at::Tensor& x) { return at::log(x * x + 0.5); }},
-      {"log_softmax", "aten::log_softmax", {3, 7}, none,
+      {"log_softmax",
+       "aten::log_softmax",
+       {3, 7},
+       none,
        [](OpModel&, const at::Tensor& x) { return at::log_softmax(x, -1); }},
       {"lt", "aten::lt", {9}, none, [](OpModel&, const at::Tensor& x) { return at::where(x < 0.1, x, -x); }},
       {"maximum",
@@ -438,38 +460,88 @@ std::vector<OpCase> op_cases() {
        {3, 4},
        [](OpModel& m) { m.add("b", at::randn({4})); },
        [](OpModel& m, const at::Tensor& x) { return at::minimum(x, m.get("b")); }},
-      {"ne", "aten::ne", {9}, none,
+      {"ne",
+       "aten::ne",
+       {9},
+       none,
        [](OpModel&, const at::Tensor& x) { return at::where(at::ne(at::relu(x), 0.0), x * 3.0, x); }},
-      {"reciprocal", "aten::reciprocal", {9}, none,
+      {"reciprocal",
+       "aten::reciprocal",
+       {9},
+       none,
        [](OpModel&, const at::Tensor& x) { return at::reciprocal(x * x + 1.0); }},
       // Inputs past the threshold (20) take the identity, as ATen does.
-      {"softplus", "aten::softplus", {9}, none,
+      {"softplus",
+       "aten::softplus",
+       {9},
+       none,
        [](OpModel&, const at::Tensor& x) { return at::softplus(x * 30.0, 1.0, 20.0) + at::softplus(x, 2.0, 20.0); }},
       {"sqrt", "aten::sqrt", {9}, none, [](OpModel&, const at::Tensor& x) { return at::sqrt(x * x + 0.1); }},
       {"tanh", "aten::tanh", {9}, none, [](OpModel&, const at::Tensor& x) { return at::tanh(x); }},
       {"tanh_", "aten::tanh_", {9}, none, [](OpModel&, const at::Tensor& x) { return (x * 2.0).tanh_(); }},
       // --- reductions and selection (onnx_ops_reductions.cpp) ---
       {"amax", "aten::amax", {3, 4, 5}, none, [](OpModel&, const at::Tensor& x) { return x.amax({-1}, true); }},
-      {"amin", "aten::amin", {3, 4, 5}, none, [](OpModel&, const at::Tensor& x) { return x.amin({1, 2}); }},
+      {"amin",
+       "aten::amin",
+       {3, 4, 5},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return x.amin({1, 2});
+       }},
       {"squeeze", "aten::squeeze", {1, 4, 1}, none, [](OpModel&, const at::Tensor& x) { return x.squeeze(1); }},
-      {"squeeze_dims", "aten::squeeze", {1, 4, 1}, none,
-       [](OpModel&, const at::Tensor& x) { return x.squeeze({-1, 1, 2}); }},
-      {"stack", "aten::stack", {3, 4}, none, [](OpModel&, const at::Tensor& x) { return at::stack({x, x * 2.0}, 1); }},
-      {"stack_last", "aten::stack", {3, 4}, none,
-       [](OpModel&, const at::Tensor& x) { return at::stack({x, x * 2.0, x + 1.0}, -1); }},
-      {"sum", "aten::sum", {3, 4, 5}, none, [](OpModel&, const at::Tensor& x) { return x.sum({-1}) + x.sum({1}, true).sum({3}); }},
+      {"squeeze_dims",
+       "aten::squeeze",
+       {1, 4, 1},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return x.squeeze({-1, 1, 2});
+       }},
+      {"stack",
+       "aten::stack",
+       {3, 4},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::stack({x, x * 2.0}, 1);
+       }},
+      {"stack_last",
+       "aten::stack",
+       {3, 4},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::stack({x, x * 2.0, x + 1.0}, -1);
+       }},
+      {"sum",
+       "aten::sum",
+       {3, 4, 5},
+       none,
+       [](OpModel&, const at::Tensor& x) { return x.sum({-1}) + x.sum({1}, true).sum({3}); }},
       {"where",
        "aten::where",
        {3, 4},
        [](OpModel& m) { m.add("b", at::randn({4})); },
        [](OpModel& m, const at::Tensor& x) { return at::where(x > m.get("b"), x, m.get("b")); }},
       // --- pooling, normalization, resampling, padding (onnx_ops_layers.cpp) ---
-      {"avg_pool2d", "aten::avg_pool2d", {2, 9, 9}, none,
-       [](OpModel&, const at::Tensor& x) { return at::avg_pool2d(x, {3, 3}, {2, 2}, {1, 1}, false, true); }},
-      {"avg_pool2d_ceil_exclude_pad", "aten::avg_pool2d", {2, 8, 8}, none,
-       [](OpModel&, const at::Tensor& x) { return at::avg_pool2d(x, {3, 3}, {2, 2}, {1, 1}, true, false); }},
-      {"constant_pad_nd", "aten::constant_pad_nd", {2, 5, 4}, none,
-       [](OpModel&, const at::Tensor& x) { return at::constant_pad_nd(x, {1, 2, 0, 3}, 0.5); }},
+      {"avg_pool2d",
+       "aten::avg_pool2d",
+       {2, 9, 9},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::avg_pool2d(x, {3, 3}, {2, 2}, {1, 1}, false, true);
+       }},
+      {"avg_pool2d_ceil_exclude_pad",
+       "aten::avg_pool2d",
+       {2, 8, 8},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::avg_pool2d(x, {3, 3}, {2, 2}, {1, 1}, true, false);
+       }},
+      {"constant_pad_nd",
+       "aten::constant_pad_nd",
+       {2, 5, 4},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::constant_pad_nd(x, {1, 2, 0, 3}, 0.5);
+       }},
       {"group_norm",
        "aten::group_norm",
        {6, 4, 3},
@@ -478,16 +550,41 @@ std::vector<OpCase> op_cases() {
          m.add("b", at::randn({6}));
        },
        [](OpModel& m, const at::Tensor& x) { return at::group_norm(x * 3.0 + 1.0, 3, m.get("w"), m.get("b"), 1e-5); }},
-      {"reflection_pad1d", "aten::reflection_pad1d", {3, 6}, none,
-       [](OpModel&, const at::Tensor& x) { return at::reflection_pad1d(x, {2, 1}); }},
-      {"reflection_pad2d", "aten::reflection_pad2d", {2, 5, 4}, none,
-       [](OpModel&, const at::Tensor& x) { return at::reflection_pad2d(x, {1, 2, 3, 1}); }},
-      {"replication_pad1d", "aten::replication_pad1d", {3, 6}, none,
-       [](OpModel&, const at::Tensor& x) { return at::replication_pad1d(x, {2, 1}); }},
-      {"replication_pad2d", "aten::replication_pad2d", {2, 5, 4}, none,
-       [](OpModel&, const at::Tensor& x) { return at::replication_pad2d(x, {1, 2, 3, 1}); }},
-      {"upsample_nearest2d", "aten::upsample_nearest2d", {2, 3, 5}, none,
-       [](OpModel&, const at::Tensor& x) { return at::upsample_nearest2d(x, {6, 10}); }},
+      {"reflection_pad1d",
+       "aten::reflection_pad1d",
+       {3, 6},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::reflection_pad1d(x, {2, 1});
+       }},
+      {"reflection_pad2d",
+       "aten::reflection_pad2d",
+       {2, 5, 4},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::reflection_pad2d(x, {1, 2, 3, 1});
+       }},
+      {"replication_pad1d",
+       "aten::replication_pad1d",
+       {3, 6},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::replication_pad1d(x, {2, 1});
+       }},
+      {"replication_pad2d",
+       "aten::replication_pad2d",
+       {2, 5, 4},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::replication_pad2d(x, {1, 2, 3, 1});
+       }},
+      {"upsample_nearest2d",
+       "aten::upsample_nearest2d",
+       {2, 3, 5},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::upsample_nearest2d(x, {6, 10});
+       }},
       {"view",
        "aten::view",
        {4, 6},
@@ -530,7 +627,7 @@ TEST(OnnxOpTable, DeployMdListsEveryEntry) {
     rows += "| `" + std::string(entry.aten) + "` | " + entry.onnx + " |\n";
   }
   EXPECT_EQ(testing::doc_table_rows("deploy.md", "## The op table"), rows) << "docs/deploy.md's table should read:\n"
-                                                                            << rows;
+                                                                           << rows;
 }
 
 TEST(OnnxOpTable, EveryEntryRunsInOnnxRuntimeLikeTheEagerOp) {

@@ -305,8 +305,9 @@ TEST(Llama, DecodingWithTheCacheGivesTheLogitsOfTheWholeSequence) {
 TEST(Llama, OptionsAndInputsThatDoNotFitAreErrors) {
   EXPECT_THAT(testing::thrown_error([&] { build("{name: llama, num_layers: 1, num_kv_heads: 4}"); }).what(),
               HasSubstr("must divide num_heads"));
-  EXPECT_THAT(testing::thrown_error([&] { build("{name: llama, num_layers: 1, num_heads: 7, num_kv_heads: 7}"); }).what(),
-              HasSubstr("must divide hidden_dim"));
+  EXPECT_THAT(
+      testing::thrown_error([&] { build("{name: llama, num_layers: 1, num_heads: 7, num_kv_heads: 7}"); }).what(),
+      HasSubstr("must divide hidden_dim"));
   EXPECT_THAT(testing::thrown_error([&] { build("{name: llama, num_layers: 1, head_dim: 9}"); }).what(),
               HasSubstr("must be even"));
   EXPECT_THAT(testing::thrown_error([&] { build("{name: llama, num_layers: 1, rope_type: yarn}"); }).what(),
@@ -330,13 +331,15 @@ TEST(Llama, ADirectoryItDoesNotImplementIsARecipeError) {
   config["hidden_act"] = "gelu";
   dir.write("ckpt/config.json", config.dump());
   fs::copy_file(kGolden / "gqa_tied" / "model.safetensors", dir.path() / "ckpt" / "model.safetensors");
-  EXPECT_THAT(testing::thrown_error([&] { build("{name: llama, from: " + (dir.path() / "ckpt").string() + "}"); }).what(),
-              HasSubstr("hidden_act"));
+  EXPECT_THAT(
+      testing::thrown_error([&] { build("{name: llama, from: " + (dir.path() / "ckpt").string() + "}"); }).what(),
+      HasSubstr("hidden_act"));
   config["hidden_act"] = "silu";
   config["rope_parameters"]["rope_type"] = "yarn";
   dir.write("ckpt/config.json", config.dump());
-  EXPECT_THAT(testing::thrown_error([&] { build("{name: llama, from: " + (dir.path() / "ckpt").string() + "}"); }).what(),
-              HasSubstr("yarn"));
+  EXPECT_THAT(
+      testing::thrown_error([&] { build("{name: llama, from: " + (dir.path() / "ckpt").string() + "}"); }).what(),
+      HasSubstr("yarn"));
 }
 
 }  // namespace

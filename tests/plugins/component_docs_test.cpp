@@ -81,12 +81,12 @@ TEST(ComponentDocs, EveryOptionAShippedComponentReadsIsDescribed) {
       case ComponentKind::model:
         // Language models (those that read transformers checkpoints) take token sequences;
         // the others images.
-        plugins.registry.make_model(
-            section, ModelContext{at::kCPU,
-                                  plugins.registry.find(kind, section.string("name"))->transformers
-                                      ? std::vector<std::int64_t>{16}
-                                      : std::vector<std::int64_t>{3, 224, 224},
-                                  10});
+        plugins.registry.make_model(section,
+                                    ModelContext{at::kCPU,
+                                                 plugins.registry.find(kind, section.string("name"))->transformers
+                                                     ? std::vector<std::int64_t>{16}
+                                                     : std::vector<std::int64_t>{3, 224, 224},
+                                                 10});
         break;
       case ComponentKind::optimizer:
         plugins.registry.make_optimizer(section, parameters);

@@ -18,7 +18,7 @@ namespace mixt {
 
 // The model's last linear map as the host sees it.
 struct HeadMap {
-  std::string name;  // the submodule forward() routes it as ("lm_head"): precision.fp32_modules applies
+  std::string name;   // the submodule forward() routes it as ("lm_head"): precision.fp32_modules applies
   at::Tensor weight;  // [outputs, width], the parameter itself (a tied head: the embedding's)
   at::Tensor bias;    // [outputs], or undefined
 };

@@ -1,10 +1,10 @@
 #include "export/onnx_op_table.h"
 
-#include "export/onnx_op_families.h"
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
+
+#include "export/onnx_op_families.h"
 
 namespace mixt {
 
@@ -350,14 +350,22 @@ void attention(AtenNode& n, Builder& b) {
 // ONNX's TensorProto element types of the ATen types export writes.
 std::int64_t onnx_element_type(AtenNode& n, at::ScalarType t) {
   switch (t) {
-    case at::kFloat: return 1;
-    case at::kInt: return 6;
-    case at::kLong: return 7;
-    case at::kBool: return 9;
-    case at::kHalf: return 10;
-    case at::kDouble: return 11;
-    case at::kBFloat16: return 16;
-    default: n.refuse(std::string("a cast to ") + c10::toString(t));
+    case at::kFloat:
+      return 1;
+    case at::kInt:
+      return 6;
+    case at::kLong:
+      return 7;
+    case at::kBool:
+      return 9;
+    case at::kHalf:
+      return 10;
+    case at::kDouble:
+      return 11;
+    case at::kBFloat16:
+      return 16;
+    default:
+      n.refuse(std::string("a cast to ") + c10::toString(t));
   }
 }
 

@@ -77,12 +77,9 @@ void squeeze(AtenNode& n, OnnxBuilder& b) {
 
 std::vector<OnnxTranslation> reduction_translations() {
   return {
-      {"aten::amax", "ReduceMax", amax},
-      {"aten::amin", "ReduceMin", amin},
-      {"aten::squeeze", "Squeeze", squeeze},
-      {"aten::stack", "Unsqueeze+Concat", stack},
-      {"aten::sum", "ReduceSum", sum},
-      {"aten::where", "Where", where},
+      {"aten::amax", "ReduceMax", amax},     {"aten::amin", "ReduceMin", amin},
+      {"aten::squeeze", "Squeeze", squeeze}, {"aten::stack", "Unsqueeze+Concat", stack},
+      {"aten::sum", "ReduceSum", sum},       {"aten::where", "Where", where},
   };
 }
 

@@ -12,10 +12,10 @@
 namespace mixt {
 
 struct TracedOp {
-  std::string aten;                                // "aten::linear"
-  std::int64_t uses = 0;                           // nodes of the graph that record it
-  std::string first_module;                        // the routed submodule of its first use; "" outside
-  const OnnxTranslation* translation = nullptr;    // null: the table has no entry
+  std::string aten;                              // "aten::linear"
+  std::int64_t uses = 0;                         // nodes of the graph that record it
+  std::string first_module;                      // the routed submodule of its first use; "" outside
+  const OnnxTranslation* translation = nullptr;  // null: the table has no entry
 };
 
 // The aten:: ops of the traced graph in the order of their first use. prim:: nodes (constants,

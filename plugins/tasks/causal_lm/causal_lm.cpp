@@ -69,11 +69,12 @@ class CausalLm : public mixt::Task, public mixt::HeadLoss {
            std::to_string(vocab) + ")";
   }
   at::Tensor loss(const at::Tensor& logits, const at::Tensor& targets) const override {
-    return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}), {},
-                                  at::Reduction::Mean, -100, options_.label_smoothing);
+    return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}), {}, at::Reduction::Mean,
+                                  -100, options_.label_smoothing);
   }
   bool fuses_head() const override { return options_.fused_loss; }
-  at::Tensor head_loss(const at::Tensor& features, const mixt::HeadMap& head, const at::Tensor& targets) const override {
+  at::Tensor head_loss(const at::Tensor& features, const mixt::HeadMap& head,
+                       const at::Tensor& targets) const override {
     mixt::FusedCrossEntropyOptions fused;
     fused.label_smoothing = options_.label_smoothing;
     fused.chunk_rows = options_.loss_chunk;
@@ -109,7 +110,8 @@ using O = CausalLmOptions;
 const auto kOptions =
     mixt::OptionsOf<O>()
         .add(&O::label_smoothing, "label_smoothing",
-             "cross-entropy label smoothing in [0, 1), as `torch.nn.CrossEntropyLoss`", mixt::at_least(0) && mixt::below(1))
+             "cross-entropy label smoothing in [0, 1), as `torch.nn.CrossEntropyLoss`",
+             mixt::at_least(0) && mixt::below(1))
         .add(&O::fused_loss, "fused_loss",
              "train with the head and the loss computed together in chunks of positions, never holding the whole "
              "logits (models with a linear head: gpt2, llama); equal to the plain loss up to float rounding")
@@ -117,11 +119,10 @@ const auto kOptions =
                     "positions per chunk of the fused loss", mixt::at_least(1));
 
 void register_components(mixt::Registrar& registrar) {
-  registrar.add_task(
-      "causal_lm",
-      "next-token prediction: cross-entropy over [batch, time, vocab] logits; evaluation loss per "
-      "token and perplexity",
-      kOptions, [](const O& o, const mixt::TaskContext&) { return std::make_unique<CausalLm>(o); });
+  registrar.add_task("causal_lm",
+                     "next-token prediction: cross-entropy over [batch, time, vocab] logits; evaluation loss per "
+                     "token and perplexity",
+                     kOptions, [](const O& o, const mixt::TaskContext&) { return std::make_unique<CausalLm>(o); });
 }
 
 }  // namespace

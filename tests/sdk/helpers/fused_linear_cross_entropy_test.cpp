@@ -3,10 +3,11 @@
 // targets not ignored, with and without label smoothing), within 1e-6 relative in float32,
 // over chunks that do not divide the rows; and under bfloat16 autocast, where both compute
 // the map in bfloat16, to bfloat16's precision.
+#include "mixt/helpers/fused_linear_cross_entropy.h"
+
 #include <gtest/gtest.h>
 
 #include "mixt/autocast.h"
-#include "mixt/helpers/fused_linear_cross_entropy.h"
 
 namespace mixt {
 namespace {
@@ -64,7 +65,8 @@ TEST_P(FusedLinearCrossEntropy, EqualsTheCrossEntropyOfTheLinearMapWithinFloatRo
   const Problem p(/*rows=*/63, /*width=*/24, /*classes=*/257, c.bias);
   const Result plain = p.run(false, c), fused = p.run(true, c);
   EXPECT_EQ(fused.loss.scalar_type(), at::kFloat);
-  EXPECT_LE(relative_error(fused.loss, plain.loss), 1e-6) << fused.loss.item<double>() << " vs " << plain.loss.item<double>();
+  EXPECT_LE(relative_error(fused.loss, plain.loss), 1e-6)
+      << fused.loss.item<double>() << " vs " << plain.loss.item<double>();
   EXPECT_LE(relative_error(fused.grad_input, plain.grad_input), 1e-6);
   EXPECT_LE(relative_error(fused.grad_weight, plain.grad_weight), 1e-6);
   if (c.bias) {

@@ -17,5 +17,7 @@ std::vector<OnnxTranslation> reduction_translations();
 // Pooling, normalization, resampling and padding: avg_pool2d, group_norm,
 // upsample_nearest2d, constant/reflection/replication padding.
 std::vector<OnnxTranslation> layer_translations();
+// Shape, indexing and selection: clone, masked_fill, gather, split, roll, and (booleans).
+std::vector<OnnxTranslation> indexing_translations();
 
 }  // namespace mixt

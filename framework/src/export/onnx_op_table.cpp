@@ -543,7 +543,7 @@ const std::vector<OnnxTranslation>& onnx_op_table() {
         {"aten::upsample_bilinear2d", "Shape+Slice+Concat+Resize (linear)", upsample_bilinear2d},
         {"aten::view", "Reshape", reshape},
     };
-    for (auto family : {elementwise_translations, reduction_translations, layer_translations}) {
+    for (auto family : {elementwise_translations, reduction_translations, layer_translations, indexing_translations}) {
       for (const OnnxTranslation& entry : family()) t.push_back(entry);
     }
     std::sort(t.begin(), t.end(),

@@ -22,6 +22,14 @@ void div(AtenNode& n, OnnxBuilder& b) {
   n.set_output(b.op("Div", {n.tensor(0, t), n.tensor(1, t)}));
 }
 
+// aten::rsub(self, other, alpha): other - alpha * self.
+void rsub(AtenNode& n, OnnxBuilder& b) {
+  const at::ScalarType t = n.scalar_type(0);
+  Value* scaled = n.tensor(0, t);
+  if (n.inputs() > 2 && n.double_(2) != 1.0) scaled = b.op("Mul", {scaled, b.scalar(n.double_(2), t)});
+  n.set_output(b.op("Sub", {n.tensor(1, t), scaled}));
+}
+
 // aten::maximum(self, other), aten::minimum: Max, Min (both tensors, broadcast).
 void maximum(AtenNode& n, OnnxBuilder& b) {
   n.set_output(b.op("Max", {n.tensor(0, n.scalar_type(0)), n.tensor(1, n.scalar_type(0))}));
@@ -117,6 +125,7 @@ std::vector<OnnxTranslation> elementwise_translations() {
       {"aten::minimum", "Min", minimum},
       {"aten::ne", "Equal+Not", compare<kEqual, true>},
       {"aten::reciprocal", "Reciprocal", unary_op<kReciprocal>},
+      {"aten::rsub", "Sub (Mul by alpha when alpha ≠ 1)", rsub},
       {"aten::softplus", "Mul+Softplus+Div+Greater+Where", softplus},
       {"aten::sqrt", "Sqrt", unary_op<kSqrt>},
       {"aten::tanh", "Tanh", unary_op<kTanh>},

@@ -43,6 +43,21 @@ void sum(AtenNode& n, OnnxBuilder& b) {
 void amax(AtenNode& n, OnnxBuilder& b) { reduce(n, b, "ReduceMax", 18, "a maximum"); }
 void amin(AtenNode& n, OnnxBuilder& b) { reduce(n, b, "ReduceMin", 18, "a minimum"); }
 
+// aten::linalg_vector_norm(self, ord, dim, keepdim, dtype): ReduceL2 or ReduceL1 (axes an
+// input from opset 18).
+void vector_norm(AtenNode& n, OnnxBuilder& b) {
+  if (n.inputs() > 4 && !n.is_none(4)) n.refuse("a norm with a dtype");
+  if (n.is_none(2)) n.refuse("a norm over every dimension (the batch among them)");
+  const double ord = n.double_(1);
+  if (ord != 2.0 && ord != 1.0) n.refuse("a norm of order other than 1 or 2");
+  const std::vector<std::int64_t> axes = axes_without_batch(n, 2, "a norm");
+  const char* type = ord == 2.0 ? "ReduceL2" : "ReduceL1";
+  torch::jit::Node* r = b.opset() >= 18 ? b.node(type, {n.tensor(0), b.ints(axes)}) : b.node(type, {n.tensor(0)});
+  if (b.opset() < 18) r->is_(attr("axes"), axes);
+  r->i_(attr("keepdims"), n.bool_(3) ? 1 : 0);
+  n.set_output(r->output());
+}
+
 // aten::where(condition, self, other): numbers take the type of the tensor beside them.
 void where(AtenNode& n, OnnxBuilder& b) {
   const at::ScalarType t = n.is_tensor(1) ? n.scalar_type(1) : n.is_tensor(2) ? n.scalar_type(2) : at::kFloat;

@@ -586,35 +586,72 @@ std::vector<OpCase> op_cases() {
          return at::upsample_nearest2d(x, {6, 10});
        }},
       // --- shape, indexing and selection (onnx_ops_indexing.cpp), rsub, norms ---
-      {"__and__", "aten::__and__", {9}, none,
+      {"__and__",
+       "aten::__and__",
+       {9},
+       none,
        [](OpModel&, const at::Tensor& x) { return at::where(at::__and__(x > -0.5, x < 0.5), x, x * 2.0); }},
       {"clone", "aten::clone", {9}, none, [](OpModel&, const at::Tensor& x) { return (x * 2.0).clone() + x; }},
       {"gather",
        "aten::gather",
        {3, 5},
-       [](OpModel& m) { m.add("i", at::randint(0, 5, {3, 4}, at::kLong)); },
+       [](OpModel& m) {
+         m.add("i", at::randint(0, 5, {3, 4}, at::kLong));
+       },
        [](OpModel& m, const at::Tensor& x) {
          return at::gather(x, 2, m.get("i").unsqueeze(0).expand_as(x.narrow(2, 0, 4)));
        }},
-      {"linalg_vector_norm", "aten::linalg_vector_norm", {3, 4, 5}, none,
+      {"linalg_vector_norm",
+       "aten::linalg_vector_norm",
+       {3, 4, 5},
+       none,
        [](OpModel&, const at::Tensor& x) {
-         return at::linalg_vector_norm(x, 2, {-1}, true) + at::linalg_vector_norm(x, 1, {1, 2}).unsqueeze(-1).unsqueeze(-1);
+         return at::linalg_vector_norm(x, 2, {-1}, true) + at::linalg_vector_norm(x, 1, {1, 2}, true);
        }},
-      {"masked_fill", "aten::masked_fill", {9}, none,
+      {"masked_fill",
+       "aten::masked_fill",
+       {9},
+       none,
        [](OpModel&, const at::Tensor& x) { return x.masked_fill(x > 0.3, -1.5); }},
-      {"masked_fill_", "aten::masked_fill_", {9}, none,
-       [](OpModel&, const at::Tensor& x) { at::Tensor y = x * 2.0; return y.masked_fill_(y < 0.0, 0.25); }},
-      {"roll", "aten::roll", {4, 5}, none, [](OpModel&, const at::Tensor& x) { return at::roll(x, {1, -2}, {1, 2}); }},
+      {"masked_fill_",
+       "aten::masked_fill_",
+       {9},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         at::Tensor y = x * 2.0;
+         return y.masked_fill_(y < 0.0, 0.25);
+       }},
+      {"roll",
+       "aten::roll",
+       {4, 5},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::roll(x, {1, -2}, {1, 2});
+       }},
       {"rsub", "aten::rsub", {9}, none, [](OpModel&, const at::Tensor& x) { return at::rsub(x, 1.0, 2.0); }},
-      {"split", "aten::split", {7, 2}, none,
+      {"split",
+       "aten::split",
+       {7, 2},
+       none,
        [](OpModel&, const at::Tensor& x) {
          const auto parts = at::split(x, 3, 1);
          return parts[0].sum({1}, true) + parts[2];
        }},
-      {"split_with_sizes", "aten::split_with_sizes", {7, 2}, none,
+      {"split_sizes",
+       "aten::split",
+       {7, 2},
+       none,
        [](OpModel&, const at::Tensor& x) {
          const auto parts = x.split({2, 5}, 1);
          return parts[0].sum({1}, true) + parts[1].narrow(1, 0, 1);
+       }},
+      {"split_with_sizes",
+       "aten::split_with_sizes",
+       {7, 2},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         const auto parts = at::split_with_sizes(x, {4, 3}, 1);
+         return parts[0].sum({1}, true) + parts[1].narrow(1, 2, 1);
        }},
       {"view",
        "aten::view",

@@ -92,9 +92,13 @@ void squeeze(AtenNode& n, OnnxBuilder& b) {
 
 std::vector<OnnxTranslation> reduction_translations() {
   return {
-      {"aten::amax", "ReduceMax", amax},     {"aten::amin", "ReduceMin", amin},
-      {"aten::squeeze", "Squeeze", squeeze}, {"aten::stack", "Unsqueeze+Concat", stack},
-      {"aten::sum", "ReduceSum", sum},       {"aten::where", "Where", where},
+      {"aten::amax", "ReduceMax", amax},
+      {"aten::amin", "ReduceMin", amin},
+      {"aten::linalg_vector_norm", "ReduceL2 or ReduceL1", vector_norm},
+      {"aten::squeeze", "Squeeze", squeeze},
+      {"aten::stack", "Unsqueeze+Concat", stack},
+      {"aten::sum", "ReduceSum", sum},
+      {"aten::where", "Where", where},
   };
 }
 

@@ -190,15 +190,16 @@ struct Preset {
   std::int64_t hidden, mlp, layers, heads, kv_heads, vocab, context;
   double theta;
   bool tied;
-  bool llama3_rope;  // Llama 3.2's rope_scaling: llama3, factor 32, 1, 4, original 8192
+  bool llama3_rope;        // Llama 3.2's rope_scaling: llama3, factor 32, 1, 4, original 8192
+  std::int64_t head_dim;   // 0: hidden / heads
   std::int64_t params;
 };
 constexpr Preset kPresets[] = {
     {"llama", "Llama (sizes as options; defaults SmolLM2-135M's)", 576, 1536, 30, 9, 3, 49152, 8192, 100000.0, true,
-     false, 134515008},
-    {"smollm2_135m", "SmolLM2-135M", 576, 1536, 30, 9, 3, 49152, 8192, 100000.0, true, false, 134515008},
-    {"tinyllama_1_1b", "TinyLlama-1.1B", 2048, 5632, 22, 32, 4, 32000, 2048, 10000.0, false, false, 1100048384},
-    {"llama3_2_1b", "Llama-3.2-1B", 2048, 8192, 16, 32, 8, 128256, 131072, 500000.0, true, true, 1235814400},
+     false, 0, 134515008},
+    {"smollm2_135m", "SmolLM2-135M", 576, 1536, 30, 9, 3, 49152, 8192, 100000.0, true, false, 0, 134515008},
+    {"tinyllama_1_1b", "TinyLlama-1.1B", 2048, 5632, 22, 32, 4, 32000, 2048, 10000.0, false, false, 0, 1100048384},
+    {"llama3_2_1b", "Llama-3.2-1B", 2048, 8192, 16, 32, 8, 128256, 131072, 500000.0, true, true, 64, 1235814400},
 };
 
 std::string summary(const Preset& p) {
@@ -273,7 +274,7 @@ void register_components(mixt::Registrar& r) {
       d.rope.type = "llama3";
       d.rope.factor = 32.0;
     }
-    if (std::string(p.name) == "llama3_2_1b") d.head_dim = 64;
+    if (p.head_dim > 0) d.head_dim = p.head_dim;
     const std::string vocab_words = "the data's vocabulary, else " + std::to_string(p.vocab);
     const std::string kv_words = std::to_string(p.kv_heads);
     const auto options =

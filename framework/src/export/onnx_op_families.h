@@ -2,11 +2,33 @@
 // each returns its translations, which onnx_op_table() merges and sorts.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "export/onnx_op_table.h"
 
 namespace mixt {
+
+// What the translations of every family share.
+namespace onnx_ops {
+inline c10::Symbol attr(const char* name) { return OnnxBuilder::attr(name); }
+// Whether argument i of the traced node is a list (aten::split's size or sizes).
+inline bool is_list(const AtenNode& n, std::size_t i) {
+  return n.traced().inputs().at(i)->type()->kind() == c10::TypeKind::ListType;
+}
+// A list argument of one value applies to every spatial dimension, as ATen reads it.
+inline std::vector<std::int64_t> per_dimension(std::vector<std::int64_t> values, std::size_t dims) {
+  if (values.size() == 1 && dims > 1) values.assign(dims, values[0]);
+  return values;
+}
+// ATen's symmetric pads as ONNX's begins then ends.
+inline std::vector<std::int64_t> twice(const std::vector<std::int64_t>& pads) {
+  std::vector<std::int64_t> out = pads;
+  out.insert(out.end(), pads.begin(), pads.end());
+  return out;
+}
+inline void unary(AtenNode& n, OnnxBuilder& b, const char* type) { n.set_output(b.op(type, {n.tensor(0)})); }
+}  // namespace onnx_ops
 
 // Elementwise math, comparisons and activations: tanh, exp, log, sqrt, abs, erf,
 // reciprocal, div, maximum, minimum, clamp, gt/lt/ge/le/eq/ne, leaky_relu, elu, softplus,

@@ -10,24 +10,10 @@ namespace mixt {
 
 namespace {
 
+using namespace onnx_ops;
+
 using Builder = OnnxBuilder;
-c10::Symbol attr(const char* name) { return c10::Symbol::attr(name); }
-
-// A list argument of one value applies to every spatial dimension, as ATen reads it.
-std::vector<std::int64_t> per_dimension(std::vector<std::int64_t> values, std::size_t dims) {
-  if (values.size() == 1 && dims > 1) values.assign(dims, values[0]);
-  return values;
-}
-
-std::vector<std::int64_t> twice(const std::vector<std::int64_t>& pads) {
-  std::vector<std::int64_t> out = pads;
-  out.insert(out.end(), pads.begin(), pads.end());
-  return out;
-}
-
 void identity(AtenNode& n, Builder&) { n.set_output(n.tensor(0)); }
-
-void unary(AtenNode& n, Builder& b, const char* type) { n.set_output(b.op(type, {n.tensor(0)})); }
 
 void binary(AtenNode& n, Builder& b, const char* type) {
   const at::ScalarType t = n.is_tensor(0) ? n.scalar_type(0) : at::kFloat;

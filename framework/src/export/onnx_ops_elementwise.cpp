@@ -6,9 +6,7 @@ namespace mixt {
 
 namespace {
 
-c10::Symbol attr(const char* name) { return c10::Symbol::attr(name); }
-
-void unary(AtenNode& n, OnnxBuilder& b, const char* type) { n.set_output(b.op(type, {n.tensor(0)})); }
+using namespace onnx_ops;
 
 template <const char* Type>
 void unary_op(AtenNode& n, OnnxBuilder& b) {

@@ -6,11 +6,7 @@ namespace mixt {
 
 namespace {
 
-c10::Symbol attr(const char* name) { return c10::Symbol::attr(name); }
-
-bool is_list(const AtenNode& n, std::size_t i) {
-  return n.traced().inputs().at(i)->type()->kind() == c10::TypeKind::ListType;
-}
+using namespace onnx_ops;
 
 // aten::clone(self, memory_format): the same values.
 void clone(AtenNode& n, OnnxBuilder&) { n.set_output(n.tensor(0)); }

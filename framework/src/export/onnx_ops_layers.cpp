@@ -8,18 +8,7 @@ namespace mixt {
 
 namespace {
 
-c10::Symbol attr(const char* name) { return c10::Symbol::attr(name); }
-
-std::vector<std::int64_t> per_dimension(std::vector<std::int64_t> values, std::size_t dims) {
-  if (values.size() == 1 && dims > 1) values.assign(dims, values[0]);
-  return values;
-}
-
-std::vector<std::int64_t> twice(const std::vector<std::int64_t>& pads) {
-  std::vector<std::int64_t> out = pads;
-  out.insert(out.end(), pads.begin(), pads.end());
-  return out;
-}
+using namespace onnx_ops;
 
 // aten::avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 void avg_pool2d(AtenNode& n, OnnxBuilder& b) {

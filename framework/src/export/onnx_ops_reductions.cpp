@@ -6,11 +6,7 @@ namespace mixt {
 
 namespace {
 
-c10::Symbol attr(const char* name) { return c10::Symbol::attr(name); }
-
-bool is_list(const AtenNode& n, std::size_t i) {
-  return n.traced().inputs().at(i)->type()->kind() == c10::TypeKind::ListType;
-}
+using namespace onnx_ops;
 
 // Axes of a dim-list argument, non-negative, the batch refused.
 std::vector<std::int64_t> axes_without_batch(AtenNode& n, std::size_t i, const char* what) {

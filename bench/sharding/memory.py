@@ -5,7 +5,7 @@ for the weights, gradients and optimizer state and next to PyTorch FSDP2 (fully_
 block, bench/sharding/fsdp2_gpt2.py) on the same ranks, batch, context and tokens. Prints one
 markdown table; never fails on time.
 
-    bench/sharding/memory.py [--ranks 1,2,4] [--modes none,optimizer,gradients] [--context 256]
+    bench/sharding/memory.py [--ranks 1,2,4] [--modes none,optimizer,gradients,parameters] [--context 256]
                              [--steps 3] [--no-fsdp2] [--out DIR]
 
 mixt's peak is each worker's VmHWM (peak RSS) read every 10 ms from /proc until its run
@@ -36,8 +36,10 @@ MODELS = {"gpt2": (124_439_808, 768), "gpt2_large": (774_030_080, 1280)}
 def formula_gib(mode, world, context, model="gpt2"):
     parameters, width = MODELS[model]
     psi = parameters - (1024 - context) * width
+    # sharding: parameters keeps the root whole (token and position tables, final norm).
+    root = (50257 + context + 2) * width
     per = {"none": 16 * psi, "optimizer": 8 * psi + 8 * psi / world, "gradients": 4 * psi + 12 * psi / world,
-           "fsdp2": 16 * psi / world}[mode]
+           "parameters": 16 * psi / world + 4 * root * (1 - 1 / world), "fsdp2": 16 * psi / world}[mode]
     return per / 2**30
 
 
@@ -126,7 +128,7 @@ def run_fsdp2(args, tokens, world, out):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ranks", default="1,2,4")
-    parser.add_argument("--modes", default="none,optimizer,gradients")
+    parser.add_argument("--modes", default="none,optimizer,gradients,parameters")
     parser.add_argument("--context", type=int, default=256)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--no-fsdp2", action="store_true")

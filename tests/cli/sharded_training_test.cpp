@@ -1,7 +1,7 @@
 // trainer.distributed.sharding end to end: `mixt run` as 2 and 4 Gloo ranks on loopback,
-// each keeping 1/N of the optimizer state (`optimizer`, ZeRO-1) or of the gradients too
-// (`gradients`, ZeRO-2), against one process with the same global batch and against the
-// replicated run; its checkpoints (a shard file a rank), resumes and refusals.
+// each keeping 1/N of the optimizer state (`optimizer`, ZeRO-1), of the gradients too
+// (`gradients`, ZeRO-2) or of the blocks' weights as well (`parameters`, ZeRO-3), against one process with the same
+// global batch and against the replicated run; its checkpoints (a shard file a rank), resumes and refusals.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -148,7 +148,78 @@ TEST_P(ShardedGpt2, TrainsAsOneProcessWithTheSameGlobalBatch) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, ShardedGpt2, ::testing::Values("optimizer", "gradients"));
+INSTANTIATE_TEST_SUITE_P(Modes, ShardedGpt2, ::testing::Values("optimizer", "gradients", "parameters"));
+
+// sharding: parameters (ZeRO-3) keeps each block's weights as the ranks' shards between its
+// uses: gathered as the block's forward starts, released as it returns, gathered again for
+// its backward and released once its gradients are reduce-scattered. The numbers are those
+// of `gradients` (the same shards, reduce-scatters and steps): bitwise, with accumulation and
+// with every block recomputed; and at most one of the four blocks is ever whole at once.
+TEST(ShardedTraining, ParametersGathersOneBlockAtATimeAndTrainsAsGradientsDoes) {
+  TempDir dir;
+  dir.write("r.yaml", testing::replace_once(kGpt2Recipe, "num_layers: 2", "num_layers: 4"));
+  const std::vector<std::pair<std::string, std::vector<std::string>>> variants = {
+      {"plain", {"data.train.batch_size=8"}},
+      {"accumulated", {"data.train.batch_size=4", "trainer.accumulate=2"}},
+      {"recomputed", {"data.train.batch_size=8", "trainer.activation_checkpointing=all"}},
+      {"bf16", {"data.train.batch_size=8", "precision.name=amp_bf16"}}};
+  for (const auto& [variant, overrides] : variants) {
+    std::map<std::string, std::map<std::string, at::Tensor>> weights;
+    for (const std::string mode : {"gradients", "parameters"}) {
+      std::vector<std::string> arguments = overrides;
+      arguments.push_back("output=" + variant + "-" + mode);
+      arguments.push_back("trainer.distributed.sharding=" + mode);
+      const auto ranks = run_ranks(dir, 2, {arguments});
+      expect_all_exited(ranks);
+      if (mode == "parameters") {
+        EXPECT_THAT(ranks[0].log, HasSubstr("at most 1 of the 4 blocks' weights were whole at once")) << variant;
+      }
+      weights[mode] = saved_weights(last_checkpoint(dir, variant + "-" + mode));
+    }
+    EXPECT_EQ(max_difference(weights["gradients"], weights["parameters"]), 0.0) << variant;
+  }
+}
+
+// ResNet-18 (batch norm in every block, channels_last, the stem and head in the root) under
+// fp32 and amp_fp16's loss scaling: bitwise the replicated run, as the other modes.
+TEST(ShardedTraining, ParametersTrainsResnet18AsTheReplicatedRun) {
+  TempDir dir;
+  dir.write("r.yaml", kResnetRecipe);
+  for (const std::string precision : {"fp32", "amp_fp16"}) {
+    const std::vector<std::string> common = {"precision.name=" + precision, "trainer.channels_last=true"};
+    std::vector<std::string> replicated_arguments = common, sharded_arguments = common;
+    replicated_arguments.push_back("output=replicated-" + precision);
+    sharded_arguments.push_back("output=parameters-" + precision);
+    sharded_arguments.push_back("trainer.distributed.sharding=parameters");
+    const auto replicated = run_ranks(dir, 2, {replicated_arguments}, 240);
+    expect_all_exited(replicated);
+    const auto sharded = run_ranks(dir, 2, {sharded_arguments}, 240);
+    expect_all_exited(sharded);
+    EXPECT_THAT(sharded[0].log, HasSubstr("at most 1 of the 8 blocks' weights were whole at once"));
+    EXPECT_EQ(max_difference(saved_weights(last_checkpoint(dir, "replicated-" + precision)),
+                             saved_weights(last_checkpoint(dir, "parameters-" + precision))),
+              0.0)
+        << precision;
+  }
+}
+
+// What needs the whole weights between steps is refused by name: a master-weight policy
+// (its optimizer updates float32 copies, not the model's weights) and ema (an average of
+// every weight, each step).
+TEST(ShardedTraining, ParametersRefusesMastersAndEma) {
+  TempDir dir;
+  dir.write("r.yaml", kGpt2Recipe);
+  const auto masters =
+      run_ranks(dir, 2, {{"trainer.distributed.sharding=parameters", "precision.name=bf16_master", "output=m"}});
+  expect_all_exited(masters, 2);
+  EXPECT_THAT(masters[0].log, HasSubstr("which is not one of them (a master-weight policy's float32 copy)"));
+  EXPECT_THAT(masters[0].log, HasSubstr("use sharding: gradients with bf16_master"));
+  dir.write("ema.yaml", kGpt2Recipe + "callbacks: [{name: ema, decay: 0.5}]\n");
+  const auto ema =
+      run_ranks(dir, 2, {{"trainer.distributed.sharding=parameters", "output=e"}}, 120, {"run", "ema.yaml"});
+  expect_all_exited(ema, 2);
+  EXPECT_THAT(ema[0].log, HasSubstr("ema averages every weight each step"));
+}
 
 // fp8_tensorwise (bf16_master's float32 masters under float8 linears): the float8 scales
 // come from the whole weights, which every rank holds, so `optimizer` is bitwise the
@@ -269,6 +340,31 @@ TEST(ShardedTraining, AMidEpochResumeIsBitwiseAndOtherRunShapesAreRefused) {
   EXPECT_EQ(evaluated.exit_code, 0) << evaluated.output;
   const auto exported = testing::run_mixt({"export", checkpoint.string(), "-o", "m.safetensors"}, dir.path());
   EXPECT_EQ(exported.exit_code, 0) << exported.output;
+}
+
+// sharding: parameters interrupted mid-epoch (the checkpoint gathers every block) and resumed
+// on the same ranks: bitwise the uninterrupted run.
+TEST(ShardedTraining, ParametersResumesMidEpochBitwise) {
+  TempDir dir;
+  const std::string plugin = testing::configured::fixture_plugin_dir() + "/libmixt_fixture_inf_injection.so";
+  std::string recipe = "plugins: [" + plugin + "]\n" +
+                       testing::replace_once(kGpt2Recipe, "{ name: fp32 }",
+                                             "{ name: fixture_inf_injection, interrupt_rank: 1, interrupt_step: 3 }");
+  recipe = testing::replace_once(recipe, "max_steps_per_epoch: 4", "max_steps_per_epoch: 6");
+  recipe = testing::replace_once(recipe, "distributed: { backend: gloo, timeout: 30 }",
+                                 "distributed: { backend: gloo, timeout: 30, sharding: parameters }");
+  dir.write("r.yaml", recipe);
+  const auto straight = run_ranks(dir, 2, {{"precision.interrupt_step=0", "output=straight"}});
+  expect_all_exited(straight);
+  const auto interrupted = run_ranks(dir, 2, {{"output=interrupted"}});
+  expect_all_exited(interrupted, 130);
+  const fs::path checkpoint = only_run_directory(dir.path() / "interrupted" / "dp") / "checkpoints" / "interrupted";
+  const auto resumed =
+      run_ranks(dir, 2, {{"trainer.resume=" + checkpoint.string(), "precision.interrupt_step=0", "output=resumed"}});
+  expect_all_exited(resumed);
+  EXPECT_EQ(
+      max_difference(saved_weights(last_checkpoint(dir, "straight")), saved_weights(last_checkpoint(dir, "resumed"))),
+      0.0);
 }
 
 // An inf in rank 1's shard only: its found-inf flag, all-reduced by the policy, makes both

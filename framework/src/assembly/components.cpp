@@ -384,8 +384,15 @@ void build_optimizer_and_schedule(Components& components, const Config& recipe, 
   const auto build_optimizer = [&](const OptimizerContext& context) {
     return registry.make_optimizer(optimizer_section, context);
   };
+  distributed::ModelBlocks blocks;
+  if (options.distributed.sharding == distributed::Sharding::parameters && communicator != nullptr &&
+      communicator->world_size() > 1) {
+    // ZeRO-3's units are the blocks the model routes (found by one blank forward pass).
+    blocks = {components.model,
+              probe_routing(components, /*with_blocks=*/true, options.activation_checkpointing).blocks};
+  }
   if (auto sharded = distributed::shard_optimizer(options.distributed, communicator, optimizer_context.named_parameters,
-                                                  build_optimizer)) {
+                                                  build_optimizer, blocks)) {
     components.optimizer_shards = sharded.get();
     components.optimizer = std::move(sharded);
   } else {

@@ -17,6 +17,14 @@ class OptimizerShards {
   // Before the first step (after any resume and the ranks' broadcast): each shard from the
   // full tensor it is cut from.
   virtual void start_from_full() = 0;
+  // sharding: parameters keeps each block's weights unallocated outside its forward and
+  // backward: whatever reads the whole model between steps (the epoch's checksum and
+  // checkpoint) holds it gathered in between (WholeModel). Nothing to do in other modes.
+  virtual void gather_whole_model() {}
+  virtual void release_whole_model() {}
+  // A line for the run's log after training (sharding: parameters: how many blocks were
+  // whole at once); empty when there is nothing to say.
+  virtual std::string report() const { return {}; }
   // Before each backward: `last` for the optimizer step's last micro-batch, whose backward
   // may reduce the gradients as they come (distributed/gradient_reduce_scatter.h).
   virtual void prepare_backward(bool last) = 0;
@@ -29,6 +37,23 @@ class OptimizerShards {
   // read back from there on resume. Every rank calls them.
   virtual void save_shard(const std::filesystem::path& file) = 0;
   virtual void load_shard(const std::filesystem::path& file) = 0;
+};
+
+// The whole model on every rank for the scope's life (nested scopes count); `shards` may be
+// null (no sharding).
+class WholeModel {
+ public:
+  explicit WholeModel(OptimizerShards* shards) : shards_(shards) {
+    if (shards_) shards_->gather_whole_model();
+  }
+  ~WholeModel() {
+    if (shards_) shards_->release_whole_model();
+  }
+  WholeModel(const WholeModel&) = delete;
+  WholeModel& operator=(const WholeModel&) = delete;
+
+ private:
+  OptimizerShards* shards_;
 };
 
 // The key of a sharded run's entry in a checkpoint's optimizer archive (in place of the

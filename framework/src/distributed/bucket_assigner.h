@@ -28,6 +28,9 @@ class BucketAssigner {
     return found->second.first;
   }
   std::size_t count() const { return count_; }
+  // The next tensor starts new buckets (sharding: parameters keeps each block's tensors in
+  // buckets of their own, so that a block is done when its buckets are).
+  void close_all() { open_.clear(); }
 
  private:
   std::int64_t bucket_bytes_;

@@ -144,7 +144,7 @@ void DataParallel::broadcast_model(torch::nn::Module& model) const {
 
 void DataParallel::set_parameters(const std::vector<at::Tensor>& parameters) {
   // Reduce-scattered by the sharded optimizer instead: no all-reduce buckets to keep.
-  if (options_.sharding == Sharding::gradients) return;
+  if (reduce_scatters_gradients(options_.sharding)) return;
   const auto bytes = static_cast<std::int64_t>(options_.bucket_mb * 1024.0 * 1024.0);
   buckets_.emplace(parameters, bytes);
   if (options_.overlap) buckets_->enable_overlap(*communicator_);
@@ -155,7 +155,7 @@ void DataParallel::prepare_backward(bool last) {
 }
 
 void DataParallel::average_gradients() {
-  if (options_.sharding == Sharding::gradients) return;  // ShardedOptimizer::take_gradients reduces them
+  if (reduce_scatters_gradients(options_.sharding)) return;  // ShardedOptimizer::take_gradients reduces them
   if (!buckets_) throw runtime_error("DataParallel::average_gradients before set_parameters");
   buckets_->average(*communicator_);
 }

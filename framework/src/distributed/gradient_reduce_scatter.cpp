@@ -64,8 +64,12 @@ void GradientReduceScatter::prepare_backward(bool last) {
 
 void GradientReduceScatter::on_gradient_ready(std::size_t bucket) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!armed_ || pending_[bucket] == 0) return;
-  if (--pending_[bucket] == 0) start_ready_locked();
+  if (pending_[bucket] == 0) return;
+  if (armed_) {
+    if (--pending_[bucket] == 0) start_ready_locked();
+  } else if (--pending_[bucket] == 0 && on_bucket_taken_) {
+    on_bucket_taken_(bucket);  // an earlier micro-batch's: its gradients stay until the last
+  }
 }
 
 void GradientReduceScatter::start_ready_locked() {
@@ -100,6 +104,7 @@ void GradientReduceScatter::start_locked(std::size_t bucket) {
     entry.full.mutable_grad() = at::Tensor();
     column += entry.shard_numel;
   }
+  if (on_bucket_taken_) on_bucket_taken_(bucket);
   at::Tensor flat_input = flight.input.view({-1});
   flight.work = communicator_.start_reduce_scatter_sum(
       flight.output, flat_input, "gradient reduce_scatter (bucket " + std::to_string(bucket) + ")");
@@ -113,6 +118,7 @@ void GradientReduceScatter::reduce_in_pieces_locked(std::size_t bucket) {
   ShardLayout::Entry& entry = layout_.entries()[layout_.buckets()[bucket].front()];
   const at::Tensor grad = entry.full.grad();
   entry.full.mutable_grad() = at::Tensor();
+  if (on_bucket_taken_) on_bucket_taken_(bucket);
   if (!grad.defined()) {
     // Every rank issues the same collectives: this one's part is zeros.
     InFlight zeros{bucket, at::zeros({layout_.world_size(), entry.shard_numel}, entry.full.options()),

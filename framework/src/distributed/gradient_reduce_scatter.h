@@ -16,6 +16,7 @@
 #include <ATen/ATen.h>
 
 #include <cstddef>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -40,6 +41,10 @@ class GradientReduceScatter {
   void finish();
 
   void on_gradient_ready(std::size_t bucket);  // called by the hooks
+  // Called (under this object's lock) once a backward has produced a bucket's gradients
+  // (in the step's last backward: once they are copied out and dropped); sharding:
+  // parameters then releases the block's weights. Once a bucket each backward, or in finish().
+  void set_on_bucket_taken(std::function<void(std::size_t bucket)> taken) { on_bucket_taken_ = std::move(taken); }
 
  private:
   struct InFlight {
@@ -65,6 +70,7 @@ class GradientReduceScatter {
   std::vector<std::size_t> pending_;  // gradients still to come, per bucket
   std::size_t next_ = 0;              // the next bucket to start
   std::optional<InFlight> in_flight_;
+  std::function<void(std::size_t)> on_bucket_taken_;
 };
 
 }  // namespace mixt::distributed

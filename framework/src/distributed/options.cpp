@@ -40,10 +40,14 @@ const OptionsOf<DistributedOptions>& bound() {
                "`true`: the model's `mixt::BatchNorm1d/2d/3d` layers normalise with the statistics of the global "
                "batch, as `torch.nn.SyncBatchNorm` (see below)")
           .choice(&O::sharding, "sharding",
-                  {{"none", Sharding::none}, {"optimizer", Sharding::optimizer}, {"gradients", Sharding::gradients}},
+                  {{"none", Sharding::none},
+                   {"optimizer", Sharding::optimizer},
+                   {"gradients", Sharding::gradients},
+                   {"parameters", Sharding::parameters}},
                   "`none`: every rank keeps the whole optimizer state; `optimizer` (ZeRO-1): each rank keeps and "
                   "updates 1/N of it, gradients all-reduced; `gradients` (ZeRO-2): gradients reduce-scattered too, "
-                  "each rank keeping its 1/N (see below)");
+                  "each rank keeping its 1/N; `parameters` (ZeRO-3): the weights of each block too, gathered "
+                  "around its forward and backward (see below)");
   return options;
 }
 }  // namespace
@@ -56,6 +60,8 @@ const char* sharding_name(Sharding mode) {
       return "optimizer";
     case Sharding::gradients:
       return "gradients";
+    case Sharding::parameters:
+      return "parameters";
   }
   return "?";
 }

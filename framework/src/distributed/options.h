@@ -12,8 +12,12 @@
 namespace mixt::distributed {
 
 // trainer.distributed.sharding: what each rank keeps 1/N of (distributed/sharded_optimizer.h).
-enum class Sharding { none, optimizer, gradients };
+enum class Sharding { none, optimizer, gradients, parameters };
 const char* sharding_name(Sharding mode);
+// Whether the gradients are reduce-scattered (each rank keeps only its shard's).
+inline bool reduce_scatters_gradients(Sharding mode) {
+  return mode == Sharding::gradients || mode == Sharding::parameters;
+}
 
 struct DistributedOptions {
   std::string backend = "auto";  // auto (NCCL on CUDA, Gloo on CPU) | nccl | gloo

@@ -19,7 +19,8 @@ std::vector<std::int64_t> shard_shape(const at::Tensor& full, std::int64_t chunk
 
 }  // namespace
 
-ShardLayout::ShardLayout(const NamedTensors& full, int rank, int world_size, std::int64_t bucket_bytes)
+ShardLayout::ShardLayout(const NamedTensors& full, int rank, int world_size, std::int64_t bucket_bytes,
+                         const std::vector<int>& groups)
     : rank_(rank), world_size_(world_size), bucket_bytes_(bucket_bytes) {
   at::NoGradGuard no_grad;
   for (const auto& [name, tensor] : full) {
@@ -32,6 +33,7 @@ ShardLayout::ShardLayout(const NamedTensors& full, int rank, int world_size, std
   BucketAssigner assigner(bucket_bytes);
   for (std::size_t i = entries_.size(); i-- > 0;) {
     const Entry& entry = entries_[i];
+    if (!groups.empty() && i + 1 < entries_.size() && groups[i] != groups[i + 1]) assigner.close_all();
     const std::size_t bucket = assigner.assign(
         entry.full, world_size * entry.shard_numel * static_cast<std::int64_t>(entry.full.element_size()));
     if (bucket == buckets_.size()) buckets_.emplace_back();
@@ -84,27 +86,33 @@ void ShardLayout::slice_gradients() {
 }
 
 void ShardLayout::all_gather_into_full(const ProcessGroupCommunicator& communicator) {
-  at::NoGradGuard no_grad;
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
-    const std::vector<std::size_t>& bucket = buckets_[b];
-    const std::int64_t numel = bucket_numel(bucket);
-    const at::TensorOptions options = entries_[bucket.front()].full.options();
-    at::Tensor input = at::empty({numel}, options);
-    std::int64_t column = 0;
-    for (const std::size_t i : bucket) {
-      input.narrow(0, column, entries_[i].shard_numel).copy_(entries_[i].shard.reshape({-1}));
-      column += entries_[i].shard_numel;
-    }
-    at::Tensor output = at::empty({world_size_ * numel}, options);
-    communicator.all_gather(output, input, "parameter all_gather (bucket " + std::to_string(b) + ")");
-    const at::Tensor rows = output.view({world_size_, numel});
-    column = 0;
-    for (const std::size_t i : bucket) {
-      Entry& entry = entries_[i];
-      const at::Tensor gathered = rows.narrow(1, column, entry.shard_numel).reshape({-1});
-      entry.full.copy_(gathered.narrow(0, 0, entry.full.numel()).view(entry.full.sizes()));
-      column += entry.shard_numel;
-    }
+    all_gather_entries(buckets_[b], communicator, "parameter all_gather (bucket " + std::to_string(b) + ")");
+  }
+}
+
+void ShardLayout::all_gather_entries(const std::vector<std::size_t>& indices,
+                                     const ProcessGroupCommunicator& communicator, const std::string& what) {
+  if (indices.empty()) return;
+  at::NoGradGuard no_grad;
+  const std::int64_t numel = bucket_numel(indices);
+  const at::TensorOptions options = entries_[indices.front()].full.options();
+  at::Tensor input = at::empty({numel}, options);
+  std::int64_t column = 0;
+  for (const std::size_t i : indices) {
+    input.narrow(0, column, entries_[i].shard_numel).copy_(entries_[i].shard.reshape({-1}));
+    column += entries_[i].shard_numel;
+  }
+  at::Tensor output = at::empty({world_size_ * numel}, options);
+  communicator.all_gather(output, input, what);
+  const at::Tensor rows = output.view({world_size_, numel});
+  column = 0;
+  for (const std::size_t i : indices) {
+    Entry& entry = entries_[i];
+    const at::Tensor gathered = rows.narrow(1, column, entry.shard_numel).reshape({-1});
+    // variable_data(): the same storage under a version counter of its own.
+    entry.full.variable_data().copy_(gathered.narrow(0, 0, entry.full.numel()).view(entry.full.sizes()));
+    column += entry.shard_numel;
   }
 }
 

@@ -28,7 +28,9 @@ class ShardLayout {
   // `full`: the optimizer's tensors by name (the model's parameters, or a policy's masters).
   // Buckets hold tensors of one dtype and device whose padded size together is at most
   // `bucket_bytes` (a larger tensor has a bucket of its own): what one collective moves.
-  ShardLayout(const NamedTensors& full, int rank, int world_size, std::int64_t bucket_bytes);
+  // `groups` (empty, or one label a tensor): a bucket holds neighbours of one label only.
+  ShardLayout(const NamedTensors& full, int rank, int world_size, std::int64_t bucket_bytes,
+              const std::vector<int>& groups = {});
 
   // This rank's shards, by the full tensors' names: what the optimizer is built over.
   NamedTensors named_shards() const;
@@ -39,6 +41,11 @@ class ShardLayout {
   void slice_gradients();
   // Every rank's shards into the full tensors (one all-gather a bucket).
   void all_gather_into_full(const ProcessGroupCommunicator& communicator);
+  // Every rank's shards of these entries into their full tensors, in one all-gather,
+  // written past autograd's version counters: the gather of sharding: parameters, which
+  // refills weights that a pending backward has saved.
+  void all_gather_entries(const std::vector<std::size_t>& entries, const ProcessGroupCommunicator& communicator,
+                          const std::string& what);
   // Drops the full tensors' gradients (zero_grad).
   void drop_full_gradients();
 

@@ -27,25 +27,54 @@ std::string first_difference(const std::string& saved, const std::string& ours) 
 }  // namespace
 
 ShardedOptimizer::ShardedOptimizer(std::unique_ptr<Optimizer> inner, std::unique_ptr<ShardLayout> layout, Sharding mode,
-                                   const ProcessGroupCommunicator& communicator)
-    : inner_(std::move(inner)), layout_(std::move(layout)), mode_(mode), communicator_(communicator) {
+                                   const ProcessGroupCommunicator& communicator, std::unique_ptr<ParameterUnits> units)
+    : inner_(std::move(inner)),
+      layout_(std::move(layout)),
+      mode_(mode),
+      communicator_(communicator),
+      units_(std::move(units)) {
   layout_->copy_full_into_shards();
-  if (mode_ == Sharding::gradients) reduce_scatter_ = std::make_unique<GradientReduceScatter>(*layout_, communicator_);
+  if (reduce_scatters_gradients(mode_)) {
+    reduce_scatter_ = std::make_unique<GradientReduceScatter>(*layout_, communicator_);
+  }
+  if (units_) reduce_scatter_->set_on_bucket_taken([this](std::size_t bucket) { units_->on_bucket_taken(bucket); });
+}
+
+void ShardedOptimizer::start_from_full() {
+  layout_->copy_full_into_shards();
+  if (units_) units_->release_all();
+}
+
+void ShardedOptimizer::gather_whole_model() {
+  if (units_) units_->gather_whole();
+}
+
+void ShardedOptimizer::release_whole_model() {
+  if (units_) units_->release_whole();
+}
+
+void ShardedOptimizer::gather_after_step() {
+  if (units_) {
+    units_->after_step();
+  } else {
+    layout_->all_gather_into_full(communicator_);
+  }
 }
 
 void ShardedOptimizer::prepare_backward(bool last) {
+  if (units_) units_->prepare_backward();
   if (reduce_scatter_) reduce_scatter_->prepare_backward(last);
 }
 
 void ShardedOptimizer::step() {
   inner_->step();
-  layout_->all_gather_into_full(communicator_);
+  gather_after_step();
 }
 
 void ShardedOptimizer::step_scaled(const at::Tensor& grad_scale, const at::Tensor& found_inf) {
   // A skipped step leaves the shards as they were: the gather then writes the same values.
   inner_->step_scaled(grad_scale, found_inf);
-  layout_->all_gather_into_full(communicator_);
+  gather_after_step();
 }
 
 void ShardedOptimizer::zero_grad() {
@@ -132,7 +161,7 @@ void ShardedOptimizer::load_shard(const std::filesystem::path& file) {
 std::unique_ptr<ShardedOptimizer> shard_optimizer(
     const DistributedOptions& options, const Communicator* communicator,
     const std::vector<std::pair<std::string, at::Tensor>>& full,
-    const std::function<std::unique_ptr<Optimizer>(const OptimizerContext&)>& build) {
+    const std::function<std::unique_ptr<Optimizer>(const OptimizerContext&)>& build, const ModelBlocks& blocks) {
   if (options.sharding == Sharding::none || communicator == nullptr) return nullptr;
   const auto* group = dynamic_cast<const ProcessGroupCommunicator*>(communicator);
   if (group == nullptr || group->world_size() < 2) {
@@ -141,10 +170,25 @@ std::unique_ptr<ShardedOptimizer> shard_optimizer(
     return nullptr;
   }
   const auto bucket_bytes = static_cast<std::int64_t>(options.bucket_mb * 1024.0 * 1024.0);
-  auto layout = std::make_unique<ShardLayout>(full, group->rank(), group->world_size(), bucket_bytes);
+  std::vector<int> units;
+  if (options.sharding == Sharding::parameters) {
+    if (!blocks.model) throw std::logic_error("sharding: parameters without the model");
+    units = unit_of_each(full, *blocks.model, blocks.blocks);
+  }
+  auto layout = std::make_unique<ShardLayout>(full, group->rank(), group->world_size(), bucket_bytes, units);
+  std::unique_ptr<ParameterUnits> parameter_units;
+  if (options.sharding == Sharding::parameters) {
+    parameter_units = std::make_unique<ParameterUnits>(blocks.model, *layout, units, blocks.blocks, *group);
+    if (parameter_units->unit_count() == 0) {
+      warn(
+          "trainer.distributed.sharding: parameters, but the model routes no block through mixt::call_block "
+          "(or its blocks own no weight of their own): every weight stays whole, as with sharding: gradients");
+    }
+  }
   OptimizerContext context;
   context.named_parameters = layout->named_shards();
-  return std::make_unique<ShardedOptimizer>(build(context), std::move(layout), options.sharding, *group);
+  return std::make_unique<ShardedOptimizer>(build(context), std::move(layout), options.sharding, *group,
+                                            std::move(parameter_units));
 }
 
 }  // namespace mixt::distributed

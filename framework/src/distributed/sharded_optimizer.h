@@ -6,6 +6,8 @@
 //
 //   optimizer  (ZeRO-1) gradients all-reduced as in the replicated run, then cut to the shard
 //   gradients  (ZeRO-2) gradients reduce-scattered: each rank receives only its shard's sum
+//   parameters (ZeRO-3) as gradients, and each block's weights released between its uses
+//              (distributed/parameter_units.h): the step gathers only the root's
 //
 // The precision policy still sees the full tensors (its masters, or the model's parameters):
 // gradients_ready() hands the model's gradients to them, then take_gradients() shards them;
@@ -18,6 +20,7 @@
 #include "common/optimizer_shards.h"
 #include "distributed/gradient_reduce_scatter.h"
 #include "distributed/options.h"
+#include "distributed/parameter_units.h"
 #include "distributed/shard_layout.h"
 #include "mixt/optimizer.h"
 
@@ -26,8 +29,9 @@ namespace mixt::distributed {
 class ShardedOptimizer final : public Optimizer, public OptimizerShards {
  public:
   // `inner`: the recipe's optimizer, built over layout->named_shards().
+  // `units`: the blocks' weights (sharding: parameters only) and the layout's entry of each.
   ShardedOptimizer(std::unique_ptr<Optimizer> inner, std::unique_ptr<ShardLayout> layout, Sharding mode,
-                   const ProcessGroupCommunicator& communicator);
+                   const ProcessGroupCommunicator& communicator, std::unique_ptr<ParameterUnits> units = nullptr);
 
   void step() override;
   void zero_grad() override;
@@ -41,7 +45,10 @@ class ShardedOptimizer final : public Optimizer, public OptimizerShards {
   void save(torch::serialize::OutputArchive& archive) override;
   void load(torch::serialize::InputArchive& archive) override;
 
-  void start_from_full() override { layout_->copy_full_into_shards(); }
+  void start_from_full() override;
+  void gather_whole_model() override;
+  void release_whole_model() override;
+  std::string report() const override { return units_ ? units_->report() : std::string(); }
   void prepare_backward(bool last) override;
   void take_gradients() override;
   at::Tensor norm_over_ranks(const at::Tensor& local_norm) const override;
@@ -49,15 +56,28 @@ class ShardedOptimizer final : public Optimizer, public OptimizerShards {
   void load_shard(const std::filesystem::path& file) override;
 
   const ShardLayout& layout() const { return *layout_; }
+  // The blocks' weights under sharding: parameters; null otherwise.
+  const ParameterUnits* units() const { return units_.get(); }
 
  private:
   std::string manifest() const;
+  // The updated shards into the weights every rank keeps whole (all of them, but the
+  // blocks' under sharding: parameters).
+  void gather_after_step();
 
   std::unique_ptr<Optimizer> inner_;
   std::unique_ptr<ShardLayout> layout_;
   Sharding mode_;
   const ProcessGroupCommunicator& communicator_;
-  std::unique_ptr<GradientReduceScatter> reduce_scatter_;  // `gradients` only
+  std::unique_ptr<GradientReduceScatter> reduce_scatter_;  // `gradients` and `parameters`
+  std::unique_ptr<ParameterUnits> units_;                  // `parameters` only
+};
+
+// What sharding: parameters needs of the model: the model, and the blocks it routes through
+// mixt::call_block (assembly/routing_probe.h), which become its units.
+struct ModelBlocks {
+  std::shared_ptr<torch::nn::Module> model;
+  std::vector<std::string> blocks;
 };
 
 // The recipe's optimizer (`build` makes it from a context) over this rank's shards of
@@ -66,6 +86,6 @@ class ShardedOptimizer final : public Optimizer, public OptimizerShards {
 std::unique_ptr<ShardedOptimizer> shard_optimizer(
     const DistributedOptions& options, const Communicator* communicator,
     const std::vector<std::pair<std::string, at::Tensor>>& full,
-    const std::function<std::unique_ptr<Optimizer>(const OptimizerContext&)>& build);
+    const std::function<std::unique_ptr<Optimizer>(const OptimizerContext&)>& build, const ModelBlocks& blocks = {});
 
 }  // namespace mixt::distributed

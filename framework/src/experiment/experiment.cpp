@@ -54,6 +54,18 @@ void load_recipe_plugins(const Recipe& recipe, PluginLoader& loader, const Warn&
 }
 
 namespace {
+// The start-up line's end: what a sharded run splits besides the optimizer state.
+std::string kept_besides(distributed::Sharding mode) {
+  switch (mode) {
+    case distributed::Sharding::gradients:
+      return " and gradients)";
+    case distributed::Sharding::parameters:
+      return ", gradients and blocks' weights)";
+    default:
+      return ")";
+  }
+}
+
 // One directory under output: "" or ".." would put run directories beside other runs' or
 // above the output directory. A directory name is at most 255 bytes on common filesystems:
 // `check` passed a longer one that `run` then failed to create (exit 1).
@@ -306,15 +318,14 @@ TrainResult run_experiment(Experiment& e, bool terminal, fs::path* run_dir) {
   trainer.write_to(run.get());
   if (run) progress.note("run directory: " + run->path().string());
   if (e.parallel) {
-    progress.note(
-        "data parallel: " + std::to_string(e.parallel->world_size()) +
-        (e.parallel->world_size() == 1 ? " rank, " : " ranks, ") + e.parallel->backend_name() + " backend, " +
-        e.components.device.str() +
-        (e.components.optimizer_shards
-             ? std::string(", sharding: ") + distributed::sharding_name(e.options.distributed.sharding) +
-                   " (each rank keeps 1/" + std::to_string(e.parallel->world_size()) + " of the optimizer state" +
-                   (e.options.distributed.sharding == distributed::Sharding::gradients ? " and gradients)" : ")")
-             : std::string()));
+    progress.note("data parallel: " + std::to_string(e.parallel->world_size()) +
+                  (e.parallel->world_size() == 1 ? " rank, " : " ranks, ") + e.parallel->backend_name() + " backend, " +
+                  e.components.device.str() +
+                  (e.components.optimizer_shards
+                       ? std::string(", sharding: ") + distributed::sharding_name(e.options.distributed.sharding) +
+                             " (each rank keeps 1/" + std::to_string(e.parallel->world_size()) +
+                             " of the optimizer state" + kept_besides(e.options.distributed.sharding)
+                       : std::string()));
   }
   note_activation_checkpointing(e, progress);
   return trainer.fit();

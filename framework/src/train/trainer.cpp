@@ -1,6 +1,7 @@
 #include "train/trainer.h"
 
 #include "assembly/model_input.h"
+#include "common/optimizer_shards.h"
 #include "common/warnings.h"
 #include "train/epoch_warnings.h"
 #include "train/gradient_norm.h"
@@ -87,6 +88,8 @@ TrainResult Trainer::fit() {
       throw recovery_.with_progress_saved(failure, batches_in_weights_, options_.accumulate,
                                           [this] { return stops_.weights_good(); });
     }
+    // The epoch's end reads the weights (checksum, checkpoint, evaluation): whole meanwhile.
+    const WholeModel whole(components_.optimizer_shards);
     stops_.check_loss_finite();
     stops_.check_weights_finite();
     warn_if_most_steps_were_skipped(state_.epoch, result.optimizer_steps - steps_before,
@@ -98,6 +101,11 @@ TrainResult Trainer::fit() {
       if (!mid_epoch) ++state_.epoch;  // the next to start, as after the last epoch
       break;
     }
+  }
+  // What follows the run (its callbacks' end, the experiment's reports) sees the whole model.
+  if (components_.optimizer_shards) {
+    if (const std::string report = components_.optimizer_shards->report(); !report.empty()) run_log_->note(report);
+    components_.optimizer_shards->gather_whole_model();
   }
   notify("on_fit_end", [&](Callback& callback) { callback.on_fit_end(state_); });
   result.elapsed_seconds = seconds_since(started);

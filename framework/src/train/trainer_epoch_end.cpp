@@ -1,5 +1,6 @@
 // The Trainer at an epoch's end: its checkpoint, the evaluations between the callbacks'
 // hooks, on_epoch_end and the stop decision; and the two ends a signal makes.
+#include "common/optimizer_shards.h"
 #include "train/epoch_warnings.h"
 #include "train/trainer.h"
 
@@ -95,6 +96,7 @@ void Trainer::report_early_end(TrainResult& result, bool mid_epoch) {
 }
 
 void Trainer::stop_mid_epoch(std::int64_t step) {
+  const WholeModel whole(components_.optimizer_shards);
   stops_.check_loss_finite();  // never a checkpoint of inf/NaN weights
   stops_.check_weights_finite();
   // Every rank takes part. A rank lost since the stop was agreed must not cost rank 0 its

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "common/optimizer_shards.h"
 #include "mixt/error.h"
 #include "mixt/helpers/fp32_modules.h"
 #include "mixt/helpers/linear.h"
@@ -33,6 +34,8 @@ const HeadLoss* fused_head_loss(const Components& c) {
   const auto* loss = dynamic_cast<const HeadLoss*>(c.task.get());
   auto* model = dynamic_cast<LinearHead*>(c.model.get());
   if (loss == nullptr || model == nullptr || !loss->fuses_head()) return nullptr;
+  // The layers' maps are views of their weights: whole while they are listed.
+  const WholeModel whole(c.optimizer_shards);
   const HeadMap head = model->head();
   for (const LinearLayer& layer : linear_layers(*c.model)) {
     if (layer.weight.is_same(head.weight) && layer.owner->linear_function(layer.map)) return nullptr;

@@ -51,6 +51,16 @@ class Ema : public mixt::Callback {
   // weights a recipe or a resume loaded, and rank 0's broadcast), unless a checkpoint had one.
   void on_fit_start(const mixt::FitStart& /*fit*/) override {
     const mixt::NamedTensors model = mixt::state_dict(*model_);
+    for (const auto& [name, tensor] : model) {
+      // trainer.distributed.sharding: parameters gives a block's weights storage only while
+      // the block computes; an average updated every step needs them all.
+      if (tensor.numel() > 0 && tensor.storage().nbytes() == 0) {
+        throw mixt::Error(mixt::ErrorKind::recipe,
+                          "ema averages every weight each step, but trainer.distributed.sharding: parameters keeps '" +
+                              name + "' (a block's) on other ranks between steps",
+                          {}, "callbacks", "use trainer.distributed.sharding: gradients with ema");
+      }
+    }
     model_tensors_.clear();
     for (const auto& item : model) model_tensors_.push_back(item.second);
     if (!average_.empty()) return;

@@ -101,6 +101,9 @@ class TensorBoard : public mixt::Callback {
   void write_norms(std::int64_t at) {
     std::vector<at::Tensor> gradients, weights;
     for (const auto& parameter : model_->named_parameters()) {
+      // A weight with no storage (a block's, under trainer.distributed.sharding: parameters)
+      // lives on other ranks between steps: it has no norm here.
+      if (parameter.value().numel() > 0 && parameter.value().storage().nbytes() == 0) continue;
       weights.push_back(parameter.value().detach().norm().to(at::kDouble));
       if (parameter.value().grad().defined()) gradients.push_back(parameter.value().grad().norm().to(at::kDouble));
     }

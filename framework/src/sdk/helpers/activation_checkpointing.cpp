@@ -10,9 +10,9 @@
 // gradient on.
 #include "mixt/helpers/activation_checkpointing.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/autocast_mode.h>
 #include <ATen/core/Generator.h>
-#include <ATen/CPUGeneratorImpl.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
@@ -20,8 +20,9 @@
 #include <atomic>
 #include <optional>
 
-#include "sdk/helpers/routed_models.h"
 #include "mixt/autocast.h"
+#include "sdk/helpers/block_gates.h"
+#include "sdk/helpers/routed_models.h"
 
 namespace mixt {
 
@@ -189,6 +190,8 @@ void set_activation_checkpointing(const torch::nn::Module& model, ActivationChec
 }
 
 bool checkpoints_activations(const torch::nn::Module& model, std::string_view name, bool block) {
+  // Every routed call passes here before its forward: a block's gate opens first.
+  if (block && !recomputing()) routing::enter_block(model, name);
   if (checkpointing_models.load(std::memory_order_relaxed) <= 0) return false;
   std::lock_guard<std::mutex> lock(routing::mutex());
   routing::RoutedModel* entry = routing::find(model);

@@ -70,6 +70,40 @@ std::vector<OpCase> op_cases() {
          m.add("weight", at::randn({8, 2, 3, 3}));
        },
        [](OpModel& m, const at::Tensor& x) { return at::conv2d(x, m.get("weight"), {}, 1, 2, 2, 2); }},
+      {"convolution_transposed",
+       "aten::_convolution",
+       {4, 5, 6},
+       [](OpModel& m) {
+         m.add("weight", at::randn({4, 3, 3, 2}));  // [in, out / groups, kH, kW]
+         m.add("bias", at::randn({6}));
+       },
+       [](OpModel& m, const at::Tensor& x) {
+         return at::conv_transpose2d(x, m.get("weight"), m.get("bias"), {2, 3}, {1, 0}, {1, 2}, 2, {1, 1});
+       }},
+      {"convolution_transposed_dilated_1d",
+       "aten::_convolution",
+       {3, 7},
+       [](OpModel& m) {
+         m.add("weight", at::randn({3, 5, 3}));
+       },
+       [](OpModel& m, const at::Tensor& x) { return at::conv_transpose1d(x, m.get("weight"), {}, 2, 1, 1, 1, 2); }},
+      {"convolution_1d",
+       "aten::_convolution",
+       {3, 11},
+       [](OpModel& m) {
+         m.add("weight", at::randn({5, 3, 4}));
+         m.add("bias", at::randn({5}));
+       },
+       [](OpModel& m, const at::Tensor& x) { return at::conv1d(x, m.get("weight"), m.get("bias"), 2, 1); }},
+      {"convolution_3d",
+       "aten::_convolution",
+       {2, 5, 6, 4},
+       [](OpModel& m) {
+         m.add("weight", at::randn({4, 2, 3, 3, 2}));
+       },
+       [](OpModel& m, const at::Tensor& x) {
+         return at::conv3d(x, m.get("weight"), {}, {1, 2, 1}, {1, 1, 0});
+       }},
       {"adaptive_avg_pool2d_global",
        "aten::adaptive_avg_pool2d",
        {3, 7, 5},

@@ -344,6 +344,7 @@ class RecordingRegistrar : public Registrar {
   }
   void register_task(const std::string&, ComponentInfo, TaskFactory) override {}
   void register_transformers_config(const std::string&, TransformersConfig) override {}
+  void register_onnx_translation(const std::string&, std::string, OnnxTranslator) override {}
 };
 
 TEST(OptionsOf, TheRegistrarGivesTheFactoryTheFilledStruct) {

@@ -12,6 +12,8 @@ MANIFEST is a JSON list of cases. Each case names files mixt wrote:
                ONNX Runtime's CPUExecutionProvider on each input (cast to float16 when the
                file's input is float16)
   torchscript  (optional) a TorchScript file: torch.jit.load, then its forward on each input
+  load_library (optional) a shared library to load first (torch.ops.load_library): a plugin
+               whose custom ops the TorchScript file calls
   safetensors  (optional) mixt's safetensors export of the same weights: every ONNX
                initializer must equal the tensor of its name
   torchvision  (optional) {"model": "resnet18", "kwargs": {...}}: torchvision's model with the
@@ -93,6 +95,8 @@ def check_onnx(case, data, out):
 
 
 def check_torchscript(case, data, out):
+    if case.get("load_library"):
+        torch.ops.load_library(case["load_library"])
     extra = {"mixt.json": ""}
     module = torch.jit.load(case["torchscript"], _extra_files=extra)
     out["torchscript_metadata"] = json.loads(extra["mixt.json"]) if extra["mixt.json"] else None

@@ -51,6 +51,8 @@ struct PrecisionContext;
 struct DatasetContext;
 struct CallbackContext;
 struct TaskContext;
+class OnnxOp;  // mixt/onnx_translation.h
+using OnnxTranslator = std::function<void(OnnxOp& op)>;
 
 enum class ComponentKind { model, optimizer, scheduler, precision, dataset, callback, task };
 
@@ -132,6 +134,12 @@ class Registrar {
   void read_transformers_config(const std::string& model, TransformersConfig config) {
     register_transformers_config(model, std::move(config));
   }
+  // Since ABI 6.3: how `mixt export` writes the traced op `op` ("aten::my_op", or a custom
+  // op's "myops::swish") in ONNX (mixt/onnx_translation.h); `onnx` says what it becomes, for
+  // `mixt export --list-ops`. It wins over a built-in translation of the same op.
+  void add_onnx_translation(const std::string& op, std::string onnx, OnnxTranslator translate) {
+    register_onnx_translation(op, std::move(onnx), std::move(translate));
+  }
   // Since ABI 5.1.
   template <class S, class F>
   void add_task(const std::string& name, std::string summary, const OptionsOf<S>& options, F factory) {
@@ -150,6 +158,8 @@ class Registrar {
   virtual void register_task(const std::string& name, ComponentInfo info, TaskFactory factory) = 0;
   // After it, likewise for 6.1.
   virtual void register_transformers_config(const std::string& model, TransformersConfig config) = 0;
+  // And for 6.3.
+  virtual void register_onnx_translation(const std::string& op, std::string onnx, OnnxTranslator translate) = 0;
 
  private:
   template <class Made, class Context, class S, class F>

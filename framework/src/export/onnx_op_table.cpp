@@ -36,11 +36,33 @@ void conv(AtenNode& n, Builder& b, const std::vector<std::int64_t>& stride, cons
   n.set_output(c->output());
 }
 
+// ConvTranspose on input, weight ([in, out / groups, kernel...], as ONNX's), optional bias:
+// ATen's padding p and output_padding are ONNX's pads (p at both ends) and output_padding.
+void conv_transpose(AtenNode& n, Builder& b, const std::vector<std::int64_t>& stride,
+                    const std::vector<std::int64_t>& padding, const std::vector<std::int64_t>& dilation,
+                    const std::vector<std::int64_t>& output_padding, std::int64_t groups) {
+  const std::vector<std::int64_t> weight = n.traced_sizes(1);
+  const std::size_t dims = weight.size() - 2;
+  std::vector<Value*> inputs{n.tensor(0), n.tensor(1)};
+  if (!n.is_none(2)) inputs.push_back(n.tensor(2));
+  torch::jit::Node* c = b.node("ConvTranspose", inputs);
+  c->is_(attr("kernel_shape"), {weight.begin() + 2, weight.end()});
+  c->is_(attr("strides"), per_dimension(stride, dims));
+  c->is_(attr("pads"), twice(per_dimension(padding, dims)));
+  c->is_(attr("dilations"), per_dimension(dilation, dims));
+  c->is_(attr("output_padding"), per_dimension(output_padding, dims));
+  c->i_(attr("group"), groups);
+  n.set_output(c->output());
+}
+
 // aten::_convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
 //                    groups, benchmark, deterministic, cudnn_enabled, allow_tf32)
 void convolution(AtenNode& n, Builder& b) {
-  if (n.bool_(6)) n.refuse("transposed convolution is not translated");
-  conv(n, b, n.ints(3), n.ints(4), n.ints(5), n.int_(8));
+  if (n.bool_(6)) {
+    conv_transpose(n, b, n.ints(3), n.ints(4), n.ints(5), n.ints(7), n.int_(8));
+  } else {
+    conv(n, b, n.ints(3), n.ints(4), n.ints(5), n.int_(8));
+  }
 }
 
 // aten::batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn)
@@ -469,7 +491,7 @@ void matmul(AtenNode& n, Builder& b) { n.set_output(b.op("MatMul", {n.tensor(0),
 const std::vector<OnnxTranslation>& onnx_op_table() {
   static const std::vector<OnnxTranslation> table = [] {
     std::vector<OnnxTranslation> t{
-        {"aten::_convolution", "Conv", convolution},
+        {"aten::_convolution", "Conv, or ConvTranspose (transposed)", convolution},
         {"aten::adaptive_avg_pool2d", "GlobalAveragePool, AveragePool or Slice+ReduceMean+Concat", adaptive_avg_pool2d},
         {"aten::add", "Add", add},
         {"aten::add_", "Add", add},

@@ -1,6 +1,8 @@
 #include "export/onnx_translation.h"
 
 #include "export/onnx_op_table.h"
+#include "export/plugin_onnx_op.h"
+#include "export/plugin_translations.h"
 #include "mixt/error.h"
 
 namespace mixt {
@@ -27,8 +29,8 @@ std::string module_of(const torch::jit::Node& node) {
   throw usage_error(
       "cannot export to ONNX: " + op + " " + module_of(node) + " at opset " + std::to_string(opset) + ": " + why,
       "export --format torchscript (it needs no translation), change the forward to use ops the "
-      "table translates (docs/deploy.md lists them), or add an entry for " +
-          op + " to framework/src/export/onnx_op_table.cpp");
+      "table translates (docs/deploy.md lists them), or translate " +
+          op + " in the model's plugin (Registrar::add_onnx_translation, docs/plugins.md)");
 }
 
 // One translation's state: the ONNX graph being built, the model's parameters and buffers
@@ -131,14 +133,19 @@ class Translation {
     for (std::size_t i = 0; i < node->outputs().size(); ++i) tensors_[node->outputs()[i]] = found->second[i];
   }
 
-  // An ATen op, through its entry of the op table.
+  // An op, through a plugin's translation of it or else the op table's entry.
   void aten_op(const torch::jit::Node* node) {
     const c10::Symbol kind = node->kind();
-    const OnnxTranslation* entry = kind.is_aten() ? find_onnx_translation(kind.toQualString()) : nullptr;
-    if (!entry) refuse(*node, opset_, "the op table has no entry for it");
+    const PluginTranslation* plugin = kind.is_prim() ? nullptr : find_plugin_translation(kind.toQualString());
+    const OnnxTranslation* entry = !plugin && kind.is_aten() ? find_onnx_translation(kind.toQualString()) : nullptr;
+    if (!plugin && !entry) refuse(*node, opset_, "the op table has no entry for it, nor a plugin a translation");
     AtenNode aten(node, builder_, tensors_, lists_);
     try {
-      entry->translate(aten, builder_);
+      if (plugin) {
+        run_plugin_translation(*plugin, aten, builder_);
+      } else {
+        entry->translate(aten, builder_);
+      }
     } catch (const Untranslatable& e) {
       refuse(*node, opset_, e.why);
     }

@@ -15,11 +15,13 @@ struct TracedOp {
   std::string aten;                              // "aten::linear"
   std::int64_t uses = 0;                         // nodes of the graph that record it
   std::string first_module;                      // the routed submodule of its first use; "" outside
-  const OnnxTranslation* translation = nullptr;  // null: the table has no entry
+  std::string onnx;                              // what its translation writes; "" when nothing translates it
+  std::string source;                            // "built in", or the plugin that registered its translation
 };
 
-// The aten:: ops of the traced graph in the order of their first use. prim:: nodes (constants,
-// attribute reads, lists) are bookkeeping, not ops, and are left out.
+// The ops of the traced graph (aten::, and custom ops of plugins) in the order of their first
+// use. prim:: nodes (constants, attribute reads, lists) are bookkeeping, not ops, and are
+// left out.
 std::vector<TracedOp> traced_ops(const TracedModel& traced);
 
 // The listing as a Markdown table, then a line saying whether the whole graph translates at

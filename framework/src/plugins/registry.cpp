@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/closest_match.h"
+#include "export/plugin_translations.h"
 
 namespace mixt {
 
@@ -76,11 +77,12 @@ void Registry::begin_plugin(PluginOrigin origin) {
 
 std::size_t Registry::end_plugin() {
   current_.reset();
-  return std::exchange(added_by_current_, {}).size();
+  return std::exchange(added_by_current_, {}).size() + std::exchange(translations_by_current_, 0);
 }
 
 void Registry::discard_plugin() {
   for (const auto& key : added_by_current_) entries_.erase(key);
+  if (current_) remove_plugin_translations(current_->file);
   end_plugin();
 }
 
@@ -134,6 +136,11 @@ void Registry::register_transformers_config(const std::string& model, Transforme
                        "call it after add_model(\"" + model + "\", ...)");
   }
   it->second.transformers = std::move(config);
+}
+
+void Registry::register_onnx_translation(const std::string& op, std::string onnx, OnnxTranslator translate) {
+  add_plugin_translation({op, std::move(onnx), current_ ? current_->file : "<built in>", std::move(translate)});
+  ++translations_by_current_;
 }
 
 const ComponentEntry* Registry::find(ComponentKind kind, const std::string& name) const {

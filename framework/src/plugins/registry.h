@@ -66,6 +66,7 @@ class Registry : public Registrar {
   void register_callback(const std::string& name, ComponentInfo info, CallbackFactory factory) override;
   void register_task(const std::string& name, ComponentInfo info, TaskFactory factory) override;
   void register_transformers_config(const std::string& model, TransformersConfig config) override;
+  void register_onnx_translation(const std::string& op, std::string onnx, OnnxTranslator translate) override;
 
   // The entry, or a recipe error at the section's `name:` listing the known names.
   const ComponentEntry& find(ComponentKind kind, const Config& section) const;
@@ -91,6 +92,7 @@ class Registry : public Registrar {
   std::map<std::pair<ComponentKind, std::string>, ComponentEntry> entries_;
   std::optional<PluginOrigin> current_;
   std::vector<std::pair<ComponentKind, std::string>> added_by_current_;
+  std::size_t translations_by_current_ = 0;  // ONNX translations the current plugin added
 };
 
 // Shell-style wildcard match ('*' and '?'), for `mixt list model 'resnet*'`.

@@ -11,7 +11,7 @@
 #include "export/onnx_file.h"
 #include "export/onnx_translation.h"
 #include "export/op_listing.h"
-#include "export/plugin_translations.h"
+#include "sdk/plugin_translations.h"
 #include "export/traced_model.h"
 #include "mixt/error.h"
 #include "mixt/helpers/safetensors.h"

@@ -2,7 +2,7 @@
 
 #include "export/onnx_op_table.h"
 #include "export/plugin_onnx_op.h"
-#include "export/plugin_translations.h"
+#include "sdk/plugin_translations.h"
 #include "mixt/error.h"
 
 namespace mixt {

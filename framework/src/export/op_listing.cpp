@@ -3,7 +3,7 @@
 #include <map>
 
 #include "export/onnx_translation.h"
-#include "export/plugin_translations.h"
+#include "sdk/plugin_translations.h"
 #include "mixt/error.h"
 
 namespace mixt {

@@ -1,9 +1,9 @@
-// A plugin's translation (export/plugin_translations.h) run on one traced node: the SDK's
+// A plugin's translation (sdk/plugin_translations.h) run on one traced node: the SDK's
 // OnnxOp (mixt/onnx_translation.h) over the export's own AtenNode and OnnxBuilder.
 #pragma once
 
 #include "export/onnx_builder.h"
-#include "export/plugin_translations.h"
+#include "sdk/plugin_translations.h"
 
 namespace mixt {
 

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "common/closest_match.h"
-#include "export/plugin_translations.h"
+#include "sdk/plugin_translations.h"
 
 namespace mixt {
 

@@ -1,4 +1,4 @@
-#include "export/plugin_translations.h"
+#include "sdk/plugin_translations.h"
 
 #include <map>
 #include <mutex>

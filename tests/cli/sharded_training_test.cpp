@@ -418,7 +418,7 @@ TEST(ShardedTraining, OneRankWarnsThatThereIsNothingToShard) {
   const auto bad = testing::run_mixt({"check", "r.yaml", "trainer.distributed.sharding=everything"}, dir.path());
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_THAT(bad.output, HasSubstr("command line 'trainer.distributed.sharding=everything'"));
-  EXPECT_THAT(bad.output, HasSubstr("expected none, optimizer or gradients"));
+  EXPECT_THAT(bad.output, HasSubstr("expected none, optimizer, gradients or parameters"));
 }
 
 }  // namespace

@@ -152,7 +152,10 @@ void ParameterUnits::prepare_backward() {
 
 void ParameterUnits::gather_whole() {
   std::lock_guard<std::mutex> lock(mutex_);
-  ++whole_;
+  if (whole_++ == 0) {
+    whole_before_.clear();
+    for (const Unit& unit : units_) whole_before_.push_back(unit.gathered);
+  }
   for (Unit& unit : units_) gather_locked(unit);
   gathered_ = static_cast<int>(units_.size());
 }
@@ -160,7 +163,10 @@ void ParameterUnits::gather_whole() {
 void ParameterUnits::release_whole() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (whole_ > 0 && --whole_ == 0) {
-    for (Unit& unit : units_) release_locked(unit);
+    // As before the scope: a unit whole then (the model as built) stays whole.
+    for (std::size_t u = 0; u < units_.size(); ++u) {
+      if (!whole_before_[u]) release_locked(units_[u]);
+    }
   }
 }
 

@@ -52,7 +52,8 @@ class ParameterUnits final : public routing::BlockGate, public SubmoduleObserver
   void release_all();
   // After the optimizer step: the root's updated shards gathered; the units stay released.
   void after_step();
-  // Every unit whole until release_whole() (nested calls count).
+  // Every unit whole until release_whole() (nested calls count), which leaves whole the
+  // units that were whole before.
   void gather_whole();
   void release_whole();
   // Before each backward: no bucket of it done yet.
@@ -91,6 +92,7 @@ class ParameterUnits final : public routing::BlockGate, public SubmoduleObserver
   std::vector<std::size_t> storage_bytes_;  // of each entry's full tensor
   mutable std::mutex mutex_;                // hooks may run on autograd's device threads
   int whole_ = 0;
+  std::vector<bool> whole_before_;  // which units were whole when the outermost scope began
   int gathered_ = 0;  // units whole now (all of them at first: the model is built whole)
   int most_gathered_ = 0;
 };

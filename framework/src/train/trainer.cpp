@@ -72,6 +72,7 @@ TrainResult Trainer::fit() {
   const auto started = Clock::now();
   const auto warnings_in_log = run_log_->capture_warnings();  // the run's warnings in log.txt and metrics.jsonl too
   coordinator_.broadcast_model(*components_.model);           // every rank starts from rank 0's weights
+  loss_.decide_path();  // it reads the weights, which sharding: parameters releases next
   if (components_.optimizer_shards) components_.optimizer_shards->start_from_full();
   const FitStart fit{state_, recovery_.run_path(), coordinator_.rank(), coordinator_.world_size()};
   notify("on_fit_start", [&](Callback& callback) { callback.on_fit_start(fit); });

@@ -34,7 +34,8 @@ const HeadLoss* fused_head_loss(const Components& c) {
   const auto* loss = dynamic_cast<const HeadLoss*>(c.task.get());
   auto* model = dynamic_cast<LinearHead*>(c.model.get());
   if (loss == nullptr || model == nullptr || !loss->fuses_head()) return nullptr;
-  // The layers' maps are views of their weights: whole while they are listed.
+  // The layers' maps are views of their weights: whole while they are listed (a no-op when
+  // the trainer decided before releasing them).
   const WholeModel whole(c.optimizer_shards);
   const HeadMap head = model->head();
   for (const LinearLayer& layer : linear_layers(*c.model)) {
@@ -55,14 +56,17 @@ at::Tensor TrainingLoss::head_loss(const HeadLoss& task, const at::Tensor& input
   return task.head_loss(reduced ? features.to(at::kFloat) : features, head, targets);
 }
 
+void TrainingLoss::decide_path() const {
+  if (fused_decided_) return;
+  fused_ = fused_head_loss(components_);
+  fused_decided_ = true;
+}
+
 at::Tensor TrainingLoss::operator()(const at::Tensor& inputs, const at::Tensor& targets, std::int64_t epoch,
                                     std::int64_t step) const {
   try {
     AutocastScope scope = components_.precision->autocast(components_.device.type());
-    if (!fused_decided_) {
-      fused_ = fused_head_loss(components_);
-      fused_decided_ = true;
-    }
+    decide_path();
     at::Tensor loss = fused_ ? head_loss(*fused_, inputs, targets)
                              : components_.task->loss(components_.model->forward(inputs), targets);
     // Only when accumulating: dividing by 1 is exact but costs a kernel and a backward node.

@@ -19,6 +19,9 @@ class TrainingLoss {
  public:
   TrainingLoss(Components& components, std::int64_t accumulate) : components_(components), accumulate_(accumulate) {}
 
+  // Decides between the fused head loss and the plain one now, while the weights are whole
+  // (before sharding: parameters releases the blocks'); else the first step decides.
+  void decide_path() const;
   // `inputs` as model_input() made them; `epoch` and `step` (0-based) name a failure.
   at::Tensor operator()(const at::Tensor& inputs, const at::Tensor& targets, std::int64_t epoch,
                         std::int64_t step) const;

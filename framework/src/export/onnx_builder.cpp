@@ -71,6 +71,14 @@ Value* AtenNode::tensor(std::size_t i, at::ScalarType scalar_type) const {
 }
 
 std::vector<Value*> AtenNode::tensors(std::size_t i) const {
+  std::vector<Value*> items = optional_tensors(i);
+  for (const Value* item : items) {
+    if (!item) refuse("argument " + std::to_string(i) + " is a list with None in it");
+  }
+  return items;
+}
+
+std::vector<Value*> AtenNode::optional_tensors(std::size_t i) const {
   const Value* v = node_->inputs().at(i);
   if (auto found = tensor_lists_.find(v); found != tensor_lists_.end()) return found->second;
   refuse("argument " + std::to_string(i) + " is not a list of tensors the trace recorded");

@@ -62,6 +62,7 @@ class AtenNode {
   // tensor of `scalar_type`, the type of the tensor it combines with).
   Value* tensor(std::size_t i, at::ScalarType scalar_type = at::kFloat) const;
   std::vector<Value*> tensors(std::size_t i) const;  // a Tensor[] input
+  std::vector<Value*> optional_tensors(std::size_t i) const;  // a Tensor?[] input: null for None
   bool is_tensor(std::size_t i) const;               // a tensor, not a number or None
   bool is_none(std::size_t i) const;
   std::int64_t int_(std::size_t i) const;

@@ -28,6 +28,8 @@ inline std::vector<std::int64_t> twice(const std::vector<std::int64_t>& pads) {
   return out;
 }
 inline void unary(AtenNode& n, OnnxBuilder& b, const char* type) { n.set_output(b.op(type, {n.tensor(0)})); }
+// ONNX's TensorProto element type of an ATen type export writes (refused otherwise).
+std::int64_t onnx_element_type(AtenNode& n, at::ScalarType t);
 }  // namespace onnx_ops
 
 // Elementwise math, comparisons and activations: tanh, exp, log, sqrt, abs, erf,
@@ -36,10 +38,14 @@ inline void unary(AtenNode& n, OnnxBuilder& b, const char* type) { n.set_output(
 std::vector<OnnxTranslation> elementwise_translations();
 // Reductions and selection: sum, amax, amin, where, stack, squeeze.
 std::vector<OnnxTranslation> reduction_translations();
-// Pooling, normalization, resampling and padding: avg_pool2d, group_norm,
-// upsample_nearest2d, constant/reflection/replication padding.
+// Pooling, normalization, resampling and padding: avg_pool2d, group_norm, instance_norm,
+// upsample_nearest2d, upsample_bicubic2d, constant/reflection/replication padding, pad.
 std::vector<OnnxTranslation> layer_translations();
 // Shape, indexing and selection: clone, masked_fill, gather, split, roll, and (booleans).
 std::vector<OnnxTranslation> indexing_translations();
+// Creation, shape arithmetic and indexing (arange, zeros/ones/full and new_*, fill_, zero_,
+// expand, repeat, flip, index_select, index, floor_divide, remainder) and batched matrix
+// products (bmm, baddbmm, einsum).
+std::vector<OnnxTranslation> shape_translations();
 
 }  // namespace mixt

@@ -355,28 +355,6 @@ void attention(AtenNode& n, Builder& b) {
   n.set_output(y);
 }
 
-// ONNX's TensorProto element types of the ATen types export writes.
-std::int64_t onnx_element_type(AtenNode& n, at::ScalarType t) {
-  switch (t) {
-    case at::kFloat:
-      return 1;
-    case at::kInt:
-      return 6;
-    case at::kLong:
-      return 7;
-    case at::kBool:
-      return 9;
-    case at::kHalf:
-      return 10;
-    case at::kDouble:
-      return 11;
-    case at::kBFloat16:
-      return 16;
-    default:
-      n.refuse(std::string("a cast to ") + c10::toString(t));
-  }
-}
-
 // aten::to, every overload: a Cast to the traced output's type (nothing when it is the input's).
 void cast_to(AtenNode& n, Builder& b) {
   const at::ScalarType target = n.output_scalar_type();
@@ -488,6 +466,28 @@ void matmul(AtenNode& n, Builder& b) { n.set_output(b.op("MatMul", {n.tensor(0),
 
 }  // namespace
 
+// ONNX's TensorProto element types of the ATen types export writes.
+std::int64_t onnx_ops::onnx_element_type(AtenNode& n, at::ScalarType t) {
+  switch (t) {
+    case at::kFloat:
+      return 1;
+    case at::kInt:
+      return 6;
+    case at::kLong:
+      return 7;
+    case at::kBool:
+      return 9;
+    case at::kHalf:
+      return 10;
+    case at::kDouble:
+      return 11;
+    case at::kBFloat16:
+      return 16;
+    default:
+      n.refuse(std::string("a cast to ") + c10::toString(t));
+  }
+}
+
 const std::vector<OnnxTranslation>& onnx_op_table() {
   static const std::vector<OnnxTranslation> table = [] {
     std::vector<OnnxTranslation> t{
@@ -551,7 +551,8 @@ const std::vector<OnnxTranslation>& onnx_op_table() {
         {"aten::upsample_bilinear2d", "Shape+Slice+Concat+Resize (linear)", upsample_bilinear2d},
         {"aten::view", "Reshape", reshape},
     };
-    for (auto family : {elementwise_translations, reduction_translations, layer_translations, indexing_translations}) {
+    for (auto family : {elementwise_translations, reduction_translations, layer_translations, indexing_translations,
+                        shape_translations}) {
       for (const OnnxTranslation& entry : family()) t.push_back(entry);
     }
     std::sort(t.begin(), t.end(),

@@ -90,6 +90,45 @@ void constant_pad_nd(AtenNode& n, OnnxBuilder& b) {
 void reflection_pad(AtenNode& n, OnnxBuilder& b) { pad(n, b, "reflect", {}); }
 void replication_pad(AtenNode& n, OnnxBuilder& b) { pad(n, b, "edge", {}); }
 
+// aten::pad(self, pad, mode, value): F.pad, by its mode.
+void pad_by_mode(AtenNode& n, OnnxBuilder& b) {
+  const std::string mode = n.inputs() > 2 && !n.is_none(2) ? n.string(2) : "constant";
+  if (mode == "constant") {
+    return pad(n, b, "constant", {b.scalar(n.inputs() > 3 && !n.is_none(3) ? n.double_(3) : 0.0, n.scalar_type(0))});
+  }
+  if (mode == "reflect") return pad(n, b, "reflect", {});
+  if (mode == "replicate") return pad(n, b, "edge", {});
+  n.refuse("padding mode '" + mode + "'");
+}
+
+// aten::instance_norm(input, weight, bias, running_mean, running_var, use_input_stats,
+// momentum, eps, cudnn_enabled): InstanceNormalization, scale 1 and bias 0 when absent.
+void instance_norm(AtenNode& n, OnnxBuilder& b) {
+  if (!n.bool_(5)) n.refuse("instance norm with running statistics (track_running_stats in eval mode)");
+  const std::int64_t channels = n.traced_sizes(0).at(1);
+  const at::TensorOptions options(n.scalar_type(0));
+  Value* scale = n.is_none(1) ? b.constant(at::ones({channels}, options)) : n.tensor(1);
+  Value* bias = n.is_none(2) ? b.constant(at::zeros({channels}, options)) : n.tensor(2);
+  torch::jit::Node* norm = b.node("InstanceNormalization", {n.tensor(0), scale, bias});
+  norm->f_(attr("epsilon"), n.double_(7));
+  n.set_output(norm->output());
+}
+
+// aten::upsample_bicubic2d(self, output_size, align_corners, scales_h, scales_w): Resize
+// (cubic, PyTorch's A = -0.75), the batch and channels from the input's shape.
+void upsample_bicubic2d(AtenNode& n, OnnxBuilder& b) {
+  if (n.is_none(1)) n.refuse("an output size given as scale factors");
+  Value* x = n.tensor(0);
+  Value* leading = b.op("Slice", {b.op("Shape", {x}), b.ints({0}), b.ints({2}), b.ints({0})});
+  torch::jit::Node* sizes = b.node("Concat", {leading, b.ints(n.ints(1))});
+  sizes->i_(attr("axis"), 0);
+  torch::jit::Node* resize = b.node("Resize", {x, b.none(), b.none(), sizes->output()});
+  resize->s_(attr("mode"), "cubic");
+  resize->f_(attr("cubic_coeff_a"), -0.75);
+  resize->s_(attr("coordinate_transformation_mode"), n.bool_(2) ? "align_corners" : "pytorch_half_pixel");
+  n.set_output(resize->output());
+}
+
 }  // namespace
 
 std::vector<OnnxTranslation> layer_translations() {
@@ -97,10 +136,13 @@ std::vector<OnnxTranslation> layer_translations() {
       {"aten::avg_pool2d", "AveragePool", avg_pool2d},
       {"aten::constant_pad_nd", "Pad (constant)", constant_pad_nd},
       {"aten::group_norm", "Reshape+InstanceNormalization+Reshape+Mul+Add", group_norm},
+      {"aten::instance_norm", "InstanceNormalization", instance_norm},
+      {"aten::pad", "Pad (constant, reflect or edge by mode)", pad_by_mode},
       {"aten::reflection_pad1d", "Pad (reflect)", reflection_pad},
       {"aten::reflection_pad2d", "Pad (reflect)", reflection_pad},
       {"aten::replication_pad1d", "Pad (edge)", replication_pad},
       {"aten::replication_pad2d", "Pad (edge)", replication_pad},
+      {"aten::upsample_bicubic2d", "Shape+Slice+Concat+Resize (cubic)", upsample_bicubic2d},
       {"aten::upsample_nearest2d", "Shape+Slice+Concat+Resize (nearest)", upsample_nearest2d},
   };
 }

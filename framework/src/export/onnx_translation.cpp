@@ -114,13 +114,21 @@ class Translation {
     }
   }
 
+  // A list of tensors, some of them perhaps None (aten::index's Tensor?[]: null there).
   void list_construct(const torch::jit::Node* node) {
     std::vector<Value*> items;
+    std::size_t tensors = 0, nones = 0;
     for (const Value* item : node->inputs()) {
-      if (auto found = tensors_.find(item); found != tensors_.end()) items.push_back(found->second);
+      if (auto found = tensors_.find(item); found != tensors_.end()) {
+        items.push_back(found->second);
+        ++tensors;
+      } else if (item->mustBeNone()) {
+        items.push_back(nullptr);
+        ++nones;
+      }
     }
-    if (!items.empty()) {
-      if (items.size() != node->inputs().size()) refuse(*node, opset_, "a list of tensors and other values");
+    if (tensors > 0) {
+      if (tensors + nones != node->inputs().size()) refuse(*node, opset_, "a list of tensors and other values");
       lists_[node->output()] = items;
     }
   }

@@ -695,18 +695,40 @@ std::vector<OpCase> op_cases() {
          return x.view({-1, 6, 4});
        }},
       // Creation, shape arithmetic and indexing (export/onnx_ops_shapes.cpp).
-      {"arange", "aten::arange", {5}, none, [](OpModel&, const at::Tensor& x) { return x + at::arange(5, x.options()); }},
+      {"arange",
+       "aten::arange",
+       {5},
+       none,
+       [](OpModel&, const at::Tensor& x) { return x + at::arange(5, x.options()); }},
       {"arange_start_step",
        "aten::arange",
        {5},
        none,
        [](OpModel&, const at::Tensor& x) { return x * at::arange(1.0, 3.5, 0.5, x.options()); }},
-      {"zeros", "aten::zeros", {5}, none, [](OpModel&, const at::Tensor& x) { return x + at::zeros({5}, x.options()); }},
-      {"ones", "aten::ones", {5}, none, [](OpModel&, const at::Tensor& x) { return x - at::ones({1, 5}, x.options()); }},
-      {"full", "aten::full", {5}, none, [](OpModel&, const at::Tensor& x) { return x * at::full({5}, 2.5, x.options()); }},
+      {"zeros",
+       "aten::zeros",
+       {5},
+       none,
+       [](OpModel&, const at::Tensor& x) { return x + at::zeros({5}, x.options()); }},
+      {"ones",
+       "aten::ones",
+       {5},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return x - at::ones({1, 5}, x.options());
+       }},
+      {"full",
+       "aten::full",
+       {5},
+       none,
+       [](OpModel&, const at::Tensor& x) { return x * at::full({5}, 2.5, x.options()); }},
       {"new_zeros", "aten::new_zeros", {5}, none, [](OpModel&, const at::Tensor& x) { return x + x.new_zeros({5}); }},
       {"new_ones", "aten::new_ones", {5}, none, [](OpModel&, const at::Tensor& x) { return x + x.new_ones({5}); }},
-      {"new_full", "aten::new_full", {5}, none, [](OpModel&, const at::Tensor& x) { return x * x.new_full({5}, -3.0); }},
+      {"new_full",
+       "aten::new_full",
+       {5},
+       none,
+       [](OpModel&, const at::Tensor& x) { return x * x.new_full({5}, -3.0); }},
       {"fill_",
        "aten::fill_",
        {3, 2},
@@ -725,46 +747,80 @@ std::vector<OpCase> op_cases() {
          y.zero_();
          return y - x;
        }},
-      {"expand", "aten::expand", {1, 4}, none, [](OpModel&, const at::Tensor& x) { return x.expand({-1, 3, 4}) * 2.0; }},
+      {"expand",
+       "aten::expand",
+       {1, 4},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return x.expand({-1, 3, 4}) * 2.0;
+       }},
       {"expand_new_axis",
        "aten::expand",
        {3, 1},
        none,
-       [](OpModel&, const at::Tensor& x) { return x.expand({2, x.size(0), 3, 5}).transpose(0, 1).flatten(1); }},
-      {"repeat", "aten::repeat", {2, 3}, none, [](OpModel&, const at::Tensor& x) { return x.repeat({1, 2, 3}); }},
+       [](OpModel&, const at::Tensor& x) {
+         return x.expand({2, x.size(0), 3, 5}).transpose(0, 1).flatten(1);
+       }},
+      {"repeat",
+       "aten::repeat",
+       {2, 3},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return x.repeat({1, 2, 3});
+       }},
       {"repeat_new_axis",
        "aten::repeat",
        {2, 3},
        none,
-       [](OpModel&, const at::Tensor& x) { return x.repeat({2, 1, 1, 2}).transpose(0, 1).flatten(1); }},
-      {"flip_negative_dims", "aten::flip", {3, 4}, none, [](OpModel&, const at::Tensor& x) { return x.flip({-1, 1}); }},
+       [](OpModel&, const at::Tensor& x) {
+         return x.repeat({2, 1, 1, 2}).transpose(0, 1).flatten(1);
+       }},
+      {"flip_negative_dims",
+       "aten::flip",
+       {3, 4},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return x.flip({-1, 1});
+       }},
       {"index_select",
        "aten::index_select",
        {3, 4},
-       [](OpModel& m) { m.add("i", at::tensor({2, 0, 3, 3, 1})); },
+       [](OpModel& m) {
+         m.add("i", at::tensor({2, 0, 3, 3, 1}));
+       },
        [](OpModel& m, const at::Tensor& x) { return x.index_select(-1, m.get("i")); }},
       {"index",
        "aten::index",
        {5, 3},
-       [](OpModel& m) { m.add("i", at::tensor({4, 0, 1, 1}).view({2, 2})); },
+       [](OpModel& m) {
+         m.add("i", at::tensor({4, 0, 1, 1}).view({2, 2}));
+       },
        [](OpModel& m, const at::Tensor& x) {
          c10::List<std::optional<at::Tensor>> indices;
          indices.push_back(std::nullopt);
          indices.push_back(m.get("i"));
          return at::index(x, indices);
        }},
-      {"floor_divide", "aten::floor_divide", {6}, none, [](OpModel&, const at::Tensor& x) { return at::floor_divide(x, 0.7); }},
+      {"floor_divide",
+       "aten::floor_divide",
+       {6},
+       none,
+       [](OpModel&, const at::Tensor& x) { return at::floor_divide(x, 0.7); }},
       {"floor_divide_integers",
        "aten::floor_divide",
        {6},
-       [](OpModel& m) { m.add("d", at::tensor({3, -3, 4, -4, 5, 2})); },
+       [](OpModel& m) {
+         m.add("d", at::tensor({3, -3, 4, -4, 5, 2}));
+       },
        [](OpModel& m, const at::Tensor& x) { return at::floor_divide(x, m.get("d")); },
        [](const std::vector<std::int64_t>& shape) { return at::randint(-20, 20, shape, at::kLong); }},
       {"remainder", "aten::remainder", {6}, none, [](OpModel&, const at::Tensor& x) { return at::remainder(x, -0.7); }},
       {"remainder_integers",
        "aten::remainder",
        {6},
-       [](OpModel& m) { m.add("d", at::tensor({3, -3, 4, -4, 5, 2})); },
+       [](OpModel& m) {
+         m.add("d", at::tensor({3, -3, 4, -4, 5, 2}));
+       },
        [](OpModel& m, const at::Tensor& x) { return at::remainder(x, m.get("d")); },
        [](const std::vector<std::int64_t>& shape) { return at::randint(-20, 20, shape, at::kLong); }},
       {"bmm", "aten::bmm", {3, 4}, none, [](OpModel&, const at::Tensor& x) { return at::bmm(x, x.transpose(1, 2)); }},
@@ -779,8 +835,12 @@ std::vector<OpCase> op_cases() {
       {"einsum",
        "aten::einsum",
        {3, 4},
-       [](OpModel& m) { m.add("w", at::randn({4, 5})); },
-       [](OpModel& m, const at::Tensor& x) { return at::einsum("bij,jk->bki", {x, m.get("w")}); }},
+       [](OpModel& m) {
+         m.add("w", at::randn({4, 5}));
+       },
+       [](OpModel& m, const at::Tensor& x) {
+         return at::einsum("bij,jk->bki", {x, m.get("w")});
+       }},
       {"instance_norm",
        "aten::instance_norm",
        {3, 4, 5},
@@ -800,23 +860,66 @@ std::vector<OpCase> op_cases() {
        "aten::upsample_bicubic2d",
        {2, 5, 4},
        none,
-       [](OpModel&, const at::Tensor& x) { return at::upsample_bicubic2d(x, {7, 9}, false); }},
+       [](OpModel&, const at::Tensor& x) {
+         return at::upsample_bicubic2d(x, {7, 9}, false);
+       }},
       {"upsample_bicubic2d_align_corners",
        "aten::upsample_bicubic2d",
        {2, 5, 4},
        none,
-       [](OpModel&, const at::Tensor& x) { return at::upsample_bicubic2d(x, {3, 8}, true); }},
-      {"pad_reflect", "aten::pad", {3, 5}, none, [](OpModel&, const at::Tensor& x) { return at::pad(x, {1, 2, 2, 1}, "reflect"); }},
+       [](OpModel&, const at::Tensor& x) {
+         return at::upsample_bicubic2d(x, {3, 8}, true);
+       }},
+      {"pad_reflect",
+       "aten::pad",
+       {3, 5},
+       none,
+       [](OpModel&, const at::Tensor& x) {
+         return at::pad(x, {1, 2, 2, 1}, "reflect");
+       }},
       {"pad_constant",
        "aten::pad",
        {3, 5},
        none,
-       [](OpModel&, const at::Tensor& x) { return at::pad(x, {0, 2}, "constant", 1.5); }},
+       [](OpModel&, const at::Tensor& x) {
+         return at::pad(x, {0, 2}, "constant", 1.5);
+       }},
       {"pad_replicate",
        "aten::pad",
        {2, 3, 5},
        none,
-       [](OpModel&, const at::Tensor& x) { return at::pad(x, {2, 1, 1, 0}, "replicate"); }},
+       [](OpModel&, const at::Tensor& x) {
+         return at::pad(x, {2, 1, 1, 0}, "replicate");
+       }},
+      {"native_multi_head_attention",
+       "aten::_native_multi_head_attention",
+       {5, 8},
+       [](OpModel& m) {
+         m.add("qkv_w", at::randn({24, 8}) * 0.3);
+         m.add("qkv_b", at::randn({24}));
+         m.add("proj_w", at::randn({8, 8}) * 0.3);
+         m.add("proj_b", at::randn({8}));
+       },
+       [](OpModel& m, const at::Tensor& x) {
+         return std::get<0>(at::_native_multi_head_attention(x, x, x, 8, 2, m.get("qkv_w"), m.get("qkv_b"),
+                                                             m.get("proj_w"), m.get("proj_b"), {}, false, true, {}));
+       }},
+      {"native_multi_head_attention_weights",
+       "aten::_native_multi_head_attention",
+       {5, 8},
+       [](OpModel& m) {
+         m.add("qkv_w", at::randn({24, 8}) * 0.3);
+         m.add("qkv_b", at::randn({24}));
+         m.add("proj_w", at::randn({8, 8}) * 0.3);
+         m.add("proj_b", at::randn({8}));
+       },
+       [](OpModel& m, const at::Tensor& x) {
+         const at::Tensor memory = x * 0.5 + 1.0;  // key and value other than the query
+         const auto [out, weights] =
+             at::_native_multi_head_attention(x, memory, memory, 8, 4, m.get("qkv_w"), m.get("qkv_b"), m.get("proj_w"),
+                                              m.get("proj_b"), {}, true, true, {});
+         return at::cat({out, weights}, -1);
+       }},
       // Broadcasting, non-contiguous inputs and negative dimensions through earlier entries.
       {"div_broadcast_noncontiguous",
        "aten::div",
@@ -832,12 +935,16 @@ std::vector<OpCase> op_cases() {
        "aten::cat",
        {3, 4},
        none,
-       [](OpModel&, const at::Tensor& x) { return at::cat({x.transpose(1, 2), x.transpose(1, 2) * 2.0}, -1); }},
+       [](OpModel&, const at::Tensor& x) {
+         return at::cat({x.transpose(1, 2), x.transpose(1, 2) * 2.0}, -1);
+       }},
       {"sum_negative_dims_keepdim",
        "aten::sum",
        {3, 4, 5},
        none,
-       [](OpModel&, const at::Tensor& x) { return x.permute({0, 3, 1, 2}).sum({-1, -3}, true); }},
+       [](OpModel&, const at::Tensor& x) {
+         return x.permute({0, 3, 1, 2}).sum({-1, -3}, true);
+       }},
   };
 }
 

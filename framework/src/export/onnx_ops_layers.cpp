@@ -1,5 +1,6 @@
 // Pooling, normalization, resampling and padding (export/onnx_op_families.h). Sizes the
 // trace fixed (kernels, output sizes, pads) are constants; the batch is read from the input.
+#include <cmath>
 #include <limits>
 
 #include "export/onnx_op_families.h"
@@ -129,10 +130,64 @@ void upsample_bicubic2d(AtenNode& n, OnnxBuilder& b) {
   n.set_output(resize->output());
 }
 
+// Rows [first, first + count) of a 1-D or 2-D tensor (a slice of the packed projections).
+Value* rows(OnnxBuilder& b, Value* x, std::int64_t first, std::int64_t count) {
+  return b.op("Slice", {x, b.ints({first}), b.ints({first + count}), b.ints({0})});
+}
+
+// x @ w^T + bias, with w [out, in] as torch.nn.Linear keeps it.
+Value* projection(OnnxBuilder& b, Value* x, Value* w, Value* bias) {
+  torch::jit::Node* t = b.node("Transpose", {w});
+  t->is_(attr("perm"), {1, 0});
+  return b.op("Add", {b.op("MatMul", {x, t->output()}), bias});
+}
+
+// aten::_native_multi_head_attention(query, key, value, embed_dim, num_head, qkv_weight,
+// qkv_bias, proj_weight, proj_bias, mask, need_weights, average_attn_weights, mask_type):
+// nn.MultiheadAttention's inference path (torchvision's ViT), batch first. The packed
+// projections are sliced into q, k and v; heads are [batch, heads, time, width] by Reshape
+// (0 keeps the batch symbolic) and Transpose; the weights output only when asked.
+void native_multi_head_attention(AtenNode& n, OnnxBuilder& b) {
+  if (!n.is_none(9)) n.refuse("an attention mask");
+  if (n.rank(0) != 3) n.refuse("unbatched input");
+  const std::int64_t embed = n.int_(3), heads = n.int_(4), width = embed / heads;
+  Value* weight = n.tensor(5);
+  Value* bias = n.tensor(6);
+  const auto heads_first = [&](Value* x) {
+    torch::jit::Node* t = b.node("Transpose", {b.op("Reshape", {x, b.ints({0, 0, heads, width})})});
+    t->is_(attr("perm"), {0, 2, 1, 3});
+    return t->output();
+  };
+  Value* q = heads_first(projection(b, n.tensor(0), rows(b, weight, 0, embed), rows(b, bias, 0, embed)));
+  Value* k = heads_first(projection(b, n.tensor(1), rows(b, weight, embed, embed), rows(b, bias, embed, embed)));
+  Value* v =
+      heads_first(projection(b, n.tensor(2), rows(b, weight, 2 * embed, embed), rows(b, bias, 2 * embed, embed)));
+  torch::jit::Node* kt = b.node("Transpose", {k});
+  kt->is_(attr("perm"), {0, 1, 3, 2});
+  const at::ScalarType type = n.scalar_type(0);
+  Value* scores = b.op("Mul", {b.op("MatMul", {q, kt->output()}), b.scalar(1.0 / std::sqrt(double(width)), type)});
+  torch::jit::Node* softmax = b.node("Softmax", {scores});
+  softmax->i_(attr("axis"), -1);
+  torch::jit::Node* merged = b.node("Transpose", {b.op("MatMul", {softmax->output(), v})});
+  merged->is_(attr("perm"), {0, 2, 1, 3});
+  Value* out = b.op("Reshape", {merged->output(), b.ints({0, 0, embed})});
+  n.set_output(projection(b, out, n.tensor(7), n.tensor(8)), 0);
+  if (!n.bool_(10)) return n.set_output(b.constant(at::empty({0}, at::TensorOptions(type))), 1);
+  if (!n.bool_(11)) return n.set_output(softmax->output(), 1);
+  // The weights averaged over the heads: ReduceMean's axes are an input from opset 18.
+  torch::jit::Node* mean = b.opset() >= 18 ? b.node("ReduceMean", {softmax->output(), b.ints({1})})
+                                           : b.node("ReduceMean", {softmax->output()});
+  if (b.opset() < 18) mean->is_(attr("axes"), {1});
+  mean->i_(attr("keepdims"), 0);
+  n.set_output(mean->output(), 1);
+}
+
 }  // namespace
 
 std::vector<OnnxTranslation> layer_translations() {
   return {
+      {"aten::_native_multi_head_attention", "Slice+MatMul+Add+Reshape+Transpose+Softmax (the fused MHA)",
+       native_multi_head_attention},
       {"aten::avg_pool2d", "AveragePool", avg_pool2d},
       {"aten::constant_pad_nd", "Pad (constant)", constant_pad_nd},
       {"aten::group_norm", "Reshape+InstanceNormalization+Reshape+Mul+Add", group_norm},

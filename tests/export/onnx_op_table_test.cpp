@@ -782,6 +782,18 @@ std::vector<OpCase> op_cases() {
        [](OpModel&, const at::Tensor& x) {
          return x.flip({-1, 1});
        }},
+      {"diff", "aten::diff", {5, 3}, none, [](OpModel&, const at::Tensor& x) { return at::diff(x, 1, 1); }},
+      {"diff_twice_prepend_append",
+       "aten::diff",
+       {5, 3},
+       [](OpModel& m) {
+         m.add("before", at::randn({1, 1, 3}));
+         m.add("after", at::randn({1, 2, 3}));
+       },
+       [](OpModel& m, const at::Tensor& x) {
+         return at::diff(x.narrow(1, 0, 4) * 2.0, 2, -2, m.get("before").expand_as(x.narrow(1, 0, 1)),
+                         m.get("after").expand_as(x.narrow(1, 0, 2)));
+       }},
       {"index_select",
        "aten::index_select",
        {3, 4},

@@ -1,6 +1,6 @@
 // Creation, shape arithmetic and indexing: arange, zeros/ones/full and their new_* forms,
-// fill_/zero_, expand, repeat, flip, index_select, index (one index tensor), floor_divide,
-// remainder; and the batched matrix products bmm, baddbmm, einsum.
+// fill_/zero_, expand, repeat, flip, diff, index_select, index (one index tensor),
+// floor_divide, remainder; and the batched matrix products bmm, baddbmm, einsum.
 #include <limits>
 
 #include "export/onnx_op_families.h"
@@ -166,6 +166,29 @@ void remainder(AtenNode& n, OnnxBuilder& b) {
   n.set_output(mod->output());
 }
 
+// aten::diff(self, n, dim, prepend, append): x[1:] - x[:-1] along dim, n times, after
+// prepend and append are concatenated there.
+void diff(AtenNode& n, OnnxBuilder& b) {
+  const std::int64_t axis = n.axis(0, n.int_(2));
+  std::vector<Value*> parts;
+  if (!n.is_none(3)) parts.push_back(n.tensor(3));
+  parts.push_back(n.tensor(0));
+  if (!n.is_none(4)) parts.push_back(n.tensor(4));
+  Value* x = parts.front();
+  if (parts.size() > 1) {
+    torch::jit::Node* c = b.node("Concat", parts);
+    c->i_(attr("axis"), axis);
+    x = c->output();
+  }
+  const std::int64_t end = std::numeric_limits<std::int64_t>::max();
+  for (std::int64_t k = 0; k < n.int_(1); ++k) {
+    Value* later = b.op("Slice", {x, b.ints({1}), b.ints({end}), b.ints({axis})});
+    Value* earlier = b.op("Slice", {x, b.ints({0}), b.ints({-1}), b.ints({axis})});
+    x = b.op("Sub", {later, earlier});
+  }
+  n.set_output(x);
+}
+
 // aten::bmm(self, mat2): MatMul.
 void bmm(AtenNode& n, OnnxBuilder& b) { n.set_output(b.op("MatMul", {n.tensor(0), n.tensor(1)})); }
 
@@ -195,6 +218,7 @@ std::vector<OnnxTranslation> shape_translations() {
       {"aten::arange", "Cast+Range", arange},
       {"aten::baddbmm", "MatMul (Mul by alpha, beta; Add)", baddbmm},
       {"aten::bmm", "MatMul", bmm},
+      {"aten::diff", "Slice+Sub (Concat for prepend, append)", diff},
       {"aten::einsum", "Einsum", einsum},
       {"aten::expand", "Expand", expand},
       {"aten::fill_", "Shape+Expand", fill_},

@@ -281,20 +281,25 @@ TEST(ShardedTraining, Resnet18AndThePoliciesTrainAsTheReplicatedRun) {
   }
 }
 
+// The gpt2 recipe for 6 steps under `sharding`, whose policy (a fixture: fp32 otherwise)
+// interrupts rank 1 at step 3 unless precision.interrupt_step=0.
+std::string interrupted_recipe(const std::string& sharding) {
+  const std::string plugin = testing::configured::fixture_plugin_dir() + "/libmixt_fixture_inf_injection.so";
+  std::string recipe = "plugins: [" + plugin + "]\n" +
+                       testing::replace_once(kGpt2Recipe, "{ name: fp32 }",
+                                             "{ name: fixture_inf_injection, interrupt_rank: 1, interrupt_step: 3 }");
+  recipe = testing::replace_once(recipe, "max_steps_per_epoch: 4", "max_steps_per_epoch: 6");
+  return testing::replace_once(recipe, "distributed: { backend: gloo, timeout: 30 }",
+                               "distributed: { backend: gloo, timeout: 30, sharding: " + sharding + " }");
+}
+
 // Interrupted mid-epoch (SIGINT on rank 1, agreed by both) and resumed on the same 2 ranks:
 // bitwise the uninterrupted run. The checkpoint does not fit other shapes of run: one
 // process, or the same ranks without sharding, are refused (exit 2) saying why; its weights
 // are read in one process all the same (evaluate, export).
 TEST(ShardedTraining, AMidEpochResumeIsBitwiseAndOtherRunShapesAreRefused) {
   TempDir dir;
-  const std::string plugin = testing::configured::fixture_plugin_dir() + "/libmixt_fixture_inf_injection.so";
-  std::string recipe = "plugins: [" + plugin + "]\n" +
-                       testing::replace_once(kGpt2Recipe, "{ name: fp32 }",
-                                             "{ name: fixture_inf_injection, interrupt_rank: 1, interrupt_step: 3 }");
-  recipe = testing::replace_once(recipe, "max_steps_per_epoch: 4", "max_steps_per_epoch: 6");
-  recipe = testing::replace_once(recipe, "distributed: { backend: gloo, timeout: 30 }",
-                                 "distributed: { backend: gloo, timeout: 30, sharding: gradients }");
-  dir.write("r.yaml", recipe);
+  dir.write("r.yaml", interrupted_recipe("gradients"));
   const auto straight = run_ranks(dir, 2, {{"precision.interrupt_step=0", "output=straight"}});
   expect_all_exited(straight);
   const auto interrupted = run_ranks(dir, 2, {{"output=interrupted"}});
@@ -346,14 +351,7 @@ TEST(ShardedTraining, AMidEpochResumeIsBitwiseAndOtherRunShapesAreRefused) {
 // on the same ranks: bitwise the uninterrupted run.
 TEST(ShardedTraining, ParametersResumesMidEpochBitwise) {
   TempDir dir;
-  const std::string plugin = testing::configured::fixture_plugin_dir() + "/libmixt_fixture_inf_injection.so";
-  std::string recipe = "plugins: [" + plugin + "]\n" +
-                       testing::replace_once(kGpt2Recipe, "{ name: fp32 }",
-                                             "{ name: fixture_inf_injection, interrupt_rank: 1, interrupt_step: 3 }");
-  recipe = testing::replace_once(recipe, "max_steps_per_epoch: 4", "max_steps_per_epoch: 6");
-  recipe = testing::replace_once(recipe, "distributed: { backend: gloo, timeout: 30 }",
-                                 "distributed: { backend: gloo, timeout: 30, sharding: parameters }");
-  dir.write("r.yaml", recipe);
+  dir.write("r.yaml", interrupted_recipe("parameters"));
   const auto straight = run_ranks(dir, 2, {{"precision.interrupt_step=0", "output=straight"}});
   expect_all_exited(straight);
   const auto interrupted = run_ranks(dir, 2, {{"output=interrupted"}});

@@ -197,13 +197,7 @@ void dropout(AtenNode& n, Builder&) {
 // (linear) to the traced output size, the batch and channels taken from the input's shape
 // so the batch stays symbolic. PyTorch's align_corners=False is ONNX's pytorch_half_pixel.
 void upsample_bilinear2d(AtenNode& n, Builder& b) {
-  if (n.is_none(1)) n.refuse("an output size given as scale factors");
-  const std::vector<std::int64_t> size = n.ints(1);
-  Value* x = n.tensor(0);
-  Value* leading = b.op("Slice", {b.op("Shape", {x}), b.ints({0}), b.ints({2}), b.ints({0})});
-  torch::jit::Node* sizes = b.node("Concat", {leading, b.ints(size)});
-  sizes->i_(attr("axis"), 0);
-  torch::jit::Node* resize = b.node("Resize", {x, b.none(), b.none(), sizes->output()});
+  torch::jit::Node* resize = resize_to_traced_size(n, b);
   resize->s_(attr("mode"), "linear");
   resize->s_(attr("coordinate_transformation_mode"), n.bool_(2) ? "align_corners" : "pytorch_half_pixel");
   n.set_output(resize->output());

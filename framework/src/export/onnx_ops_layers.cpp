@@ -49,12 +49,7 @@ void group_norm(AtenNode& n, OnnxBuilder& b) {
 // aten::upsample_nearest2d(self, output_size, scales_h, scales_w): Resize (nearest, ATen's
 // floor(out * in / out_size) source index: asymmetric, floor) to the traced output size.
 void upsample_nearest2d(AtenNode& n, OnnxBuilder& b) {
-  if (n.is_none(1)) n.refuse("an output size given as scale factors");
-  Value* x = n.tensor(0);
-  Value* leading = b.op("Slice", {b.op("Shape", {x}), b.ints({0}), b.ints({2}), b.ints({0})});
-  torch::jit::Node* sizes = b.node("Concat", {leading, b.ints(n.ints(1))});
-  sizes->i_(attr("axis"), 0);
-  torch::jit::Node* resize = b.node("Resize", {x, b.none(), b.none(), sizes->output()});
+  torch::jit::Node* resize = resize_to_traced_size(n, b);
   resize->s_(attr("mode"), "nearest");
   resize->s_(attr("coordinate_transformation_mode"), "asymmetric");
   resize->s_(attr("nearest_mode"), "floor");
@@ -118,12 +113,7 @@ void instance_norm(AtenNode& n, OnnxBuilder& b) {
 // aten::upsample_bicubic2d(self, output_size, align_corners, scales_h, scales_w): Resize
 // (cubic, PyTorch's A = -0.75), the batch and channels from the input's shape.
 void upsample_bicubic2d(AtenNode& n, OnnxBuilder& b) {
-  if (n.is_none(1)) n.refuse("an output size given as scale factors");
-  Value* x = n.tensor(0);
-  Value* leading = b.op("Slice", {b.op("Shape", {x}), b.ints({0}), b.ints({2}), b.ints({0})});
-  torch::jit::Node* sizes = b.node("Concat", {leading, b.ints(n.ints(1))});
-  sizes->i_(attr("axis"), 0);
-  torch::jit::Node* resize = b.node("Resize", {x, b.none(), b.none(), sizes->output()});
+  torch::jit::Node* resize = resize_to_traced_size(n, b);
   resize->s_(attr("mode"), "cubic");
   resize->f_(attr("cubic_coeff_a"), -0.75);
   resize->s_(attr("coordinate_transformation_mode"), n.bool_(2) ? "align_corners" : "pytorch_half_pixel");
@@ -183,6 +173,15 @@ void native_multi_head_attention(AtenNode& n, OnnxBuilder& b) {
 }
 
 }  // namespace
+
+torch::jit::Node* onnx_ops::resize_to_traced_size(AtenNode& n, OnnxBuilder& b) {
+  if (n.is_none(1)) n.refuse("an output size given as scale factors");
+  Value* x = n.tensor(0);
+  Value* leading = b.op("Slice", {b.op("Shape", {x}), b.ints({0}), b.ints({2}), b.ints({0})});
+  torch::jit::Node* sizes = b.node("Concat", {leading, b.ints(n.ints(1))});
+  sizes->i_(attr("axis"), 0);
+  return b.node("Resize", {x, b.none(), b.none(), sizes->output()});
+}
 
 std::vector<OnnxTranslation> layer_translations() {
   return {

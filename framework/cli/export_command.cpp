@@ -52,6 +52,9 @@ struct ModelInput {
   std::string preprocessing;  // the dataset's own description, when it gives one
   // The task's open axes (a token model's sequence stays symbolic in the file) and meanings.
   ExportedInterface exported;
+  // Token ids, not floats: a token model's open axis is bounded by its context (its position
+  // embeddings); an image model's height and width are not.
+  bool integer_input = false;
   InputMaker make_input;
 };
 
@@ -90,6 +93,7 @@ ModelInput model_input(const ExportOptions& options, const ModelTarget& target, 
   }
   if (!in.class_names.empty()) in.classes = static_cast<std::int64_t>(in.class_names.size());
   in.exported = task.exported();
+  in.integer_input = !at::isFloatingType(task.blank_inputs({1}, at::kCPU).scalar_type());
   in.make_input = input_maker(task, in.classes);
   return in;
 }
@@ -192,7 +196,8 @@ void print_written(const ExportOptions& options, const std::string& summary, con
   for (const OpenAxis& open : in.exported.open_axes) {
     const std::int64_t traced_size = in.sample_shape.at(static_cast<std::size_t>(open.input_dim - 1));
     axes.at(static_cast<std::size_t>(open.input_dim)) = open.name;
-    open_text += (open_text.empty() ? "" : ", ") + open.name + " up to " + std::to_string(traced_size);
+    open_text += (open_text.empty() ? "" : ", ") + open.name + (in.integer_input ? " up to " : " traced at ") +
+                 std::to_string(traced_size);
     if (traced_size > 1) checked += " and " + open.words + "s 1 and " + std::to_string((traced_size + 1) / 2);
   }
   std::string shape;
@@ -277,7 +282,7 @@ int export_model(const ExportOptions& options) {
       trace.traced.graph->outputs().at(0)->type()->expectRef<c10::TensorType>().sizes().concrete_sizes();
   if (output_sizes) facts.output_shape = *output_sizes;
   facts.exported = in.exported;
-  facts.integer_input = !at::isFloatingType(task->blank_inputs({1}, at::kCPU).scalar_type());
+  facts.integer_input = in.integer_input;
   facts.channels_last = inference.channels_last();
   facts.model_context = model_context_length(*model);
   const std::map<std::string, std::string> metadata = export_metadata(plan.recipe, facts);

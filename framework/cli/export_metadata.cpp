@@ -60,8 +60,10 @@ std::map<std::string, std::string> export_metadata(const Recipe& recipe, const E
   for (std::size_t i = 1; i < facts.output_shape.size(); ++i) output_shape.push_back(facts.output_shape[i]);
   nlohmann::json input = {{"name", "input"}, {"dtype", facts.integer_input ? "int64" : facts.dtype}};
   for (const OpenAxis& open : facts.exported.open_axes) {
-    input["max_" + open.name] = facts.model_context > 0 ? nlohmann::json(facts.model_context)
-                                                        : input_shape.at(static_cast<std::size_t>(open.input_dim));
+    if (facts.integer_input) {  // an image model takes larger images than the traced ones
+      input["max_" + open.name] = facts.model_context > 0 ? nlohmann::json(facts.model_context)
+                                                          : input_shape.at(static_cast<std::size_t>(open.input_dim));
+    }
     input_shape.at(static_cast<std::size_t>(open.input_dim)) = open.name;
     if (static_cast<std::size_t>(open.output_dim) < output_shape.size()) {
       output_shape.at(static_cast<std::size_t>(open.output_dim)) = open.name;

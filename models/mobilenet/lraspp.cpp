@@ -7,6 +7,7 @@
 // backbone.N.*, classifier.cbr.*, classifier.scale.1.weight, classifier.low_classifier.*,
 // classifier.high_classifier.*.
 #include "../common/layers.h"
+#include "mixt/helpers/traced_sizes.h"
 #include "mobilenet.h"
 
 namespace mixt::models {
@@ -37,7 +38,7 @@ class LrasppHeadImpl : public torch::nn::Module {
   at::Tensor forward(const torch::nn::Module& model, const at::Tensor& low, const at::Tensor& high) {
     const at::Tensor gated = routed(model, "classifier.cbr", cbr_, high) *
                              routed(model, "classifier.scale", scale_, at::adaptive_avg_pool2d(high, {1, 1}));
-    const at::Tensor upsampled = at::upsample_bilinear2d(gated, {low.size(2), low.size(3)}, /*align_corners=*/false);
+    const at::Tensor upsampled = mixt::upsample_bilinear_like(gated, low);
     return routed(model, "classifier.low_classifier", low_classifier_, low) +
            routed(model, "classifier.high_classifier", high_classifier_, upsampled);
   }
@@ -66,7 +67,7 @@ class Lraspp : public Model {
       if (i++ == kLowStage) low = y;
     }
     const at::Tensor logits = classifier_->forward(*this, low, y);
-    return at::upsample_bilinear2d(logits, {x.size(2), x.size(3)}, /*align_corners=*/false);
+    return mixt::upsample_bilinear_like(logits, x);
   }
 
  private:

@@ -11,6 +11,7 @@
 #include <torch/nn/modules/dropout.h>
 
 #include "../common/layers.h"
+#include "mixt/helpers/traced_sizes.h"
 
 namespace mixt::models {
 
@@ -43,7 +44,7 @@ class AsppPoolingImpl : public torch::nn::Module {
   }
   at::Tensor forward(const at::Tensor& x) {
     const at::Tensor y = norm_->forward(conv_->forward(at::adaptive_avg_pool2d(x, {1, 1}))).relu();
-    return at::upsample_bilinear2d(y, {x.size(2), x.size(3)}, /*align_corners=*/false);
+    return mixt::upsample_bilinear_like(y, x);
   }
 
  private:
@@ -99,7 +100,7 @@ class SegmentationResNet : public Model {
   at::Tensor forward(const at::Tensor& x) override {
     const at::Tensor features = backbone_->forward_stages(x).second;
     const at::Tensor logits = routed(*this, "classifier", classifier_, features);
-    return at::upsample_bilinear2d(logits, {x.size(2), x.size(3)}, /*align_corners=*/false);
+    return mixt::upsample_bilinear_like(logits, x);
   }
 
  private:

@@ -41,8 +41,11 @@ std::string recipe(const std::string& model, const std::string& shape, std::int6
 
 // Exports `model` (a recipe's model section) in the three formats, runs mixt predict on
 // batches of `sample` and holds the files to the references.
+// `second_sample`, when given: another sample shape the files must take (a task that keeps
+// the image's height and width open), checked at batches 1 and 3.
 void export_and_check(const std::string& model, const std::vector<std::int64_t>& sample,
-                      const nlohmann::json& torchvision, std::int64_t classes = 10, const std::string& task = "") {
+                      const nlohmann::json& torchvision, std::int64_t classes = 10, const std::string& task = "",
+                      const std::vector<std::int64_t>& second_sample = {}) {
   SCOPED_TRACE(model);
   TempDir dir;
   std::string shape = "[";
@@ -71,6 +74,18 @@ void export_and_check(const std::string& model, const std::vector<std::int64_t>&
                       {"data", (dir.path() / "data.safetensors").string()},
                       {"batches", kBatches},
                       {"onnx", (dir.path() / "m21.onnx").string()}});
+  if (!second_sample.empty()) {
+    NamedTensors second;
+    fs::create_directories(dir.path() / "second");
+    ASSERT_NO_FATAL_FAILURE(testing::predicted_batches(dir.path() / "second", (dir.path() / "r.yaml").string(),
+                                                       second_sample, {1, 3}, 8, second));
+    save_safetensors(dir.path() / "second.safetensors", second);
+    nlohmann::json case_at_second_size = full;
+    case_at_second_size["name"] = "second_size";
+    case_at_second_size["data"] = (dir.path() / "second.safetensors").string();
+    case_at_second_size["batches"] = {1, 3};
+    manifest.push_back(case_at_second_size);
+  }
   dir.write("manifest.json", manifest.dump());
   const nlohmann::json results = testing::run_export_reference(dir.path() / "manifest.json");
 
@@ -96,6 +111,19 @@ void export_and_check(const std::string& model, const std::vector<std::int64_t>&
     ASSERT_TRUE(r["torchvision_max_diff"].is_number()) << r["torchvision_max_diff"];
     EXPECT_LE(r["torchvision_max_diff"].get<double>(), tolerance);
   }
+  if (!second_sample.empty()) {
+    const nlohmann::json& second = results.at("second_size");
+    EXPECT_EQ(r["inputs"][0], nlohmann::json::array({"batch", sample.at(0), "height", "width"}));
+    ASSERT_NO_FATAL_FAILURE(testing::expect_onnx_within(results, "second_size", tolerance));
+    EXPECT_GT(second["expected_max_abs"].get<double>(), 0.05);
+    EXPECT_EQ(second["torchscript_max_diff"], 0.0);
+    if (!torchvision.is_null()) {
+      EXPECT_LE(second["torchvision_max_diff"].get<double>(), tolerance);
+    }
+    std::cout << "[ measured ] " << model << " at a second image size: ONNX Runtime " << second["onnx_max_diff"]
+              << ", torch.jit.load " << second["torchscript_max_diff"] << ", torchvision "
+              << second.value("torchvision_max_diff", nlohmann::json("-")) << "\n";
+  }
   const nlohmann::json& metadata = r["metadata"];
   for (const char* key : {"mixt.version", "mixt.recipe", "mixt.source", "mixt.classes", "mixt.input", "mixt.output",
                           "mixt.preprocessing"}) {
@@ -117,7 +145,8 @@ nlohmann::json vision(const std::string& name, nlohmann::json kwargs = nlohmann:
 
 // A family with the parity fixture's weights (tests/golden/make_model_zoo_golden.py: random,
 // perturbed, random batch-norm statistics) and its input's sample shape.
-void export_parity_case(const std::string& name, const nlohmann::json& torchvision, const std::string& task = "") {
+void export_parity_case(const std::string& name, const nlohmann::json& torchvision, const std::string& task = "",
+                        bool second_image_size = false) {
   const fs::path parity = testing::configured::model_parity_dir();
   nlohmann::json section = nlohmann::json::parse(testing::read_file(parity / "cases.json")).at(name);
   section["weights"] = (parity / (name + ".weights.safetensors")).string();
@@ -129,7 +158,9 @@ void export_parity_case(const std::string& name, const nlohmann::json& torchvisi
   }
   // A task of its own checks the output against the data's classes; classification's export does not.
   const std::int64_t classes = task.empty() ? 10 : section["num_classes"].get<std::int64_t>();
-  export_and_check(section.dump(), sample, torchvision, classes, task);
+  std::vector<std::int64_t> second_sample;
+  if (second_image_size) second_sample = {sample.at(0), sample.at(1) * 3 / 4, sample.at(2) * 5 / 4};  // 48x80 at 64x64
+  export_and_check(section.dump(), sample, torchvision, classes, task, second_sample);
 }
 
 // simple_cnn has no torchvision twin: its own seeded initialisation.
@@ -144,10 +175,10 @@ TEST(ExportCli, MobilenetV3Small) { export_parity_case("mobilenet_v3_small", vis
 TEST(ExportCli, EfficientnetB0) { export_parity_case("efficientnet_b0", vision("efficientnet_b0")); }
 TEST(ExportCli, Vgg11Bn) { export_parity_case("vgg11_bn", vision("vgg11_bn")); }
 // A segmentation model's parity case under the segmentation task, held to torchvision's model
-// built without downloads or the auxiliary head.
+// built without downloads or the auxiliary head, at the traced image size and another one.
 void export_segmentation_case(const std::string& name) {
   export_parity_case(name, {{"model", name}, {"kwargs", {{"num_classes", 4}, {"weights_backbone", nullptr}}}},
-                     "task: {name: segmentation}");
+                     "task: {name: segmentation}", /*second_image_size=*/true);
 }
 
 // A segmentation model: its bilinear upsampling becomes ONNX Resize; logits at every pixel.

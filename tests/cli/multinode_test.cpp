@@ -3,7 +3,8 @@
 // operator would on two machines (Gloo over the veth, the elastic agents' stores across it).
 // A plain job trains to the weights of one node with 4 ranks; a job whose worker on the
 // second node is killed (at once, before the run directory exists, and after the first
-// epoch) under --max-restarts=1 restarts, resumes and ends where the plain job ended. Needs
+// epoch) under --max-restarts=1 restarts, resumes and ends where the plain job ended; so do
+// sharded jobs (ZeRO-2 on the CNN, ZeRO-3 on a small GPT-2) against one node's sharded run. Needs
 // root and `ip netns`; skipped with the reason otherwise.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -40,6 +41,21 @@ data:
   val:   { name: fashion_mnist, split: test, batch_size: 64, limit: 256 }
 trainer: { epochs: 3, seed: 0, threads: 1, log_every: 1, max_steps_per_epoch: 4,
            distributed: { backend: gloo, timeout: 60 } }
+output: runs
+)";
+
+// ZeRO-3 across the nodes: a small GPT-2 whose blocks are gathered and released over the
+// veth (trainer.distributed.sharding: parameters), 3 epochs of 4 steps of a global batch of 16.
+const std::string kShardedLanguageModelRecipe = R"(name: dp
+task:      { name: causal_lm }
+model:     { name: gpt2, num_layers: 2, num_heads: 2, hidden_dim: 32, context_length: 32, dropout: 0, attention_dropout: 0 }
+precision: { name: fp32 }
+optimizer: { name: adamw, lr: 3.0e-3, weight_decay: 0.1 }
+data:
+  train: { name: text, context: 32, to: 0.5, batch_size: 4 }
+  val:   { name: text, context: 32, from: 0.95, batch_size: 32 }
+trainer: { epochs: 3, seed: 0, threads: 1, log_every: 1, max_steps_per_epoch: 4,
+           distributed: { backend: gloo, timeout: 60, sharding: parameters } }
 output: runs
 )";
 
@@ -85,7 +101,8 @@ class TwoNodes {
   // torchrun on `node` for job `id`: node a hosts the rendezvous store.
   // Each job its own rendezvous port: the last job's may still be in TIME_WAIT.
   std::unique_ptr<ChildProcess> torchrun(char node, const std::string& id, int port, const TempDir& dir,
-                                         const std::vector<std::string>& overrides) const {
+                                         const std::vector<std::string>& overrides,
+                                         const std::string& recipe = "r.yaml") const {
     std::vector<std::string> argv = {"ip",
                                      "netns",
                                      "exec",
@@ -102,7 +119,7 @@ class TwoNodes {
     if (node == 'a') argv.insert(argv.begin() + 11, "--rdzv-conf=is_host=1");
     argv.push_back(testing::configured::mixt_executable());
     argv.push_back("run");
-    argv.push_back("r.yaml");
+    argv.push_back(recipe);
     argv.insert(argv.end(), overrides.begin(), overrides.end());
     return std::make_unique<ChildProcess>(
         argv, std::vector<std::string>{"GLOO_SOCKET_IFNAME=" + veth(node), "OMP_NUM_THREADS=1"}, dir.path(),
@@ -194,6 +211,10 @@ TEST(MultiNode, TwoNodesTrainAsOneAndAWorkerKilledOnOneNodeIsRestartedWhereTheJo
       testing::run_ranks(dir, 4, {{"output=one-node-sharded", "trainer.distributed.sharding=gradients"}}, 240);
   for (const auto& rank : one_node_sharded) ASSERT_EQ(rank.exit_code, 0) << rank.log;
   const auto sharded_reference = final_weights(dir, "one-node-sharded");
+  dir.write("lm.yaml", kShardedLanguageModelRecipe);
+  const auto one_node_zero3 = testing::run_ranks(dir, 4, {{"output=one-node-zero3"}}, 240, {"run", "lm.yaml"});
+  for (const auto& rank : one_node_zero3) ASSERT_EQ(rank.exit_code, 0) << rank.log;
+  const auto zero3_reference = final_weights(dir, "one-node-zero3");
 
   int port = 29411;
   auto a = nodes.torchrun('a', "plain", port, dir, {"output=plain"});
@@ -206,25 +227,29 @@ TEST(MultiNode, TwoNodesTrainAsOneAndAWorkerKilledOnOneNodeIsRestartedWhereTheJo
   std::printf("two nodes vs one node, 4 ranks each: max |w| difference %.3g\n", across_nodes);
   EXPECT_LT(across_nodes, 1e-6);
 
-  // The last: a sharded job (trainer.distributed.sharding: gradients), whose restart
-  // resumes every rank's optimizer shard written beside the epoch's checkpoint.
+  // Then sharded jobs (trainer.distributed.sharding: gradients, and parameters on a
+  // language model), whose restart resumes every rank's optimizer shard written beside the
+  // epoch's checkpoint.
+  enum class Job { plain, gradients, parameters };
   struct Kill {
     bool at_once;
-    bool sharded;
+    Job job;
     const char* name;
   };
   for (int round = 0; round < repeats(); ++round) {
-    for (const Kill kill : {Kill{true, false, "at-once-"}, Kill{false, false, "after-epoch-"},
-                            Kill{false, true, "sharded-after-epoch-"}}) {
+    for (const Kill kill :
+         {Kill{true, Job::plain, "at-once-"}, Kill{false, Job::plain, "after-epoch-"},
+          Kill{false, Job::gradients, "sharded-after-epoch-"}, Kill{false, Job::parameters, "zero3-after-epoch-"}}) {
       const bool at_once = kill.at_once;
       const std::string id = kill.name + std::to_string(round);
       SCOPED_TRACE(id);
       const fs::path runs = dir.path() / id / "dp";
       ++port;
       std::vector<std::string> overrides{"output=" + id};
-      if (kill.sharded) overrides.push_back("trainer.distributed.sharding=gradients");
-      a = nodes.torchrun('a', id, port, dir, overrides);
-      b = nodes.torchrun('b', id, port, dir, overrides);
+      if (kill.job == Job::gradients) overrides.push_back("trainer.distributed.sharding=gradients");
+      const std::string recipe = kill.job == Job::parameters ? "lm.yaml" : "r.yaml";
+      a = nodes.torchrun('a', id, port, dir, overrides, recipe);
+      b = nodes.torchrun('b', id, port, dir, overrides, recipe);
       bool run_directory_existed = false;
       const bool killed = kill_a_worker_of_b_when(*b, [&] {
         std::error_code ec;
@@ -251,7 +276,10 @@ TEST(MultiNode, TwoNodesTrainAsOneAndAWorkerKilledOnOneNodeIsRestartedWhereTheJo
       // The agents stop the failed attempt's workers with SIGTERM, and kill those that are
       // still there 30 s later: every worker must have left at once, wherever it waited.
       EXPECT_THAT(end.logs, ::testing::Not(::testing::HasSubstr("forcefully exiting via 9")));
-      EXPECT_EQ(max_difference(kill.sharded ? sharded_reference : reference, final_weights(dir, id)), 0.0);
+      const auto& expected = kill.job == Job::plain       ? reference
+                             : kill.job == Job::gradients ? sharded_reference
+                                                          : zero3_reference;
+      EXPECT_EQ(max_difference(expected, final_weights(dir, id)), 0.0);
       if (std::getenv("MIXT_MULTINODE_LOGS")) std::printf("%s\n", end.logs.c_str());
     }
   }

@@ -17,6 +17,7 @@
 #include "export/traced_model.h"
 #include "mixt/error.h"
 #include "mixt/helpers/safetensors.h"
+#include "mixt/helpers/traced_sizes.h"
 #include "test_support.h"
 
 namespace mixt {
@@ -208,6 +209,18 @@ std::vector<OpCase> op_cases() {
        [](OpModel&, const at::Tensor& x) {
          return at::upsample_bilinear2d(x, {3, 4}, true);
        }},
+      // Back to the input's size as the graph reads it (aten::size -> prim::NumToTensor ->
+      // aten::Int -> the output size): one case for each op that records.
+      {"size_of_input",
+       "aten::size",
+       {2, 8, 6},
+       none,
+       [](OpModel&, const at::Tensor& x) { return upsample_bilinear_like(at::avg_pool2d(x, 2), x); }},
+      {"int_of_traced_size",
+       "aten::Int",
+       {3, 5, 7},
+       none,
+       [](OpModel&, const at::Tensor& x) { return upsample_bilinear_like(at::avg_pool2d(x, 2), x, true); }},
       {"hardsigmoid",
        "aten::hardsigmoid",
        {9},

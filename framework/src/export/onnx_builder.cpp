@@ -115,6 +115,27 @@ std::vector<std::int64_t> AtenNode::ints(std::size_t i) const {
   return value.toIntVector();
 }
 
+Value* AtenNode::int_list(std::size_t i) const {
+  const Value* v = node_->inputs().at(i);
+  if (v->node()->kind() != c10::prim::ListConstruct) return builder_.ints(ints(i));
+  std::vector<Value*> items;
+  bool computed = false;
+  for (const Value* item : v->node()->inputs()) {
+    if (auto found = tensors_.find(item); found != tensors_.end()) {
+      items.push_back(builder_.op("Unsqueeze", {found->second, builder_.ints({0})}));
+      computed = true;
+    } else if (auto value = torch::jit::toIValue(item); value && value->isInt()) {
+      items.push_back(builder_.ints({value->toInt()}));
+    } else {
+      refuse("argument " + std::to_string(i) + " is a list with an item neither a number nor a traced size");
+    }
+  }
+  if (!computed) return builder_.ints(ints(i));
+  torch::jit::Node* concat = builder_.node("Concat", items);
+  concat->i_(OnnxBuilder::attr("axis"), 0);
+  return concat->output();
+}
+
 std::int64_t AtenNode::rank(std::size_t i) const { return static_cast<std::int64_t>(traced_sizes(i).size()); }
 
 c10::TensorTypePtr AtenNode::traced_type(std::size_t i) const {

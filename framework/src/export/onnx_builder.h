@@ -70,6 +70,9 @@ class AtenNode {
   bool bool_(std::size_t i) const;
   std::string string(std::size_t i) const;
   std::vector<std::int64_t> ints(std::size_t i) const;
+  // An int[] input as a 1-D int64 tensor: the constant list, or one whose items the forward
+  // read from tensors' shapes (aten::size), each as the graph computes it.
+  Value* int_list(std::size_t i) const;
   // What the trace saw of a tensor input: its rank, its sizes (use only the non-batch
   // dimensions: dimension 0 is symbolic in the file), its scalar type.
   std::int64_t rank(std::size_t i) const;

@@ -28,9 +28,10 @@ inline std::vector<std::int64_t> twice(const std::vector<std::int64_t>& pads) {
   return out;
 }
 inline void unary(AtenNode& n, OnnxBuilder& b, const char* type) { n.set_output(b.op(type, {n.tensor(0)})); }
-// aten::upsample_*(self, output_size, ...): a Resize of self to the traced output size, the
-// batch and channels read from self's shape (the batch stays symbolic); the caller sets its
-// mode. Scale factors instead of a size are refused.
+// aten::upsample_*(self, output_size, ...): a Resize of self to the output size (the
+// trace's numbers, or sizes the forward read from a tensor: mixt::upsample_bilinear_like),
+// the batch and channels read from self's shape (the batch stays symbolic); the caller sets
+// its mode. Scale factors instead of a size are refused.
 torch::jit::Node* resize_to_traced_size(AtenNode& n, OnnxBuilder& b);
 // ONNX's TensorProto element type of an ATen type export writes (refused otherwise).
 std::int64_t onnx_element_type(AtenNode& n, at::ScalarType t);

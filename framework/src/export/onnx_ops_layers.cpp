@@ -178,7 +178,7 @@ torch::jit::Node* onnx_ops::resize_to_traced_size(AtenNode& n, OnnxBuilder& b) {
   if (n.is_none(1)) n.refuse("an output size given as scale factors");
   Value* x = n.tensor(0);
   Value* leading = b.op("Slice", {b.op("Shape", {x}), b.ints({0}), b.ints({2}), b.ints({0})});
-  torch::jit::Node* sizes = b.node("Concat", {leading, b.ints(n.ints(1))});
+  torch::jit::Node* sizes = b.node("Concat", {leading, n.int_list(1)});
   sizes->i_(attr("axis"), 0);
   return b.node("Resize", {x, b.none(), b.none(), sizes->output()});
 }

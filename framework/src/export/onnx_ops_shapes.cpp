@@ -1,6 +1,7 @@
 // Creation, shape arithmetic and indexing: arange, zeros/ones/full and their new_* forms,
 // fill_/zero_, expand, repeat, flip, diff, index_select, index (one index tensor),
-// floor_divide, remainder; and the batched matrix products bmm, baddbmm, einsum.
+// floor_divide, remainder; the sizes a forward reads (size, Int); and the batched matrix
+// products bmm, baddbmm, einsum.
 #include <limits>
 
 #include "export/onnx_op_families.h"
@@ -211,6 +212,22 @@ void einsum(AtenNode& n, OnnxBuilder& b) {
   n.set_output(e->output());
 }
 
+// aten::size(self, dim) -> int: a 0-D int64 read from the input's shape, so that what the
+// forward computes from it follows the input (mixt::upsample_bilinear_like records it).
+void size(AtenNode& n, OnnxBuilder& b) {
+  if (n.inputs() != 2) n.refuse("the whole shape as a list (only size(dim) is translated)");
+  torch::jit::Node* gather = b.node("Gather", {b.op("Shape", {n.tensor(0)}), b.scalar(n.int_(1), at::kLong)});
+  gather->i_(attr("axis"), 0);
+  n.set_output(gather->output());
+}
+
+// aten::Int(tensor) -> int: a size read back as a number (prim::NumToTensor's inverse), an
+// int64 0-D tensor in ONNX.
+void int_of(AtenNode& n, OnnxBuilder& b) {
+  const bool traced_size = n.traced().input(0)->node()->kind() == c10::prim::NumToTensor;
+  n.set_output(traced_size ? n.tensor(0) : tensor_as(n, b, 0, at::kLong));
+}
+
 }  // namespace
 
 std::vector<OnnxTranslation> shape_translations() {
@@ -234,7 +251,9 @@ std::vector<OnnxTranslation> shape_translations() {
       {"aten::remainder", "Mod (integers), Div+Floor+Mul+Sub (floats)", remainder},
       {"aten::repeat", "Tile (Unsqueeze first for new axes)", repeat},
       {"aten::zero_", "Shape+Expand", zero_},
+      {"aten::size", "Shape+Gather", size},
       {"aten::zeros", "ConstantOfShape", zeros},
+      {"aten::Int", "(nothing) for a traced size, else Cast to int64", int_of},
   };
 }
 

@@ -60,6 +60,8 @@ class Translation {
       list_construct(node);
     } else if (kind == c10::prim::ListUnpack) {
       list_unpack(node);
+    } else if (kind == c10::prim::NumToTensor) {
+      same_value(node);  // a traced size as a tensor: both are int64 0-D tensors in ONNX
     } else {
       aten_op(node);
     }
@@ -114,8 +116,16 @@ class Translation {
     }
   }
 
-  // A list of tensors, some of them perhaps None (aten::index's Tensor?[]: null there).
+  void same_value(const torch::jit::Node* node) {
+    const auto found = tensors_.find(node->input(0));
+    if (found == tensors_.end()) refuse(*node, opset_, "its input is not a value the trace computed");
+    tensors_[node->output()] = found->second;
+  }
+
+  // A list of tensors, some of them perhaps None (aten::index's Tensor?[]: null there). A
+  // list of ints, traced sizes among them, is read by the op that takes it (AtenNode::int_list).
   void list_construct(const torch::jit::Node* node) {
+    if (node->output()->type()->isSubtypeOf(*c10::ListType::ofInts())) return;
     std::vector<Value*> items;
     std::size_t tensors = 0, nones = 0;
     for (const Value* item : node->inputs()) {

@@ -83,8 +83,9 @@ double check_other_sizes(TracedModel& traced, const std::function<at::Tensor(con
       dim == 0 ? "write the forward without x.size(0) in shapes: x.flatten(1) for view({x.size(0), -1}), "
                  "t.unflatten(-1, {heads, -1}) for reshape({n, l, heads, d}) (docs/plugins.md, \"Exportable forwards\")"
                : "write the forward without x.size(" + std::to_string(dim) +
-                     ") in shapes or arange: count positions from the input (as gpt2 does) and unflatten the last "
-                     "dimension (docs/plugins.md, \"Exportable forwards\")";
+                     ") in shapes or arange: count positions from the input (as gpt2 does), unflatten the last "
+                     "dimension, upsample to an image's size with mixt::upsample_bilinear_like (docs/plugins.md, "
+                     "\"Exportable forwards\")";
   double worst = 0.0;
   for (std::int64_t size : sizes) {
     std::vector<std::int64_t> shape = example.sizes().vec();

@@ -145,6 +145,9 @@ class Segmentation : public mixt::Task {
   mixt::ExportedInterface exported() const override {
     mixt::ExportedInterface interface;
     interface.output_meaning = "logits per class at every pixel [batch, classes, height, width]";
+    // A segmentation model labels images of any size: the file's height and width stay
+    // symbolic, and the export checks them at other sizes (mixt::upsample_bilinear_like).
+    interface.open_axes = {{2, 2, "height", "image height"}, {3, 3, "width", "image width"}};
     return interface;
   }
 

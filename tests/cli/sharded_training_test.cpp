@@ -154,7 +154,8 @@ INSTANTIATE_TEST_SUITE_P(Modes, ShardedGpt2, ::testing::Values("optimizer", "gra
 // uses: gathered as the block's forward starts, released as it returns, gathered again for
 // its backward and released once its gradients are reduce-scattered. The numbers are those
 // of `gradients` (the same shards, reduce-scatters and steps): bitwise, with accumulation and
-// with every block recomputed; and at most one of the four blocks is ever whole at once.
+// with every block recomputed. With prefetch (the default) at most two of the four blocks are
+// whole at once (the one computing and the next); without, one.
 TEST(ShardedTraining, ParametersGathersOneBlockAtATimeAndTrainsAsGradientsDoes) {
   TempDir dir;
   dir.write("r.yaml", testing::replace_once(kGpt2Recipe, "num_layers: 2", "num_layers: 4"));
@@ -165,18 +166,25 @@ TEST(ShardedTraining, ParametersGathersOneBlockAtATimeAndTrainsAsGradientsDoes) 
       {"bf16", {"data.train.batch_size=8", "precision.name=amp_bf16"}}};
   for (const auto& [variant, overrides] : variants) {
     std::map<std::string, std::map<std::string, at::Tensor>> weights;
-    for (const std::string mode : {"gradients", "parameters"}) {
+    std::vector<std::string> modes{"gradients", "parameters"};
+    if (variant == "plain") modes.push_back("one-block");
+    for (const std::string& mode : modes) {
       std::vector<std::string> arguments = overrides;
       arguments.push_back("output=" + variant + "-" + mode);
-      arguments.push_back("trainer.distributed.sharding=" + mode);
+      arguments.push_back("trainer.distributed.sharding=" + std::string(mode == "gradients" ? mode : "parameters"));
+      if (mode == "one-block") arguments.push_back("trainer.distributed.prefetch=false");
       const auto ranks = run_ranks(dir, 2, {arguments});
       expect_all_exited(ranks);
-      if (mode == "parameters") {
-        EXPECT_THAT(ranks[0].log, HasSubstr("at most 1 of the 4 blocks' weights were whole at once")) << variant;
+      if (mode != "gradients") {
+        const std::string most = mode == "one-block" ? "1" : "2";
+        EXPECT_THAT(ranks[0].log, HasSubstr("at most " + most + " of the 4 blocks' weights were whole at once"))
+            << variant << " " << mode;
       }
       weights[mode] = saved_weights(last_checkpoint(dir, variant + "-" + mode));
     }
-    EXPECT_EQ(max_difference(weights["gradients"], weights["parameters"]), 0.0) << variant;
+    for (const std::string& mode : modes) {
+      EXPECT_EQ(max_difference(weights["gradients"], weights[mode]), 0.0) << variant << " " << mode;
+    }
   }
 }
 
@@ -195,7 +203,7 @@ TEST(ShardedTraining, ParametersTrainsResnet18AsTheReplicatedRun) {
     expect_all_exited(replicated);
     const auto sharded = run_ranks(dir, 2, {sharded_arguments}, 240);
     expect_all_exited(sharded);
-    EXPECT_THAT(sharded[0].log, HasSubstr("at most 1 of the 8 blocks' weights were whole at once"));
+    EXPECT_THAT(sharded[0].log, HasSubstr("at most 2 of the 8 blocks' weights were whole at once"));
     EXPECT_EQ(max_difference(saved_weights(last_checkpoint(dir, "replicated-" + precision)),
                              saved_weights(last_checkpoint(dir, "parameters-" + precision))),
               0.0)

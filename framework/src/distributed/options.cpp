@@ -47,7 +47,10 @@ const OptionsOf<DistributedOptions>& bound() {
                   "`none`: every rank keeps the whole optimizer state; `optimizer` (ZeRO-1): each rank keeps and "
                   "updates 1/N of it, gradients all-reduced; `gradients` (ZeRO-2): gradients reduce-scattered too, "
                   "each rank keeping its 1/N; `parameters` (ZeRO-3): the weights of each block too, gathered "
-                  "around its forward and backward (see below)");
+                  "around its forward and backward (see below)")
+          .add(&O::prefetch, "prefetch",
+               "with `sharding: parameters`: `true`: start gathering the next block's weights while a block "
+               "computes (two blocks whole at once), as FSDP2 prefetches; `false`: one block at a time");
   return options;
 }
 }  // namespace

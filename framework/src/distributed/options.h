@@ -26,6 +26,7 @@ struct DistributedOptions {
   bool overlap = false;          // start a bucket's all-reduce during backward (gradient hooks)
   bool sync_batchnorm = false;   // mixt::BatchNorm layers take global batch statistics
   Sharding sharding = Sharding::none;
+  bool prefetch = true;  // sharding: parameters gathers the next block while one computes
 
   static DistributedOptions read(const Config& section);
   // The keys read() reads, with the defaults above, for `mixt describe trainer`.

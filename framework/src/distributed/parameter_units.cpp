@@ -74,8 +74,8 @@ std::vector<int> unit_of_each(const std::vector<std::pair<std::string, at::Tenso
 
 ParameterUnits::ParameterUnits(std::shared_ptr<torch::nn::Module> model, ShardLayout& layout,
                                const std::vector<int>& units, const std::vector<std::string>& blocks,
-                               const ProcessGroupCommunicator& communicator)
-    : model_(std::move(model)), layout_(layout), communicator_(communicator) {
+                               const ProcessGroupCommunicator& communicator, bool prefetch)
+    : model_(std::move(model)), layout_(layout), communicator_(communicator), prefetch_(prefetch) {
   std::map<int, std::size_t> index_of_block;
   for (std::size_t i = 0; i < layout_.entries().size(); ++i) {
     const at::Tensor& full = layout_.entries()[i].full;
@@ -83,7 +83,7 @@ ParameterUnits::ParameterUnits(std::shared_ptr<torch::nn::Module> model, ShardLa
     if (units[i] < 0) continue;
     auto [where, added] = index_of_block.emplace(units[i], units_.size());
     if (added) {
-      units_.push_back({blocks[static_cast<std::size_t>(units[i])], {}, 0, 0, true});
+      units_.push_back({blocks[static_cast<std::size_t>(units[i])], {}, 0, 0, true, std::nullopt});
       unit_by_name_[units_.back().name] = where->second;
     }
     units_[where->second].entries.push_back(i);
@@ -95,6 +95,7 @@ ParameterUnits::ParameterUnits(std::shared_ptr<torch::nn::Module> model, ShardLa
     if (unit >= 0) ++units_[static_cast<std::size_t>(unit)].buckets;
   }
   gathered_ = static_cast<int>(units_.size());
+  place_.assign(units_.size(), -1);
   routing::set_block_gate(*model_, this);
   set_submodule_observer(*model_, this);
 }
@@ -110,6 +111,10 @@ ParameterUnits::Unit* ParameterUnits::find_locked(std::string_view block) {
 }
 
 void ParameterUnits::gather_locked(Unit& unit) {
+  if (unit.pending) {
+    layout_.finish_all_gather(*unit.pending, communicator_);
+    unit.pending.reset();
+  }
   if (unit.gathered) return;
   for (const std::size_t i : unit.entries) allocate_storage(layout_.entries()[i].full, storage_bytes_[i]);
   layout_.all_gather_entries(unit.entries, communicator_, "parameter all_gather (" + unit.name + ")");
@@ -117,8 +122,26 @@ void ParameterUnits::gather_locked(Unit& unit) {
   if (whole_ == 0) most_gathered_ = std::max(most_gathered_, ++gathered_);
 }
 
+void ParameterUnits::prefetch_locked(std::size_t index) {
+  Unit& unit = units_[index];
+  if (unit.gathered) return;
+  for (const std::size_t i : unit.entries) allocate_storage(layout_.entries()[i].full, storage_bytes_[i]);
+  unit.pending =
+      layout_.start_all_gather_entries(unit.entries, communicator_, "parameter all_gather (" + unit.name + ")");
+  unit.gathered = true;
+  if (whole_ == 0) most_gathered_ = std::max(most_gathered_, ++gathered_);
+}
+
+std::optional<std::size_t> ParameterUnits::neighbour(std::size_t unit, int step) const {
+  const int place = place_[unit] + step;
+  if (place_[unit] < 0 || place < 0 || place >= static_cast<int>(order_.size())) return std::nullopt;
+  return order_[static_cast<std::size_t>(place)];
+}
+
 void ParameterUnits::release_locked(Unit& unit) {
   if (!unit.gathered || whole_ > 0) return;
+  // A gather still moving (a prefetch for a unit that did not run) ends before its storage goes.
+  if (unit.pending) gather_locked(unit);
   for (const std::size_t i : unit.entries) release_storage(layout_.entries()[i].full);
   unit.gathered = false;
   --gathered_;
@@ -140,8 +163,9 @@ void ParameterUnits::after_step() {
   // Released units are refilled from the new shards as they run; one still whole (a whole
   // model scope) is refilled now.
   for (Unit& unit : units_) {
-    if (unit.gathered)
-      layout_.all_gather_entries(unit.entries, communicator_, "parameter all_gather (" + unit.name + ")");
+    if (!unit.gathered) continue;
+    gather_locked(unit);  // a prefetch still moving the old values ends first
+    layout_.all_gather_entries(unit.entries, communicator_, "parameter all_gather (" + unit.name + ")");
   }
 }
 
@@ -182,7 +206,19 @@ void ParameterUnits::on_bucket_taken(std::size_t bucket) {
 
 void ParameterUnits::entering(std::string_view block) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (Unit* unit = find_locked(block)) gather_locked(*unit);
+  Unit* unit = find_locked(block);
+  if (!unit) return;
+  const auto index = static_cast<std::size_t>(unit - units_.data());
+  // The forward's order, from the first forward: it ends when a unit comes again.
+  if (learning_order_ && place_[index] >= 0) learning_order_ = false;
+  if (learning_order_) {
+    place_[index] = static_cast<int>(order_.size());
+    order_.push_back(index);
+  }
+  gather_locked(*unit);
+  if (prefetch_ && !learning_order_) {
+    if (const auto next = neighbour(index, +1)) prefetch_locked(*next);
+  }
 }
 
 void ParameterUnits::observe(std::string_view name, const at::Tensor& output) {
@@ -194,6 +230,9 @@ void ParameterUnits::observe(std::string_view name, const at::Tensor& output) {
     output.register_hook([this, unit](const at::Tensor&) {
       std::lock_guard<std::mutex> relock(mutex_);
       gather_locked(*unit);
+      if (!prefetch_) return;
+      // Backward goes through the units in the forward's reverse order.
+      if (const auto before = neighbour(static_cast<std::size_t>(unit - units_.data()), -1)) prefetch_locked(*before);
     });
   }
   release_locked(*unit);

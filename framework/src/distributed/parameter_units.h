@@ -8,6 +8,11 @@
 // (embeddings, final norm, head) form the root, which stays whole on every rank, as
 // torchtitan keeps the last norm and head, and is all-gathered after each step as in ZeRO-2.
 //
+// With prefetch, the next unit's all-gather starts as a unit's forward starts (the next in
+// the order the first forward entered them) and the previous unit's as backward reaches a
+// unit, as FSDP2 prefetches: two units are whole at once, and the collective runs while the
+// unit computes. Every rank starts the same gathers in the same order.
+//
 // A weight is released in place: its StorageImpl's bytes go, its shape stays (numel() > 0,
 // storage().nbytes() == 0). Tensors autograd saved from it (a transpose) share that storage,
 // so they give up their bytes too and see the refill: swapping the tensor's data would keep
@@ -22,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,7 +49,7 @@ class ParameterUnits final : public routing::BlockGate, public SubmoduleObserver
   // `units[i]`: unit_of_each()'s answer for layout.entries()[i]; the layout's buckets keep
   // to one unit each (ShardLayout's `groups`). Installs itself on `model`.
   ParameterUnits(std::shared_ptr<torch::nn::Module> model, ShardLayout& layout, const std::vector<int>& units,
-                 const std::vector<std::string>& blocks, const ProcessGroupCommunicator& communicator);
+                 const std::vector<std::string>& blocks, const ProcessGroupCommunicator& communicator, bool prefetch);
   ~ParameterUnits() override;
   ParameterUnits(const ParameterUnits&) = delete;
   ParameterUnits& operator=(const ParameterUnits&) = delete;
@@ -77,16 +83,24 @@ class ParameterUnits final : public routing::BlockGate, public SubmoduleObserver
     std::vector<std::size_t> entries;
     std::size_t buckets = 0;
     std::size_t buckets_taken = 0;
-    bool gathered = true;
+    bool gathered = true;  // its storage is there (its values too, unless `pending`)
+    std::optional<ShardLayout::PendingGather> pending;
   };
   void gather_locked(Unit& unit);
+  void prefetch_locked(std::size_t unit);
+  // The unit `step` places after `unit` in the first forward's order (-1 before), if any.
+  std::optional<std::size_t> neighbour(std::size_t unit, int step) const;
   void release_locked(Unit& unit);
   Unit* find_locked(std::string_view block);
 
   std::shared_ptr<torch::nn::Module> model_;
   ShardLayout& layout_;
   const ProcessGroupCommunicator& communicator_;
+  bool prefetch_;
   std::vector<Unit> units_;
+  std::vector<std::size_t> order_;  // units as the first forward entered them
+  std::vector<int> place_;          // each unit's index in order_, -1 until entered
+  bool learning_order_ = true;
   std::map<std::string, std::size_t, std::less<>> unit_by_name_;
   std::vector<int> unit_of_bucket_;         // -1: the root's
   std::vector<std::size_t> storage_bytes_;  // of each entry's full tensor

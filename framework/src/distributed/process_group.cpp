@@ -95,14 +95,17 @@ void ProcessGroupCommunicator::reduce_scatter_sum(at::Tensor& output, at::Tensor
   wait(start_reduce_scatter_sum(output, input, what), what);
 }
 
-void ProcessGroupCommunicator::all_gather(at::Tensor& output, at::Tensor& input, const std::string& what) const {
-  c10::intrusive_ptr<c10d::Work> work;
+c10::intrusive_ptr<c10d::Work> ProcessGroupCommunicator::start_all_gather(at::Tensor& output, at::Tensor& input,
+                                                                          const std::string& what) const {
   try {
-    work = backend_->_allgather_base(output, input, c10d::AllgatherOptions{});
+    return backend_->_allgather_base(output, input, c10d::AllgatherOptions{});
   } catch (const c10::Error& error) {
     fail(what, error.what_without_backtrace());
   }
-  wait(work, what);
+}
+
+void ProcessGroupCommunicator::all_gather(at::Tensor& output, at::Tensor& input, const std::string& what) const {
+  wait(start_all_gather(output, input, what), what);
 }
 
 void ProcessGroupCommunicator::broadcast(at::Tensor& tensor, int root) const {

@@ -33,6 +33,8 @@ class ProcessGroupCommunicator final : public Communicator {
   // operation in an error. Both tensors contiguous, of one dtype and device.
   void reduce_scatter_sum(at::Tensor& output, at::Tensor& input, const std::string& what) const;
   void all_gather(at::Tensor& output, at::Tensor& input, const std::string& what) const;
+  // all_gather, started: finish with wait().
+  c10::intrusive_ptr<c10d::Work> start_all_gather(at::Tensor& output, at::Tensor& input, const std::string& what) const;
   // reduce_scatter_sum, started: finish with wait().
   c10::intrusive_ptr<c10d::Work> start_reduce_scatter_sum(at::Tensor& output, at::Tensor& input,
                                                           const std::string& what) const;

@@ -94,19 +94,35 @@ void ShardLayout::all_gather_into_full(const ProcessGroupCommunicator& communica
 void ShardLayout::all_gather_entries(const std::vector<std::size_t>& indices,
                                      const ProcessGroupCommunicator& communicator, const std::string& what) {
   if (indices.empty()) return;
+  PendingGather pending = start_all_gather_entries(indices, communicator, what);
+  finish_all_gather(pending, communicator);
+}
+
+ShardLayout::PendingGather ShardLayout::start_all_gather_entries(const std::vector<std::size_t>& indices,
+                                                                 const ProcessGroupCommunicator& communicator,
+                                                                 const std::string& what) {
   at::NoGradGuard no_grad;
+  PendingGather pending{indices, {}, {}, {}, what};
   const std::int64_t numel = bucket_numel(indices);
   const at::TensorOptions options = entries_[indices.front()].full.options();
-  at::Tensor input = at::empty({numel}, options);
+  pending.input = at::empty({numel}, options);
   std::int64_t column = 0;
   for (const std::size_t i : indices) {
-    input.narrow(0, column, entries_[i].shard_numel).copy_(entries_[i].shard.reshape({-1}));
+    pending.input.narrow(0, column, entries_[i].shard_numel).copy_(entries_[i].shard.reshape({-1}));
     column += entries_[i].shard_numel;
   }
-  at::Tensor output = at::empty({world_size_ * numel}, options);
-  communicator.all_gather(output, input, what);
-  const at::Tensor rows = output.view({world_size_, numel});
-  column = 0;
+  pending.output = at::empty({world_size_ * numel}, options);
+  pending.work = communicator.start_all_gather(pending.output, pending.input, what);
+  return pending;
+}
+
+void ShardLayout::finish_all_gather(PendingGather& pending, const ProcessGroupCommunicator& communicator) {
+  at::NoGradGuard no_grad;
+  communicator.wait(pending.work, pending.what);
+  const std::vector<std::size_t>& indices = pending.entries;
+  const std::int64_t numel = pending.input.numel();
+  const at::Tensor rows = pending.output.view({world_size_, numel});
+  std::int64_t column = 0;
   for (const std::size_t i : indices) {
     Entry& entry = entries_[i];
     const at::Tensor gathered = rows.narrow(1, column, entry.shard_numel).reshape({-1});

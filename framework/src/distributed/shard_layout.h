@@ -46,6 +46,18 @@ class ShardLayout {
   // refills weights that a pending backward has saved.
   void all_gather_entries(const std::vector<std::size_t>& entries, const ProcessGroupCommunicator& communicator,
                           const std::string& what);
+  // The same in two halves, so that other work runs while the collective moves the shards
+  // (sharding: parameters' prefetch): started here, written into the full tensors (whose
+  // storage must be there by then) by finish_all_gather.
+  struct PendingGather {
+    std::vector<std::size_t> entries;
+    at::Tensor input, output;
+    c10::intrusive_ptr<c10d::Work> work;
+    std::string what;
+  };
+  PendingGather start_all_gather_entries(const std::vector<std::size_t>& entries,
+                                         const ProcessGroupCommunicator& communicator, const std::string& what);
+  void finish_all_gather(PendingGather& pending, const ProcessGroupCommunicator& communicator);
   // Drops the full tensors' gradients (zero_grad).
   void drop_full_gradients();
 

@@ -178,7 +178,8 @@ std::unique_ptr<ShardedOptimizer> shard_optimizer(
   auto layout = std::make_unique<ShardLayout>(full, group->rank(), group->world_size(), bucket_bytes, units);
   std::unique_ptr<ParameterUnits> parameter_units;
   if (options.sharding == Sharding::parameters) {
-    parameter_units = std::make_unique<ParameterUnits>(blocks.model, *layout, units, blocks.blocks, *group);
+    parameter_units =
+        std::make_unique<ParameterUnits>(blocks.model, *layout, units, blocks.blocks, *group, options.prefetch);
     if (parameter_units->unit_count() == 0) {
       warn(
           "trainer.distributed.sharding: parameters, but the model routes no block through mixt::call_block "

@@ -317,7 +317,7 @@ PeakMemory peak_memory(at::Device device) {
 // The worker's JSON line, from the run's result and the step times after the warmup.
 json worker_line(const std::string& policy, const Experiment& e, const BenchOptions& options, const TrainResult& result,
                  const StepTimerCallback& timer, const std::vector<double>& timed) {
-  const at::Device device = e.components.device;
+  const at::Device device = e.facts.device;
   const std::int64_t batch_size = result.optimizer_steps > 0 ? result.samples / result.optimizer_steps : 0;
   double total_ms = 0;
   for (double ms : timed) total_ms += ms;
@@ -338,7 +338,7 @@ json worker_line(const std::string& policy, const Experiment& e, const BenchOpti
           {"loss", loss},
           {"loss_finite", std::isfinite(loss)},
           {"skipped_steps", skipped},
-          {"speed_note", e.components.speed_note}};
+          {"speed_note", e.facts.speed_note}};
   // A task whose samples hold several predictions (a window's tokens) counts them too.
   if (const auto unit = e.components.task->throughput(e.components.train->sample_shape())) {
     line[unit->unit + "_per_s"] = samples_per_s * static_cast<double>(unit->per_sample);
@@ -357,11 +357,11 @@ int bench_worker(const BenchOptions& options) {
   Session session;
   Experiment e = session.prepare(options.recipe, overrides);
   check_enough_batches(e.components.train->batches_per_epoch(), options);
-  const at::Device device = e.components.device;
+  const at::Device device = e.facts.device;
   if (device.is_cuda()) at::accelerator::resetPeakStats(device.index());
 
   Progress quiet(false, 1, /*quiet=*/true);
-  Trainer trainer(e.components, e.options, nullptr, quiet);
+  Trainer trainer(e.components, e.facts, e.options, nullptr, quiet);
   auto timer = std::make_shared<StepTimerCallback>(device);
   trainer.add_callback(timer, "bench_timer");
   const TrainResult result = trainer.fit();

@@ -99,7 +99,7 @@ class CountingLinear : public LinearFunction {
 // How many of the model's linear layers (mixt/helpers/linear.h) the precision policy
 // computes its own way (float8, for the fp8_* policies), and their share of the linear
 // layers' FLOPs in one forward pass of a blank sample.
-void print_linear_layers(const Components& c, const std::vector<std::int64_t>& sample_shape) {
+void print_linear_layers(const Components& c, const RunFacts& facts, const std::vector<std::int64_t>& sample_shape) {
   const std::vector<LinearLayer> layers = linear_layers(*c.model);
   if (layers.empty()) return;
   std::vector<double> flops(layers.size(), 0.0);
@@ -108,7 +108,7 @@ void print_linear_layers(const Components& c, const std::vector<std::int64_t>& s
     installed.push_back(layers[i].owner->linear_function(layers[i].map));
     layers[i].set_function(std::make_shared<CountingLinear>(installed.back(), flops[i]));
   }
-  forward_blank_batch(c, sample_shape, /*batch=*/1);
+  forward_blank_batch(c, facts, sample_shape, /*batch=*/1);
   std::size_t own = 0;
   double own_flops = 0.0, all_flops = 0.0;
   for (std::size_t i = 0; i < layers.size(); ++i) {
@@ -141,7 +141,7 @@ std::string joined(const std::vector<std::string>& names) {
 void print_routing_and_steps(const Experiment& e) {
   const Components& c = e.components;
   const ActivationCheckpointing& choice = e.options.activation_checkpointing;
-  const Routing routing = probe_routing(c, /*with_blocks=*/true, choice);
+  const Routing routing = probe_routing(c, e.facts, /*with_blocks=*/true, choice);
   if (!c.train->sample_shape().empty()) {
     if (routing.routed.empty()) {
       std::printf("  routed    none (fp32_modules and activation_checkpointing need mixt::call_submodule)\n");
@@ -216,11 +216,11 @@ int check(const std::string& recipe, const std::vector<std::string>& overrides) 
   // is a recipe error `run` would give: read it as `run` will (nothing is written).
   if (!e.options.resume.empty()) {
     TrainState state;
-    Checkpointer(e.components, e.options, state, e.coordinator())
+    Checkpointer(e.components, e.facts, e.options, state, e.coordinator())
         .resume(e.options.resume, /*check_data_order=*/e.parallel != nullptr);
   }
   std::printf("%s: ok\n", recipe.c_str());
-  for (const auto& r : e.components.records) {
+  for (const auto& r : e.facts.records) {
     std::printf("  %-9s %-16s plugin %s %s\n", r.kind.c_str(), r.name.c_str(), r.plugin.c_str(),
                 r.plugin_version.c_str());
   }
@@ -244,7 +244,7 @@ int check(const std::string& recipe, const std::vector<std::string>& overrides) 
   describe_data("train", *e.components.train);
   if (e.components.val) describe_data("val", *e.components.val);
   std::printf("  model     %s parameters\n", with_thousands(parameter_count(*e.components.model)).c_str());
-  print_linear_layers(e.components, e.components.train->sample_shape());
+  print_linear_layers(e.components, e.facts, e.components.train->sample_shape());
   print_routing_and_steps(e);
   return 0;
 }

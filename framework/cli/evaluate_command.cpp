@@ -89,12 +89,12 @@ int evaluate(const EvaluateOptions& options) {
   Experiment e = session.prepare(std::move(plan.recipe));
   Components& c = e.components;
   if (!c.val) throw usage_error("data." + options.split + " is empty (null)", "name a data section with --split");
-  const Inference inference(c, plan, options.ema, e.options.seed);  // the plan's weights, in the built model
+  const Inference inference(c, e.facts, plan, options.ema, e.options.seed);  // the plan's weights, in the built model
   if (interrupt_requested()) throw Error(ErrorKind::interrupted, "interrupted before the evaluation; nothing was done");
 
   // Under torchrun each rank scores its shard, each sample once (the Evaluator counts no
   // padding), and the figures are summed; rank 0 reports them.
-  const Evaluator evaluator(c, e.coordinator());
+  const Evaluator evaluator(c, e.facts, e.coordinator());
 
   const bool main_rank = e.main_rank();
   const bool wants_matrix =
@@ -113,7 +113,7 @@ int evaluate(const EvaluateOptions& options) {
   report.source = source;
   report.weights = options.ema ? "ema" : "model";
   report.split = options.split;
-  for (const ComponentRecord& record : c.records) {
+  for (const ComponentRecord& record : e.facts.records) {
     if (record.kind == "precision") report.precision = record.name;
   }
   if (report.confusion.defined()) {

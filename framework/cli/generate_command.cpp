@@ -169,7 +169,7 @@ int generate(const GenerateOptions& options) {
   Experiment e = session.prepare(std::move(plan.recipe));
   Components& c = e.components;
   refuse_unless_language_model(*c.task);
-  const Inference inference(c, plan, options.ema, e.options.seed);
+  const Inference inference(c, e.facts, plan, options.ema, e.options.seed);
   const std::vector<std::int64_t> shape = c.train->sample_shape();
   return sample(
       options, e.recipe,

@@ -95,7 +95,7 @@ json curve_json(const LrFindOptions& o, const LrFindResult& result, const std::o
 // The name of the recipe's precision policy, as its component record has it.
 std::string precision_policy(const Experiment& e) {
   std::string policy;
-  for (const ComponentRecord& record : e.components.records) {
+  for (const ComponentRecord& record : e.facts.records) {
     if (record.kind == "precision") policy = record.name;
   }
   return policy;
@@ -174,7 +174,7 @@ int lr_find(const LrFindOptions& options) {
     std::fprintf(stderr, "  step %4lld  lr %-8s loss %-9.4g smoothed %.4g%s\n", static_cast<long long>(p.step),
                  short_lr(p.lr).c_str(), p.loss, p.smoothed, p.skipped ? " (skipped)" : "");
   };
-  const LrFindResult result = find_learning_rate(e.components, e.options, e.parallel.get(), ramp, progress);
+  const LrFindResult result = find_learning_rate(e.components, e.facts, e.options, e.parallel.get(), ramp, progress);
   if (!main_rank) return 0;  // rank 0 writes and reports
 
   const std::vector<LrRangePoint> applied = applied_points(result.test.points());

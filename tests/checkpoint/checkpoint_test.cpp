@@ -32,7 +32,7 @@ TEST(Checkpoints, ResumingADirectoryTakesTheNewestByItsHeaderNotTheLink) {
   Fixture f;
   testing::TempDir dir;
   RunDirectory run(dir.path(), "crash");
-  Trainer(f.components, options(2), &run, f.progress).fit();
+  Trainer(f.components, f.facts, options(2), &run, f.progress).fit();
   const fs::path checkpoints = run.checkpoints();
   fs::remove(checkpoints / "last");
   fs::create_symlink("epoch-0001", checkpoints / "last");
@@ -48,7 +48,7 @@ TEST(Checkpoints, ALinkThatCannotBeMadeIsAMixtErrorAndTheEpochIsKept) {
   testing::TempDir dir;
   RunDirectory run(dir.path(), "link");
   fs::create_directories(run.checkpoints() / "last.tmp" / "in-the-way");
-  testing::expect_error([&] { Trainer(f.components, options(1), &run, f.progress).fit(); }, ErrorKind::runtime,
+  testing::expect_error([&] { Trainer(f.components, f.facts, options(1), &run, f.progress).fit(); }, ErrorKind::runtime,
                         "cannot point " + (run.checkpoints() / "last").string() + " at epoch-0001");
   EXPECT_EQ(resolve_checkpoint(run.path()), run.checkpoints() / "epoch-0001");
 }
@@ -97,7 +97,7 @@ void as_if_saved_on_cuda(const fs::path& file) {
 // One epoch of the fixture saved to `file`; returns the weights it saved.
 std::vector<at::Tensor> train_one_epoch_and_save(const fs::path& file) {
   Fixture saved;
-  Trainer trained(saved.components, options(1), nullptr, saved.progress);
+  Trainer trained(saved.components, saved.facts, options(1), nullptr, saved.progress);
   trained.fit();
   trained.save_checkpoint(file);
   return saved.weights();
@@ -113,7 +113,7 @@ TEST(Checkpoints, ACheckpointSavedOnAGpuResumesOnTheCpu) {
   contents.archive.read("model", model);
   for (const auto& [name, tensor] : flatten_archive(model)) EXPECT_TRUE(tensor.device().is_cpu()) << name;
   Fixture resumed;
-  Trainer(resumed.components, options(2), nullptr, resumed.progress).resume(dir.path() / "ckpt");
+  Trainer(resumed.components, resumed.facts, options(2), nullptr, resumed.progress).resume(dir.path() / "ckpt");
   EXPECT_TRUE(same(resumed.weights(), saved));
   for (const auto& p : resumed.components.model->parameters()) EXPECT_TRUE(p.device().is_cpu());
 }
@@ -121,7 +121,7 @@ TEST(Checkpoints, ACheckpointSavedOnAGpuResumesOnTheCpu) {
 std::string resume_error(const fs::path& checkpoint) {
   Fixture f;
   try {
-    Trainer(f.components, options(2), nullptr, f.progress).resume(checkpoint);
+    Trainer(f.components, f.facts, options(2), nullptr, f.progress).resume(checkpoint);
   } catch (const Error& e) {
     EXPECT_EQ(e.exit_code(), 2) << e.what();
     return e.message();
@@ -165,7 +165,7 @@ TEST(Checkpoints, ARunDirectoryWithoutItsLastLinkResumesFromItsNewestEpoch) {
   testing::TempDir dir;
   Fixture first;
   RunDirectory run(dir.path(), "run");
-  Trainer(first.components, options(2), &run, first.progress).fit();
+  Trainer(first.components, first.facts, options(2), &run, first.progress).fit();
   fs::remove(run.checkpoints() / "last");
   EXPECT_EQ(resolve_checkpoint(run.path()), run.checkpoints() / "epoch-0002");
   fs::create_symlink("epoch-0009", run.checkpoints() / "last");  // dangling
@@ -176,7 +176,7 @@ TEST(Checkpoints, ARunDirectoryWithoutItsLastLinkResumesFromItsNewestEpoch) {
 TEST(Checkpoints, CheckpointFromAnotherFileIsRejected) {
   testing::TempDir dir;
   Fixture f;
-  Trainer trainer(f.components, options(1), nullptr, f.progress);
+  Trainer trainer(f.components, f.facts, options(1), nullptr, f.progress);
   const auto bogus = dir.write("bogus.ckpt", "definitely not a checkpoint");
   testing::expect_error([&] { trainer.resume(bogus); }, ErrorKind::recipe, "not a mixt checkpoint");
 }

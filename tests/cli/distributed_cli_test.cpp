@@ -52,7 +52,7 @@ std::map<std::string, at::Tensor> checkpoint_weights(const fs::path& recipe, con
   PluginLoader loader(registry);
   Experiment e = prepare_experiment(recipe, {}, loader, registry, [](const std::string&) {});
   Progress progress(false, 1000, /*quiet=*/true);
-  Trainer trainer(e.components, e.options, nullptr, progress);
+  Trainer trainer(e.components, e.facts, e.options, nullptr, progress);
   trainer.resume(checkpoint);
   std::map<std::string, at::Tensor> weights;
   for (const auto& item : e.components.model->named_parameters()) weights[item.key()] = item.value().detach().clone();

@@ -136,6 +136,7 @@ struct Fixture {
   BuiltPlugins plugins;
   RecipeNodePtr root = parse_yaml("optimizer: {name: sgd, lr: 0.05, momentum: 0.9}", "test");
   Components components;
+  RunFacts facts;  // as a hand-built run's: on the CPU, no records, no data order
   Progress progress{false, 1000};
 
   // `events`: what the training data does when (the validation data does nothing).

@@ -162,7 +162,7 @@ int train(const std::string& recipe, const std::string& out) {
     return 2;
   }
   mixt::Progress quiet(false, 1000, /*quiet=*/true);
-  mixt::Trainer(e.components, e.options, nullptr, quiet, e.parallel.get()).fit();
+  mixt::Trainer(e.components, e.facts, e.options, nullptr, quiet, e.parallel.get()).fit();
   torch::serialize::OutputArchive archive;
   e.components.precision->save(archive);  // a float8 policy's fp8_amax_history, fp8_scales
   // The optimizer's parameters (a master-weight policy's float32 masters) and the model's, flat.

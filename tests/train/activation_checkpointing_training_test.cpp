@@ -55,7 +55,8 @@ struct Case {
   std::string data{}, task{};
 };
 
-Components build(const Case& c, TrainerOptions& options) {
+// `options` and `facts`: the recipe's trainer options, and what building found.
+Components build(const Case& c, TrainerOptions& options, RunFacts& facts) {
   // One thread, as the suite's other training tests: ctest runs two test processes at once,
   // and two-thread ATen pools on two cores starve each other (minutes instead of seconds).
   at::set_num_threads(1);
@@ -72,7 +73,7 @@ Components build(const Case& c, TrainerOptions& options) {
       "r.yaml");
   const Config recipe(root, "");
   options = TrainerOptions::read(recipe.section("trainer"));
-  return build_components(recipe, plugins().registry, options, recipe.section("trainer"));
+  return build_components(recipe, plugins().registry, options, recipe.section("trainer"), facts);
 }
 
 Trained collect(Components& c, std::vector<double> losses, const TrainResult& result) {
@@ -93,10 +94,11 @@ Trained collect(Components& c, std::vector<double> losses, const TrainResult& re
 
 Trained train(const Case& c) {
   TrainerOptions options;
-  Components components = build(c, options);
+  RunFacts facts;
+  Components components = build(c, options, facts);
   Progress progress{false, 1000};
   std::vector<double> losses;
-  Trainer trainer(components, options, nullptr, progress);
+  Trainer trainer(components, facts, options, nullptr, progress);
   trainer.add_callback(std::make_shared<LossRecorder>(losses), "losses");
   const TrainResult result = trainer.fit();
   return collect(components, std::move(losses), result);
@@ -204,11 +206,12 @@ TEST(ActivationCheckpointingTraining, AResumeInTheMiddleEqualsTheUninterruptedRu
   Progress progress{false, 1000};
   TrainerOptions options;
   c.epochs = 1;
-  Components first = build(c, options);
-  Trainer(first, options, &run, progress).fit();
+  RunFacts first_facts, second_facts;
+  Components first = build(c, options, first_facts);
+  Trainer(first, first_facts, options, &run, progress).fit();
   c.epochs = 2;
-  Components second = build(c, options);
-  Trainer resumed(second, options, nullptr, progress);
+  Components second = build(c, options, second_facts);
+  Trainer resumed(second, second_facts, options, nullptr, progress);
   resumed.resume(run.checkpoints() / "epoch-0001");
   const TrainResult result = resumed.fit();
   Trained after_resume = collect(second, {}, result);
@@ -229,8 +232,9 @@ TEST(ActivationCheckpointingTraining, AResumeInTheMiddleEqualsTheUninterruptedRu
 // The recipe error that building ResNet-50 with `setting` raises; a test failure if none.
 std::optional<Error> recipe_error_of(const std::string& setting) {
   TrainerOptions options;
+  RunFacts facts;
   try {
-    build({kResNet50, "{name: fp32}", setting, 1, 8}, options);
+    build({kResNet50, "{name: fp32}", setting, 1, 8}, options, facts);
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::recipe) << setting;
     return e;

@@ -144,13 +144,14 @@ std::vector<std::string> expected_calls(std::int64_t epochs, std::int64_t steps,
 TEST(Callbacks, AreCalledInOrderOverEpochsWithValidation) {
   Fixture f;
   auto recorder = add_recorder(f);
-  Trainer(f.components, options(2), nullptr, f.progress).fit();
+  Trainer(f.components, f.facts, options(2), nullptr, f.progress).fit();
   EXPECT_EQ(recorder->calls, expected_calls(2, 16, true));
 
   Fixture without_validation;
   without_validation.components.val.reset();
   auto second = add_recorder(without_validation);
-  Trainer(without_validation.components, options(1), nullptr, without_validation.progress).fit();
+  Trainer(without_validation.components, without_validation.facts, options(1), nullptr, without_validation.progress)
+      .fit();
   EXPECT_EQ(second->calls, expected_calls(1, 16, false));
 }
 
@@ -159,12 +160,12 @@ TEST(Callbacks, AreCalledInOrderOverEpochsWithValidation) {
 TEST(Callbacks, OtherWeightsAreEvaluatedAfterTheModelsAndSwappedBack) {
   Fixture plain;
   auto baseline = add_recorder(plain);
-  Trainer(plain.components, options(2), nullptr, plain.progress).fit();
+  Trainer(plain.components, plain.facts, options(2), nullptr, plain.progress).fit();
 
   Fixture f;
   auto recorder = add_recorder(f);
   f.components.callbacks.push_back({std::make_shared<FirstWeights>(f.components.model), "first", "fixture", ""});
-  Trainer(f.components, options(2), nullptr, f.progress).fit();
+  Trainer(f.components, f.facts, options(2), nullptr, f.progress).fit();
   std::vector<std::string> expected = expected_calls(2, 16, true);
   for (std::int64_t e = 1; e >= 0; --e) {
     const auto end = std::find(expected.begin(), expected.end(), "epoch_end " + std::to_string(e) + " evaluated");
@@ -194,7 +195,7 @@ TEST(Callbacks, SeeOneStepEndPerOptimizerStepUnderAccumulation) {
   auto recorder = add_recorder(f);
   TrainerOptions o = options(1);
   o.accumulate = 3;
-  Trainer(f.components, o, nullptr, f.progress).fit();
+  Trainer(f.components, f.facts, o, nullptr, f.progress).fit();
   EXPECT_EQ(recorder->calls, expected_calls(1, 6, false));
 
   // The same run by hand: each step's mean loss over its micro-batches, before its update.
@@ -226,7 +227,7 @@ TEST(Callbacks, AreToldOfAnInterruptAfterItsCheckpointIsWritten) {
   Fixture f({.interrupt_at = 21});  // the 22nd batch: step 6 of epoch 2
   auto recorder = add_recorder(f);
   RunDirectory run(dir.path(), "interrupted");
-  EXPECT_THROW(Trainer(f.components, options(2), &run, f.progress).fit(), Error);
+  EXPECT_THROW(Trainer(f.components, f.facts, options(2), &run, f.progress).fit(), Error);
   clear_interrupt_request();
   ASSERT_GE(recorder->calls.size(), 2u);
   EXPECT_EQ(recorder->calls.back(), "interrupt at 22");
@@ -242,7 +243,7 @@ TEST(Callbacks, KeepTheirStateAcrossResumeAndSeeTheRestOfTheRun) {
   auto counted = std::make_shared<StepCounter>();
   first.components.callbacks.push_back({counted, "counter", "fixture", ""});
   RunDirectory run(dir.path(), "interrupted");
-  EXPECT_THROW(Trainer(first.components, options(2), &run, first.progress).fit(), Error);
+  EXPECT_THROW(Trainer(first.components, first.facts, options(2), &run, first.progress).fit(), Error);
   clear_interrupt_request();
   EXPECT_EQ(counted->steps, 22);
 
@@ -250,7 +251,7 @@ TEST(Callbacks, KeepTheirStateAcrossResumeAndSeeTheRestOfTheRun) {
   auto continued = std::make_shared<StepCounter>();
   resumed.components.callbacks.push_back({continued, "counter", "fixture", ""});
   auto recorder = add_recorder(resumed);
-  Trainer trainer(resumed.components, options(2), nullptr, resumed.progress);
+  Trainer trainer(resumed.components, resumed.facts, options(2), nullptr, resumed.progress);
   trainer.resume(run.checkpoints() / "interrupted");
   trainer.fit();
   EXPECT_EQ(continued->steps, 32);  // 22 before the interrupt, 10 after
@@ -266,9 +267,7 @@ TEST(Callbacks, OneThatThrowsIsNamedAndTheCheckpointsStay) {
   f.components.callbacks.push_back({std::make_shared<ThrowsAtStep>(20), "thrower", "fixture_plugin", "libf.so"});
   RunDirectory run(dir.path(), "thrown");
   SCOPED_TRACE(::testing::Message() << "expected the callback's failure");
-  const Error e = testing::thrown_error([&] {
-    Trainer(f.components, options(2), &run, f.progress).fit();
-  });
+  const Error e = testing::thrown_error([&] { Trainer(f.components, f.facts, options(2), &run, f.progress).fit(); });
   EXPECT_EQ(e.exit_code(), 1);
   EXPECT_THAT(e.message(), HasSubstr("callback 'thrower' (plugin 'fixture_plugin') failed in on_step_end: disk quota "
                              "exceeded"))
@@ -297,7 +296,7 @@ TEST(PrecisionContract, BeginStepGetsTheGlobalStepAndWhetherItIsLogged) {
   f.components.precision = std::move(policy);
   TrainerOptions o = options(2);
   o.log_every = 5;  // epoch steps 5, 10 and 15 of 16
-  Trainer(f.components, o, nullptr, f.progress).fit();
+  Trainer(f.components, f.facts, o, nullptr, f.progress).fit();
   std::vector<std::int64_t> all(32);
   for (std::int64_t i = 0; i < 32; ++i) all[static_cast<std::size_t>(i)] = i + 1;
   EXPECT_EQ(recorded.steps, all);

@@ -93,7 +93,7 @@ TrainedRun train(const std::string& policy, double clip, const std::string& grad
   o.log_every = log_every;
   o.clip_grad_norm = clip;
   o.grad_norm = grad_norm;
-  Trainer trainer(f.components, o, run_directory, f.progress);
+  Trainer trainer(f.components, f.facts, o, run_directory, f.progress);
   trainer.add_callback(std::make_shared<NormRecorder>(run.seen, callback_asks), "norms");
   trainer.fit();
   run.record["batches"] = recorded.served;

@@ -80,7 +80,7 @@ Outcome train(bool step_on_device, const std::string& optimizer, bool clip, bool
   o.log_every = 4;
   o.clip_grad_norm = clip ? 1.0 : 0.0;
   Outcome outcome;
-  Trainer trainer(f.components, o, nullptr, f.progress);
+  Trainer trainer(f.components, f.facts, o, nullptr, f.progress);
   trainer.add_callback(std::make_shared<Recorder>(outcome.seen), "recorder");
   const TrainResult result = trainer.fit();
   outcome.weights = f.weights();

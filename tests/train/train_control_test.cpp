@@ -96,7 +96,7 @@ TEST(TrainControl, AStopAfterAStepEndsTheRunWithItsCheckpointAndFinalEvaluation)
   auto stopper = std::make_shared<Stopper>(20, 0);
   f.components.callbacks.push_back({stopper, "stopper", "fixture", ""});
   RunDirectory run(dir.path(), "stopped");
-  const TrainResult result = Trainer(f.components, options(3), &run, f.progress).fit();
+  const TrainResult result = Trainer(f.components, f.facts, options(3), &run, f.progress).fit();
 
   ASSERT_TRUE(result.stopped_early);
   EXPECT_EQ(result.stopped_early->by, "stopper");
@@ -126,7 +126,7 @@ TEST(TrainControl, AStopAfterAStepEndsTheRunWithItsCheckpointAndFinalEvaluation)
   Fixture resumed;
   auto counter = std::make_shared<Counter>();
   resumed.components.callbacks.push_back({counter, "counter", "fixture", ""});
-  Trainer trainer(resumed.components, options(3), nullptr, resumed.progress);
+  Trainer trainer(resumed.components, resumed.facts, options(3), nullptr, resumed.progress);
   trainer.resume(run.path());
   EXPECT_EQ(trainer.state().global_step, 20);
   trainer.fit();
@@ -141,7 +141,7 @@ TEST(TrainControl, AStopAfterAnEvaluationEndsAfterTheEpochsCheckpoint) {
   auto stopper = std::make_shared<Stopper>(0, 2);
   f.components.callbacks.push_back({stopper, "stopper", "fixture", ""});
   RunDirectory run(dir.path(), "stopped");
-  const TrainResult result = Trainer(f.components, options(4), &run, f.progress).fit();
+  const TrainResult result = Trainer(f.components, f.facts, options(4), &run, f.progress).fit();
   ASSERT_TRUE(result.stopped_early);
   EXPECT_EQ(result.stopped_early->reason, "enough after epoch 2");
   EXPECT_EQ(result.stopped_early->when, StopWhen::after_evaluation);
@@ -164,14 +164,14 @@ TEST(TrainControl, AStopForAfterTheEvaluationAskedMidEpochFinishesTheEpoch) {
   Fixture f;
   auto stopper = std::make_shared<Stopper>(20, 0, StopWhen::after_evaluation);
   f.components.callbacks.push_back({stopper, "stopper", "fixture", ""});
-  const TrainResult result = Trainer(f.components, options(3), nullptr, f.progress).fit();
+  const TrainResult result = Trainer(f.components, f.facts, options(3), nullptr, f.progress).fit();
   ASSERT_TRUE(result.stopped_early);
   EXPECT_EQ(result.optimizer_steps, 32);
 
   Fixture last;
   auto late = std::make_shared<Stopper>(0, 2);
   last.components.callbacks.push_back({late, "stopper", "fixture", ""});
-  const TrainResult finished = Trainer(last.components, options(2), nullptr, last.progress).fit();
+  const TrainResult finished = Trainer(last.components, last.facts, options(2), nullptr, last.progress).fit();
   EXPECT_FALSE(finished.stopped_early);
   EXPECT_EQ(finished.optimizer_steps, 32);
 }
@@ -187,12 +187,12 @@ TEST(TrainControl, AnEpochsCheckpointHoldsTheCallbacksStateAfterItsEvaluation) {
   RunDirectory run(dir.path(), "counted");
   TrainerOptions o = options(2);
   o.keep_checkpoints = 2;
-  Trainer(f.components, o, &run, f.progress).fit();
+  Trainer(f.components, f.facts, o, &run, f.progress).fit();
   for (const std::int64_t epoch : {1, 2}) {
     Fixture resumed;
     auto loaded = std::make_shared<Counter>();
     resumed.components.callbacks.push_back({loaded, "counter", "fixture", ""});
-    Trainer(resumed.components, options(2), nullptr, resumed.progress)
+    Trainer(resumed.components, resumed.facts, options(2), nullptr, resumed.progress)
         .resume(run.checkpoints() / epoch_checkpoint_name(epoch));
     EXPECT_EQ(loaded->epoch_ends, epoch) << "epoch-000" << epoch;
     EXPECT_EQ(loaded->steps, 16 * epoch);
@@ -212,7 +212,7 @@ TEST(TrainControl, ReorderedCallbacksKeepTheirOwnStateAndMismatchesAreNamed) {
   f.components.callbacks.push_back({stopper, "stopper", "fixture", ""});
   f.components.callbacks.push_back({gone, "gone", "fixture", ""});
   RunDirectory run(dir.path(), "ordered");
-  Trainer(f.components, options(2), &run, f.progress).fit();
+  Trainer(f.components, f.facts, options(2), &run, f.progress).fit();
   ASSERT_EQ(steps->steps, 20);
 
   Fixture resumed;
@@ -222,7 +222,7 @@ TEST(TrainControl, ReorderedCallbacksKeepTheirOwnStateAndMismatchesAreNamed) {
   std::vector<std::string> warnings;
   {
     WarningLog log([&](const std::string& line) { warnings.push_back(line); }, /*echo=*/false);
-    Trainer(resumed.components, options(2), nullptr, resumed.progress).resume(run.path());
+    Trainer(resumed.components, resumed.facts, options(2), nullptr, resumed.progress).resume(run.path());
   }
   EXPECT_EQ(again->steps, 20);
   EXPECT_EQ(again->epoch_ends, 2);  // epoch 1's, and the one the stop ended early
@@ -242,7 +242,7 @@ TEST(TrainControl, TwoEntriesOfOneCallbackKeepTheirStateByTheirKeys) {
   f.components.callbacks.push_back({first, "counter", "fixture", "", "counter:fast"});
   f.components.callbacks.push_back({second, "counter", "fixture", "", "counter:slow"});
   RunDirectory run(dir.path(), "twice");
-  Trainer trainer(f.components, options(1), &run, f.progress);
+  Trainer trainer(f.components, f.facts, options(1), &run, f.progress);
   trainer.fit();
   second->steps = 99;  // told apart from the first's 16
   trainer.save_checkpoint(run.checkpoints() / "both");
@@ -251,7 +251,7 @@ TEST(TrainControl, TwoEntriesOfOneCallbackKeepTheirStateByTheirKeys) {
   auto slow = std::make_shared<Counter>(), fast = std::make_shared<Counter>();
   resumed.components.callbacks.push_back({slow, "counter", "fixture", "", "counter:slow"});
   resumed.components.callbacks.push_back({fast, "counter", "fixture", "", "counter:fast"});
-  Trainer(resumed.components, options(1), nullptr, resumed.progress).resume(run.checkpoints() / "both");
+  Trainer(resumed.components, resumed.facts, options(1), nullptr, resumed.progress).resume(run.checkpoints() / "both");
   EXPECT_EQ(fast->steps, 16);
   EXPECT_EQ(slow->steps, 99);
 }

@@ -50,9 +50,9 @@ using testing::same;
 
 TEST(Trainer, LearnsASeparableProblem) {
   Fixture f;
-  Trainer trainer(f.components, options(3), nullptr, f.progress);
+  Trainer trainer(f.components, f.facts, options(3), nullptr, f.progress);
   const SingleProcess single_process;
-  const Evaluation before = Evaluator(f.components, single_process).evaluate(*f.components.val);
+  const Evaluation before = Evaluator(f.components, f.facts, single_process).evaluate(*f.components.val);
   const TrainResult result = trainer.fit();
   ASSERT_TRUE(result.final_eval.has_value());
   EXPECT_EQ(result.optimizer_steps, 48);
@@ -77,7 +77,7 @@ TEST(Trainer, DataThatDeliversNothingIsARuntimeError) {
   Fixture train_empty;
   train_empty.components.train = std::make_unique<DeliversNothing>();
   try {
-    Trainer(train_empty.components, options(1), nullptr, train_empty.progress).fit();
+    Trainer(train_empty.components, train_empty.facts, options(1), nullptr, train_empty.progress).fit();
     ADD_FAILURE() << "an epoch without a batch ended done";
   } catch (const Error& e) {
     EXPECT_EQ(e.exit_code(), 1);
@@ -86,7 +86,7 @@ TEST(Trainer, DataThatDeliversNothingIsARuntimeError) {
   Fixture val_empty;
   val_empty.components.val = std::make_unique<DeliversNothing>();
   try {
-    Trainer(val_empty.components, options(1), nullptr, val_empty.progress).fit();
+    Trainer(val_empty.components, val_empty.facts, options(1), nullptr, val_empty.progress).fit();
     ADD_FAILURE() << "a validation without a sample ended done";
   } catch (const Error& e) {
     EXPECT_EQ(e.exit_code(), 1);
@@ -96,8 +96,8 @@ TEST(Trainer, DataThatDeliversNothingIsARuntimeError) {
 
 TEST(Trainer, SameSeedSameWeights) {
   Fixture a, b;
-  Trainer(a.components, options(2), nullptr, a.progress).fit();
-  Trainer(b.components, options(2), nullptr, b.progress).fit();
+  Trainer(a.components, a.facts, options(2), nullptr, a.progress).fit();
+  Trainer(b.components, b.facts, options(2), nullptr, b.progress).fit();
   EXPECT_TRUE(same(a.weights(), b.weights()));
 }
 
@@ -105,21 +105,20 @@ TEST(Trainer, GradientAccumulationStepsOncePerGroup) {
   Fixture f;
   TrainerOptions o = options(1);
   o.accumulate = 4;
-  EXPECT_EQ(Trainer(f.components, o, nullptr, f.progress).fit().optimizer_steps, 4);
+  EXPECT_EQ(Trainer(f.components, f.facts, o, nullptr, f.progress).fit().optimizer_steps, 4);
 }
 
 TEST(Trainer, InterruptedMidEpochAndResumedEqualsUninterrupted) {
   testing::TempDir dir;
   Fixture straight;
-  Trainer(straight.components, options(2), nullptr, straight.progress).fit();
+  Trainer(straight.components, straight.facts, options(2), nullptr, straight.progress).fit();
 
   clear_interrupt_request();
   Fixture first({.interrupt_at = 21});  // stops inside the second epoch, after batch 22 of 32
   RunDirectory run(dir.path(), "interrupted");
   SCOPED_TRACE(::testing::Message() << "expected the interrupt");
-  const Error e = testing::thrown_error([&] {
-    Trainer(first.components, options(2), &run, first.progress).fit();
-  });
+  const Error e =
+      testing::thrown_error([&] { Trainer(first.components, first.facts, options(2), &run, first.progress).fit(); });
   EXPECT_EQ(e.exit_code(), 130);
   clear_interrupt_request();
   const auto checkpoint = run.checkpoints() / "interrupted";
@@ -127,7 +126,7 @@ TEST(Trainer, InterruptedMidEpochAndResumedEqualsUninterrupted) {
   EXPECT_TRUE(std::filesystem::exists(run.checkpoints() / "epoch-0001"));
 
   Fixture resumed;  // fresh weights and optimizer, overwritten by the checkpoint
-  Trainer trainer(resumed.components, options(2), nullptr, resumed.progress);
+  Trainer trainer(resumed.components, resumed.facts, options(2), nullptr, resumed.progress);
   trainer.resume(checkpoint);
   trainer.fit();
   EXPECT_TRUE(same(straight.weights(), resumed.weights()));
@@ -142,7 +141,7 @@ TEST(Trainer, ResumingMidEpochWithAnotherDataOrderIsARecipeError) {
   clear_interrupt_request();
   Fixture first({.interrupt_at = 21});
   RunDirectory run(dir.path(), "interrupted");
-  EXPECT_THROW(Trainer(first.components, options(2), &run, first.progress).fit(), Error);
+  EXPECT_THROW(Trainer(first.components, first.facts, options(2), &run, first.progress).fit(), Error);
   clear_interrupt_request();
   for (const auto& [change, expected] : std::vector<std::pair<std::string, std::string>>{
            {"seed", "seed 0, accumulate 1; this run has 256 samples in 16 batches per rank, 1 rank, seed 9, "
@@ -153,8 +152,8 @@ TEST(Trainer, ResumingMidEpochWithAnotherDataOrderIsARecipeError) {
     TrainerOptions o = options(2);
     if (change == "seed") o.seed = 9;
     if (change == "accumulate") o.accumulate = 2;
-    if (change == "shuffle") resumed.components.train_order_keys = "shuffle=false";
-    Trainer trainer(resumed.components, o, nullptr, resumed.progress);
+    if (change == "shuffle") resumed.facts.data_order = "shuffle=false";
+    Trainer trainer(resumed.components, resumed.facts, o, nullptr, resumed.progress);
     try {
       trainer.resume(run.checkpoints() / "interrupted");
       ADD_FAILURE() << change << ": resumed mid-epoch with another data order";
@@ -165,8 +164,9 @@ TEST(Trainer, ResumingMidEpochWithAnotherDataOrderIsARecipeError) {
       EXPECT_THAT(e.message(), HasSubstr(expected));
     }
     Fixture at_epoch_end;
-    at_epoch_end.components.train_order_keys = resumed.components.train_order_keys;
-    Trainer(at_epoch_end.components, o, nullptr, at_epoch_end.progress).resume(run.checkpoints() / "epoch-0001");
+    at_epoch_end.facts.data_order = resumed.facts.data_order;
+    Trainer(at_epoch_end.components, at_epoch_end.facts, o, nullptr, at_epoch_end.progress)
+        .resume(run.checkpoints() / "epoch-0001");
   }
 }
 
@@ -180,9 +180,8 @@ TEST(Trainer, AnInterruptDuringTheEvaluationStopsAtTheEpochsCheckpoint) {
   first.components.val = std::make_unique<BlobDataset>(5, BlobEvents{.interrupt_at = 2});
   RunDirectory run(dir.path(), "evaluation");
   SCOPED_TRACE(::testing::Message() << "expected the interrupt");
-  const Error e = testing::thrown_error([&] {
-    Trainer(first.components, options(3), &run, first.progress).fit();
-  });
+  const Error e =
+      testing::thrown_error([&] { Trainer(first.components, first.facts, options(3), &run, first.progress).fit(); });
   EXPECT_EQ(e.exit_code(), 130);
   clear_interrupt_request();
   EXPECT_TRUE(std::filesystem::exists(run.checkpoints() / "epoch-0001"));
@@ -190,9 +189,9 @@ TEST(Trainer, AnInterruptDuringTheEvaluationStopsAtTheEpochsCheckpoint) {
   EXPECT_THAT(testing::read_file(run.path() / "metrics.jsonl"), Not(HasSubstr("val_loss")));
 
   Fixture straight;
-  Trainer(straight.components, options(3), nullptr, straight.progress).fit();
+  Trainer(straight.components, straight.facts, options(3), nullptr, straight.progress).fit();
   Fixture resumed;
-  Trainer trainer(resumed.components, options(3), nullptr, resumed.progress);
+  Trainer trainer(resumed.components, resumed.facts, options(3), nullptr, resumed.progress);
   trainer.resume(run.path());
   trainer.fit();
   EXPECT_TRUE(same(straight.weights(), resumed.weights()));
@@ -206,14 +205,13 @@ TEST(Trainer, AnInterruptDuringTheEvaluationStopsAtTheEpochsCheckpoint) {
 TEST(Trainer, AFailureMidEpochSavesTheCompletedStepsAndResumingThemEqualsUninterrupted) {
   testing::TempDir dir;
   Fixture straight;
-  Trainer(straight.components, options(2), nullptr, straight.progress).fit();
+  Trainer(straight.components, straight.facts, options(2), nullptr, straight.progress).fit();
 
   Fixture failing({.fail_at = 21});  // batch 6 of epoch 2
   RunDirectory run(dir.path(), "failed");
   SCOPED_TRACE(::testing::Message() << "expected the failure");
-  const Error e = testing::thrown_error([&] {
-    Trainer(failing.components, options(2), &run, failing.progress).fit();
-  });
+  const Error e = testing::thrown_error(
+      [&] { Trainer(failing.components, failing.facts, options(2), &run, failing.progress).fit(); });
   EXPECT_EQ(e.kind(), ErrorKind::runtime);
   EXPECT_THAT(e.message(), HasSubstr("bad sample blob-7"));
   const std::string saved = "fix or remove the file\n  the 5 completed steps of epoch 2 are saved in " +
@@ -224,7 +222,7 @@ TEST(Trainer, AFailureMidEpochSavesTheCompletedStepsAndResumingThemEqualsUninter
   ASSERT_TRUE(std::filesystem::exists(checkpoint));
 
   Fixture resumed;
-  Trainer trainer(resumed.components, options(2), nullptr, resumed.progress);
+  Trainer trainer(resumed.components, resumed.facts, options(2), nullptr, resumed.progress);
   trainer.resume(checkpoint);
   trainer.fit();
   EXPECT_TRUE(same(resumed.weights(), straight.weights()));
@@ -235,7 +233,7 @@ TEST(Trainer, AFailureMidEpochSavesTheCompletedStepsAndResumingThemEqualsUninter
     testing::TempDir other;
     Fixture early({.fail_at = fail_at, .fail_starting_epoch = fail_starting_epoch});
     RunDirectory early_run(other.path(), "failed");
-    EXPECT_THROW(Trainer(early.components, options(2), &early_run, early.progress).fit(), Error);
+    EXPECT_THROW(Trainer(early.components, early.facts, options(2), &early_run, early.progress).fit(), Error);
     EXPECT_FALSE(std::filesystem::exists(early_run.checkpoints() / "interrupted"))
         << fail_at << " " << fail_starting_epoch;
     EXPECT_TRUE(std::filesystem::exists(early_run.checkpoints() / "epoch-0001"));
@@ -246,7 +244,8 @@ TEST(Trainer, AFailureMidEpochSavesTheCompletedStepsAndResumingThemEqualsUninter
   Fixture evaluated;
   evaluated.components.val = std::make_unique<BlobDataset>(5, BlobEvents{.fail_at = 0});
   RunDirectory evaluated_run(third.path(), "failed");
-  EXPECT_THROW(Trainer(evaluated.components, options(2), &evaluated_run, evaluated.progress).fit(), Error);
+  EXPECT_THROW(Trainer(evaluated.components, evaluated.facts, options(2), &evaluated_run, evaluated.progress).fit(),
+               Error);
   EXPECT_TRUE(std::filesystem::exists(evaluated_run.checkpoints() / "epoch-0001"));
 }
 
@@ -263,17 +262,17 @@ TEST(Trainer, ResumingMidEpochOnALoaderDatasetLoadsOnlyTheRest) {
   };
   testing::TempDir dir;
   auto straight = loader_fixture(-1, std::make_shared<BlobSource>());
-  Trainer(straight->components, options(2), nullptr, straight->progress).fit();
+  Trainer(straight->components, straight->facts, options(2), nullptr, straight->progress).fit();
 
   clear_interrupt_request();
   auto first = loader_fixture(21, std::make_shared<BlobSource>());  // stops after batch 6 of epoch 2
   RunDirectory run(dir.path(), "interrupted");
-  EXPECT_THROW(Trainer(first->components, options(2), &run, first->progress).fit(), Error);
+  EXPECT_THROW(Trainer(first->components, first->facts, options(2), &run, first->progress).fit(), Error);
   clear_interrupt_request();
 
   auto source = std::make_shared<BlobSource>();
   auto resumed = loader_fixture(-1, source);
-  Trainer trainer(resumed->components, options(2), nullptr, resumed->progress);
+  Trainer trainer(resumed->components, resumed->facts, options(2), nullptr, resumed->progress);
   trainer.resume(run.checkpoints() / "interrupted");
   trainer.fit();
   EXPECT_EQ(source->loads, (16 - 6) * 16);
@@ -281,7 +280,7 @@ TEST(Trainer, ResumingMidEpochOnALoaderDatasetLoadsOnlyTheRest) {
 
   // The same checkpoint on data of 4 batches per epoch: a recipe error, not an empty epoch.
   auto bigger_batches = loader_fixture(-1, std::make_shared<BlobSource>(), 64);
-  Trainer mismatched(bigger_batches->components, options(2), nullptr, bigger_batches->progress);
+  Trainer mismatched(bigger_batches->components, bigger_batches->facts, options(2), nullptr, bigger_batches->progress);
   try {
     mismatched.resume(run.checkpoints() / "interrupted");
     ADD_FAILURE() << "expected an error";
@@ -310,9 +309,7 @@ TEST(Trainer, ANonFiniteLossStopsTheRunAndKeepsTheLastGoodCheckpoint) {
   TrainerOptions o = options(3);  // log_every 1000: only the epoch's end looks at the loss
   o.keep_checkpoints = 1;
   SCOPED_TRACE(::testing::Message() << "expected the run to stop");
-  const Error e = testing::thrown_error([&] {
-    Trainer(f.components, o, &run, f.progress).fit();
-  });
+  const Error e = testing::thrown_error([&] { Trainer(f.components, f.facts, o, &run, f.progress).fit(); });
   EXPECT_EQ(e.exit_code(), 1);
   EXPECT_THAT(e.message(), HasSubstr("the training loss became inf or NaN at step 21 (epoch 2)"))
       << e.message();
@@ -325,7 +322,7 @@ TEST(Trainer, ANonFiniteLossStopsTheRunAndKeepsTheLastGoodCheckpoint) {
   EXPECT_EQ(std::filesystem::read_symlink(run.checkpoints() / "last"), "epoch-0001");
 
   Fixture restored;
-  Trainer trainer(restored.components, options(3), nullptr, restored.progress);
+  Trainer trainer(restored.components, restored.facts, options(3), nullptr, restored.progress);
   trainer.resume(run.checkpoints() / "last");
   EXPECT_TRUE(all_finite(restored.weights()));
 }
@@ -334,7 +331,7 @@ TEST(Trainer, WithStopOnNonFiniteLossOffTheRunTrainsOn) {
   Fixture f({.nan_at = 20});
   TrainerOptions o = options(2);
   o.stop_on_nonfinite_loss = false;
-  EXPECT_EQ(Trainer(f.components, o, nullptr, f.progress).fit().optimizer_steps, 32);
+  EXPECT_EQ(Trainer(f.components, f.facts, o, nullptr, f.progress).fit().optimizer_steps, 32);
   EXPECT_FALSE(all_finite(f.weights()));
 }
 
@@ -354,7 +351,7 @@ class SkipNonFiniteSteps : public PrecisionPolicy {
 TEST(Trainer, ANonFiniteLossOnAStepThePolicySkippedDoesNotStopTheRun) {
   Fixture f({.nan_at = 20});
   f.components.precision = std::make_unique<SkipNonFiniteSteps>();
-  const TrainResult result = Trainer(f.components, options(2), nullptr, f.progress).fit();
+  const TrainResult result = Trainer(f.components, f.facts, options(2), nullptr, f.progress).fit();
   EXPECT_EQ(result.skipped_steps, 1);
   EXPECT_TRUE(all_finite(f.weights()));
 }
@@ -387,9 +384,7 @@ TEST(Trainer, WeightsBrokenWithEveryLossFiniteAreNeverCheckpointed) {
   f.components.precision = std::make_unique<BreakTheWeightsOnStep>(16);  // epoch 1's last step
   RunDirectory run(dir.path(), "broken");
   SCOPED_TRACE(::testing::Message() << "expected the run to stop");
-  const Error e = testing::thrown_error([&] {
-    Trainer(f.components, options(2), &run, f.progress).fit();
-  });
+  const Error e = testing::thrown_error([&] { Trainer(f.components, f.facts, options(2), &run, f.progress).fit(); });
   EXPECT_EQ(e.exit_code(), 1);
   EXPECT_THAT(e.message(), HasSubstr("the weights hold inf or NaN after epoch 1 although every applied step's loss was "
                              "finite; training stopped and no checkpoint was written from them"))
@@ -419,7 +414,7 @@ std::int64_t host_reads_in_a_run_of(std::int64_t steps, const std::string& preci
   o.clip_grad_norm = clip;
   o.grad_norm = grad_norm;
   const std::vector<std::string> calls =
-      testing::operators_called_during([&] { Trainer(f.components, o, nullptr, f.progress).fit(); });
+      testing::operators_called_during([&] { Trainer(f.components, f.facts, o, nullptr, f.progress).fit(); });
   return std::count(calls.begin(), calls.end(), "aten::_local_scalar_dense");
 }
 
@@ -522,7 +517,7 @@ class BatchNormMlp : public Model {
 // The error one epoch of `f` ends with (a test failure when it ends without one).
 Error error_of_one_epoch(Fixture& f) {
   try {
-    Trainer(f.components, options(1), nullptr, f.progress).fit();
+    Trainer(f.components, f.facts, options(1), nullptr, f.progress).fit();
   } catch (const Error& e) {
     return e;
   }
@@ -565,11 +560,11 @@ TEST(Trainer, OutOfMemoryInTheForwardPassNamesTheStepAndWhatToChange) {
 TEST(Trainer, ResumingIntoAModelOfAnotherShapeIsARecipeError) {
   testing::TempDir dir;
   Fixture saved;
-  Trainer(saved.components, options(1), nullptr, saved.progress).save_checkpoint(dir.path() / "ckpt");
+  Trainer(saved.components, saved.facts, options(1), nullptr, saved.progress).save_checkpoint(dir.path() / "ckpt");
 
   Fixture wider;
   wider.components.model = std::make_shared<TinyMlp>(/*width=*/32);
-  Trainer trainer(wider.components, options(2), nullptr, wider.progress);
+  Trainer trainer(wider.components, wider.facts, options(2), nullptr, wider.progress);
   const Error e = testing::thrown_error([&] {
     trainer.resume(dir.path() / "ckpt");
   });
@@ -589,8 +584,8 @@ TEST(Trainer, ResumingWithOtherComponentsNamesBoth) {
   const ComponentRecord adamw{"optimizer", "adamw", "adamw", "1.2.0", "libadamw.so"};
   const ComponentRecord cosine{"scheduler", "cosine", "cosine", "1.0.0", "libcosine.so"};
   Fixture saved;
-  saved.components.records = {sgd};  // what build_components records
-  Trainer(saved.components, options(1), nullptr, saved.progress).save_checkpoint(dir.path() / "ckpt");
+  saved.facts.records = {sgd};  // what build_components records
+  Trainer(saved.components, saved.facts, options(1), nullptr, saved.progress).save_checkpoint(dir.path() / "ckpt");
 
   const std::pair<std::vector<ComponentRecord>, std::string> cases[] = {
       {{adamw}, "checkpoint was written by a run with optimizer 'sgd', this recipe has optimizer 'adamw'"},
@@ -598,8 +593,8 @@ TEST(Trainer, ResumingWithOtherComponentsNamesBoth) {
   };
   for (const auto& [records, message] : cases) {
     Fixture other;
-    other.components.records = records;
-    Trainer trainer(other.components, options(2), nullptr, other.progress);
+    other.facts.records = records;
+    Trainer trainer(other.components, other.facts, options(2), nullptr, other.progress);
     try {
       trainer.resume(dir.path() / "ckpt");
       ADD_FAILURE() << "expected: " << message;
@@ -609,18 +604,21 @@ TEST(Trainer, ResumingWithOtherComponentsNamesBoth) {
     }
   }
   Fixture same_components;  // and the same ones resume
-  same_components.components.records = {sgd};
-  Trainer(same_components.components, options(2), nullptr, same_components.progress).resume(dir.path() / "ckpt");
+  same_components.facts.records = {sgd};
+  Trainer(same_components.components, same_components.facts, options(2), nullptr, same_components.progress)
+      .resume(dir.path() / "ckpt");
 
   // The other way round: a scheduler dropped on resume left the learning rate where the
   // schedule had it, constant, without a word.
   Fixture scheduled;
-  scheduled.components.records = {sgd, cosine};
-  Trainer(scheduled.components, options(1), nullptr, scheduled.progress).save_checkpoint(dir.path() / "cosine");
+  scheduled.facts.records = {sgd, cosine};
+  Trainer(scheduled.components, scheduled.facts, options(1), nullptr, scheduled.progress)
+      .save_checkpoint(dir.path() / "cosine");
   Fixture unscheduled;
-  unscheduled.components.records = {sgd};
+  unscheduled.facts.records = {sgd};
   try {
-    Trainer(unscheduled.components, options(2), nullptr, unscheduled.progress).resume(dir.path() / "cosine");
+    Trainer(unscheduled.components, unscheduled.facts, options(2), nullptr, unscheduled.progress)
+        .resume(dir.path() / "cosine");
     ADD_FAILURE() << "resumed a scheduled run without its scheduler";
   } catch (const Error& e) {
     EXPECT_EQ(e.message(), "checkpoint was written by a run with scheduler 'cosine', this recipe has no scheduler");

@@ -51,25 +51,25 @@ std::vector<std::string> submodule_names(const Model& model) {
 
 // precision.fp32_modules: read here, for every policy, and checked against the model. The
 // hint offers only the names the model routes: any other submodule would fail at step 1.
-void apply_fp32_modules(const Config& precision_section, const Components& components) {
+void apply_fp32_modules(const Config& precision_section, const Components& components, const RunFacts& facts) {
   const std::vector<std::string> names = kFp32Modules.read(precision_section);
   const std::vector<std::string> known = submodule_names(*components.model);
   for (const std::string& name : names) {
     if (std::find(known.begin(), known.end(), name) != known.end()) continue;
     precision_section.fail("fp32_modules", "the model has no submodule named '" + name + "'",
-                           routed_names_hint(name, probe_routing(components).routed));
+                           routed_names_hint(name, probe_routing(components, facts).routed));
   }
   set_fp32_modules(*components.model, names);
 }
 
 // trainer.activation_checkpointing: names checked against the model, as fp32_modules are.
 void apply_activation_checkpointing(const Config& trainer_section, const ActivationCheckpointing& choice,
-                                    const Components& components) {
+                                    const Components& components, const RunFacts& facts) {
   const std::vector<std::string> known = submodule_names(*components.model);
   for (const std::string& name : choice.names) {
     if (std::find(known.begin(), known.end(), name) != known.end()) continue;
     trainer_section.fail("activation_checkpointing", "the model has no submodule named '" + name + "'",
-                         routed_names_hint(name, probe_routing(components).routed));
+                         routed_names_hint(name, probe_routing(components, facts).routed));
   }
   set_activation_checkpointing(*components.model, choice);
 }
@@ -78,14 +78,14 @@ void apply_activation_checkpointing(const Config& trainer_section, const Activat
 // first step ("Target 1 is out of bounds"), after the run directory exists, or train
 // outputs no label ever names. One forward pass on a blank batch finds it before anything
 // is written, for `mixt run` and `mixt check` alike.
-void check_model_fits_train_data(const Components& components, const Config& model_section,
+void check_model_fits_train_data(const Components& components, const RunFacts& facts, const Config& model_section,
                                  const std::string& task_name) {
   const std::int64_t classes = components.train->num_classes();
   const std::vector<std::int64_t> sample_shape = components.train->sample_shape();
   if (sample_shape.empty()) return;  // a dataset that cannot say (samples of varying shape): nothing to try
   at::Tensor out;
   try {
-    out = forward_blank_batch(components, sample_shape);
+    out = forward_blank_batch(components, facts, sample_shape);
   } catch (const c10::Error& e) {
     model_section.fail("name",
                        "the model cannot take the training samples " + c10::str(at::IntArrayRef(sample_shape)) + ": " +
@@ -150,7 +150,7 @@ std::string class_mismatch(const std::vector<std::string>& train, const std::vec
 // another shape that the model does not accept (one forward pass on a blank batch: a CNN
 // with global pooling takes larger eval crops, a fixed-size head does not), are recipe
 // errors at data.val.
-void check_val_fits_model(const Components& components, const Config& data) {
+void check_val_fits_model(const Components& components, const RunFacts& facts, const Config& data) {
   if (!components.val) return;
   const Config val = data.section("val");
   // Labels are indices: a validation set with other (or fewer) class names would score
@@ -171,7 +171,7 @@ void check_val_fits_model(const Components& components, const Config& data) {
   const std::vector<std::int64_t> shape = components.val->sample_shape();
   if (shape.empty() || shape == components.train->sample_shape()) return;  // empty: the dataset cannot say
   try {
-    forward_blank_batch(components, shape);
+    forward_blank_batch(components, facts, shape);
   } catch (const c10::Error& e) {
     val.fail("name",
              "the model, built for the training samples " +
@@ -181,16 +181,15 @@ void check_val_fits_model(const Components& components, const Config& data) {
   }
 }
 
-void record(Components& components, const Registry& registry, ComponentKind kind, const Config& section) {
+void record(RunFacts& facts, const Registry& registry, ComponentKind kind, const Config& section) {
   const ComponentEntry& entry = registry.find(kind, section);
-  components.records.push_back(
-      {kind_name(kind), entry.name, entry.origin.name, entry.origin.version, entry.origin.file});
+  facts.records.push_back({kind_name(kind), entry.name, entry.origin.name, entry.origin.version, entry.origin.file});
 }
 
 // The recipe's callbacks, then those on by default that it does not name.
 // Each callback's state is kept in checkpoints under its name, so reordering `callbacks:`
 // keeps every callback's own; one listed twice adds its label (or its number) to tell them apart.
-void build_callbacks(Components& components, const Config& recipe, const Registry& registry,
+void build_callbacks(Components& components, RunFacts& facts, const Config& recipe, const Registry& registry,
                      const CallbackContext& context) {
   std::set<std::string> named;
   std::map<std::string, int> listed, seen;
@@ -212,14 +211,14 @@ void build_callbacks(Components& components, const Config& recipe, const Registr
     }
     components.callbacks.push_back(
         {registry.make_callback(section, context), entry.name, entry.origin.name, entry.origin.file, key});
-    record(components, registry, ComponentKind::callback, section);
+    record(facts, registry, ComponentKind::callback, section);
   }
   for (const ComponentEntry* entry : registry.list(ComponentKind::callback)) {
     if (!entry->info.enabled_by_default || named.count(entry->name)) continue;
     const Config defaults(parse_yaml("{name: " + entry->name + "}", "(on by default)"), "callbacks");
     components.callbacks.push_back(
         {registry.make_callback(defaults, context), entry->name, entry->origin.name, entry->origin.file});
-    record(components, registry, ComponentKind::callback, defaults);
+    record(facts, registry, ComponentKind::callback, defaults);
   }
 }
 }  // namespace
@@ -231,23 +230,25 @@ Config task_section_of(const Config& recipe) {
 }
 
 namespace {
-[[noreturn]] void fail_unrouted(const Components& components, const std::vector<std::string>& unrouted,
-                                const std::string& what, const SourceLocation& where, const std::string& key) {
+[[noreturn]] void fail_unrouted(const Components& components, const RunFacts& facts,
+                                const std::vector<std::string>& unrouted, const std::string& what,
+                                const SourceLocation& where, const std::string& key) {
   std::string names;
   for (const auto& name : unrouted) names += (names.empty() ? "'" : ", '") + name + "'";
   throw Error(ErrorKind::recipe, "the model never ran " + names + " through mixt::call_submodule, so it cannot " + what,
               where, key,
-              routed_names_hint(unrouted.front(), probe_routing(components).routed) + "; or remove the option");
+              routed_names_hint(unrouted.front(), probe_routing(components, facts).routed) + "; or remove the option");
 }
 }  // namespace
 
-void check_listed_submodules_routed(const Components& components) {
+void check_listed_submodules_routed(const Components& components, const RunFacts& facts) {
   if (const auto unrouted = unrouted_fp32_modules(*components.model); !unrouted.empty()) {
-    fail_unrouted(components, unrouted, "keep it in fp32", components.fp32_modules_where, "precision.fp32_modules");
+    fail_unrouted(components, facts, unrouted, "keep it in fp32", facts.where_listed.fp32_modules,
+                  "precision.fp32_modules");
   }
   if (const auto unrouted = unrouted_checkpointed_submodules(*components.model); !unrouted.empty()) {
-    fail_unrouted(components, unrouted, "recompute it in the backward pass", components.activation_checkpointing_where,
-                  "trainer.activation_checkpointing");
+    fail_unrouted(components, facts, unrouted, "recompute it in the backward pass",
+                  facts.where_listed.activation_checkpointing, "trainer.activation_checkpointing");
   }
 }
 
@@ -302,8 +303,8 @@ namespace {
 
 // data.train (required) and data.val (optional; `data.val: null` turns evaluation off),
 // each giving at least one batch per epoch.
-void build_datasets(Components& components, const Config& data, const Registry& registry, const TrainerOptions& options,
-                    const Communicator* communicator) {
+void build_datasets(Components& components, RunFacts& facts, const Config& data, const Registry& registry,
+                    const TrainerOptions& options, const Communicator* communicator) {
   if (!data.has("train")) {
     throw recipe_error("missing section: data.train", data.location("train"), "data",
                        "add `data: {train: {name: <dataset>, ...}}`");
@@ -315,9 +316,9 @@ void build_datasets(Components& components, const Config& data, const Registry& 
     if (!data.has(split)) continue;
     const Config section = data.section(split);
     DatasetContext context{split, options.seed, communicator ? communicator->rank() : 0,
-                           communicator ? communicator->world_size() : 1, components.device};
+                           communicator ? communicator->world_size() : 1, facts.device};
     auto dataset = registry.make_dataset(section, context);
-    record(components, registry, ComponentKind::dataset, section);
+    record(facts, registry, ComponentKind::dataset, section);
     // A run of zero steps (or an evaluation of zero samples, a NaN loss) would end "done".
     if (dataset->batches_per_epoch() == 0) {
       section.fail(section.has("batch_size") ? "batch_size" : "name",
@@ -333,14 +334,14 @@ void build_datasets(Components& components, const Config& data, const Registry& 
 
 // The model on the device, in the recipe's memory format, its batch norms synchronised
 // across ranks when asked.
-void build_model_on_device(Components& components, const Config& model_section, const Registry& registry,
-                           const TrainerOptions& options, const Config& trainer_section,
+void build_model_on_device(Components& components, RunFacts& facts, const Config& model_section,
+                           const Registry& registry, const TrainerOptions& options, const Config& trainer_section,
                            const Communicator* communicator) {
-  ModelContext model_context{components.device, components.train->sample_shape(), components.train->num_classes()};
+  ModelContext model_context{facts.device, components.train->sample_shape(), components.train->num_classes()};
   components.model = build_model(model_section, registry, model_context);
-  record(components, registry, ComponentKind::model, model_section);
-  components.model->to(components.device);
-  components.channels_last = options.channels_last;
+  record(facts, registry, ComponentKind::model, model_section);
+  components.model->to(facts.device);
+  facts.channels_last = options.channels_last;
   if (options.channels_last) {
     // torch::nn::Module::to() takes no memory format in C++: convert each 4-D tensor.
     at::NoGradGuard no_grad;
@@ -359,25 +360,26 @@ void build_model_on_device(Components& components, const Config& model_section, 
 
 // The precision policy set up on the model, with fp32_modules and activation checkpointing
 // applied, and what the policy costs on this device said once.
-void build_precision(Components& components, const Config& precision_section, const Registry& registry,
+void build_precision(Components& components, RunFacts& facts, const Config& precision_section, const Registry& registry,
                      const TrainerOptions& options, const Config& trainer_section, const Communicator* communicator) {
-  const PrecisionContext precision_context{components.device, communicator, kFp32Modules.read(precision_section)};
+  const PrecisionContext precision_context{facts.device, communicator, kFp32Modules.read(precision_section)};
   components.precision = registry.make_precision(precision_section, precision_context);
-  record(components, registry, ComponentKind::precision, precision_section);
-  components.precision->setup(*components.model, components.device);
-  apply_fp32_modules(precision_section, components);
-  components.speed_note = speed_note(registry.find(ComponentKind::precision, precision_section).name,
-                                     *components.precision, *components.model, components.device);
-  if (!components.speed_note.empty()) warn_once(components.speed_note);
-  components.fp32_modules_where = precision_section.location("fp32_modules");
-  apply_activation_checkpointing(trainer_section, options.activation_checkpointing, components);
-  components.activation_checkpointing_where = trainer_section.location("activation_checkpointing");
+  record(facts, registry, ComponentKind::precision, precision_section);
+  components.precision->setup(*components.model, facts.device);
+  apply_fp32_modules(precision_section, components, facts);
+  facts.speed_note = speed_note(registry.find(ComponentKind::precision, precision_section).name, *components.precision,
+                                *components.model, facts.device);
+  if (!facts.speed_note.empty()) warn_once(facts.speed_note);
+  facts.where_listed.fp32_modules = precision_section.location("fp32_modules");
+  apply_activation_checkpointing(trainer_section, options.activation_checkpointing, components, facts);
+  facts.where_listed.activation_checkpointing = trainer_section.location("activation_checkpointing");
 }
 
 // The optimizer over the policy's parameters (over this rank's shards of them when
 // trainer.distributed.sharding says so), and the scheduler, which needs the steps per epoch.
-void build_optimizer_and_schedule(Components& components, const Config& recipe, const Registry& registry,
-                                  const TrainerOptions& options, const Communicator* communicator) {
+void build_optimizer_and_schedule(Components& components, RunFacts& facts, const Config& recipe,
+                                  const Registry& registry, const TrainerOptions& options,
+                                  const Communicator* communicator) {
   const Config optimizer_section = recipe.section("optimizer");
   OptimizerContext optimizer_context;
   optimizer_context.named_parameters = components.precision->optimizer_parameters(*components.model);
@@ -389,7 +391,7 @@ void build_optimizer_and_schedule(Components& components, const Config& recipe, 
       communicator->world_size() > 1) {
     // ZeRO-3's units are the blocks the model routes (found by one blank forward pass).
     blocks = {components.model,
-              probe_routing(components, /*with_blocks=*/true, options.activation_checkpointing).blocks};
+              probe_routing(components, facts, /*with_blocks=*/true, options.activation_checkpointing).blocks};
   }
   if (auto sharded = distributed::shard_optimizer(options.distributed, communicator, optimizer_context.named_parameters,
                                                   build_optimizer, blocks)) {
@@ -398,44 +400,44 @@ void build_optimizer_and_schedule(Components& components, const Config& recipe, 
   } else {
     components.optimizer = build_optimizer(optimizer_context);
   }
-  record(components, registry, ComponentKind::optimizer, optimizer_section);
+  record(facts, registry, ComponentKind::optimizer, optimizer_section);
 
-  components.steps_per_epoch = options.steps_per_epoch(components.train->batches_per_epoch());
+  facts.batches_per_epoch = components.train->batches_per_epoch();
+  facts.steps_per_epoch = options.steps_per_epoch(facts.batches_per_epoch);
   if (recipe.has("scheduler")) {
     const Config scheduler_section = recipe.section("scheduler");
-    SchedulerContext context{components.optimizer.get(), components.steps_per_epoch, options.epochs};
+    SchedulerContext context{components.optimizer.get(), facts.steps_per_epoch, options.epochs};
     components.scheduler = registry.make_scheduler(scheduler_section, context);
-    record(components, registry, ComponentKind::scheduler, scheduler_section);
+    record(facts, registry, ComponentKind::scheduler, scheduler_section);
   }
 }
 
 }  // namespace
 
 Components build_components(const Config& recipe, const Registry& registry, const TrainerOptions& options,
-                            const Config& trainer_section, const Communicator* communicator) {
+                            const Config& trainer_section, RunFacts& facts, const Communicator* communicator) {
   Components components;
-  components.device = resolve_device(options.device, trainer_section);
   const Config data = recipe.section("data");
-  build_datasets(components, data, registry, options, communicator);
+  build_datasets(components, facts, data, registry, options, communicator);
 
   // Before the model: the task decides the blank batch that checks it.
   const Config task_section = task_section_of(recipe);
-  components.task = registry.make_task(task_section, TaskContext{components.device, components.train->num_classes()});
-  record(components, registry, ComponentKind::task, task_section);
+  components.task = registry.make_task(task_section, TaskContext{facts.device, components.train->num_classes()});
+  record(facts, registry, ComponentKind::task, task_section);
 
   const Config model_section = recipe.section("model");
-  build_model_on_device(components, model_section, registry, options, trainer_section, communicator);
-  build_precision(components, recipe.section("precision"), registry, options, trainer_section, communicator);
-  check_model_fits_train_data(components, model_section, registry.find(ComponentKind::task, task_section).name);
-  check_val_fits_model(components, data);
+  build_model_on_device(components, facts, model_section, registry, options, trainer_section, communicator);
+  build_precision(components, facts, recipe.section("precision"), registry, options, trainer_section, communicator);
+  check_model_fits_train_data(components, facts, model_section, registry.find(ComponentKind::task, task_section).name);
+  check_val_fits_model(components, facts, data);
   // That blank forward pass also found a listed submodule the model never routes, so `mixt
   // check` says so before any run directory exists.
-  if (!components.train->sample_shape().empty()) check_listed_submodules_routed(components);
+  if (!components.train->sample_shape().empty()) check_listed_submodules_routed(components, facts);
 
-  build_optimizer_and_schedule(components, recipe, registry, options, communicator);
-  const CallbackContext callback_context{components.device, components.model, communicator ? communicator->rank() : 0,
+  build_optimizer_and_schedule(components, facts, recipe, registry, options, communicator);
+  const CallbackContext callback_context{facts.device, components.model, communicator ? communicator->rank() : 0,
                                          communicator ? communicator->world_size() : 1, components.task->figures()};
-  build_callbacks(components, recipe, registry, callback_context);
+  build_callbacks(components, facts, recipe, registry, callback_context);
   return components;
 }
 

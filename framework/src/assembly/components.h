@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "assembly/named_callback.h"
+#include "assembly/run_facts.h"
 #include "assembly/trainer_options.h"
 #include "common/optimizer_shards.h"
 #include "mixt/plugin.h"
@@ -16,16 +17,9 @@
 
 namespace mixt {
 
-struct ComponentRecord {
-  std::string kind;
-  std::string name;
-  std::string plugin;
-  std::string plugin_version;
-  std::string file;
-};
-
+// The parts a recipe builds, and nothing else: what is known about the run besides them
+// (its device, what built what, steps per epoch, ...) is in RunFacts (assembly/run_facts.h).
 struct Components {
-  at::Device device = at::kCPU;
   std::unique_ptr<Dataset> train;
   std::unique_ptr<Dataset> val;  // may be null: no evaluation
   std::shared_ptr<Model> model;
@@ -34,25 +28,9 @@ struct Components {
   // The optimizer again when trainer.distributed.sharding splits its state over the ranks
   // (common/optimizer_shards.h); null otherwise.
   OptimizerShards* optimizer_shards = nullptr;
-  std::unique_ptr<Scheduler> scheduler;           // may be null: constant learning rate
-  std::unique_ptr<Task> task;                     // the recipe's `task:`, classification when it names none
-  std::vector<NamedCallback> callbacks;           // the recipe's `callbacks:`, in its order
-  std::vector<ComponentRecord> records;           // what built what, for run dirs and checkpoints
-  SourceLocation fp32_modules_where;              // precision.fp32_modules in the recipe, for errors after step 1
-  SourceLocation activation_checkpointing_where;  // trainer.activation_checkpointing, likewise
-  // What the policy costs on this device when it computes in a type the device only
-  // emulates (assembly/speed_notes.h), warned at start-up; empty when nothing to say.
-  std::string speed_note;
-  // trainer.channels_last: the model's 4-D parameters and buffers are NHWC, and so is what
-  // it is fed (assembly/model_input.h).
-  bool channels_last = false;
-  // data.train's keys that decide an epoch's order ("shuffle=false, ..."), as the recipe
-  // spells them: part of what a mid-epoch checkpoint's position means.
-  std::string train_order_keys;
-  // Optimizer steps per epoch under the recipe's trainer options (data.train's batches,
-  // trainer.accumulate, trainer.max_steps_per_epoch): worked out once, here, for the
-  // scheduler; `mixt check` reports it (experiment/experiment.h: RunFacts).
-  std::int64_t steps_per_epoch = 0;
+  std::unique_ptr<Scheduler> scheduler;  // may be null: constant learning rate
+  std::unique_ptr<Task> task;            // the recipe's `task:`, classification when it names none
+  std::vector<NamedCallback> callbacks;  // the recipe's `callbacks:`, in its order
 };
 
 // Builds the model a `model:` section names and, when the section has `weights: FILE`
@@ -67,17 +45,20 @@ Config task_section_of(const Config& recipe);
 // them through mixt::call_submodule would silently train in reduced precision (or keep
 // every activation): a recipe error at the option. Called after a blank forward pass when
 // the components are built (so `mixt check` finds it) and after the first training step (a
-// model may route only in training).
-void check_listed_submodules_routed(const Components& components);
+// model may route only in training). The error is at facts.where_listed.
+void check_listed_submodules_routed(const Components& components, const RunFacts& facts);
 
 // The options mixt itself reads from a component's section, whatever the plugin: a
 // model's weights and strict, a precision policy's fp32_modules. `mixt describe` lists
 // them with the plugin's own.
 std::vector<OptionDoc> framework_option_docs(ComponentKind kind);
 
-// `communicator` is null for a single process; otherwise datasets are built for its rank's
-// shard and the precision policy gets it (PrecisionContext::communicator).
+// Builds on `facts.device` (resolved by the caller: resolve_device, or a torchrun rank's GPU)
+// and writes into `facts` what building finds: records, channels_last, batches and steps
+// per epoch, the speed note, where_listed. `communicator` is null for a single process;
+// otherwise datasets are built for its rank's shard and the precision policy gets it
+// (PrecisionContext::communicator).
 Components build_components(const Config& recipe, const Registry& registry, const TrainerOptions& options,
-                            const Config& trainer_section, const Communicator* communicator = nullptr);
+                            const Config& trainer_section, RunFacts& facts, const Communicator* communicator = nullptr);
 
 }  // namespace mixt

@@ -34,7 +34,8 @@ class ObserverSwap {
 };
 }  // namespace
 
-Routing probe_routing(const Components& components, bool with_blocks, const ActivationCheckpointing& choice) {
+Routing probe_routing(const Components& components, const RunFacts& facts, bool with_blocks,
+                      const ActivationCheckpointing& choice) {
   Routing routing;
   const std::vector<std::int64_t> shape = components.train->sample_shape();
   if (shape.empty()) return routing;
@@ -44,7 +45,7 @@ Routing probe_routing(const Components& components, bool with_blocks, const Acti
   if (with_blocks) set_activation_checkpointing(model, ActivationCheckpointing{true, {}});
   {
     ObserverSwap swap(model, &observed);
-    forward_blank_batch(components, shape);  // as the build's: two samples
+    forward_blank_batch(components, facts, shape);  // as the build's: two samples
   }
   if (with_blocks) {
     routing.blocks = checkpointed_submodules(model);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "assembly/components.h"
+#include "assembly/run_facts.h"
 
 namespace mixt {
 
@@ -22,7 +23,7 @@ struct Routing {
 // pass and back to `choice` afterwards, which forgets what was routed so far (harmless
 // before training; a run checks its listed names again after its first step). Empty when
 // the training data cannot say its sample shape.
-Routing probe_routing(const Components& components, bool with_blocks = false,
+Routing probe_routing(const Components& components, const RunFacts& facts, bool with_blocks = false,
                       const ActivationCheckpointing& choice = {});
 
 // The hint for a listed name the model does not route: the closest routed name, and the list.

@@ -77,9 +77,9 @@ std::string epoch_checkpoint_name(std::int64_t epochs_done) {
   return name;
 }
 
-Checkpointer::Checkpointer(Components& components, const TrainerOptions& options, TrainState& state,
-                           const Coordinator& coordinator)
-    : components_(components), options_(options), state_(state), coordinator_(coordinator) {}
+Checkpointer::Checkpointer(Components& components, const RunFacts& facts, const TrainerOptions& options,
+                           TrainState& state, const Coordinator& coordinator)
+    : components_(components), facts_(facts), options_(options), state_(state), coordinator_(coordinator) {}
 
 void Checkpointer::save(const fs::path& file, const std::vector<std::int64_t>& data_positions) const {
   if (settle_before_saving_) settle_before_saving_();
@@ -153,7 +153,7 @@ void Checkpointer::write(const Saved& saved, torch::serialize::OutputArchive& ca
                            {"skipped_steps", state.skipped_steps},
                            {"components", nlohmann::json::array()}};
   if (!saved.data_positions.empty()) header["data_positions"] = saved.data_positions;
-  for (const auto& r : components_.records) {
+  for (const auto& r : facts_.records) {
     header["components"].push_back({{"kind", r.kind}, {"name", r.name}, {"plugin", r.plugin},
                                     {"plugin_version", r.plugin_version}});
   }
@@ -208,7 +208,7 @@ void Checkpointer::load_callback_state(torch::serialize::InputArchive& archive, 
 
 std::string Checkpointer::data_order() const {
   std::string dataset;
-  for (const auto& r : components_.records) {
+  for (const auto& r : facts_.records) {
     if (r.kind == "dataset") {
       dataset = "'" + r.name + "' of ";  // data.train's is recorded first
       break;
@@ -218,8 +218,7 @@ std::string Checkpointer::data_order() const {
   return dataset + std::to_string(components_.train->size()) + " samples in " +
          std::to_string(components_.train->batches_per_epoch()) + " batches per rank, " + std::to_string(ranks) +
          (ranks == 1 ? " rank" : " ranks") + ", seed " + std::to_string(options_.seed) + ", accumulate " +
-         std::to_string(options_.accumulate) +
-         (components_.train_order_keys.empty() ? "" : ", " + components_.train_order_keys);
+         std::to_string(options_.accumulate) + (facts_.data_order.empty() ? "" : ", " + facts_.data_order);
 }
 
 fs::path Checkpointer::save_epoch_end(const RunDirectory& run) const {
@@ -384,8 +383,8 @@ void check_same_data_order(const Checkpointer& checkpointer, const TrainState& s
 
 Checkpointer::Resumed Checkpointer::resume(const fs::path& path, bool check_data_order) {
   const fs::path file = resolve_checkpoint(path);
-  CheckpointContents contents = read_checkpoint(file, components_.device);
-  check_same_components(contents.header.value("components", nlohmann::json::array()), components_.records, file);
+  CheckpointContents contents = read_checkpoint(file, facts_.device);
+  check_same_components(contents.header.value("components", nlohmann::json::array()), facts_.records, file);
   Resumed resumed{file, {}};
   TrainState state = state_;
   std::string saved_data_order;  // empty in checkpoints of mixt before it was saved

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "assembly/components.h"
+#include "assembly/run_facts.h"
 #include "assembly/trainer_options.h"
 #include "common/coordinator.h"
 #include "common/run_directory.h"
@@ -20,7 +21,7 @@ namespace mixt {
 
 class Checkpointer {
  public:
-  Checkpointer(Components& components, const TrainerOptions& options, TrainState& state,
+  Checkpointer(Components& components, const RunFacts& facts, const TrainerOptions& options, TrainState& state,
                const Coordinator& coordinator);
 
   // Called before every save: brings TrainState's counts kept on the device up to date.
@@ -69,6 +70,7 @@ class Checkpointer {
   mutable std::optional<Saved> last_saved_;
   std::function<void()> settle_before_saving_;
   Components& components_;
+  const RunFacts& facts_;
   const TrainerOptions& options_;
   TrainState& state_;
   const Coordinator& coordinator_;

@@ -73,10 +73,10 @@ RunResult run_steps(Session& session, const std::filesystem::path& recipe, std::
     throw usage_error("mixt diagnose runs as a single process", "run it without torchrun");
   }
   RunResult result;
-  for (const ComponentRecord& record : e.components.records) {
+  for (const ComponentRecord& record : e.facts.records) {
     if (record.kind == "precision") result.policy = record.name;
   }
-  result.device = e.components.device.str();
+  result.device = e.facts.device.str();
   result.recipe_fp32_modules = e.recipe.config().section("precision").strings("fp32_modules", {});
   result.recipe_fp8_exclude = e.recipe.config().section("precision").strings("fp8_exclude", {});
   Components& components = e.components;
@@ -98,7 +98,7 @@ RunResult run_steps(Session& session, const std::filesystem::path& recipe, std::
   Progress quiet(false, o.log_every, /*quiet=*/true);
   WarningLog muted([](const std::string&) {}, /*echo=*/false);
   try {
-    Trainer(components, o, nullptr, quiet).fit();
+    Trainer(components, e.facts, o, nullptr, quiet).fit();
   } catch (const Error& error) {
     if (error.kind() != ErrorKind::runtime) throw;
     result.stopped = error.message();  // e.g. the weights turned inf/NaN: a finding, not a failure

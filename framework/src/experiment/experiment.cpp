@@ -133,6 +133,7 @@ Experiment prepare_experiment(Recipe recipe, PluginLoader& loader, Registry& reg
     root.fail("output", "'" + facts.output.string() + "' is a file, not a directory",
               "name the directory for run directories (created when missing)");
   }
+  facts.data_order = train_order_keys(*e.recipe.root);
   const Config trainer = root.section("trainer");
   e.options = TrainerOptions::read(trainer);
   // A resume path that names no checkpoint is a recipe mistake `mixt check` should catch.
@@ -145,31 +146,26 @@ Experiment prepare_experiment(Recipe recipe, PluginLoader& loader, Registry& reg
                                         "use backend: gloo (or auto) on CPUs");
   }
   if (e.options.threads > 0) at::set_num_threads(static_cast<int>(e.options.threads));
+  // Once, before anything is built: the process group needs it as much as the components.
+  facts.device = resolve_device(e.options.device, trainer);
   if (auto launch = distributed::LaunchEnvironment::from_process_environment()) {
     // Each rank trains on the GPU of its LOCAL_RANK (or on the CPU).
-    at::Device device = resolve_device(e.options.device, trainer);
-    if (device.is_cuda()) {
+    if (facts.device.is_cuda()) {
       if (static_cast<std::size_t>(launch->local_rank) >= at::getNumGPUs()) {
         throw usage_error("LOCAL_RANK=" + std::to_string(launch->local_rank) + ", but this machine has " +
                               std::to_string(at::getNumGPUs()) + " usable GPU(s)",
                           "start at most one rank per GPU (torchrun --nproc-per-node), or use trainer.device: cpu");
       }
-      device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(launch->local_rank));
-      e.options.device = device.str();
+      facts.device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(launch->local_rank));
     }
-    e.parallel = std::make_unique<distributed::DataParallel>(*launch, e.options.distributed, device);
+    e.parallel = std::make_unique<distributed::DataParallel>(*launch, e.options.distributed, facts.device);
     e.parallel->check_same_recipe(to_yaml(*e.recipe.root));
   }
   at::manual_seed(e.options.seed);  // model initialisation depends on it
-  e.components = build_components(root, registry, e.options, trainer,
-                                  e.parallel ? &e.parallel->communicator() : nullptr);
+  e.components =
+      build_components(root, registry, e.options, trainer, facts, e.parallel ? &e.parallel->communicator() : nullptr);
   check_unknown_keys(*e.recipe.root);
   if (e.parallel) e.parallel->set_parameters(e.components.model->parameters(/*recurse=*/true));
-  facts.data_order = train_order_keys(*e.recipe.root);
-  e.components.train_order_keys = facts.data_order;  // the Checkpointer's, from the Components it is given
-  facts.device = e.components.device;
-  facts.batches_per_epoch = e.components.train->batches_per_epoch();
-  facts.steps_per_epoch = e.components.steps_per_epoch;
   const Config model = root.section("model");
   const std::vector<OptionDoc>& model_options = registry.find(ComponentKind::model, model).info.options;
   const bool takes_num_classes = std::any_of(model_options.begin(), model_options.end(),
@@ -185,7 +181,7 @@ void write_resolved_recipe(const Experiment& e, const RunDirectory& run) {
   recipe << "# Resolved recipe written by mixt " << version() << " (" << build_fingerprint() << ")\n"
          << "# Re-run with: mixt run " << (run.path() / "recipe.yaml").string() << "\n";
   if (const std::string image = container_image(); !image.empty()) recipe << "# Ran in container image " << image << "\n";
-  for (const auto& r : e.components.records) {
+  for (const auto& r : e.facts.records) {
     recipe << "# " << r.kind << " " << r.name << ": plugin " << r.plugin << " " << r.plugin_version << " ("
            << r.file << ")\n";
   }
@@ -291,7 +287,7 @@ TrainResult run_experiment(Experiment& e, bool terminal, fs::path* run_dir) {
   std::unique_ptr<RunDirectory> run;
   fs::path run_path;
   Progress progress(terminal, e.options.log_every, /*quiet=*/!main_rank);
-  Trainer trainer(e.components, e.options, nullptr, progress, e.parallel.get());
+  Trainer trainer(e.components, e.facts, e.options, nullptr, progress, e.parallel.get());
   fs::path resume = e.options.resume;
   if (restarted) {
     // Every rank continues the run an earlier attempt started, from its newest checkpoint;
@@ -320,7 +316,7 @@ TrainResult run_experiment(Experiment& e, bool terminal, fs::path* run_dir) {
   if (e.parallel) {
     progress.note("data parallel: " + std::to_string(e.parallel->world_size()) +
                   (e.parallel->world_size() == 1 ? " rank, " : " ranks, ") + e.parallel->backend_name() + " backend, " +
-                  e.components.device.str() +
+                  e.facts.device.str() +
                   (e.components.optimizer_shards
                        ? std::string(", sharding: ") + distributed::sharding_name(e.options.distributed.sharding) +
                              " (each rank keeps 1/" + std::to_string(e.parallel->world_size()) +

@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "assembly/components.h"
+#include "assembly/run_facts.h"
 #include "distributed/data_parallel.h"
+#include "mixt/options.h"
 #include "plugins/plugin_loader.h"
 #include "plugins/registry.h"
 #include "recipe/recipe_loader.h"
 #include "train/trainer.h"
-
-#include "mixt/options.h"
 
 namespace mixt {
 
@@ -24,21 +24,10 @@ inline const Option<std::string> kRecipeOutput{"output", "runs", "directory for 
 
 using Warn = std::function<void(const std::string&)>;
 
-// What a command knows about the run, worked out once when the experiment is prepared and
-// read from here by every command (nothing recomputes them).
-struct RunFacts {
-  std::string name;              // the recipe's name:, else its file's stem: <output>/<name>/
-  std::filesystem::path output;  // the recipe's output:, where run directories go
-  at::Device device = at::kCPU;  // trainer.device, resolved (a torchrun rank's GPU)
-  // data.train's keys that decide an epoch's order ("shuffle=false, ..."), as the recipe
-  // spells them: part of what a mid-epoch checkpoint's position means.
-  std::string data_order;
-  std::int64_t batches_per_epoch = 0;  // data.train's (on this rank)
-  std::int64_t steps_per_epoch = 0;    // optimizer steps: the batches, trainer.accumulate, max_steps_per_epoch
-};
-
 struct Experiment {
   Recipe recipe;
+  // What every command knows about the run (assembly/run_facts.h), worked out once as the
+  // experiment is prepared; handed next to `components` to whatever reads a fact.
   RunFacts facts;
   TrainerOptions options;
   Components components;

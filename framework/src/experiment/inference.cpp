@@ -50,8 +50,8 @@ Inference::Inference(const ModelPlan& plan, const Registry& registry, const Infe
   model_->eval();
 }
 
-Inference::Inference(Components& components, const ModelPlan& plan, bool ema, std::uint64_t seed)
-    : model_(components.model), device_(components.device), channels_last_(components.channels_last) {
+Inference::Inference(Components& components, const RunFacts& facts, const ModelPlan& plan, bool ema, std::uint64_t seed)
+    : model_(components.model), device_(facts.device), channels_last_(facts.channels_last) {
   if (!plan.checkpoint.empty()) {
     load_checkpoint_weights(*model_, device_, plan.checkpoint, ema);
   } else if (!plan.named_weights) {

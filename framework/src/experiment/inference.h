@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "assembly/components.h"
+#include "assembly/run_facts.h"
 #include "experiment/model_source.h"
 #include "plugins/registry.h"
 #include "recipe/recipe_loader.h"
@@ -46,9 +47,9 @@ class Inference {
             const std::vector<std::int64_t>& sample_shape, std::int64_t classes, const ShapeSource& shape_source,
             bool ema, const std::string& command);
   // `mixt evaluate`: the model a prepared experiment built (for its data, under its precision
-  // policy), the plan's weights loaded into it. `seed`: trainer.seed, which made the weights
-  // when the plan names none.
-  Inference(Components& components, const ModelPlan& plan, bool ema, std::uint64_t seed);
+  // policy), the plan's weights loaded into it, on the experiment's device and layout
+  // (`facts`). `seed`: trainer.seed, which made the weights when the plan names none.
+  Inference(Components& components, const RunFacts& facts, const ModelPlan& plan, bool ema, std::uint64_t seed);
 
   Model& model() const { return *model_; }
   const std::shared_ptr<Model>& shared_model() const { return model_; }

@@ -11,7 +11,7 @@ Evaluation Evaluator::evaluate(Dataset& dataset, at::Tensor* confusion) const {
   model.eval();
   at::NoGradGuard no_grad;
   dataset.start_epoch(0);
-  const at::Device device = components_.device;
+  const at::Device device = facts_.device;
   const std::unique_ptr<TaskScore> score = components_.task->start_evaluation(confusion != nullptr);
   std::int64_t samples = 0;
   // Data parallel: the padding of this rank's shard (samples of other ranks again) is not
@@ -32,7 +32,7 @@ Evaluation Evaluator::evaluate(Dataset& dataset, at::Tensor* confusion) const {
       stopped.interrupted = true;
       return stopped;
     }
-    const at::Tensor inputs = model_input(components_, batch->inputs);
+    const at::Tensor inputs = model_input(components_, facts_, batch->inputs);
     const at::Tensor targets = batch->targets.to(device, true);
     AutocastScope scope = components_.precision->autocast(device.type());
     const at::Tensor output = model.forward(inputs);

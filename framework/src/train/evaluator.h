@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include "assembly/components.h"
+#include "assembly/run_facts.h"
 #include "common/coordinator.h"
 #include "mixt/callback.h"
 
@@ -14,8 +15,8 @@ namespace mixt {
 class Evaluator {
  public:
   // `coordinator`: the run's other processes (SingleProcess for one).
-  Evaluator(Components& components, const Coordinator& coordinator)
-      : components_(components), coordinator_(coordinator) {}
+  Evaluator(Components& components, const RunFacts& facts, const Coordinator& coordinator)
+      : components_(components), facts_(facts), coordinator_(coordinator) {}
 
   // The model's current weights on `dataset`, in eval mode and under the policy's autocast.
   // `confusion`, when given, receives the task's [classes, classes] confusion matrix (int64,
@@ -25,6 +26,7 @@ class Evaluator {
 
  private:
   Components& components_;
+  const RunFacts& facts_;
   const Coordinator& coordinator_;
 };
 

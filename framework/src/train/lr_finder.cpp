@@ -46,8 +46,9 @@ class RangeTestCallback final : public Callback {
 
 }  // namespace
 
-LrFindResult find_learning_rate(Components& components, TrainerOptions options, Coordinator* coordinator,
-                                const LrRamp& ramp, const std::function<void(const LrRangeTest&)>& on_point) {
+LrFindResult find_learning_rate(Components& components, const RunFacts& facts, TrainerOptions options,
+                                Coordinator* coordinator, const LrRamp& ramp,
+                                const std::function<void(const LrRangeTest&)>& on_point) {
   LrFindResult result{LrRangeTest(ramp)};
   components.val.reset();
   components.callbacks.clear();  // early stopping, best checkpoints, an EMA: not for a range test
@@ -61,7 +62,7 @@ LrFindResult find_learning_rate(Components& components, TrainerOptions options, 
   options.stop_on_nonfinite_loss = false;  // a diverging loss is how the test ends
   options.log_every = std::numeric_limits<std::int64_t>::max() / 2;
   Progress quiet(false, options.log_every, /*quiet=*/true);
-  Trainer trainer(components, options, nullptr, quiet, coordinator);
+  Trainer trainer(components, facts, options, nullptr, quiet, coordinator);
   trainer.add_callback(std::make_shared<RangeTestCallback>(result.test, on_point), "lr_find");
   trainer.fit();
   result.data_ran_out = !result.test.finished();

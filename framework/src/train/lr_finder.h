@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "assembly/components.h"
+#include "assembly/run_facts.h"
 #include "assembly/trainer_options.h"
 #include "common/coordinator.h"
 #include "train/lr_range_test.h"
@@ -23,7 +24,8 @@ struct LrFindResult {
 // those the test leaves (build them anew to train). `coordinator`: null for one process; every
 // rank calls this and records the same curve (the loss is every rank's mean). `on_point` is
 // called after each step (for progress lines).
-LrFindResult find_learning_rate(Components& components, TrainerOptions options, Coordinator* coordinator,
-                                const LrRamp& ramp, const std::function<void(const LrRangeTest&)>& on_point);
+LrFindResult find_learning_rate(Components& components, const RunFacts& facts, TrainerOptions options,
+                                Coordinator* coordinator, const LrRamp& ramp,
+                                const std::function<void(const LrRangeTest&)>& on_point);
 
 }  // namespace mixt

@@ -16,18 +16,19 @@ namespace {
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 }  // namespace
 
-Trainer::Trainer(Components& components, TrainerOptions options, RunDirectory* run, Progress& progress,
-                 Coordinator* coordinator)
+Trainer::Trainer(Components& components, const RunFacts& facts, TrainerOptions options, RunDirectory* run,
+                 Progress& progress, Coordinator* coordinator)
     : components_(components),
+      facts_(facts),
       options_(std::move(options)),
       coordinator_(coordinator ? *coordinator : single_process_),
-      checkpointer_(components_, options_, state_, coordinator_),
+      checkpointer_(components_, facts_, options_, state_, coordinator_),
       recovery_(checkpointer_, state_, progress),
       stops_(components_, options_, state_, ledger_, coordinator_,
              [this](const std::string& before_what) { return recovery_.newest_good_checkpoint(before_what); }),
       data_(components_, coordinator_),
-      loss_(components_, options_.accumulate),
-      evaluator_(components_, coordinator_),
+      loss_(components_, facts_, options_.accumulate),
+      evaluator_(components_, facts_, coordinator_),
       run_log_(std::make_shared<RunLog>(progress)) {
   state_.epochs = options_.epochs;
   write_to(run);
@@ -181,8 +182,8 @@ at::Tensor Trainer::forward_and_backward(EpochRun& epoch) {
       epoch.data_left = false;
       break;
     }
-    const at::Tensor inputs = model_input(components_, batch->inputs);
-    const at::Tensor targets = batch->targets.to(components_.device, /*non_blocking=*/true);
+    const at::Tensor inputs = model_input(components_, facts_, batch->inputs);
+    const at::Tensor targets = batch->targets.to(facts_.device, /*non_blocking=*/true);
     const at::Tensor loss = loss_(inputs, targets, state_.epoch, epoch.step);
     const bool last = micro_batches + 1 == options_.accumulate;
     coordinator_.prepare_backward(last);
@@ -221,9 +222,9 @@ void Trainer::save_optimizer_shards(const fs::path& rank_0_file) {
 // callbacks' on_step_end and whether the run goes on.
 Stop Trainer::after_step(EpochRun& epoch, TrainResult& result, const StepOutcome& applied, const at::Tensor& loss,
                          const at::Tensor& grad_norm, bool logged) {
-  ledger_.count(applied, components_.device);
+  ledger_.count(applied, facts_.device);
   // After this process's first step, a resumed run's too (global_step is not 1 then).
-  if (++result.optimizer_steps == 1) check_listed_submodules_routed(components_);
+  if (++result.optimizer_steps == 1) check_listed_submodules_routed(components_, facts_);
   batches_in_weights_ = state_.batches_in_epoch;  // from here a failure keeps this step
   const StepAgreement agreed = coordinator_.agree_on_step(loss);
   if (options_.stop_on_nonfinite_loss) ledger_.watch_loss(agreed.loss, agreed.on_host, applied, state_.global_step);

@@ -17,6 +17,7 @@
 
 #include "assembly/components.h"
 #include "assembly/named_callback.h"
+#include "assembly/run_facts.h"
 #include "assembly/trainer_options.h"
 #include "checkpoint/checkpointer.h"
 #include "common/coordinator.h"
@@ -51,7 +52,7 @@ class Trainer {
   // `run` may be null (no outputs are written, e.g. in tests, `mixt check`, or on the
   // ranks other than 0). `coordinator` is null for a single process; a data-parallel run
   // passes its distributed::DataParallel.
-  Trainer(Components& components, TrainerOptions options, RunDirectory* run, Progress& progress,
+  Trainer(Components& components, const RunFacts& facts, TrainerOptions options, RunDirectory* run, Progress& progress,
           Coordinator* coordinator = nullptr);
 
   // Continues from a checkpoint written by a run of the same recipe (Checkpointer::resume).
@@ -119,6 +120,7 @@ class Trainer {
   [[noreturn]] void stop_at_epoch_end(bool evaluation_skipped);
 
   Components& components_;
+  const RunFacts& facts_;
   TrainerOptions options_;
   SingleProcess single_process_;
   Coordinator& coordinator_;

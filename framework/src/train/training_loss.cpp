@@ -65,7 +65,7 @@ void TrainingLoss::decide_path() const {
 at::Tensor TrainingLoss::operator()(const at::Tensor& inputs, const at::Tensor& targets, std::int64_t epoch,
                                     std::int64_t step) const {
   try {
-    AutocastScope scope = components_.precision->autocast(components_.device.type());
+    AutocastScope scope = components_.precision->autocast(facts_.device.type());
     decide_path();
     at::Tensor loss = fused_ ? head_loss(*fused_, inputs, targets)
                              : components_.task->loss(components_.model->forward(inputs), targets);

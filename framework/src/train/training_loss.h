@@ -11,13 +11,15 @@
 #include <cstdint>
 
 #include "assembly/components.h"
+#include "assembly/run_facts.h"
 #include "mixt/linear_head.h"
 
 namespace mixt {
 
 class TrainingLoss {
  public:
-  TrainingLoss(Components& components, std::int64_t accumulate) : components_(components), accumulate_(accumulate) {}
+  TrainingLoss(Components& components, const RunFacts& facts, std::int64_t accumulate)
+      : components_(components), facts_(facts), accumulate_(accumulate) {}
 
   // Decides between the fused head loss and the plain one now, while the weights are whole
   // (before sharding: parameters releases the blocks'); else the first step decides.
@@ -30,6 +32,7 @@ class TrainingLoss {
   at::Tensor head_loss(const HeadLoss& task, const at::Tensor& inputs, const at::Tensor& targets) const;
 
   Components& components_;
+  const RunFacts& facts_;
   std::int64_t accumulate_;
   // Decided at the first step, after the policy's setup() has installed its linear functions.
   mutable const HeadLoss* fused_ = nullptr;

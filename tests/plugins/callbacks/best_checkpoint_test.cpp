@@ -82,7 +82,7 @@ TEST(BestCheckpoint, KeepsTheTopKEpochsThroughRotationAndResumesTheRanking) {
   four.keep_checkpoints = 1;
   RankedRun whole;
   RunDirectory run(dir.path(), "whole");
-  Trainer(whole.f.components, four, &run, whole.f.progress).fit();
+  Trainer(whole.f.components, whole.f.facts, four, &run, whole.f.progress).fit();
   const std::vector<std::int64_t> best = two_highest(whole.record->losses);
   EXPECT_EQ(files_in(run.checkpoints()),
             (std::set<std::string>{"epoch-0004", "last", best_name(best[0]), best_name(best[1]), "best"}));
@@ -98,11 +98,11 @@ TEST(BestCheckpoint, KeepsTheTopKEpochsThroughRotationAndResumesTheRanking) {
   two.epochs = 2;
   RankedRun first;
   RunDirectory first_run(dir.path(), "first");
-  Trainer(first.f.components, two, &first_run, first.f.progress).fit();
+  Trainer(first.f.components, first.f.facts, two, &first_run, first.f.progress).fit();
   const std::string first_best_bytes = testing::read_file(first_run.checkpoints() / best_name(best[0]));
   RankedRun second;
   RunDirectory second_run(dir.path(), "second");
-  Trainer resumed(second.f.components, four, &second_run, second.f.progress);
+  Trainer resumed(second.f.components, second.f.facts, four, &second_run, second.f.progress);
   resumed.resume(first_run.path());
   resumed.fit();
   EXPECT_EQ(second.record->losses,

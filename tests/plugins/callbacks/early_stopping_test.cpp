@@ -117,7 +117,7 @@ TEST(EarlyStopping, EndsATrainingRunAfterTheEpochsCheckpoint) {
   testing::Fixture f;
   f.components.callbacks.push_back({make(f.plugins, "mode: max, patience: 1"), "early_stopping", "early_stopping", ""});
   RunDirectory run(dir.path(), "early");
-  const TrainResult result = Trainer(f.components, testing::options(5), &run, f.progress).fit();
+  const TrainResult result = Trainer(f.components, f.facts, testing::options(5), &run, f.progress).fit();
   ASSERT_TRUE(result.stopped_early);
   EXPECT_EQ(result.stopped_early->by, "early_stopping");
   EXPECT_THAT(result.stopped_early->reason, HasSubstr("val_loss did not improve for 1 epoch (best "));
@@ -140,8 +140,9 @@ TEST(EarlyStopping, ListedTwiceEachEntryKeepsItsStateUnderItsLabelOrNumber) {
         "");
     const TrainerOptions options = TrainerOptions::read(recipe.section("trainer"));
     std::vector<std::string> found;
+    RunFacts facts;
     for (const NamedCallback& c :
-         build_components(recipe, plugins.registry, options, recipe.section("trainer")).callbacks) {
+         build_components(recipe, plugins.registry, options, recipe.section("trainer"), facts).callbacks) {
       if (c.name == "early_stopping") found.push_back(c.key());
     }
     return found;

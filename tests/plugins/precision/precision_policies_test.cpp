@@ -64,6 +64,7 @@ std::unique_ptr<PrecisionPolicy> make_policy(const std::string& yaml) {
 
 struct Training {
   Components components;
+  RunFacts facts;
   Progress progress{false, 1000};
   RecordingOptimizer* optimizer = nullptr;
 
@@ -92,7 +93,7 @@ struct Training {
     o.log_every = 1000;
     o.clip_grad_norm = 1.0;  // also exercises unscale-before-clip
     o.accumulate = accumulate;
-    return Trainer(components, o, nullptr, progress).fit();
+    return Trainer(components, facts, o, nullptr, progress).fit();
   }
   double metric(const std::string& name) const {
     for (const auto& [key, value] : components.precision->metrics()) {
@@ -250,14 +251,14 @@ TEST(PrecisionPolicies, CustomScalerResumedKeepsTheRecipesBoundsAndStaticScale) 
   ASSERT_EQ(first.metric("loss_scale"), 4096.0);  // grown twice in 16 good steps
   {
     TrainerOptions o;
-    Trainer(first.components, o, nullptr, first.progress).save_checkpoint(dir.path() / "ckpt");
+    Trainer(first.components, first.facts, o, nullptr, first.progress).save_checkpoint(dir.path() / "ckpt");
   }
   for (const auto& [recipe, expected] : std::vector<std::pair<std::string, double>>{
            {"{name: custom_scaler, init_scale: 64, max_scale: 256}", 256.0},
            {"{name: custom_scaler, mode: static, init_scale: 64}", 64.0}}) {
     Training resumed(recipe);
     TrainerOptions o;
-    Trainer(resumed.components, o, nullptr, resumed.progress).resume(dir.path() / "ckpt");
+    Trainer(resumed.components, resumed.facts, o, nullptr, resumed.progress).resume(dir.path() / "ckpt");
     EXPECT_EQ(resumed.metric("loss_scale"), expected) << recipe;
   }
 }
@@ -270,14 +271,13 @@ TEST(PrecisionPolicies, ResumingADisabledScalersCheckpointEnabledIsARecipeError)
   Training first("{name: amp_fp16, enabled: false}");
   {
     TrainerOptions o;
-    Trainer(first.components, o, nullptr, first.progress).save_checkpoint(dir.path() / "ckpt");
+    Trainer(first.components, first.facts, o, nullptr, first.progress).save_checkpoint(dir.path() / "ckpt");
   }
   Training second("{name: amp_fp16}");
   TrainerOptions o;
   SCOPED_TRACE(::testing::Message() << "expected a recipe error");
-  const Error e = testing::thrown_error([&] {
-    Trainer(second.components, o, nullptr, second.progress).resume(dir.path() / "ckpt");
-  });
+  const Error e = testing::thrown_error(
+      [&] { Trainer(second.components, second.facts, o, nullptr, second.progress).resume(dir.path() / "ckpt"); });
   EXPECT_EQ(e.exit_code(), 2);
   EXPECT_EQ(e.key_path(), "trainer.resume");
   EXPECT_THAT(e.what(), HasSubstr("ckpt"));
@@ -294,11 +294,11 @@ TEST(PrecisionPolicies, ScalerStateIsRestoredFromACheckpoint) {
   EXPECT_EQ(scale, 2048.0);  // backed off at step 2, then 13 good steps: grown twice (after 5 and 10)
   {
     TrainerOptions o;
-    Trainer(first.components, o, nullptr, first.progress).save_checkpoint(dir.path() / "ckpt");
+    Trainer(first.components, first.facts, o, nullptr, first.progress).save_checkpoint(dir.path() / "ckpt");
   }
   Training second("{name: amp_fp16, init_scale: 1024, growth_interval: 5}");
   TrainerOptions o;
-  Trainer trainer(second.components, o, nullptr, second.progress);
+  Trainer trainer(second.components, second.facts, o, nullptr, second.progress);
   trainer.resume(dir.path() / "ckpt");
   EXPECT_EQ(second.metric("loss_scale"), scale);
   // The policy's state is GradScaler.state_dict(): Python's five keys.
@@ -356,8 +356,9 @@ TEST(Fp32Modules, ListedSubmodulesRunInFullPrecision) {
   set_fp32_modules(model, {});
 }
 
-// A recipe's components with `policy`, on a small CNN and synthetic data (2 steps an epoch).
-Components build_with(const std::string& policy, const testing::BuiltPlugins& built = plugins(),
+// A recipe's components with `policy`, on a small CNN and synthetic data (2 steps an epoch);
+// `facts`, what building them found.
+Components build_with(RunFacts& facts, const std::string& policy, const testing::BuiltPlugins& built = plugins(),
                       const std::string& model = "{name: simple_cnn, channels: [4, 8], hidden: 16}",
                       const std::string& optimizer = "{name: sgd, lr: 0.1, momentum: 0.9}") {
   at::manual_seed(0);
@@ -368,7 +369,7 @@ Components build_with(const std::string& policy, const testing::BuiltPlugins& bu
   const Config recipe(root, "");
   TrainerOptions options;
   options.device = "cpu";
-  return build_components(recipe, built.registry, options, recipe.section("trainer"));
+  return build_components(recipe, built.registry, options, recipe.section("trainer"), facts);
 }
 
 // mixt check's blank forward pass runs after the policy's setup() and under its autocast,
@@ -385,7 +386,10 @@ TEST(PrecisionContract, TheBlankForwardPassRunsAfterSetup) {
                                [](const Config&, const PrecisionContext&) -> std::unique_ptr<PrecisionPolicy> {
                                  return std::make_unique<CastsToDouble>();
                                });
-  const auto build = [&](const std::string& policy) { return build_with("{name: " + policy + "}", local); };
+  const auto build = [&](const std::string& policy) {
+    RunFacts facts;
+    return build_with(facts, "{name: " + policy + "}", local);
+  };
   EXPECT_NO_THROW(build("fp32"));
   try {
     build("fixture_casts_to_double");
@@ -406,7 +410,8 @@ TEST(PrecisionContract, APolicySeesTheFp32ModulesOfTheRecipe) {
                                  seen = context.fp32_modules;
                                  return std::make_unique<PrecisionPolicy>();
                                });
-  build_with("{name: fixture_sees_fp32_modules, fp32_modules: [classifier]}", local);
+  RunFacts facts;
+  build_with(facts, "{name: fixture_sees_fp32_modules, fp32_modules: [classifier]}", local);
   EXPECT_EQ(seen, std::vector<std::string>{"classifier"});
 }
 
@@ -415,7 +420,7 @@ bool representable_in(const at::Tensor& t, at::ScalarType dtype) { return at::eq
 // The optimizer holds one float32 master per model parameter; after two epochs the model
 // holds the masters' rounding to `reduced` (float32 where the policy kept it) while the
 // masters hold values `reduced` cannot.
-void train_and_expect_masters_rounded_into_model(Components& c, at::ScalarType reduced) {
+void train_and_expect_masters_rounded_into_model(Components& c, const RunFacts& facts, at::ScalarType reduced) {
   const std::vector<at::Tensor> masters = c.optimizer->parameters();
   ASSERT_EQ(masters.size(), c.model->parameters().size());
   for (const auto& m : masters) EXPECT_EQ(m.scalar_type(), at::kFloat);
@@ -423,7 +428,7 @@ void train_and_expect_masters_rounded_into_model(Components& c, at::ScalarType r
   TrainerOptions o;
   o.epochs = 2;
   o.log_every = 1000;
-  const TrainResult result = Trainer(c, o, nullptr, progress).fit();
+  const TrainResult result = Trainer(c, facts, o, nullptr, progress).fit();
   EXPECT_LT(result.skipped_steps, result.optimizer_steps) << "every step skipped: nothing was trained";
   bool finer_than_model = false;
   const auto parameters = c.model->parameters();
@@ -438,11 +443,12 @@ void train_and_expect_masters_rounded_into_model(Components& c, at::ScalarType r
 // float32 masters, and after each step the model holds the masters' rounding while the
 // masters keep what bfloat16 cannot.
 TEST(MasterWeights, Bf16MasterTrainsFloat32MastersAndRoundsThemIntoTheModel) {
-  Components c = build_with("{name: bf16_master, fp32_modules: [classifier]}");
+  RunFacts facts;
+  Components c = build_with(facts, "{name: bf16_master, fp32_modules: [classifier]}");
   for (const auto& p : c.model->named_parameters()) {
     EXPECT_EQ(p.value().scalar_type(), p.key().rfind("classifier.", 0) == 0 ? at::kFloat : at::kBFloat16) << p.key();
   }
-  train_and_expect_masters_rounded_into_model(c, at::kBFloat16);
+  train_and_expect_masters_rounded_into_model(c, facts, at::kBFloat16);
 }
 
 // A run resumed from its first epoch's checkpoint ends bit for bit where the uninterrupted
@@ -455,17 +461,18 @@ TEST(MasterWeights, ReducedPrecisionPoliciesResumeExactly) {
     TrainerOptions o;
     o.log_every = 1000;
     o.epochs = 2;
-    Components whole = build_with(policy);
-    Trainer(whole, o, nullptr, progress).fit();
+    RunFacts whole_facts, first_facts, second_facts;
+    Components whole = build_with(whole_facts, policy);
+    Trainer(whole, whole_facts, o, nullptr, progress).fit();
 
     testing::TempDir dir;
     RunDirectory run(dir.path(), "resume");
     o.epochs = 1;
-    Components first = build_with(policy);
-    Trainer(first, o, &run, progress).fit();
+    Components first = build_with(first_facts, policy);
+    Trainer(first, first_facts, o, &run, progress).fit();
     o.epochs = 2;
-    Components second = build_with(policy);
-    Trainer resumed(second, o, nullptr, progress);
+    Components second = build_with(second_facts, policy);
+    Trainer resumed(second, second_facts, o, nullptr, progress);
     resumed.resume(run.checkpoints() / "epoch-0001");
     resumed.fit();
     const auto a = whole.optimizer->parameters(), b = second.optimizer->parameters();
@@ -481,7 +488,8 @@ TEST(MasterWeights, ReducedPrecisionPoliciesResumeExactly) {
 // fp16_master (Apex O2): a float16 model but for batch norm and fp32_modules, float32
 // masters in the optimizer, rounded into the model after each step.
 TEST(MasterWeights, Fp16MasterKeepsBatchNormInFloat32AndTrainsFloat32Masters) {
-  Components c = build_with("{name: fp16_master, fp32_modules: [classifier]}", plugins(),
+  RunFacts facts;
+  Components c = build_with(facts, "{name: fp16_master, fp32_modules: [classifier]}", plugins(),
                             "{name: simple_cnn, channels: [4, 8], hidden: 16, batch_norm: true}");
   bool saw_batch_norm = false;
   for (const auto& m : c.model->named_modules("", false)) {
@@ -498,19 +506,20 @@ TEST(MasterWeights, Fp16MasterKeepsBatchNormInFloat32AndTrainsFloat32Masters) {
     }
   }
   ASSERT_TRUE(saw_batch_norm);
-  train_and_expect_masters_rounded_into_model(c, at::kHalf);
+  train_and_expect_masters_rounded_into_model(c, facts, at::kHalf);
 }
 
 // The loss scaler works on the masters' float32 gradients: a scale that overflows float16
 // makes every gradient inf, every step is skipped, masters and model stay as they were.
 TEST(MasterWeights, Fp16MasterSkipsAStepWhoseScaledGradientsOverflow) {
-  Components c = build_with("{name: fp16_master, init_scale: 1.0e+30, growth_interval: 1000}");
+  RunFacts facts;
+  Components c = build_with(facts, "{name: fp16_master, init_scale: 1.0e+30, growth_interval: 1000}");
   std::vector<at::Tensor> before;
   for (const auto& m : c.optimizer->parameters()) before.push_back(m.clone());
   Progress progress{false, 1000};
   TrainerOptions o;
   o.log_every = 1000;
-  const TrainResult result = Trainer(c, o, nullptr, progress).fit();
+  const TrainResult result = Trainer(c, facts, o, nullptr, progress).fit();
   EXPECT_EQ(result.skipped_steps, result.optimizer_steps);
   const auto masters = c.optimizer->parameters();
   for (std::size_t i = 0; i < masters.size(); ++i) EXPECT_TRUE(at::equal(masters[i], before[i])) << i;
@@ -524,8 +533,9 @@ TEST(MasterWeights, Fp16MasterSkipsAStepWhoseScaledGradientsOverflow) {
 // spacing is lost, where bf16_master's float32 masters keep it.
 TEST(MasterWeights, Bf16TrueLosesUpdatesThatBf16MasterKeeps) {
   const std::string tiny_lr = "{name: sgd, lr: 1.0e-6}";
-  Components true_bf16 = build_with("{name: bf16_true}", plugins(), "{name: simple_cnn, channels: [4, 8], hidden: 16}",
-                                    tiny_lr);
+  RunFacts true_bf16_facts, master_facts;
+  Components true_bf16 = build_with(true_bf16_facts, "{name: bf16_true}", plugins(),
+                                    "{name: simple_cnn, channels: [4, 8], hidden: 16}", tiny_lr);
   const auto model = true_bf16.model->parameters(), updated = true_bf16.optimizer->parameters();
   ASSERT_EQ(model.size(), updated.size());
   for (std::size_t i = 0; i < model.size(); ++i) {
@@ -534,16 +544,16 @@ TEST(MasterWeights, Bf16TrueLosesUpdatesThatBf16MasterKeeps) {
   }
   std::vector<at::Tensor> before;
   for (const auto& p : model) before.push_back(p.clone());
-  Components master = build_with("{name: bf16_master}", plugins(), "{name: simple_cnn, channels: [4, 8], hidden: 16}",
-                                 tiny_lr);
+  Components master = build_with(master_facts, "{name: bf16_master}", plugins(),
+                                 "{name: simple_cnn, channels: [4, 8], hidden: 16}", tiny_lr);
   std::vector<at::Tensor> masters_before;
   for (const auto& m : master.optimizer->parameters()) masters_before.push_back(m.clone());
 
   Progress progress{false, 1000};
   TrainerOptions o;
   o.log_every = 1000;
-  Trainer(true_bf16, o, nullptr, progress).fit();
-  Trainer(master, o, nullptr, progress).fit();
+  Trainer(true_bf16, true_bf16_facts, o, nullptr, progress).fit();
+  Trainer(master, master_facts, o, nullptr, progress).fit();
   std::int64_t changed_true = 0, changed_master = 0;
   for (std::size_t i = 0; i < model.size(); ++i) changed_true += model[i].ne(before[i]).sum().item<std::int64_t>();
   const auto masters = master.optimizer->parameters();

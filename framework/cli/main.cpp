@@ -6,13 +6,17 @@
 
 #include "commands/bench_command.h"
 #include "commands/check_command.h"
+#include "commands/describe_command.h"
 #include "commands/diagnose_command.h"
 #include "commands/evaluate_command.h"
 #include "commands/export_command.h"
 #include "commands/generate_command.h"
+#include "commands/list_command.h"
 #include "commands/lr_find_command.h"
 #include "commands/predict_command.h"
+#include "commands/run_command.h"
 #include "commands/tokenize_command.h"
+#include "commands/version_text.h"
 #include "process/reporting.h"
 
 int main(int argc, char** argv) {

@@ -22,7 +22,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "commands/check_command.h"
 #include "common/closest_match.h"
 #include "common/container_image.h"
 #include "common/host_allocator.h"

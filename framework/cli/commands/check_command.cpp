@@ -1,84 +1,21 @@
 #include "commands/check_command.h"
 
-#include <ATen/detail/CUDAHooksInterface.h>
-#include <torch/version.h>
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <memory>
 
 #include "assembly/model_input.h"
 #include "assembly/routing_probe.h"
 #include "checkpoint/checkpointer.h"
-#include "common/closest_match.h"
-#include "common/container_image.h"
-#include "common/host_allocator.h"
-#include "common/interrupt.h"
 #include "experiment/experiment.h"
 #include "experiment/model_only.h"
 #include "experiment/model_source.h"
 #include "experiment/session.h"
 #include "mixt/helpers/linear.h"
 #include "mixt/tokenizer.h"
-#include "mixt/version.h"
-#include "plugins/option_table.h"
-#include "process/interruptible_start.h"
 #include "reports/thousands.h"
-#include "train/figure_text.h"
 
 namespace mixt::cli {
-
-namespace fs = std::filesystem;
-
-int run(const std::string& recipe, const std::vector<std::string>& overrides) {
-  // Training one step for a checkpoint of nothing would only make the user wait.
-  Session session;
-  Experiment experiment = prepare_interruptibly(session, recipe, overrides, kStopBeforeTraining, "training started");
-  set_interrupt_acknowledgement(launched_as_main_rank() ? kStopAfterStep : nullptr);
-  fs::path run_dir;
-  const TrainResult result = run_experiment(experiment, ::isatty(STDERR_FILENO) != 0, &run_dir);
-  if (!experiment.main_rank()) return 0;  // rank 0 reports
-  // samples/s over the training loops, as the step lines show it; evaluation and
-  // checkpoints are in the total only.
-  const std::string stopped =
-      result.stopped_early ? "; stopped early by " + result.stopped_early->by + ": " + result.stopped_early->reason
-                           : "";
-  const double samples_per_second =
-      result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0.0;
-  // A task whose samples hold several predictions (tokens of a window) gives its rate in them.
-  char rate[128];
-  if (const std::optional<Throughput>& unit = result.throughput) {
-    std::snprintf(rate, sizeof(rate), "%lld %s, %.1fs training (%.0f %s/s)",
-                  static_cast<long long>(result.samples * unit->per_sample), unit->unit.c_str(), result.train_seconds,
-                  samples_per_second * static_cast<double>(unit->per_sample), unit->unit.c_str());
-  } else {
-    std::snprintf(rate, sizeof(rate), "%.1fs training (%.0f samples/s)", result.train_seconds, samples_per_second);
-  }
-  std::printf("done: %lld optimizer steps (%lld skipped), %lld samples, %s, %.1fs in all%s\n",
-              static_cast<long long>(result.optimizer_steps), static_cast<long long>(result.skipped_steps),
-              static_cast<long long>(result.samples), rate, result.elapsed_seconds, stopped.c_str());
-  if (result.bad_samples > 0) {
-    std::printf("skipped %lld bad samples (undecodable files; the warnings above name the first)\n",
-                static_cast<long long>(result.bad_samples));
-  }
-  if (result.final_eval) {
-    const Evaluation& eval = *result.final_eval;
-    const std::string task_line = experiment.components.task->summary(eval.loss, eval.figures);
-    if (!task_line.empty()) {
-      std::printf("%s\n", task_line.c_str());
-    } else {
-      const std::string figures = figures_text(eval.figures);
-      std::printf("validation: loss %.4f%s%s\n", eval.loss, figures.empty() ? "" : ", ", figures.c_str());
-    }
-  }
-  if (!run_dir.empty()) std::printf("run directory: %s\n", run_dir.string().c_str());
-  return 0;
-}
 
 namespace {
 
@@ -168,7 +105,6 @@ void print_routing_and_steps(const Experiment& e) {
 }
 
 }  // namespace
-
 namespace {
 
 std::int64_t parameter_count(Model& model) {
@@ -249,175 +185,12 @@ int check(const std::string& recipe, const std::vector<std::string>& overrides) 
   return 0;
 }
 
-namespace {
-// The default plugin locations, and a recipe's plugins: when one is given.
-void load_plugins_for(Session& session, const std::string& recipe) {
-  if (recipe.empty()) {
-    session.load_default_plugins();
-  } else {
-    session.load_plugins_of(load_recipe(recipe, {}));
-  }
-}
-}  // namespace
-
-int list(const std::string& kind, const std::string& glob, const std::string& recipe) {
-  Session session;
-  load_plugins_for(session, recipe);
-  const Registry& registry = session.registry();
-  std::optional<ComponentKind> filter;
-  std::string pattern = glob.empty() ? "*" : glob;
-  // `mixt list 'resnet*'`: one argument that is no kind is a name pattern over every kind;
-  // when nothing matches it either, it was a misspelt kind.
-  const std::vector<std::string> kinds = [] {
-    std::vector<std::string> names;
-    for (ComponentKind k : all_kinds()) names.emplace_back(kind_name(k));
-    return names;
-  }();
-  const bool kind_is_pattern = !kind.empty() && glob.empty() && !find_kind(kind);
-  if (kind_is_pattern) {
-    pattern = kind;
-  } else if (!kind.empty()) {
-    filter = parse_kind(kind);
-  }
-  const auto entries = registry.list(filter, pattern);
-  if (kind_is_pattern && entries.empty()) {
-    throw usage_error("no component kind or name matches '" + kind + "'", suggestion_hint(kind, kinds, "kinds"));
-  }
-  for (ComponentKind k : all_kinds()) {
-    bool header = false;
-    for (const ComponentEntry* entry : entries) {
-      if (entry->kind != k) continue;
-      if (!header) std::printf("%s:\n", kind_name(k));
-      header = true;
-      std::printf("  %-18s %s\n  %-18s   (%s %s, %s)\n", entry->name.c_str(), entry->info.summary.c_str(), "",
-                  entry->origin.name.c_str(), entry->origin.version.c_str(), entry->origin.file.c_str());
-    }
-  }
-  if (entries.empty()) std::printf("no components match\n");
-  return 0;
-}
-
-namespace {
-void print_options(const std::vector<OptionDoc>& options, bool markdown) {
-  if (markdown) {  // the docs' tables are these rows (a test holds docs/recipes.md to them)
-    std::printf("| option | default | meaning |\n|---|---|---|\n%s", option_table_rows(options).c_str());
-    return;
-  }
-  if (options.empty()) {
-    std::printf("options: none\n");
-    return;
-  }
-  int width = 22;
-  for (const OptionDoc& option : options) width = std::max(width, static_cast<int>(option.name.size()));
-  std::printf("options:\n");
-  for (const OptionDoc& option : options) {
-    const std::string value = option.default_value.empty() ? "(required)" : option.default_value;
-    std::printf("  %-*s %-12s %s\n", width, option.name.c_str(), value.c_str(), option.help.c_str());
-  }
-}
-}  // namespace
-
-int describe(const std::string& kind_text, const std::string& name, const std::string& recipe, bool markdown) {
-  // The trainer is no plugin, but its options are looked up the same way.
-  if (kind_text == "trainer") {
-    if (!markdown) std::printf("trainer — the training loop (the recipe's trainer: section)\n\n");
-    print_options(trainer_option_docs(), markdown);
-    return 0;
-  }
-  const ComponentKind kind = parse_kind(kind_text);  // `mixt describe bogus`: the kind is what is wrong
-  if (name.empty()) {
-    throw usage_error("mixt describe " + kind_text + " needs a name", "mixt list " + kind_text + " shows them");
-  }
-  Session session;
-  load_plugins_for(session, recipe);
-  const Registry& registry = session.registry();
-  const ComponentEntry* entry = registry.find(kind, name);
-  if (!entry) {
-    throw usage_error("unknown " + kind_text + " '" + name + "'",
-                      suggestion_hint(name, registry.names(kind), "known " + kind_text + "s") +
-                          "; mixt list and describe see a plugin of your own when its .so (or its directory) is "
-                          "on MIXT_PLUGIN_PATH, or with --recipe FILE naming it in plugins:");
-  }
-  if (!markdown) {
-    std::printf("%s %s — %s\n", kind_text.c_str(), entry->name.c_str(), entry->info.summary.c_str());
-    std::printf("plugin: %s %s (%s)\n\n", entry->origin.name.c_str(), entry->origin.version.c_str(),
-                entry->origin.file.c_str());
-  }
-  std::vector<OptionDoc> options = entry->info.options;
-  for (const OptionDoc& framework : framework_option_docs(kind)) {  // unless the plugin lists them itself
-    const auto listed = [&](const OptionDoc& option) { return option.name == framework.name; };
-    if (std::none_of(options.begin(), options.end(), listed)) options.push_back(framework);
-  }
-  print_options(options, markdown);
-  return 0;
-}
-
-std::string version_text() {
-  const auto& cuda = at::detail::getCUDAHooks();
-  std::string text = std::string("mixt ") + version() + "\nLibTorch " + TORCH_VERSION + "\n";
-  const long cudart = cuda.versionCUDART();
-  if (cudart > 0) {
-    text += "CUDA " + std::to_string(cudart / 1000) + "." + std::to_string((cudart % 1000) / 10) + " (" +
-            std::to_string(cuda.hasCUDA() ? cuda.getNumGPUs() : 0) + " GPU(s) usable)\n";
-  } else {
-    text += "CUDA: not in this LibTorch build\n";
-  }
-  text += std::string("plugin ABI ") + MIXT_STRINGIFY(MIXT_ABI_MAJOR) "." MIXT_STRINGIFY(MIXT_ABI_MINOR) + " [" +
-          build_fingerprint() + "]\n";
-  text += "host allocator: " + host_allocator().summary() + "\n";
-  if (const std::string image = container_image(); !image.empty()) text += "container image: " + image + "\n";
-  return text;
-}
-
-namespace {
-// A recipe and its key=value overrides: what run and check take.
-struct RecipeArguments {
-  std::string recipe;
-  std::vector<std::string> overrides;
-};
-}  // namespace
-
-void add_run_command(CLI::App& app, Commands& commands) {
-  auto args = std::make_shared<RecipeArguments>();
-  CLI::App* run_app = app.add_subcommand("run", "train the model a recipe describes");
-  run_app->add_option("recipe", args->recipe, "recipe YAML file")->required();
-  run_app->add_option("overrides", args->overrides, "key=value overrides, e.g. optimizer.lr=0.1 trainer.epochs=2");
-  commands.push_back({run_app, [args] { return run(args->recipe, args->overrides); }});
-}
-
 void add_check_command(CLI::App& app, Commands& commands) {
   auto args = std::make_shared<RecipeArguments>();
   CLI::App* check_app = app.add_subcommand("check", "validate a recipe: load its plugins, build every component");
   check_app->add_option("recipe", args->recipe, "recipe YAML file")->required();
   check_app->add_option("overrides", args->overrides, "key=value overrides");
   commands.push_back({check_app, [args] { return check(args->recipe, args->overrides); }});
-}
-
-void add_list_command(CLI::App& app, Commands& commands) {
-  struct Arguments {
-    std::string kind, glob, recipe;
-  };
-  auto args = std::make_shared<Arguments>();
-  CLI::App* list_app = app.add_subcommand("list", "list registered components");
-  list_app->add_option("kind", args->kind,
-                       "model, optimizer, scheduler, precision, dataset or callback (alone: or a name wildcard)");
-  list_app->add_option("glob", args->glob, "wildcard on the name, e.g. 'resnet*'");
-  list_app->add_option("--recipe", args->recipe, "also load this recipe's plugins: list, as mixt run does");
-  commands.push_back({list_app, [args] { return list(args->kind, args->glob, args->recipe); }});
-}
-
-void add_describe_command(CLI::App& app, Commands& commands) {
-  struct Arguments {
-    std::string kind, name, recipe;
-    bool markdown = false;
-  };
-  auto args = std::make_shared<Arguments>();
-  CLI::App* describe_app = app.add_subcommand("describe", "show a component's (or the trainer's) options and defaults");
-  describe_app->add_option("kind", args->kind, "component kind, or trainer")->required();
-  describe_app->add_option("name", args->name, "component name (none for trainer)");
-  describe_app->add_option("--recipe", args->recipe, "also load this recipe's plugins: list, as mixt run does");
-  describe_app->add_flag("--markdown", args->markdown, "the options as a Markdown table, as the docs show them");
-  commands.push_back({describe_app, [args] { return describe(args->kind, args->name, args->recipe, args->markdown); }});
 }
 
 }  // namespace mixt::cli

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace CLI {
@@ -17,6 +18,12 @@ struct Command {
   std::function<int()> run;  // its exit code: 0 ok, 1 runtime failure, 2 bad usage (errors are thrown)
 };
 using Commands = std::vector<Command>;
+
+// A recipe and its key=value overrides: what run and check take.
+struct RecipeArguments {
+  std::string recipe;
+  std::vector<std::string> overrides;
+};
 
 // --best, as evaluate, predict and export say it.
 inline constexpr const char* kBestHelp =

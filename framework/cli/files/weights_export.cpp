@@ -8,7 +8,6 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_weights.h"
-#include "commands/check_command.h"
 #include "mixt/helpers/safetensors.h"
 #include "mixt/version.h"
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "analysis/linear_flops.h"
 #include "assembly/model_input.h"
 #include "assembly/routing_probe.h"
 #include "checkpoint/checkpointer.h"
@@ -11,7 +12,6 @@
 #include "experiment/model_only.h"
 #include "experiment/model_source.h"
 #include "experiment/session.h"
-#include "mixt/helpers/linear.h"
 #include "mixt/tokenizer.h"
 #include "reports/thousands.h"
 
@@ -19,52 +19,21 @@ namespace mixt::cli {
 
 namespace {
 
-// Counts one layer's forward FLOPs (2 x rows x in x out), then computes it as before.
-class CountingLinear : public LinearFunction {
- public:
-  CountingLinear(std::shared_ptr<LinearFunction> inner, double& flops) : inner_(std::move(inner)), flops_(flops) {}
-  at::Tensor forward(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) override {
-    flops_ += 2.0 * static_cast<double>(input.numel()) * static_cast<double>(weight.size(0));
-    return inner_ ? inner_->forward(input, weight, bias) : at::linear(input, weight, bias);
-  }
-
- private:
-  std::shared_ptr<LinearFunction> inner_;
-  double& flops_;
-};
-
 // How many of the model's linear layers (mixt/helpers/linear.h) the precision policy
 // computes its own way (float8, for the fp8_* policies), and their share of the linear
 // layers' FLOPs in one forward pass of a blank sample.
 void print_linear_layers(const Components& c, const std::vector<std::int64_t>& sample_shape) {
-  const std::vector<LinearLayer> layers = linear_layers(*c.model);
-  if (layers.empty()) return;
-  std::vector<double> flops(layers.size(), 0.0);
-  std::vector<std::shared_ptr<LinearFunction>> installed;
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    installed.push_back(layers[i].owner->linear_function(layers[i].map));
-    layers[i].set_function(std::make_shared<CountingLinear>(installed.back(), flops[i]));
-  }
-  forward_blank_batch(c, sample_shape, /*batch=*/1);
-  std::size_t own = 0;
-  double own_flops = 0.0, all_flops = 0.0;
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    layers[i].set_function(installed[i]);
-    all_flops += flops[i];
-    if (installed[i]) {
-      ++own;
-      own_flops += flops[i];
-    }
-  }
-  const char* plural = layers.size() == 1 ? "" : "s";
-  if (own == 0) {
-    std::printf("  linear    %zu layer%s (at::linear)\n", layers.size(), plural);
+  const LinearFlops count = count_linear_flops(*c.model, [&] { forward_blank_batch(c, sample_shape, /*batch=*/1); });
+  if (count.layers == 0) return;
+  const char* plural = count.layers == 1 ? "" : "s";
+  if (count.policy_layers == 0) {
+    std::printf("  linear    %zu layer%s (at::linear)\n", count.layers, plural);
     return;
   }
   std::printf(
       "  linear    %zu layer%s, %zu computed by the precision policy (float8 under fp8_*): %.1f%% of their "
       "FLOPs\n",
-      layers.size(), plural, own, all_flops > 0 ? 100.0 * own_flops / all_flops : 0.0);
+      count.layers, plural, count.policy_layers, count.flops > 0 ? 100.0 * count.policy_flops / count.flops : 0.0);
 }
 
 std::string joined(const std::vector<std::string>& names) {

@@ -1,19 +1,23 @@
 // mixt — the command line. Each subcommand declares its own flags in its own file
-// (command.h); main adds them in the order `mixt --help` lists them, parses with CLI11 and
+// (commands/command.h); main adds them in the order `mixt --help` lists them, parses with CLI11 and
 // runs the one given, every failure reported as one message and the documented exit code
-// (reporting.h): 0 ok, 1 runtime failure, 2 bad usage/recipe/plugin, 130 interrupted.
+// (process/reporting.h): 0 ok, 1 runtime failure, 2 bad usage/recipe/plugin, 130 interrupted.
 #include <CLI/CLI.hpp>
 
-#include "bench.h"
-#include "commands.h"
-#include "diagnose_command.h"
-#include "evaluate_command.h"
-#include "export_command.h"
-#include "generate_command.h"
-#include "lr_find_command.h"
-#include "predict_command.h"
-#include "reporting.h"
-#include "tokenize_command.h"
+#include "commands/bench_command.h"
+#include "commands/check_command.h"
+#include "commands/describe_command.h"
+#include "commands/diagnose_command.h"
+#include "commands/evaluate_command.h"
+#include "commands/export_command.h"
+#include "commands/generate_command.h"
+#include "commands/list_command.h"
+#include "commands/lr_find_command.h"
+#include "commands/predict_command.h"
+#include "commands/run_command.h"
+#include "commands/tokenize_command.h"
+#include "commands/version_text.h"
+#include "process/reporting.h"
 
 int main(int argc, char** argv) {
   using namespace mixt::cli;

@@ -1,9 +1,6 @@
 #include "plugins/plugin_loader.h"
 
-#include <boost/dll/runtime_symbol_info.hpp>
-#include <boost/dll/shared_library.hpp>
 #include <cxxabi.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -11,21 +8,15 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
-#include <mutex>
 #include <set>
+
+#include "common/shared_library.h"
 
 namespace mixt {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-// Process-wide: a library stays loaded for the life of the process, whichever loader
-// (or registry) asked for it.
-std::vector<boost::dll::shared_library>& resident_libraries() {
-  static std::vector<boost::dll::shared_library> libraries;
-  return libraries;
-}
 
 std::string abi_string(std::uint32_t major, std::uint32_t minor) {
   return std::to_string(major) + "." + std::to_string(minor);
@@ -68,22 +59,6 @@ void check_descriptor(const PluginDescriptor* d, const std::string& file) {
   }
 }
 
-// The dynamic loader's own reason for refusing a file (Boost.DLL keeps only an error code),
-// without the file name it repeats.
-std::string dynamic_loader_reason(const fs::path& path) {
-  dlerror();
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle != nullptr) {
-    dlclose(handle);
-    return "";
-  }
-  const char* text = dlerror();
-  std::string reason = text != nullptr ? text : "";
-  const std::string prefix = path.string() + ": ";
-  if (reason.rfind(prefix, 0) == 0) reason.erase(0, prefix.size());
-  return reason;
-}
-
 std::string demangled(const std::string& symbol) {
   int status = 0;
   std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status),
@@ -121,6 +96,15 @@ std::string unloadable_library_hint(const std::string& reason, const fs::path& p
   return "no loaded library defines " + name + ": link the library that does, or " + kRebuildHint;
 }
 
+SharedLibrary open_library(const fs::path& canonical, const std::string& file) {
+  try {
+    return SharedLibrary(canonical);
+  } catch (const SharedLibraryError& e) {
+    throw plugin_error("not a loadable shared library (" + e.reason() + ")", file,
+                       unloadable_library_hint(e.reason(), canonical));
+  }
+}
+
 }  // namespace
 
 void PluginLoader::load(const fs::path& path) {
@@ -138,20 +122,14 @@ void PluginLoader::load(const fs::path& path) {
                                 [&](const LoadedPlugin& p) { return p.file == canonical.string(); });
   if (seen) return;
 
-  boost::dll::shared_library library;
-  try {
-    library.load(canonical, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
-  } catch (const std::exception&) {
-    const std::string reason = dynamic_loader_reason(canonical);
-    throw plugin_error("not a loadable shared library" + (reason.empty() ? "" : " (" + reason + ")"), file,
-                       unloadable_library_hint(reason, canonical));
-  }
-  if (!library.has(MIXT_PLUGIN_ENTRY_SYMBOL)) {
+  // Until the plugin has registered, any failure closes the library again.
+  SharedLibrary library = open_library(canonical, file);
+  void* entry = library.find(MIXT_PLUGIN_ENTRY_SYMBOL);
+  if (entry == nullptr) {
     throw plugin_error("not a mixt plugin: no entry point '" MIXT_PLUGIN_ENTRY_SYMBOL "'", file,
                        "a plugin declares itself with MIXT_PLUGIN(...) from <mixt/plugin.h>");
   }
-  const auto& entry = library.get<const PluginDescriptor*()>(MIXT_PLUGIN_ENTRY_SYMBOL);
-  const PluginDescriptor* descriptor = entry();
+  const PluginDescriptor* descriptor = reinterpret_cast<const PluginDescriptor* (*)()>(entry)();
   check_descriptor(descriptor, file);
 
   // A registration that fails part-way takes back what it added before `library` goes:
@@ -172,9 +150,9 @@ void PluginLoader::load(const fs::path& path) {
                        "add_precision, add_dataset or add_callback (docs/plugins.md)");
   }
   loaded_.push_back({canonical.string(), descriptor->name, descriptor->version});
-  static std::mutex mutex;
-  std::lock_guard lock(mutex);
-  resident_libraries().push_back(std::move(library));
+  // For the life of the process, whichever loader (or registry) asked for it: its
+  // components point into its code.
+  library.keep_resident();
 }
 
 void PluginLoader::load_directory(const fs::path& directory,
@@ -202,9 +180,8 @@ void PluginLoader::load_directory(const fs::path& directory,
 std::vector<fs::path> default_plugin_locations() {
   std::vector<fs::path> locations;
   // libmixt lives in <prefix>/lib; its plugins in <prefix>/lib/mixt/plugins.
-  std::error_code ec;
-  const fs::path library = boost::dll::this_line_location(ec);
-  if (!ec) locations.push_back(library.parent_path() / "mixt" / "plugins");
+  const fs::path library = library_containing(reinterpret_cast<const void*>(&default_plugin_locations));
+  if (!library.empty()) locations.push_back(library.parent_path() / "mixt" / "plugins");
   if (const char* path = std::getenv("MIXT_PLUGIN_PATH")) {
     std::string text = path;
     std::size_t start = 0;

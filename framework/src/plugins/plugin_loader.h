@@ -1,4 +1,5 @@
-// Loads plugin libraries with Boost.DLL, checks their descriptors, and lets them register.
+// Loads plugin libraries (common/shared_library.h), checks their descriptors, and lets them
+// register.
 //
 // Libraries are loaded once and never unloaded: components a plugin created point into
 // its code for as long as the process lives.

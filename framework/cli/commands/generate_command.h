@@ -1,0 +1,30 @@
+// `mixt generate RUN|CHECKPOINT|RECIPE`: samples text (or token ids) from a trained language
+// model (experiment/generation.h), with its KV cache when the model has one.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "commands/command.h"
+
+namespace mixt::cli {
+
+struct GenerateOptions {
+  std::string target;                  // a run directory, its checkpoints/, a checkpoint, or a recipe
+  std::vector<std::string> overrides;  // key=value, as for `mixt run`
+  std::string prompt;                  // text: model.tokenizer encodes it, or its bytes for a byte-level model
+  std::string tokens;                  // token ids, "15496, 11, 995" or "15496 11 995"
+  std::int64_t max_new_tokens = 200;
+  double temperature = 1.0;
+  std::int64_t top_k = 0;
+  std::uint64_t seed = 0;
+  bool no_cache = false;
+  bool ema = false;
+  bool best = false;
+};
+
+int generate(const GenerateOptions& options);
+void add_generate_command(CLI::App& app, Commands& commands);
+
+}  // namespace mixt::cli

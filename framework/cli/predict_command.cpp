@@ -1,7 +1,6 @@
 #include "predict_command.h"
 
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>

@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 #include <mixt/helpers/data_loader.h>
 
+#include <algorithm>
 #include <fstream>
+#include <iostream>
 
 #include "data_support.h"
 #include "expect_error.h"
@@ -88,8 +90,8 @@ double aligned_fraction(const Batch& batch, std::int64_t* checked, std::int64_t*
   const at::Tensor std = at::tensor({0.229, 0.224, 0.225}, at::kFloat).view({1, 3, 1, 1});
   const at::Tensor pixels = (batch.inputs * std + mean) * 255;  // [N, 3, H, W]
   const at::Tensor colours =
-      at::tensor({0, 0, 0, 230, 30, 30, 30, 230, 30, 30, 30, 230, 230, 230, 30}, at::kFloat).view({5, 3, 1, 1, 1});
-  const at::Tensor nearest = (pixels.unsqueeze(0) - colours.unsqueeze(1)).square().sum(2).argmin(0);  // [N, H, W]
+      at::tensor({0, 0, 0, 230, 30, 30, 30, 230, 30, 30, 30, 230, 230, 230, 30}, at::kFloat).view({5, 1, 3, 1, 1});
+  const at::Tensor nearest = (pixels.unsqueeze(0) - colours).square().sum(2).argmin(0);  // [N, H, W]
   const at::Tensor mask = batch.targets.to(at::kFloat).unsqueeze(1);
   const at::Tensor high = at::max_pool2d(mask, {5, 5}, {1, 1}, {2, 2});
   const at::Tensor low = -at::max_pool2d(-mask, {5, 5}, {1, 1}, {2, 2});
@@ -103,17 +105,26 @@ TEST_F(SegmentationFolder, ImageAndMaskStayAlignedThroughTheRandomResizeFlipAndC
   auto data = make_dataset(plugins, section(palette(), "base_size: 40, crop_size: 40, batch_size: 3, workers: 2"));
   EXPECT_EQ(data->size(), 6);
   std::int64_t checked = 0, padded = 0;
+  double lowest = 1, highest_flipped = 0;
   std::vector<at::Tensor> epochs;
   for (std::int64_t epoch = 0; epoch < 6; ++epoch) {
     std::vector<at::Tensor> masks;
     for (const Batch& b : collect_epoch(*data, epoch)) {
       ASSERT_EQ(b.inputs.sizes(), (std::vector<std::int64_t>{3, 3, 40, 40}));
       ASSERT_EQ(b.targets.sizes(), (std::vector<std::int64_t>{3, 40, 40}));
-      EXPECT_GE(aligned_fraction(b, &checked, &padded), 0.995);
+      const double aligned = aligned_fraction(b, &checked, &padded);
+      EXPECT_GE(aligned, 0.995);
+      lowest = std::min(lowest, aligned);
+      // The control: the same masks flipped alone no longer fit their images.
+      std::int64_t unused = 0;
+      highest_flipped = std::max(highest_flipped, aligned_fraction({b.inputs, b.targets.flip({2})}, &unused, &unused));
       masks.push_back(b.targets);
     }
     epochs.push_back(at::cat(masks));
   }
+  EXPECT_LT(highest_flipped, 0.8);
+  std::cout << "[ measured ] aligned pixels: at least " << lowest << " per batch (" << checked
+            << " checked); with the masks flipped alone at most " << highest_flipped << "\n";
   EXPECT_GT(checked, 6 * 6 * 40 * 40 / 4);
   EXPECT_GT(padded, 0);                           // some draws resize below the crop: padded with 255, image 0
   EXPECT_FALSE(at::equal(epochs[0], epochs[1]));  // new draws each epoch

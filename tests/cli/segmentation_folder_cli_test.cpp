@@ -31,7 +31,7 @@ std::string recipe(const fs::path& root) {
          "  val: " +
          data +
          ", batch_size: 2}\n"
-         "trainer: {epochs: 2, device: cpu, seed: 0, threads: 2}\n"
+         "trainer: {epochs: 6, device: cpu, seed: 0, threads: 2}\n"
          "output: runs\n";
 }
 
@@ -91,6 +91,8 @@ TEST(SegmentationFolderCli, TrainsAndPredictWritesTheArgMaxAsAVocPalettePng) {
     EXPECT_GE(r[i]["differing"].get<std::int64_t>(), 0) << r;
     EXPECT_LE(r[i]["differing"].get<std::int64_t>(), r[i]["near_ties"].get<std::int64_t>()) << r;
   }
+  // Six epochs (12 steps) leave LR-ASPP's slow batch-norm statistics unsettled: the masks
+  // are mostly one class ("classes_predicted"); 40 epochs gave two, in 4 minutes on 2 cores.
   std::cout << "[ measured ] predicted masks against the TorchScript export's arg-max: " << r << "\n";
 }
 

@@ -10,8 +10,8 @@ with torchvision (PIL decode; the shorter side resized to SIZE as torchvision's 
 uint8 tensor does, bilinear with antialiasing; F.center_crop to SIZE; scale to [0, 1]; ImageNet normalize), then the
 model; its arg-max is compared with MASK as PIL reads it (a palette PNG's indices). Per
 image: the PNG's mode, whether its palette is VOC's, pixels, pixels whose index differs
-from the arg-max, and pixels whose two best logits are within 1e-4 (where float rounding
-could pick the other class). The C++ test decides what passes.
+from the arg-max, pixels whose two best logits are within 1e-4 (where float rounding could
+pick the other class), and how many classes the arg-max holds. The C++ test decides what passes.
 """
 import json
 import sys
@@ -62,6 +62,7 @@ def main():
             "pixels": int(indices.numel()),
             "differing": int((indices != logits.argmax(0)).sum()) if indices.shape == logits.shape[1:] else -1,
             "near_ties": int(((top2[0] - top2[1]) < 1e-4).sum()),
+            "classes_predicted": int(logits.argmax(0).unique().numel()),
         })
     with open(results, "w") as f:
         json.dump(out, f)

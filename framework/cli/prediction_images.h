@@ -1,5 +1,5 @@
 // What `mixt predict --image` writes besides the top classes: when the recipe's task draws
-// its predictions (mixt::RendersPredictions, since ABI 6.4: segmentation's colour masks),
+// its predictions (mixt::RendersPredictions, since ABI 6.5: segmentation's colour masks),
 // each image's drawing as <folder>/<image's name>.<suffix>.png. Any other task draws nothing.
 #pragma once
 

@@ -20,7 +20,7 @@ struct RenderedPrediction {
   std::string suffix = "prediction";  // lower_snake: "mask"
 };
 
-// Since ABI 6.4. A task derives from it besides mixt::Task; the host finds it with a
+// Since ABI 6.5. A task derives from it besides mixt::Task; the host finds it with a
 // dynamic_cast (its type information lives in libmixt, so the cast works across libraries):
 // a task built against an older SDK is simply one that draws nothing.
 class RendersPredictions {

@@ -17,7 +17,7 @@
 //
 // Optional interfaces a task may derive from besides Task: HeadLoss (mixt/linear_head.h), the
 // loss from a model's last linear map; RendersPredictions (mixt/renders_predictions.h, since
-// 6.4), a sample's prediction drawn as an image for `mixt predict`.
+// 6.5), a sample's prediction drawn as an image for `mixt predict`.
 #pragma once
 
 #include <ATen/ATen.h>

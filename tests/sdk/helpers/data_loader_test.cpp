@@ -331,7 +331,7 @@ TEST(DataLoader, PrefetchIsBounded) {
   EXPECT_EQ(settled_loads(*source, 30), 30);
 }
 
-// Since ABI 6.4: a source whose targets are tensors (a mask per image). Sample i's target is
+// Since ABI 6.5: a source whose targets are tensors (a mask per image). Sample i's target is
 // a 3 x 3 int64 mask filled with i plus its augmentation draw, so a target that left its
 // input shows; index `odd_shape` gives a 2 x 2 mask, index `bad` throws BadSample.
 class MaskSource : public TensorSampleSource {

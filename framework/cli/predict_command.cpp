@@ -283,7 +283,7 @@ int predict(const PredictOptions& options) {
                         "mixt predict RECIPE --input batch.safetensors --output logits.safetensors");
     }
     if (options.image_options_given) {
-      throw usage_error("--transforms, --top-k, --batch, --json, --csv and --draw-dir go with --image",
+      throw usage_error("--transforms, --top-k, --batch, --json and --csv go with --image, as does --draw-dir",
                         "mixt predict with --input writes the model's outputs as they are");
     }
     refuse_pickle_name("--output", options.output, "mixt predict");

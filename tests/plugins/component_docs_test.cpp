@@ -58,6 +58,7 @@ struct DataTrees {
   DataTrees() {
     testing::run_fixture_script("make_cifar10.py", testing::shell_quote((dir.path() / "cifar").string()));
     testing::run_fixture_script("make_image_folder.py", testing::shell_quote((dir.path() / "images").string()));
+    testing::run_fixture_script("make_segmentation_folder.py", testing::shell_quote((dir.path() / "voc").string()));
     dir.write("tokens.bin", std::string(2 * 1025, '\0'));  // one window of the default context, 1024
   }
 };
@@ -66,9 +67,11 @@ TEST(ComponentDocs, EveryOptionAShippedComponentReadsIsDescribed) {
   testing::BuiltPlugins plugins;
   DataTrees trees;
   // What a dataset needs beyond its name to build (the text dataset reads the GPL-3 by default).
-  const std::map<std::string, std::string> data = {{"cifar10", "root: " + (trees.dir.path() / "cifar").string()},
-                                                   {"image_folder", "root: " + (trees.dir.path() / "images").string()},
-                                                   {"tokens", "files: " + (trees.dir.path() / "tokens.bin").string()}};
+  const std::map<std::string, std::string> data = {
+      {"cifar10", "root: " + (trees.dir.path() / "cifar").string()},
+      {"image_folder", "root: " + (trees.dir.path() / "images").string()},
+      {"segmentation_folder", "root: " + (trees.dir.path() / "voc").string()},
+      {"tokens", "files: " + (trees.dir.path() / "tokens.bin").string()}};
   // One small model and optimizer for the schedulers, which need an optimizer to schedule.
   OptimizerContext parameters;
   parameters.named_parameters.emplace_back("w", at::zeros({2}, at::TensorOptions().requires_grad(true)));

@@ -1,7 +1,6 @@
 #include "commands/predict_command.h"
 
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -19,6 +18,7 @@
 #include "mixt/decodes_files.h"
 #include "mixt/helpers/safetensors.h"
 #include "reports/evaluation_report.h"
+#include "reports/prediction_images.h"
 
 namespace mixt::cli {
 
@@ -31,6 +31,7 @@ struct Prediction {
   std::string image;
   std::vector<std::int64_t> classes;
   std::vector<double> probabilities;
+  std::string drawn;  // the file the task drew the prediction into, if any
 };
 
 int predict_tensor(const PredictOptions& options, const ModelTarget& target, const ModelPlan& plan,
@@ -171,6 +172,7 @@ nlohmann::json json(const std::vector<Prediction>& predictions, const std::vecto
                      {"probability", p.probabilities[r]}});
     }
     out["predictions"].push_back({{"image", p.image}, {"top", top}});
+    if (!p.drawn.empty()) out["predictions"].back()["drawn"] = p.drawn;
   }
   return out;
 }
@@ -197,6 +199,7 @@ int predict_images(const PredictOptions& options, const ModelTarget& target, Mod
   if (classes == 0) classes = dataset->num_classes();
   const Inference inference(plan, registry, settings, dataset->sample_shape(), classes,
                             {"data." + split + "'s transforms", ""}, options.ema, "predict");
+  PredictionImages drawings(registry, plan.recipe.config(), classes, options.draw_dir);
 
   if (files.size() > static_cast<std::size_t>(options.batch)) {
     // On stderr, so that --json's stdout stays one document: a large folder takes minutes.
@@ -228,9 +231,9 @@ int predict_images(const PredictOptions& options, const ModelTarget& target, Mod
       names = output_names(target, *dataset, outputs);
     }
     const std::int64_t k = std::min<std::int64_t>(options.top_k, outputs);
-    const auto [probabilities, indices] = at::softmax(logits, 1).topk(k, 1);
+    const auto [probabilities, indices] = class_probabilities(logits).topk(k, 1);
     for (std::size_t i = 0; i < decoded.size(); ++i) {
-      Prediction p{decoded[i], {}, {}};
+      Prediction p{decoded[i], {}, {}, drawings.write(decoded[i], logits[static_cast<std::int64_t>(i)])};
       for (std::int64_t r = 0; r < k; ++r) {
         const auto row = static_cast<std::int64_t>(i);
         p.classes.push_back(indices[row][r].item<std::int64_t>());
@@ -252,6 +255,9 @@ int predict_images(const PredictOptions& options, const ModelTarget& target, Mod
     std::printf("%s\n", json(predictions, names, skipped, source).dump(2).c_str());
   } else if (options.csv.empty()) {
     std::printf("%s", table(predictions, names).c_str());
+    for (const Prediction& p : predictions) {
+      if (!p.drawn.empty()) std::printf("%s: drawn in %s\n", p.image.c_str(), p.drawn.c_str());
+    }
   } else {
     std::printf("%zu images (%zu skipped): top-%lld classes written to %s\n", predictions.size(), skipped.size(),
                 static_cast<long long>(std::min<std::int64_t>(options.top_k, outputs)), options.csv.c_str());
@@ -277,7 +283,7 @@ int predict(const PredictOptions& options) {
                         "mixt predict RECIPE --input batch.safetensors --output logits.safetensors");
     }
     if (options.image_options_given) {
-      throw usage_error("--transforms, --top-k, --batch, --json and --csv go with --image",
+      throw usage_error("--transforms, --top-k, --batch, --json and --csv go with --image, as does --draw-dir",
                         "mixt predict with --input writes the model's outputs as they are");
     }
     refuse_pickle_name("--output", options.output, "mixt predict");
@@ -317,17 +323,21 @@ void add_predict_command(CLI::App& app, Commands& commands) {
   command->add_option("--batch", o->batch, "images per forward pass")->capture_default_str();
   command->add_flag("--json", o->json, "the predictions (and the images skipped) as JSON on stdout");
   command->add_option("--csv", o->csv, "write the predictions to FILE: image,rank,index,class,probability");
+  command->add_option("--draw-dir", o->draw_dir,
+                      "where a task that draws its predictions (segmentation: a colour mask) writes "
+                      "<image>.<kind>.png; default: the current directory");
   command->add_flag("--ema", o->ema, "the ema callback's average of the weights (from a checkpoint)");
   command->add_flag("--best", o->best, kBestHelp);
   command->add_option("--input", o->input,
                       "instead of --image: a safetensors file with the input batch (N x C x H x W, transformed)");
   command->add_option("--output", o->output, "with --input: the safetensors file to write the outputs to");
-  commands.push_back({command, [o, command] {
-                        for (const char* option : {"--transforms", "--top-k", "--batch", "--json", "--csv"}) {
-                          if (command->count(option) > 0) o->image_options_given = true;
-                        }
-                        return predict(*o);
-                      }});
+  commands.push_back(
+      {command, [o, command] {
+         for (const char* option : {"--transforms", "--top-k", "--batch", "--json", "--csv", "--draw-dir"}) {
+           if (command->count(option) > 0) o->image_options_given = true;
+         }
+         return predict(*o);
+       }});
 }
 
 }  // namespace mixt::cli

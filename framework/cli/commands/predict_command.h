@@ -23,7 +23,8 @@ struct PredictOptions {
   std::int64_t batch = 32;          // images per forward pass
   bool json = false;                // the predictions as JSON on stdout
   std::string csv;                  // a file to write the predictions to, a row per image and rank
-  bool image_options_given = false;  // --transforms, --top-k, --batch, --json or --csv on the command line
+  std::string draw_dir;             // where a task that draws its predictions writes them ("": here)
+  bool image_options_given = false;  // an option above, after --image's, given on the command line
   // Tensor mode.
   std::string input;   // safetensors file with the input batch
   std::string output;  // safetensors file to write the outputs to

@@ -16,7 +16,8 @@ namespace mixt {
 
 struct Batch {
   at::Tensor inputs;   // float, N x C x H x W (or whatever the model expects)
-  at::Tensor targets;  // int64 class indices, N
+  at::Tensor targets;  // int64 class indices, N; or one tensor per sample stacked, N x ... (a
+                       // mixt::TensorSampleSource's: a mask per image, [N, H, W])
 };
 
 class NamedClasses;

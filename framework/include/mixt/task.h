@@ -14,6 +14,10 @@
 // The framework knows no task by name: everything it says or decides about one comes from
 // here. Everything a task computes during training and evaluation stays on the device: the
 // host reads an evaluation's totals once, at its end.
+//
+// Optional interfaces a task may derive from besides Task: HeadLoss (mixt/linear_head.h), the
+// loss from a model's last linear map; RendersPredictions (mixt/renders_predictions.h, since
+// 6.5), a sample's prediction drawn as an image for `mixt predict`.
 #pragma once
 
 #include <ATen/ATen.h>

@@ -6,8 +6,10 @@
 // over the counted pixels; an evaluation sums the pixels' confusion matrix and reports the
 // mean intersection over union (over the classes present in the targets or the
 // predictions), the pixel accuracy, and per class the IoU (`mixt evaluate --per-class`).
+// `mixt predict --image` writes each image's arg-max as a palette PNG in VOC's colours.
 #include <mixt/options.h>
 #include <mixt/plugin.h>
+#include <mixt/renders_predictions.h>
 #include <mixt/task.h>
 
 #include <cmath>
@@ -52,6 +54,22 @@ double mean_of_seen(const std::vector<double>& values) {
     ++seen;
   }
   return seen > 0 ? sum / seen : NAN;
+}
+
+// The VOC colour map (VOCdevkit's labelcolormap): index i's RGB at 3i, the bits of i spread
+// over the colours' high bits. Class 0 black, 1 dark red, ..., 255 VOC's border cream.
+std::vector<std::uint8_t> voc_palette() {
+  std::vector<std::uint8_t> palette(3 * 256);
+  for (int i = 0; i < 256; ++i) {
+    int c = i;
+    for (int j = 0; j < 8; ++j, c >>= 3) {
+      for (int channel = 0; channel < 3; ++channel) {
+        palette[static_cast<std::size_t>(3 * i + channel)] |=
+            static_cast<std::uint8_t>(((c >> channel) & 1) << (7 - j));
+      }
+    }
+  }
+  return palette;
 }
 
 std::vector<mixt::Figure> segmentation_figures() {
@@ -101,7 +119,7 @@ class SegmentationScore : public mixt::TaskScore {
   at::Tensor sums_;
 };
 
-class Segmentation : public mixt::Task {
+class Segmentation : public mixt::Task, public mixt::RendersPredictions {
  public:
   Segmentation(std::int64_t classes, std::int64_t ignore_index, double label_smoothing)
       : classes_(classes), ignore_index_(ignore_index), label_smoothing_(label_smoothing) {}
@@ -141,6 +159,11 @@ class Segmentation : public mixt::Task {
   std::vector<mixt::ClassFigure> per_class(const at::Tensor& confusion) const override {
     const at::Tensor counts = confusion.to(at::kCPU, at::kDouble).contiguous();
     return {{"iou", intersection_over_union(counts.data_ptr<double>(), counts.size(0)), true}};
+  }
+  // The arg-max class of each pixel, as VOC's masks store classes: palette indices.
+  mixt::RenderedPrediction render(const at::Tensor& logits) const override {
+    if (logits.dim() != 3 || logits.size(0) > 256) return {};  // no picture of that
+    return {logits.argmax(0).to(at::kByte), voc_palette(), "mask"};
   }
   mixt::ExportedInterface exported() const override {
     mixt::ExportedInterface interface;

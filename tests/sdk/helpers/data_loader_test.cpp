@@ -331,5 +331,58 @@ TEST(DataLoader, PrefetchIsBounded) {
   EXPECT_EQ(settled_loads(*source, 30), 30);
 }
 
+// Since ABI 6.5: a source whose targets are tensors (a mask per image). Sample i's target is
+// a 3 x 3 int64 mask filled with i plus its augmentation draw, so a target that left its
+// input shows; index `odd_shape` gives a 2 x 2 mask, index `bad` throws BadSample.
+class MaskSource : public TensorSampleSource {
+ public:
+  explicit MaskSource(std::int64_t n, std::int64_t bad = -1, std::int64_t odd_shape = -1)
+      : n_(n), bad_(bad), odd_shape_(odd_shape) {}
+  std::int64_t size() const override { return n_; }
+  std::string sample_name(std::int64_t i) const override { return "mask-" + std::to_string(i) + ".png"; }
+  TensorSample load_tensor_sample(std::int64_t i, SampleRng& rng) const override {
+    if (i == bad_) throw BadSample("cannot decode the mask");
+    const std::int64_t draw = rng.integer(0, 1000);
+    const std::int64_t side = i == odd_shape_ ? 2 : 3;
+    return {at::full({2, 3, 3}, static_cast<double>(i * 1000 + draw), at::kFloat),
+            at::full({side, side}, i * 1000 + draw, at::kLong)};
+  }
+
+ private:
+  std::int64_t n_, bad_, odd_shape_;
+};
+
+TEST(DataLoader, TensorTargetsAreStackedBesideTheirInputsWhateverTheWorkerCount) {
+  auto source = std::make_shared<MaskSource>(10, /*bad=*/4);
+  DataLoader serial(source, options(4, 0)), threaded(source, options(4, 3));
+  const std::vector<Batch> batches = epoch(serial, 1);
+  ASSERT_EQ(batches.size(), 3u);
+  std::int64_t samples = 0;
+  for (const Batch& b : batches) {
+    EXPECT_EQ(b.targets.sizes(), (std::vector<std::int64_t>{b.inputs.size(0), 3, 3}));
+    EXPECT_EQ(b.targets.scalar_type(), at::kLong);
+    samples += b.targets.size(0);
+    // Each mask is its own input's value: targets stay with their samples, bad one or not.
+    EXPECT_TRUE(at::equal(b.targets.to(at::kFloat), b.inputs.select(1, 0)));
+  }
+  EXPECT_EQ(samples, 9);
+  EXPECT_EQ(serial.bad_samples(), 1);
+  EXPECT_TRUE(same(batches, epoch(threaded, 1)));
+}
+
+TEST(DataLoader, ATensorTargetOfAnotherShapeStopsTheEpochNamingTheSample) {
+  LoaderOptions o = options(10, 0);
+  o.shuffle = false;
+  DataLoader loader(std::make_shared<MaskSource>(10, -1, /*odd_shape=*/6), o);
+  testing::expect_error([&] { epoch(loader, 0); }, ErrorKind::runtime,
+                        "sample mask-6.png has a target of shape [2, 2] but the batch's first has [3, 3]");
+}
+
+TEST(DataLoader, LoadOfATensorSampleSourceIsNotCalledAndSaysSo) {
+  const MaskSource source(3);
+  SampleRng rng = SampleRng::for_sample(0, 0, 0);
+  EXPECT_THROW(static_cast<const SampleSource&>(source).load(1, rng), std::logic_error);
+}
+
 }  // namespace
 }  // namespace mixt

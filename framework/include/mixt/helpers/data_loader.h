@@ -26,6 +26,9 @@
 //   return std::make_unique<mixt::LoaderDataset>(source, options, num_classes, shape);
 //
 // or, when the classes have names, NamedLoaderDataset(source, options, class_names, shape).
+//
+// A sample whose target is a tensor (a segmentation mask) comes from a TensorSampleSource
+// (since ABI 6.5): the loader stacks its targets into the batch's [N, *target shape].
 #pragma once
 
 #include <ATen/ATen.h>
@@ -68,6 +71,28 @@ class SampleSource {
   virtual Sample load(std::int64_t index, SampleRng& rng) const = 0;
   // How messages name the sample (its file, usually).
   virtual std::string sample_name(std::int64_t index) const = 0;
+};
+
+// Since ABI 6.5: a sample whose target is a tensor (a class index per pixel) rather than
+// one class index. Its own struct, not a field appended to Sample: a 6.3 plugin's load()
+// constructs Sample in memory its caller sizes, so a longer Sample would be read past what
+// the old plugin wrote.
+struct TensorSample {
+  at::Tensor input;   // as Sample::input
+  at::Tensor target;  // any dtype and shape, the same for every sample of the dataset
+};
+
+// Since ABI 6.5. A SampleSource whose samples carry a target tensor: the loader finds it
+// with a dynamic_cast (its type information lives in libmixt) and calls load_tensor_sample()
+// instead of load(), with the same rng, BadSample and thread-safety rules. The batch's
+// targets are the samples' target tensors stacked ([N, *target shape], in the first
+// sample's dtype); a sample whose target has another shape stops the epoch with an error
+// naming it. load() is not called: it throws.
+class TensorSampleSource : public SampleSource {
+ public:
+  ~TensorSampleSource() override;
+  virtual TensorSample load_tensor_sample(std::int64_t index, SampleRng& rng) const = 0;
+  Sample load(std::int64_t index, SampleRng& rng) const final;
 };
 
 enum class OnBadSample { skip, fail };

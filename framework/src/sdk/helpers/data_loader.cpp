@@ -54,6 +54,7 @@ struct BuiltBatch {
 
 struct DataLoader::State {
   std::shared_ptr<const SampleSource> source;
+  const TensorSampleSource* tensor_source = nullptr;  // the source, when its targets are tensors
   LoaderOptions options;
   std::int64_t shard_size = 0;
   bool pin = false;
@@ -122,6 +123,28 @@ struct DataLoader::State {
     if (warned.insert(index).second) warn("skipping bad sample " + name + ": " + why);
   }
 
+  // Sample `index`: a TensorSampleSource's as it is, another source's with its class index
+  // in `class_index`.
+  TensorSample load(std::int64_t index, SampleRng& rng, std::int64_t& class_index) const {
+    if (tensor_source) return tensor_source->load_tensor_sample(index, rng);
+    Sample sample = source->load(index, rng);
+    class_index = sample.target;
+    return {std::move(sample.input), {}};
+  }
+  at::Tensor class_targets(const std::vector<std::int64_t>& targets) const {
+    at::Tensor batch =
+        at::empty({static_cast<std::int64_t>(targets.size())}, at::TensorOptions(at::kLong).pinned_memory(pin));
+    std::copy(targets.begin(), targets.end(), batch.data_ptr<std::int64_t>());
+    return batch;
+  }
+  at::Tensor stack_targets(const std::vector<at::Tensor>& targets) const {
+    std::vector<std::int64_t> shape{static_cast<std::int64_t>(targets.size())};
+    for (auto d : targets[0].sizes()) shape.push_back(d);
+    at::Tensor batch = at::empty(shape, at::TensorOptions(targets[0].scalar_type()).pinned_memory(pin));
+    for (std::size_t i = 0; i < targets.size(); ++i) batch[static_cast<std::int64_t>(i)].copy_(targets[i]);
+    return batch;
+  }
+
   BuiltBatch build(const std::vector<std::int64_t>& indices, std::int64_t batch, std::int64_t for_epoch) {
     BuiltBatch built;
     try {
@@ -129,13 +152,16 @@ struct DataLoader::State {
       const std::int64_t end = std::min(begin + options.batch_size, static_cast<std::int64_t>(indices.size()));
       at::Tensor inputs;
       std::vector<std::int64_t> targets;
+      std::vector<at::Tensor> target_tensors;  // a TensorSampleSource's
+      std::int64_t count = 0;                  // samples in the batch so far
       for (std::int64_t position = begin; position < end; ++position) {
         const std::int64_t index = indices[static_cast<std::size_t>(position)];
         SampleRng rng = SampleRng::for_sample(options.seed, static_cast<std::uint64_t>(for_epoch),
                                               static_cast<std::uint64_t>(index));
-        Sample sample;
+        TensorSample sample;
+        std::int64_t class_index = 0;
         try {
-          sample = source->load(index, rng);
+          sample = load(index, rng, class_index);
         } catch (const BadSample& e) {
           bad_sample(index, e.what());
           continue;
@@ -155,14 +181,26 @@ struct DataLoader::State {
                               "make every sample the same size: end the transforms with a crop "
                               "(center_crop or random_resized_crop)");
         }
-        inputs[static_cast<std::int64_t>(targets.size())].copy_(sample.input);
-        targets.push_back(sample.target);
+        if (tensor_source && !sample.target.defined()) {
+          throw runtime_error("sample " + source->sample_name(index) + " has no target tensor",
+                              "a TensorSampleSource's load_tensor_sample() sets TensorSample::target");
+        }
+        if (tensor_source && !target_tensors.empty() && sample.target.sizes() != target_tensors[0].sizes()) {
+          throw runtime_error("sample " + source->sample_name(index) + " has a target of shape " +
+                                  c10::str(sample.target.sizes()) + " but the batch's first has " +
+                                  c10::str(target_tensors[0].sizes()),
+                              "make every sample's target the same size as its input (crop both together)");
+        }
+        inputs[count++].copy_(sample.input);
+        if (tensor_source) {
+          target_tensors.push_back(std::move(sample.target));
+        } else {
+          targets.push_back(class_index);
+        }
       }
-      if (!targets.empty()) {
-        const auto count = static_cast<std::int64_t>(targets.size());
-        at::Tensor target_tensor = at::empty({count}, at::TensorOptions(at::kLong).pinned_memory(pin));
-        std::copy(targets.begin(), targets.end(), target_tensor.data_ptr<std::int64_t>());
-        built.batch = Batch{inputs.narrow(0, 0, count), target_tensor};
+      if (count > 0) {
+        built.batch =
+            Batch{inputs.narrow(0, 0, count), tensor_source ? stack_targets(target_tensors) : class_targets(targets)};
       }
     } catch (...) {
       built.error = std::current_exception();
@@ -209,6 +247,7 @@ DataLoader::DataLoader(std::shared_ptr<const SampleSource> source, LoaderOptions
   s.shard_size = n == 0 ? 0 : (n + options.world_size - 1) / options.world_size;
   s.pin = options.device.is_cuda() && at::globalContext().hasCUDA();
   s.source = std::move(source);
+  s.tensor_source = dynamic_cast<const TensorSampleSource*>(s.source.get());
   s.options = std::move(options);
   for (std::int64_t i = 0; i < s.options.workers; ++i) s.workers.emplace_back([&s] { s.work(); });
 }
@@ -313,6 +352,13 @@ LoaderDataset::~LoaderDataset() = default;
 std::int64_t DataLoader::bad_samples() const {
   std::lock_guard lock(state_->bad_mutex);
   return state_->bad_count;
+}
+
+TensorSampleSource::~TensorSampleSource() = default;
+
+Sample TensorSampleSource::load(std::int64_t index, SampleRng& /*rng*/) const {
+  throw std::logic_error("TensorSampleSource::load called for " + sample_name(index) +
+                         ": the loader calls load_tensor_sample() on such a source");
 }
 
 }  // namespace mixt

@@ -174,7 +174,7 @@ TEST(ComponentDocs, TheTrainerShowsTheDefaultsItReads) {
   }
   EXPECT_EQ(expect_documented_defaults_read("trainer", top, trainer), 15);
   const RecipeNode& section = *trainer.find("distributed")->value;
-  EXPECT_EQ(expect_documented_defaults_read("trainer.distributed", distributed, section), 6);
+  EXPECT_EQ(expect_documented_defaults_read("trainer.distributed", distributed, section), 7);
 }
 
 // docs/float8.md's option tables are the float8 policies' declarations written out: the

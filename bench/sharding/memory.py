@@ -7,6 +7,7 @@ markdown table; never fails on time.
 
     bench/sharding/memory.py [--ranks 1,2,4] [--modes none,optimizer,gradients,parameters] [--context 256]
                              [--steps 3] [--no-fsdp2] [--out DIR]
+(a mode may be parameters:no-prefetch: trainer.distributed.prefetch: false)
 
 mixt's peak is each worker's VmHWM (peak RSS) read every 10 ms from /proc until its run
 writes the epoch's checkpoint (so the figure is training's, not the checkpoint's); FSDP2's
@@ -70,7 +71,9 @@ def peak_rss_mib(pid):
 
 
 def run_mixt(args, tokens, world, mode, out):
-    output = out / f"mixt-{world}-{mode}"
+    # "parameters:no-prefetch": sharding: parameters gathering one block at a time.
+    sharding, _, variant = mode.partition(":")
+    output = out / f"mixt-{world}-{mode.replace(':', '-')}"
     command = ["torchrun", "--standalone", f"--nproc-per-node={world}", "--no-python", args.mixt, "run",
                str(ROOT / "recipes/gpt2/gpt2_124m.yaml"), "precision.name=fp32",
                f"model={{name: {args.model}, context_length: {args.context}, dropout: 0.0, attention_dropout: 0.0}}", "optimizer.fused=false",
@@ -78,8 +81,10 @@ def run_mixt(args, tokens, world, mode, out):
                f"trainer.max_steps_per_epoch={args.steps + 1}", f"data.train.files={tokens}",
                f"data.train.context={args.context}",
                "data.train.batch_size=1", "data.train.workers=0", "trainer.threads=1", "trainer.log_every=1",
-               "trainer.distributed.backend=gloo", f"trainer.distributed.sharding={mode}", f"output={output}"]
-    log = open(out / f"mixt-{world}-{mode}.log", "w")
+               "trainer.distributed.backend=gloo", f"trainer.distributed.sharding={sharding}", f"output={output}"]
+    if variant == "no-prefetch":
+        command.append("trainer.distributed.prefetch=false")
+    log = open(out / f"mixt-{world}-{mode.replace(':', '-')}.log", "w")
     agent = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, OMP_NUM_THREADS="1"))
     peaks = {}
     while agent.poll() is None:
@@ -155,7 +160,8 @@ def main():
             result = run_mixt(args, tokens, world, mode, out)
             if mode == "none":
                 baseline = result.get("tokens_per_s")
-            rows.append((world, f"mixt {mode}", formula_gib(mode, world, args.context, args.model), result, baseline))
+            rows.append((world, f"mixt {mode}", formula_gib(mode.partition(":")[0], world, args.context, args.model),
+                         result, baseline))
             print(f"ranks {world}, mixt {mode}: {result}", file=sys.stderr, flush=True)
         if not args.no_fsdp2 and args.model == "gpt2":
             result = run_fsdp2(args, tokens, world, out)

@@ -7,6 +7,8 @@ DEBIAN_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libyaml-cpp-dev libboost-dev libopencv-dev libgtest-dev libgmock-dev libcli11-dev
   nlohmann-json3-dev libspdlog-dev libfmt-dev dataset-fashion-mnist libjpeg-dev
+  # libpng: segmentation_folder reads palette masks as indices (OpenCV would give colours).
+  libpng-dev
   # Python for LibTorch's wheel: venv because Debian's own Python is externally managed.
   python3 python3-venv
 )

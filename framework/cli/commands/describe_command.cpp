@@ -44,11 +44,7 @@ int describe(const std::string& kind_text, const std::string& name, const std::s
     throw usage_error("mixt describe " + kind_text + " needs a name", "mixt list " + kind_text + " shows them");
   }
   Session session;
-  if (recipe.empty()) {
-    session.load_default_plugins();
-  } else {
-    session.load_plugins_of(load_recipe(recipe, {}));
-  }
+  session.load_plugins_for(recipe);
   const Registry& registry = session.registry();
   const ComponentEntry* entry = registry.find(kind, name);
   if (!entry) {

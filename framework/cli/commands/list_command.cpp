@@ -13,11 +13,7 @@ namespace mixt::cli {
 
 int list(const std::string& kind, const std::string& glob, const std::string& recipe) {
   Session session;
-  if (recipe.empty()) {
-    session.load_default_plugins();
-  } else {
-    session.load_plugins_of(load_recipe(recipe, {}));
-  }
+  session.load_plugins_for(recipe);
   const Registry& registry = session.registry();
   std::optional<ComponentKind> filter;
   std::string pattern = glob.empty() ? "*" : glob;

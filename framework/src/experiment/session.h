@@ -30,6 +30,15 @@ class Session {
   void load_default_plugins() { load_plugins(loader_, {}, warn); }
   // Those and a recipe's `plugins:`, as `mixt run` loads them.
   void load_plugins_of(const Recipe& recipe) { load_recipe_plugins(recipe, loader_, warn); }
+  // The plugins of the recipe file `recipe` (its `plugins:` too), or the defaults when it is
+  // empty: what `mixt list` and `mixt describe --recipe` show.
+  void load_plugins_for(const std::string& recipe) {
+    if (recipe.empty()) {
+      load_default_plugins();
+    } else {
+      load_plugins_of(load_recipe(recipe, {}));
+    }
+  }
   // Loads the recipe's plugins and builds its components.
   Experiment prepare(const std::filesystem::path& recipe, const std::vector<std::string>& overrides) {
     return prepare_experiment(recipe, overrides, loader_, registry_, warn);

@@ -6,8 +6,10 @@ block, bench/sharding/fsdp2_gpt2.py) on the same ranks, batch, context and token
 markdown table; never fails on time.
 
     bench/sharding/memory.py [--ranks 1,2,4] [--modes none,optimizer,gradients,parameters] [--context 256]
-                             [--steps 3] [--no-fsdp2] [--out DIR]
-(a mode may be parameters:no-prefetch: trainer.distributed.prefetch: false)
+                             [--steps 3] [--no-fsdp2] [--precision fp32] [--out DIR]
+(a mode may be parameters:no-prefetch: trainer.distributed.prefetch: false; --precision another
+policy for mixt's runs, bf16_master say: the formula column is float32's, so it is left empty then,
+and FSDP2 is not run)
 
 mixt's peak is each worker's VmHWM (peak RSS) read every 10 ms from /proc until its run
 writes the epoch's checkpoint (so the figure is training's, not the checkpoint's); FSDP2's
@@ -75,7 +77,7 @@ def run_mixt(args, tokens, world, mode, out):
     sharding, _, variant = mode.partition(":")
     output = out / f"mixt-{world}-{mode.replace(':', '-')}"
     command = ["torchrun", "--standalone", f"--nproc-per-node={world}", "--no-python", args.mixt, "run",
-               str(ROOT / "recipes/gpt2/gpt2_124m.yaml"), "precision.name=fp32",
+               str(ROOT / "recipes/gpt2/gpt2_124m.yaml"), f"precision.name={args.precision}",
                f"model={{name: {args.model}, context_length: {args.context}, dropout: 0.0, attention_dropout: 0.0}}", "optimizer.fused=false",
                "scheduler=null", "callbacks=[]", "data.val=null", "trainer.accumulate=1", "trainer.epochs=1",
                f"trainer.max_steps_per_epoch={args.steps + 1}", f"data.train.files={tokens}",
@@ -139,6 +141,7 @@ def main():
     parser.add_argument("--no-fsdp2", action="store_true")
     parser.add_argument("--model", default="gpt2", choices=sorted(MODELS),
                         help="gpt2 (124M: the table's) or gpt2_large (774M: what fits on which ranks; mixt only)")
+    parser.add_argument("--precision", default="fp32", help="mixt's precision.name (the formula is fp32's)")
     parser.add_argument("--mixt", default=str(ROOT / "build/bin/mixt"))
     parser.add_argument("--out")
     args = parser.parse_args()
@@ -163,7 +166,7 @@ def main():
             rows.append((world, f"mixt {mode}", formula_gib(mode.partition(":")[0], world, args.context, args.model),
                          result, baseline))
             print(f"ranks {world}, mixt {mode}: {result}", file=sys.stderr, flush=True)
-        if not args.no_fsdp2 and args.model == "gpt2":
+        if not args.no_fsdp2 and args.model == "gpt2" and args.precision == "fp32":
             result = run_fsdp2(args, tokens, world, out)
             rows.append((world, "FSDP2 fully_shard", formula_gib("fsdp2", world, args.context), result, baseline))
             print(f"ranks {world}, FSDP2: {result}", file=sys.stderr, flush=True)
@@ -173,18 +176,19 @@ def main():
         cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
     except StopIteration:
         pass
-    print(f"{args.model} ({MODELS[args.model][0] / 1e6:.0f}M), float32 AdamW, context {args.context}, batch 1 a rank, {args.steps} timed steps; "
+    print(f"{args.model} ({MODELS[args.model][0] / 1e6:.0f}M), {args.precision}, AdamW, context {args.context}, batch 1 a rank, {args.steps} timed steps; "
           f"{os.cpu_count()} cores of {cpu}; torch {__import__('torch').__version__}\n")
     print("| ranks | sharding | weights+grads+AdamW by formula (GiB) | peak RSS a rank (GiB) | "
           "above the libraries (GiB) | tokens/s | vs mixt none, same ranks |")
     print("|---|---|---|---|---|---|---|")
     for world, name, formula, result, baseline in rows:
+        formula = f"{formula:.2f}" if args.precision == "fp32" else ""
         if "error" in result:
-            print(f"| {world} | {name} | {formula:.2f} | {result['error']} | | | |")
+            print(f"| {world} | {name} | {formula} | {result['error']} | | | |")
             continue
         libraries = baselines["FSDP2" if name.startswith("FSDP2") else "mixt"]
         ratio = result["tokens_per_s"] / baseline if baseline else float("nan")
-        print(f"| {world} | {name} | {formula:.2f} | {result['peak_mib'] / 1024:.2f} | "
+        print(f"| {world} | {name} | {formula} | {result['peak_mib'] / 1024:.2f} | "
               f"{(result['peak_mib'] - libraries) / 1024:.2f} | {result['tokens_per_s']:.0f} | {ratio:.2f} |")
     print(f"\nThe libraries alone: mixt {baselines['mixt'] / 1024:.2f} GiB (`mixt list`), the FSDP2 script's "
           f"Python with torch and transformers imported {baselines['FSDP2'] / 1024:.2f} GiB.")

@@ -13,10 +13,12 @@
 #include "common/closest_match.h"
 #include "common/first_line.h"
 #include "common/warnings.h"
+#include "distributed/optimizer_resharding.h"
 #include "distributed/sharded_optimizer.h"
 #include "distributed/sync_batchnorm.h"
 #include "mixt/helpers/activation_checkpointing.h"
 #include "mixt/helpers/fp32_modules.h"
+#include "mixt/helpers/master_weights.h"
 #include "mixt/helpers/state_dict.h"
 #include "mixt/options.h"
 #include "recipe/recipe_loader.h"
@@ -381,17 +383,25 @@ void build_optimizer_and_schedule(Components& components, RunFacts& facts, const
                                   const Registry& registry, const TrainerOptions& options,
                                   const Communicator* communicator) {
   const Config optimizer_section = recipe.section("optimizer");
+  const bool shards_parameters = options.distributed.sharding == distributed::Sharding::parameters &&
+                                 communicator != nullptr && communicator->world_size() > 1;
+  distributed::ModelBlocks blocks;
+  if (shards_parameters) {
+    // A master-weight policy's masters become the ranks' float32 shards of the model's weights.
+    if (auto* masters = dynamic_cast<ShardableMasters*>(components.precision.get())) {
+      masters->master_weights().keep_on_shards();
+      blocks.masters_on_shards = true;
+    }
+  }
   OptimizerContext optimizer_context;
   optimizer_context.named_parameters = components.precision->optimizer_parameters(*components.model);
   const auto build_optimizer = [&](const OptimizerContext& context) {
     return registry.make_optimizer(optimizer_section, context);
   };
-  distributed::ModelBlocks blocks;
-  if (options.distributed.sharding == distributed::Sharding::parameters && communicator != nullptr &&
-      communicator->world_size() > 1) {
+  if (shards_parameters) {
     // ZeRO-3's units are the blocks the model routes (found by one blank forward pass).
-    blocks = {components.model,
-              probe_routing(components, facts, /*with_blocks=*/true, options.activation_checkpointing).blocks};
+    blocks.model = components.model;
+    blocks.blocks = probe_routing(components, facts, /*with_blocks=*/true, options.activation_checkpointing).blocks;
   }
   if (auto sharded = distributed::shard_optimizer(options.distributed, communicator, optimizer_context.named_parameters,
                                                   build_optimizer, blocks)) {
@@ -399,6 +409,10 @@ void build_optimizer_and_schedule(Components& components, RunFacts& facts, const
     components.optimizer = std::move(sharded);
   } else {
     components.optimizer = build_optimizer(optimizer_context);
+    if (auto order =
+            distributed::in_optimizer_order(components.optimizer->parameters(), optimizer_context.named_parameters)) {
+      for (const auto& tensor : *order) facts.optimizer_names.push_back(tensor.name);
+    }
   }
   record(facts, registry, ComponentKind::optimizer, optimizer_section);
 

@@ -51,6 +51,9 @@ struct RunFacts {
   // Optimizer steps per epoch under the recipe's trainer options (the batches,
   // trainer.accumulate, trainer.max_steps_per_epoch): the scheduler's count, and `mixt check`'s.
   std::int64_t steps_per_epoch = 0;
+  // The optimizer's parameters() by name, in its order, when it is whole and they are the
+  // tensors it was given: how a sharded checkpoint's optimizer state maps onto it.
+  std::vector<std::string> optimizer_names;
   // What the policy costs on this device when it computes in a type the device only
   // emulates (assembly/speed_notes.h), warned at start-up; empty when nothing to say.
   std::string speed_note;

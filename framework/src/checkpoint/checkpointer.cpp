@@ -10,6 +10,7 @@
 #include "common/first_line.h"
 #include "common/optimizer_shards.h"
 #include "common/warnings.h"
+#include "distributed/optimizer_resharding.h"
 #include "mixt/version.h"
 #include "sdk/helpers/state_dict_check.h"
 
@@ -126,6 +127,7 @@ void Checkpointer::write(const Saved& saved, torch::serialize::OutputArchive& ca
   components_.model->save(model_archive);
   components_.optimizer->save(optimizer_archive);
   components_.precision->save(precision_archive);
+  if (components_.optimizer_shards) components_.optimizer_shards->save_masters(precision_archive);
   archive.write("model", model_archive);
   archive.write("optimizer", optimizer_archive);
   archive.write("precision", precision_archive);
@@ -264,10 +266,45 @@ fs::path Checkpointer::save_epoch_end(const RunDirectory& run) const {
 namespace {
 
 // The model's, the optimizer's, the precision policy's and the scheduler's states.
-// `shards_unseen`: `mixt check` of a sharded recipe outside torchrun, where no rank's shards
-// exist to read; the ranks read them when the run starts.
+// A sharded run's optimizer state, every rank's shard file read in turn, into an optimizer
+// that is whole (one process, or ranks without sharding). `names`: its parameters', in its order.
+void load_sharded_state_whole(Optimizer& optimizer, const std::vector<std::string>& names, const std::string& manifest,
+                              const fs::path& file) {
+  distributed::ShardManifest saved;
+  try {
+    saved = distributed::parse_shard_manifest(manifest);
+  } catch (const std::invalid_argument& e) {
+    throw Error(ErrorKind::recipe, std::string("the checkpoint is damaged: ") + e.what(), SourceLocation{file.string()},
+                "trainer.resume");
+  }
+  const std::vector<at::Tensor> parameters = optimizer.parameters();
+  if (names.size() != parameters.size()) {
+    throw Error(ErrorKind::recipe,
+                "the checkpoint's optimizer state is sharded over " + std::to_string(saved.world_size) +
+                    " ranks, and this optimizer's parameters() are not the tensors it was given: it cannot be "
+                    "resharded onto them",
+                SourceLocation{file.string()}, "trainer.resume",
+                "resume under torchrun with the trainer.distributed.sharding and the rank count that wrote it");
+  }
+  std::vector<distributed::OptimizedTensor> order;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    order.push_back({names[i], parameters[i].sizes().vec(), parameters[i].scalar_type()});
+  }
+  const std::string difference = distributed::first_tensor_difference(saved, order);
+  if (!difference.empty()) {
+    throw Error(ErrorKind::recipe, "the checkpoint's optimizer state does not fit this run: " + difference,
+                SourceLocation{file.string()}, "trainer.resume", kResumeHint);
+  }
+  torch::serialize::InputArchive whole =
+      distributed::reshard_saved_state(file, saved.world_size, std::move(order), /*rank=*/0, /*to_world=*/1);
+  optimizer.load(whole);
+}
+
+// The model's, the optimizer's, the precision policy's and the scheduler's states.
+// `shards_unseen`: `mixt check` of a sharded recipe outside torchrun, which leaves the ranks'
+// shard files for the ranks to read when the run starts. `optimizer_names`: RunFacts'.
 void load_component_states(Components& components, torch::serialize::InputArchive& checkpoint, const fs::path& file,
-                           bool shards_unseen) {
+                           bool shards_unseen, const std::vector<std::string>& optimizer_names) {
   torch::serialize::InputArchive model_archive, optimizer_archive, precision_archive;
   checkpoint.read("model", model_archive);
   // Module::load would give a parameter the saved tensor whatever its shape (set_): a
@@ -283,31 +320,19 @@ void load_component_states(Components& components, torch::serialize::InputArchiv
   components.model->load(model_archive);
   checkpoint.read("optimizer", optimizer_archive);
   c10::IValue shards;
-  const bool sharded = optimizer_archive.try_read(kShardedOptimizerKey, shards);
-  if (!components.optimizer_shards && sharded && !shards_unseen) {
-    // Its first two lines: "sharding optimizer", "world_size 4".
-    const std::string& manifest = shards.toStringRef();
-    const std::string first_two = manifest.substr(0, manifest.find('\n', manifest.find('\n') + 1));
-    const std::string written_by = first_line(first_two) + ", " + first_two.substr(first_two.find('\n') + 1);
-    throw Error(
-        ErrorKind::recipe,
-        "the checkpoint's optimizer state is sharded over ranks (" + written_by + "), but this run does not shard it",
-        SourceLocation{file.string()}, "trainer.resume",
-        "resume it under torchrun with the trainer.distributed.sharding and the rank count that wrote it; "
-        "mixt export, evaluate, predict and generate read its weights in one process");
+  if (components.optimizer_shards) {
+    // Its own shards, or another world size's (or a whole state) resharded.
+    components.optimizer->load(optimizer_archive);
+    components.optimizer_shards->load_shard(file);
+  } else if (!optimizer_archive.try_read(kShardedOptimizerKey, shards)) {
+    components.optimizer->load(optimizer_archive);
+  } else if (!shards_unseen) {
+    load_sharded_state_whole(*components.optimizer, optimizer_names, shards.toStringRef(), file);
   }
-  if (shards_unseen && !sharded) {  // what the ranks' ShardedOptimizer::load will say
-    throw Error(ErrorKind::recipe,
-                "the checkpoint's optimizer state is whole (a run without trainer.distributed.sharding wrote it), "
-                "but this recipe shards it",
-                SourceLocation{file.string()}, "trainer.distributed.sharding",
-                "resume it with sharding: none (the default)");
-  }
-  if (!sharded || components.optimizer_shards) components.optimizer->load(optimizer_archive);
-  if (components.optimizer_shards) components.optimizer_shards->load_shard(file);
   checkpoint.read("precision", precision_archive);
   try {
     components.precision->load(precision_archive);
+    if (components.optimizer_shards) components.optimizer_shards->load_masters(precision_archive);
   } catch (const Error& e) {  // e.g. a disabled GradScaler's (empty) state, resumed enabled
     throw Error(ErrorKind::recipe, "the checkpoint's precision state does not fit this recipe: " + e.message(),
                 SourceLocation{file.string()}, "trainer.resume",
@@ -387,12 +412,15 @@ Checkpointer::Resumed Checkpointer::resume(const fs::path& path, bool check_data
   check_same_components(contents.header.value("components", nlohmann::json::array()), facts_.records, file);
   Resumed resumed{file, {}};
   TrainState state = state_;
-  std::string saved_data_order;  // empty in checkpoints of mixt before it was saved
   try {
+    // Where the checkpoint stood first: a position this run cannot take up is refused
+    // before any state is loaded (or resharded, which reads every rank's file).
+    const std::string saved_data_order = read_trainer_state(contents.archive, state, resumed.data_positions);
+    check_position_fits(state, resumed.data_positions, components_.train->batches_per_epoch(), file);
+    if (check_data_order) check_same_data_order(*this, state, saved_data_order, file);
     const bool shards_unseen = !check_data_order && options_.distributed.sharding != distributed::Sharding::none;
-    load_component_states(components_, contents.archive, file, shards_unseen);
+    load_component_states(components_, contents.archive, file, shards_unseen, facts_.optimizer_names);
     load_callback_state(contents.archive, file);
-    saved_data_order = read_trainer_state(contents.archive, state, resumed.data_positions);
   } catch (const Error&) {
     throw;
   } catch (const c10::Error& e) {
@@ -400,8 +428,6 @@ Checkpointer::Resumed Checkpointer::resume(const fs::path& path, bool check_data
                 SourceLocation{file.string()}, "trainer.resume");
   }
   state_ = state;
-  check_position_fits(state_, resumed.data_positions, components_.train->batches_per_epoch(), file);
-  if (check_data_order) check_same_data_order(*this, state_, saved_data_order, file);
   return resumed;
 }
 

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
 
 #include <filesystem>
 #include <string>
@@ -37,6 +39,13 @@ class OptimizerShards {
   // read back from there on resume. Every rank calls them.
   virtual void save_shard(const std::filesystem::path& file) = 0;
   virtual void load_shard(const std::filesystem::path& file) = 0;
+  // sharding: parameters keeping a master-weight policy's masters as float32 shards
+  // (MasterWeights::keep_on_shards): the whole masters into the precision policy's checkpoint
+  // state as "master_weights", where the policy would have written them (rank 0, inside a
+  // WholeModel scope, which gathers them); and each rank's shards cut from them on resume.
+  // Nothing to do otherwise.
+  virtual void save_masters(torch::serialize::OutputArchive& /*precision*/) const {}
+  virtual void load_masters(torch::serialize::InputArchive& /*precision*/) {}
 };
 
 // The whole model on every rank for the scope's life (nested scopes count); `shards` may be

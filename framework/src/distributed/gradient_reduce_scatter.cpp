@@ -83,7 +83,8 @@ void GradientReduceScatter::start_locked(std::size_t bucket) {
   const std::vector<std::size_t>& members = layout_.buckets()[bucket];
   const int world = layout_.world_size();
   const std::int64_t numel = layout_.bucket_numel(members);
-  const at::TensorOptions options = layout_.entries()[members.front()].full.options();
+  // In the shards' dtype: float32 shards of a reduced-precision model reduce in float32.
+  const at::TensorOptions options = layout_.entries()[members.front()].shard.options();
   if (members.size() == 1 && world * numel * static_cast<std::int64_t>(options.dtype().itemsize()) >
                                  layout_.bucket_bytes()) {
     reduce_in_pieces_locked(bucket);
@@ -121,8 +122,11 @@ void GradientReduceScatter::reduce_in_pieces_locked(std::size_t bucket) {
   if (on_bucket_taken_) on_bucket_taken_(bucket);
   if (!grad.defined()) {
     // Every rank issues the same collectives: this one's part is zeros.
-    InFlight zeros{bucket, at::zeros({layout_.world_size(), entry.shard_numel}, entry.full.options()),
-                   at::empty({entry.shard_numel}, entry.full.options()), {}, {false}};
+    InFlight zeros{bucket,
+                   at::zeros({layout_.world_size(), entry.shard_numel}, entry.shard.options()),
+                   at::empty({entry.shard_numel}, entry.shard.options()),
+                   {},
+                   {false}};
     at::Tensor flat_input = zeros.input.view({-1});
     zeros.work = communicator_.start_reduce_scatter_sum(zeros.output, flat_input, "gradient reduce_scatter");
     finish_locked(zeros);
@@ -133,13 +137,13 @@ void GradientReduceScatter::reduce_in_pieces_locked(std::size_t bucket) {
   const std::int64_t row_numel = rows == 0 ? 0 : entry.full.numel() / rows;
   const std::int64_t chunk_rows = row_numel == 0 ? 0 : entry.shard_numel / row_numel;
   const std::int64_t piece_rows = std::max<std::int64_t>(
-      1, layout_.bucket_bytes() / (world * row_numel * static_cast<std::int64_t>(grad.element_size())));
+      1, layout_.bucket_bytes() / (world * row_numel * static_cast<std::int64_t>(entry.shard.element_size())));
   const at::Tensor grad_rows = grad.reshape({rows, row_numel});
-  at::Tensor output = at::empty({entry.shard_numel}, grad.options());
+  at::Tensor output = at::empty({entry.shard_numel}, entry.shard.options());
   for (std::int64_t first = 0; first < chunk_rows; first += piece_rows) {
     const std::int64_t count = std::min(piece_rows, chunk_rows - first);
     // Row r: rank r's rows first .. first + count of its chunk, zeros past the tensor's end.
-    at::Tensor input = at::zeros({world, count, row_numel}, grad.options());
+    at::Tensor input = at::zeros({world, count, row_numel}, entry.shard.options());
     for (int r = 0; r < world; ++r) {
       const std::int64_t from = r * chunk_rows + first;
       const std::int64_t present = std::clamp<std::int64_t>(rows - from, 0, count);

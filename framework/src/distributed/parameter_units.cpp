@@ -54,8 +54,8 @@ std::vector<int> unit_of_each(const std::vector<std::pair<std::string, at::Tenso
                   "updates '" +
                       name + "', which is not one of them (a master-weight policy's float32 copy)",
                   {}, "trainer.distributed.sharding",
-                  "use sharding: gradients with bf16_master/fp16_master/fp8_* policies, or a policy that updates "
-                  "the model's weights (fp32, tf32, amp_fp16, amp_bf16, bf16_true)");
+                  "a master-weight policy that derives from mixt::ShardableMasters (bf16_master, fp16_master, the "
+                  "fp8 policies) has its masters kept as the ranks' shards; with this one use sharding: gradients");
     }
     int unit = -1;
     if (owns_its_storage(tensor) && tensors_on[tensor.storage().unsafeGetStorageImpl()] == 1) {

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "distributed/bucket_assigner.h"
+#include "distributed/optimizer_resharding.h"
 
 namespace mixt::distributed {
 
@@ -20,15 +21,16 @@ std::vector<std::int64_t> shard_shape(const at::Tensor& full, std::int64_t chunk
 }  // namespace
 
 ShardLayout::ShardLayout(const NamedTensors& full, int rank, int world_size, std::int64_t bucket_bytes,
-                         const std::vector<int>& groups)
+                         const std::vector<int>& groups, at::ScalarType shard_dtype)
     : rank_(rank), world_size_(world_size), bucket_bytes_(bucket_bytes) {
   at::NoGradGuard no_grad;
   for (const auto& [name, tensor] : full) {
     const std::int64_t rows = rows_of(tensor);
     const std::int64_t chunk_rows = (rows + world_size - 1) / world_size;
     const std::int64_t row_numel = rows == 0 ? 0 : tensor.numel() / rows;
-    entries_.push_back(
-        {name, tensor, at::zeros(shard_shape(tensor, chunk_rows), tensor.options()), chunk_rows * row_numel});
+    const at::TensorOptions options =
+        shard_dtype == at::ScalarType::Undefined ? tensor.options() : tensor.options().dtype(shard_dtype);
+    entries_.push_back({name, tensor, at::zeros(shard_shape(tensor, chunk_rows), options), chunk_rows * row_numel});
   }
   BucketAssigner assigner(bucket_bytes);
   for (std::size_t i = entries_.size(); i-- > 0;) {
@@ -60,13 +62,44 @@ std::int64_t ShardLayout::bucket_numel(const std::vector<std::size_t>& bucket) c
 }
 
 void ShardLayout::copy_full_into_shards() {
+  for (std::size_t i = 0; i < entries_.size(); ++i) cut_into_shard(i, entries_[i].full);
+}
+
+void ShardLayout::cut_into_shard(std::size_t index, const at::Tensor& whole) {
   at::NoGradGuard no_grad;
-  for (Entry& entry : entries_) {
-    const auto [start, length] = own_range(entry);
-    at::Tensor flat = entry.shard.view({-1});
-    flat.zero_();
-    if (length > 0) flat.narrow(0, 0, length).copy_(entry.full.reshape({-1}).narrow(0, start, length));
+  Entry& entry = entries_[index];
+  const auto [start, length] = own_range(entry);
+  at::Tensor flat = entry.shard.view({-1});
+  flat.zero_();
+  if (length > 0) flat.narrow(0, 0, length).copy_(whole.reshape({-1}).narrow(0, start, length));
+}
+
+ShardLayout::NamedTensors ShardLayout::gather_shards_whole(const ProcessGroupCommunicator& communicator) const {
+  at::NoGradGuard no_grad;
+  NamedTensors whole(entries_.size());
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    const std::vector<std::size_t>& indices = buckets_[b];
+    const std::int64_t numel = bucket_numel(indices);
+    const at::TensorOptions options = entries_[indices.front()].shard.options();
+    at::Tensor input = at::empty({numel}, options);
+    std::int64_t column = 0;
+    for (const std::size_t i : indices) {
+      input.narrow(0, column, entries_[i].shard_numel).copy_(entries_[i].shard.reshape({-1}));
+      column += entries_[i].shard_numel;
+    }
+    at::Tensor output = at::empty({world_size_ * numel}, options);
+    const std::string what = "shard all_gather for a checkpoint (bucket " + std::to_string(b) + ")";
+    communicator.wait(communicator.start_all_gather(output, input, what), what);
+    const at::Tensor rows = output.view({world_size_, numel});
+    column = 0;
+    for (const std::size_t i : indices) {
+      const Entry& entry = entries_[i];
+      const at::Tensor gathered = rows.narrow(1, column, entry.shard_numel).reshape({-1});
+      whole[i] = {entry.name, gathered.narrow(0, 0, entry.full.numel()).view(entry.full.sizes()).clone()};
+      column += entry.shard_numel;
+    }
   }
+  return whole;
 }
 
 void ShardLayout::slice_gradients() {
@@ -140,7 +173,7 @@ std::string ShardLayout::describe() const {
   std::ostringstream text;
   text << "world_size " << world_size_ << "\n";
   for (const Entry& entry : entries_) {
-    text << entry.name << " " << entry.full.sizes() << " " << c10::toString(entry.full.scalar_type()) << "\n";
+    text << describe_tensor(entry.name, entry.full.sizes(), entry.shard.scalar_type()) << "\n";
   }
   return text.str();
 }

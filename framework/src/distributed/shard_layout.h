@@ -29,13 +29,21 @@ class ShardLayout {
   // Buckets hold tensors of one dtype and device whose padded size together is at most
   // `bucket_bytes` (a larger tensor has a bucket of its own): what one collective moves.
   // `groups` (empty, or one label a tensor): a bucket holds neighbours of one label only.
+  // `shard_dtype`: the shards' (and their gradients') dtype when not the full tensors' own:
+  // float32 shards of a bfloat16 model keep a master-weight policy's masters (gathered in
+  // the model's dtype, gradients reduced in float32, as FSDP2's param_dtype/reduce_dtype).
   ShardLayout(const NamedTensors& full, int rank, int world_size, std::int64_t bucket_bytes,
-              const std::vector<int>& groups = {});
+              const std::vector<int>& groups = {}, at::ScalarType shard_dtype = at::ScalarType::Undefined);
 
   // This rank's shards, by the full tensors' names: what the optimizer is built over.
   NamedTensors named_shards() const;
   // Each shard set from its full tensor (the same on every rank before training).
   void copy_full_into_shards();
+  // Entry `index`'s shard set from `whole`, a tensor of its full shape (a checkpoint's).
+  void cut_into_shard(std::size_t index, const at::Tensor& whole);
+  // Every rank's shards, whole, in the shards' dtype (a master-weight policy's masters for a
+  // checkpoint): one all-gather a bucket, into new tensors.
+  NamedTensors gather_shards_whole(const ProcessGroupCommunicator& communicator) const;
 
   // The full tensors' gradients, averaged already, cut to this rank's chunk (no collective).
   void slice_gradients();
@@ -62,7 +70,7 @@ class ShardLayout {
   void drop_full_gradients();
 
   // What a checkpoint records, so that a resume can check it fits: the world size and each
-  // tensor's name and shape, one line each.
+  // tensor's name, shape and the dtype its shards (the optimizer's state) have, one line each.
   std::string describe() const;
   int world_size() const { return world_size_; }
   std::int64_t bucket_bytes() const { return bucket_bytes_; }

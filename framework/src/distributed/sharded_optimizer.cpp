@@ -3,36 +3,32 @@
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
+#include <map>
+#include <optional>
+
 #include "common/atomic_file.h"
 #include "common/warnings.h"
+#include "distributed/optimizer_resharding.h"
 #include "mixt/error.h"
+#include "mixt/helpers/named_tensors_archive.h"
 
 namespace mixt::distributed {
 
 namespace {
-
-// The first line where two manifests differ, for the error.
-std::string first_difference(const std::string& saved, const std::string& ours) {
-  std::size_t a = 0, b = 0;
-  while (a < saved.size() || b < ours.size()) {
-    const std::size_t a_end = std::min(saved.find('\n', a), saved.size());
-    const std::size_t b_end = std::min(ours.find('\n', b), ours.size());
-    const std::string saved_line = saved.substr(a, a_end - a), our_line = ours.substr(b, b_end - b);
-    if (saved_line != our_line) return "the checkpoint's '" + saved_line + "', this run's '" + our_line + "'";
-    a = a_end + 1;
-    b = b_end + 1;
-  }
-  return {};
-}
+constexpr const char* kSameRunHint =
+    "resume with the sharding's model and precision policy (its run directory's recipe.yaml says which); to go on "
+    "with another model, mixt export the weights and start from them (model.weights), with a fresh optimizer";
 }  // namespace
 
 ShardedOptimizer::ShardedOptimizer(std::unique_ptr<Optimizer> inner, std::unique_ptr<ShardLayout> layout, Sharding mode,
-                                   const ProcessGroupCommunicator& communicator, std::unique_ptr<ParameterUnits> units)
+                                   const ProcessGroupCommunicator& communicator, std::unique_ptr<ParameterUnits> units,
+                                   bool masters_on_shards)
     : inner_(std::move(inner)),
       layout_(std::move(layout)),
       mode_(mode),
       communicator_(communicator),
-      units_(std::move(units)) {
+      units_(std::move(units)),
+      masters_on_shards_(masters_on_shards) {
   layout_->copy_full_into_shards();
   if (reduce_scatters_gradients(mode_)) {
     reduce_scatter_ = std::make_unique<GradientReduceScatter>(*layout_, communicator_);
@@ -41,16 +37,50 @@ ShardedOptimizer::ShardedOptimizer(std::unique_ptr<Optimizer> inner, std::unique
 }
 
 void ShardedOptimizer::start_from_full() {
-  layout_->copy_full_into_shards();
+  if (!shards_from_checkpoint_) layout_->copy_full_into_shards();
+  shards_from_checkpoint_ = false;
   if (units_) units_->release_all();
 }
 
 void ShardedOptimizer::gather_whole_model() {
   if (units_) units_->gather_whole();
+  if (masters_on_shards_ && whole_depth_++ == 0) whole_masters_ = layout_->gather_shards_whole(communicator_);
 }
 
 void ShardedOptimizer::release_whole_model() {
   if (units_) units_->release_whole();
+  if (masters_on_shards_ && --whole_depth_ == 0) whole_masters_.clear();
+}
+
+void ShardedOptimizer::save_masters(torch::serialize::OutputArchive& precision) const {
+  if (!masters_on_shards_) return;
+  if (whole_masters_.empty()) throw std::logic_error("the masters are written outside a WholeModel scope");
+  torch::serialize::OutputArchive nested;
+  write_named_tensors(nested, whole_masters_);
+  precision.write("master_weights", nested);
+}
+
+void ShardedOptimizer::load_masters(torch::serialize::InputArchive& precision) {
+  if (!masters_on_shards_) return;
+  torch::serialize::InputArchive nested;
+  if (!precision.try_read("master_weights", nested)) {
+    throw Error(ErrorKind::recipe, "the checkpoint holds no master weights: another precision policy wrote it", {},
+                "trainer.resume", "resume it with the policy it was written with");
+  }
+  const NamedTensors saved = read_named_tensors(nested);
+  std::map<std::string, const at::Tensor*> by_name;
+  for (const auto& [name, tensor] : saved) by_name[name] = &tensor;
+  const std::vector<ShardLayout::Entry>& entries = layout_->entries();
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto found = by_name.find(entries[i].name);
+    if (found == by_name.end() || found->second->sizes() != entries[i].full.sizes()) {
+      throw Error(ErrorKind::recipe,
+                  "the checkpoint's master weights do not match the model's parameter " + entries[i].name, {},
+                  "trainer.resume", kSameRunHint);
+    }
+    layout_->cut_into_shard(i, *found->second);
+  }
+  shards_from_checkpoint_ = true;
 }
 
 void ShardedOptimizer::gather_after_step() {
@@ -110,25 +140,49 @@ void ShardedOptimizer::save(torch::serialize::OutputArchive& archive) {
   archive.write(kShardedOptimizerKey, c10::IValue(manifest()));
 }
 
+std::vector<OptimizedTensor> ShardedOptimizer::optimizer_order() const {
+  std::optional<std::vector<OptimizedTensor>> found = in_optimizer_order(inner_->parameters(), layout_->named_shards());
+  if (!found) {
+    throw Error(ErrorKind::recipe,
+                "the optimizer's parameters() are not the shards it was built over: its checkpointed state cannot be "
+                "resharded",
+                {}, "trainer.resume", "resume on as many ranks, with the same sharding, as the run that wrote it");
+  }
+  std::vector<OptimizedTensor> order = std::move(*found);
+  std::map<std::string, const at::Tensor*> full;
+  for (const ShardLayout::Entry& entry : layout_->entries()) full[entry.name] = &entry.full;
+  for (OptimizedTensor& tensor : order) tensor.sizes = full.at(tensor.name)->sizes().vec();
+  return order;
+}
+
 void ShardedOptimizer::load(torch::serialize::InputArchive& archive) {
   c10::IValue saved;
-  const std::string ours = manifest();
+  saved_world_size_ = layout_->world_size();
+  loaded_whole_ = false;
   if (!archive.try_read(kShardedOptimizerKey, saved)) {
-    throw Error(ErrorKind::recipe,
-                "the checkpoint's optimizer state is whole (a run without trainer.distributed.sharding wrote it), "
-                "but this run shards it over " +
-                    std::to_string(layout_->world_size()) + " ranks",
-                {}, "trainer.distributed.sharding", "resume it with sharding: none (the default)");
+    // A run without sharding wrote the whole state: this rank takes its chunk of it.
+    torch::serialize::InputArchive chunk =
+        reshard_whole_state(archive, optimizer_order(), layout_->rank(), layout_->world_size());
+    inner_->load(chunk);
+    loaded_whole_ = true;
+    return;
   }
-  const std::string theirs = saved.toStringRef();
-  if (theirs != ours) {
-    throw Error(ErrorKind::recipe,
-                "the checkpoint's optimizer shards do not fit this run: " + first_difference(theirs, ours), {},
-                "trainer.distributed.sharding",
-                "resume on as many ranks, with the same sharding and model, as the run that wrote it (its "
-                "recipe.yaml and log.txt say which); mixt cannot yet reshard optimizer state: to go on with "
-                "other ranks, mixt export the weights and start from them (model.weights), with a fresh optimizer");
+  ShardManifest manifest;
+  try {
+    manifest = parse_shard_manifest(saved.toStringRef());
+  } catch (const std::invalid_argument& e) {
+    throw Error(ErrorKind::recipe, std::string("the checkpoint is damaged: ") + e.what(), {}, "trainer.resume");
   }
+  std::vector<OptimizedTensor> ours;
+  for (const ShardLayout::Entry& entry : layout_->entries()) {
+    ours.push_back({entry.name, entry.full.sizes().vec(), entry.shard.scalar_type()});
+  }
+  const std::string difference = first_tensor_difference(manifest, ours);
+  if (!difference.empty()) {
+    throw Error(ErrorKind::recipe, "the checkpoint's optimizer state does not fit this run: " + difference, {},
+                "trainer.resume", kSameRunHint);
+  }
+  saved_world_size_ = manifest.world_size;
 }
 
 void ShardedOptimizer::save_shard(const std::filesystem::path& file) {
@@ -139,21 +193,12 @@ void ShardedOptimizer::save_shard(const std::filesystem::path& file) {
 }
 
 void ShardedOptimizer::load_shard(const std::filesystem::path& file) {
-  const std::filesystem::path shard = optimizer_shard_file(file, layout_->rank(), layout_->world_size());
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(shard, ec)) {
-    throw Error(ErrorKind::recipe,
-                "the checkpoint " + file.string() + " has no optimizer shard for rank " +
-                    std::to_string(layout_->rank()) + " of " + std::to_string(layout_->world_size()) + " (" +
-                    shard.filename().string() + ")",
-                {}, "trainer.resume",
-                "resume on as many ranks as the run that wrote it, with its shard files beside the checkpoint");
-  }
+  if (loaded_whole_) return;
   torch::serialize::InputArchive archive;
-  try {
-    archive.load_from(shard.string());
-  } catch (const c10::Error& error) {
-    throw runtime_error("cannot read the optimizer shard " + shard.string() + ": " + error.what_without_backtrace());
+  if (saved_world_size_ == layout_->world_size()) {
+    read_optimizer_shard(file, layout_->rank(), layout_->world_size(), archive);
+  } else {
+    archive = reshard_saved_state(file, saved_world_size_, optimizer_order(), layout_->rank(), layout_->world_size());
   }
   inner_->load(archive);
 }
@@ -175,7 +220,8 @@ std::unique_ptr<ShardedOptimizer> shard_optimizer(
     if (!blocks.model) throw std::logic_error("sharding: parameters without the model");
     units = unit_of_each(full, *blocks.model, blocks.blocks);
   }
-  auto layout = std::make_unique<ShardLayout>(full, group->rank(), group->world_size(), bucket_bytes, units);
+  auto layout = std::make_unique<ShardLayout>(full, group->rank(), group->world_size(), bucket_bytes, units,
+                                              blocks.masters_on_shards ? at::kFloat : at::ScalarType::Undefined);
   std::unique_ptr<ParameterUnits> parameter_units;
   if (options.sharding == Sharding::parameters) {
     parameter_units =
@@ -189,7 +235,7 @@ std::unique_ptr<ShardedOptimizer> shard_optimizer(
   OptimizerContext context;
   context.named_parameters = layout->named_shards();
   return std::make_unique<ShardedOptimizer>(build(context), std::move(layout), options.sharding, *group,
-                                            std::move(parameter_units));
+                                            std::move(parameter_units), blocks.masters_on_shards);
 }
 
 }  // namespace mixt::distributed

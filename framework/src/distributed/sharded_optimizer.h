@@ -19,6 +19,7 @@
 
 #include "common/optimizer_shards.h"
 #include "distributed/gradient_reduce_scatter.h"
+#include "distributed/optimizer_resharding.h"
 #include "distributed/options.h"
 #include "distributed/parameter_units.h"
 #include "distributed/shard_layout.h"
@@ -30,8 +31,10 @@ class ShardedOptimizer final : public Optimizer, public OptimizerShards {
  public:
   // `inner`: the recipe's optimizer, built over layout->named_shards().
   // `units`: the blocks' weights (sharding: parameters only) and the layout's entry of each.
+  // `masters_on_shards`: the layout's float32 shards are a master-weight policy's masters.
   ShardedOptimizer(std::unique_ptr<Optimizer> inner, std::unique_ptr<ShardLayout> layout, Sharding mode,
-                   const ProcessGroupCommunicator& communicator, std::unique_ptr<ParameterUnits> units = nullptr);
+                   const ProcessGroupCommunicator& communicator, std::unique_ptr<ParameterUnits> units = nullptr,
+                   bool masters_on_shards = false);
 
   void step() override;
   void zero_grad() override;
@@ -41,7 +44,9 @@ class ShardedOptimizer final : public Optimizer, public OptimizerShards {
   double learning_rate() const override { return inner_->learning_rate(); }
   void set_learning_rate(double lr) override { inner_->set_learning_rate(lr); }
   // The checkpoint's optimizer entry holds what the shards fit (mode, world size, tensors);
-  // the state itself is in each rank's shard file (save_shard).
+  // the state itself is in each rank's shard file (save_shard). A checkpoint of other ranks,
+  // or another sharding mode, of the same tensors is resharded (distributed/optimizer_resharding.h),
+  // and so is a whole optimizer state.
   void save(torch::serialize::OutputArchive& archive) override;
   void load(torch::serialize::InputArchive& archive) override;
 
@@ -54,6 +59,8 @@ class ShardedOptimizer final : public Optimizer, public OptimizerShards {
   at::Tensor norm_over_ranks(const at::Tensor& local_norm) const override;
   void save_shard(const std::filesystem::path& file) override;
   void load_shard(const std::filesystem::path& file) override;
+  void save_masters(torch::serialize::OutputArchive& precision) const override;
+  void load_masters(torch::serialize::InputArchive& precision) override;
 
   const ShardLayout& layout() const { return *layout_; }
   // The blocks' weights under sharding: parameters; null otherwise.
@@ -61,6 +68,8 @@ class ShardedOptimizer final : public Optimizer, public OptimizerShards {
 
  private:
   std::string manifest() const;
+  // The tensors inner_ updates, in its order, by their whole shapes: what resharding maps.
+  std::vector<OptimizedTensor> optimizer_order() const;
   // The updated shards into the weights every rank keeps whole (all of them, but the
   // blocks' under sharding: parameters).
   void gather_after_step();
@@ -71,13 +80,25 @@ class ShardedOptimizer final : public Optimizer, public OptimizerShards {
   const ProcessGroupCommunicator& communicator_;
   std::unique_ptr<GradientReduceScatter> reduce_scatter_;  // `gradients` and `parameters`
   std::unique_ptr<ParameterUnits> units_;                  // `parameters` only
+  // What load() found: the world size whose shard files load_shard() reads (resharded when
+  // not ours), or the whole state, already resharded.
+  int saved_world_size_ = 0;
+  bool loaded_whole_ = false;
+  // A master-weight policy's masters kept as this rank's float32 shards (ShardLayout's
+  // shard dtype): gathered whole for the outermost WholeModel scope, for the checkpoint.
+  bool masters_on_shards_;
+  int whole_depth_ = 0;
+  ShardLayout::NamedTensors whole_masters_;
+  bool shards_from_checkpoint_ = false;  // load_masters() cut them: start_from_full() keeps them
 };
 
 // What sharding: parameters needs of the model: the model, and the blocks it routes through
-// mixt::call_block (assembly/routing_probe.h), which become its units.
+// mixt::call_block (assembly/routing_probe.h), which become its units; and whether the
+// shards keep a master-weight policy's float32 masters (MasterWeights::keep_on_shards).
 struct ModelBlocks {
   std::shared_ptr<torch::nn::Module> model;
   std::vector<std::string> blocks;
+  bool masters_on_shards = false;
 };
 
 // The recipe's optimizer (`build` makes it from a context) over this rank's shards of

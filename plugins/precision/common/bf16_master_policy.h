@@ -13,7 +13,7 @@
 
 namespace mixt::precision {
 
-class Bf16MasterPolicy : public PrecisionPolicy {
+class Bf16MasterPolicy : public PrecisionPolicy, public ShardableMasters {
  public:
   explicit Bf16MasterPolicy(std::vector<std::string> fp32_modules) : fp32_modules_(std::move(fp32_modules)) {}
 
@@ -32,6 +32,7 @@ class Bf16MasterPolicy : public PrecisionPolicy {
   }
   void save(torch::serialize::OutputArchive& archive) const override { masters_.save(archive); }
   void load(torch::serialize::InputArchive& archive) override { masters_.load(archive); }
+  MasterWeights& master_weights() override { return masters_; }
 
  private:
   std::vector<std::string> fp32_modules_;

@@ -36,7 +36,7 @@ std::vector<std::string> batch_norm_layers(const torch::nn::Module& model) {
   return names;
 }
 
-class Fp16MasterPolicy : public mixt::PrecisionPolicy {
+class Fp16MasterPolicy : public mixt::PrecisionPolicy, public mixt::ShardableMasters {
  public:
   Fp16MasterPolicy(mixt::GradScalerOptions options, std::vector<std::string> fp32_modules, bool keep_batchnorm_fp32)
       : scaler_(options), fp32_modules_(std::move(fp32_modules)), keep_batchnorm_fp32_(keep_batchnorm_fp32) {}
@@ -68,6 +68,7 @@ class Fp16MasterPolicy : public mixt::PrecisionPolicy {
     return outcome;
   }
   void update() override { scaler_.update(); }
+  mixt::MasterWeights& master_weights() override { return masters_; }
 
   std::vector<std::pair<std::string, double>> metrics() const override {
     return {{"loss_scale", scaler_.get_scale()}};

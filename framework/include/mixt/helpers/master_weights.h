@@ -12,6 +12,12 @@
 // A policy that rounds differently (stochastic rounding) walks pairs() in step() instead of
 // calling round_into_model().
 //
+// Under trainer.distributed.sharding: parameters the host keeps the masters instead (since
+// ABI 6.6), for a policy that derives from ShardableMasters: each rank holds its float32
+// shard of every parameter, and the host rounds the shards into the model as it gathers a
+// block (FSDP2's param_dtype). keep_on_shards() then turns the calls above into what that
+// needs, so the policy's code stays the same.
+//
 // cast_model() and lies_under() serve any policy that casts its model (bf16_true too).
 #pragma once
 
@@ -58,11 +64,23 @@ class MasterWeights {
     at::Tensor master;     // float32, what the optimizer updates
   };
 
+  // Since ABI 6.6, called by the host (through ShardableMasters) before make(): the masters
+  // are the ranks' float32 shards of the model's parameters, which the host keeps, steps,
+  // rounds into the model and writes into checkpoints as "master_weights". From then on
+  // make() gives the model's own parameters (the host shards them in float32) and pairs()
+  // is empty; hand_gradients(), round_into_model(), save() and load() do nothing.
+  void keep_on_shards() { on_shards_ = true; }
+  bool on_shards() const { return on_shards_; }
+
   // One float32 master per trainable parameter of `model`, by name: what the optimizer updates.
   std::vector<std::pair<std::string, at::Tensor>> make(torch::nn::Module& model) {
     std::vector<std::pair<std::string, at::Tensor>> masters;
     for (const auto& item : model.named_parameters(/*recurse=*/true)) {
       if (!item.value().requires_grad()) continue;
+      if (on_shards_) {
+        masters.emplace_back(item.key(), item.value());
+        continue;
+      }
       const at::Tensor master = item.value().detach().to(at::kFloat, /*non_blocking=*/false, /*copy=*/true);
       pairs_.push_back({item.key(), item.value(), master});
       masters.emplace_back(item.key(), master);
@@ -103,6 +121,7 @@ class MasterWeights {
   // The masters are the real weights: checkpoints keep them (a resume continues them bit for
   // bit) and `mixt export` writes them.
   void save(torch::serialize::OutputArchive& archive) const {
+    if (on_shards_) return;
     NamedTensors masters;
     for (const Pair& pair : pairs_) masters.emplace_back(pair.name, pair.master);
     torch::serialize::OutputArchive nested;
@@ -111,6 +130,7 @@ class MasterWeights {
   }
 
   void load(torch::serialize::InputArchive& archive) {
+    if (on_shards_) return;
     torch::serialize::InputArchive nested;
     if (!archive.try_read("master_weights", nested)) {
       throw runtime_error("the checkpoint holds no master weights: another precision policy wrote it",
@@ -132,6 +152,18 @@ class MasterWeights {
 
  private:
   std::vector<Pair> pairs_;
+  bool on_shards_ = false;
+};
+
+// Since ABI 6.6. A policy whose masters are a MasterWeights derives from this besides
+// mixt::PrecisionPolicy, so that trainer.distributed.sharding: parameters can keep them as
+// the ranks' shards (MasterWeights::keep_on_shards); the host finds it with a dynamic_cast
+// (its type information lives in libmixt). A master-weight policy without it is refused
+// under sharding: parameters.
+class ShardableMasters {
+ public:
+  virtual ~ShardableMasters();
+  virtual MasterWeights& master_weights() = 0;
 };
 
 }  // namespace mixt

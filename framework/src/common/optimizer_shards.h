@@ -41,8 +41,8 @@ class OptimizerShards {
   virtual void load_shard(const std::filesystem::path& file) = 0;
   // sharding: parameters keeping a master-weight policy's masters as float32 shards
   // (MasterWeights::keep_on_shards): the whole masters into the precision policy's checkpoint
-  // state as "master_weights", where the policy would have written them (rank 0, inside a
-  // WholeModel scope, which gathers them); and each rank's shards cut from them on resume.
+  // state as "master_weights", where the policy would have written them (rank 0, after every
+  // rank's save_shard(), which gathers them); and each rank's shards cut from them on resume.
   // Nothing to do otherwise.
   virtual void save_masters(torch::serialize::OutputArchive& /*precision*/) const {}
   virtual void load_masters(torch::serialize::InputArchive& /*precision*/) {}

@@ -44,17 +44,17 @@ void ShardedOptimizer::start_from_full() {
 
 void ShardedOptimizer::gather_whole_model() {
   if (units_) units_->gather_whole();
-  if (masters_on_shards_ && whole_depth_++ == 0) whole_masters_ = layout_->gather_shards_whole(communicator_);
+  ++whole_depth_;
 }
 
 void ShardedOptimizer::release_whole_model() {
   if (units_) units_->release_whole();
-  if (masters_on_shards_ && --whole_depth_ == 0) whole_masters_.clear();
+  if (--whole_depth_ == 0) whole_masters_.clear();  // the epoch's checkpoint is written
 }
 
 void ShardedOptimizer::save_masters(torch::serialize::OutputArchive& precision) const {
   if (!masters_on_shards_) return;
-  if (whole_masters_.empty()) throw std::logic_error("the masters are written outside a WholeModel scope");
+  if (whole_masters_.empty()) throw std::logic_error("the masters are written before the ranks' shards were saved");
   torch::serialize::OutputArchive nested;
   write_named_tensors(nested, whole_masters_);
   precision.write("master_weights", nested);
@@ -190,6 +190,13 @@ void ShardedOptimizer::save_shard(const std::filesystem::path& file) {
   inner_->save(archive);
   write_file_atomically(optimizer_shard_file(file, layout_->rank(), layout_->world_size()),
                         [&](std::ostream& out) { archive.save_to(out); });
+  if (masters_on_shards_) {
+    // Every rank saves its shard before rank 0 writes the checkpoint (and may write it again
+    // with the callbacks' state, before the whole-model scope ends): the whole masters for
+    // it, kept by rank 0 alone until that scope ends.
+    whole_masters_ = layout_->gather_shards_whole(communicator_);
+    if (layout_->rank() != 0) whole_masters_.clear();
+  }
 }
 
 void ShardedOptimizer::load_shard(const std::filesystem::path& file) {

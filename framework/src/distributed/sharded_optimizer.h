@@ -85,7 +85,8 @@ class ShardedOptimizer final : public Optimizer, public OptimizerShards {
   int saved_world_size_ = 0;
   bool loaded_whole_ = false;
   // A master-weight policy's masters kept as this rank's float32 shards (ShardLayout's
-  // shard dtype): gathered whole for the outermost WholeModel scope, for the checkpoint.
+  // shard dtype): gathered whole as the shards are saved, for rank 0's checkpoint, which
+  // keeps them until the outermost WholeModel scope ends (other ranks drop them at once).
   bool masters_on_shards_;
   int whole_depth_ = 0;
   ShardLayout::NamedTensors whole_masters_;

@@ -7,7 +7,6 @@
 
 #include "checkpoint/checkpoint.h"
 #include "common/atomic_file.h"
-#include "common/first_line.h"
 #include "common/optimizer_shards.h"
 #include "common/warnings.h"
 #include "distributed/optimizer_resharding.h"
@@ -265,7 +264,6 @@ fs::path Checkpointer::save_epoch_end(const RunDirectory& run) const {
 
 namespace {
 
-// The model's, the optimizer's, the precision policy's and the scheduler's states.
 // A sharded run's optimizer state, every rank's shard file read in turn, into an optimizer
 // that is whole (one process, or ranks without sharding). `names`: its parameters', in its order.
 void load_sharded_state_whole(Optimizer& optimizer, const std::vector<std::string>& names, const std::string& manifest,

@@ -16,8 +16,8 @@ namespace mixt::distributed {
 
 namespace {
 constexpr const char* kSameRunHint =
-    "resume with the sharding's model and precision policy (its run directory's recipe.yaml says which); to go on "
-    "with another model, mixt export the weights and start from them (model.weights), with a fresh optimizer";
+    "resume with the model and precision policy of the run that wrote it (its run directory's recipe.yaml); to go "
+    "on with another model, mixt export the weights and start from them (model.weights), with a fresh optimizer";
 }  // namespace
 
 ShardedOptimizer::ShardedOptimizer(std::unique_ptr<Optimizer> inner, std::unique_ptr<ShardLayout> layout, Sharding mode,

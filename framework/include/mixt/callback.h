@@ -41,6 +41,8 @@
 
 namespace mixt {
 
+class WeightShards;  // mixt/weight_shards.h
+
 struct FitStart {
   const TrainState& state;  // epoch/global_step past 0 when the run resumed a checkpoint
   // The run directory (recipe.yaml, metrics.jsonl, checkpoints/); empty when the run
@@ -160,6 +162,10 @@ struct CallbackContext {
   // The figures the recipe's task reports (values unset): what a callback may watch as
   // val_<name>. Since ABI 5.1.
   std::vector<Figure> task_figures{};
+  // The weights as this rank keeps them (mixt/weight_shards.h), for a callback that keeps a
+  // copy of them: chunks under trainer.distributed.sharding: parameters, else the whole
+  // model. Null only where a caller built the context without it (tests). Since ABI 6.7.
+  std::shared_ptr<const WeightShards> weight_shards{};
 };
 
 }  // namespace mixt

@@ -15,12 +15,14 @@
 #include "common/warnings.h"
 #include "distributed/optimizer_resharding.h"
 #include "distributed/sharded_optimizer.h"
+#include "distributed/sharded_weights.h"
 #include "distributed/sync_batchnorm.h"
 #include "mixt/helpers/activation_checkpointing.h"
 #include "mixt/helpers/fp32_modules.h"
 #include "mixt/helpers/master_weights.h"
 #include "mixt/helpers/state_dict.h"
 #include "mixt/options.h"
+#include "mixt/weight_shards.h"
 #include "recipe/recipe_loader.h"
 
 namespace mixt {
@@ -379,9 +381,11 @@ void build_precision(Components& components, RunFacts& facts, const Config& prec
 
 // The optimizer over the policy's parameters (over this rank's shards of them when
 // trainer.distributed.sharding says so), and the scheduler, which needs the steps per epoch.
-void build_optimizer_and_schedule(Components& components, RunFacts& facts, const Config& recipe,
-                                  const Registry& registry, const TrainerOptions& options,
-                                  const Communicator* communicator) {
+// Returns the weights as this rank keeps them, for the callbacks.
+std::shared_ptr<const WeightShards> build_optimizer_and_schedule(Components& components, RunFacts& facts,
+                                                                 const Config& recipe, const Registry& registry,
+                                                                 const TrainerOptions& options,
+                                                                 const Communicator* communicator) {
   const Config optimizer_section = recipe.section("optimizer");
   const bool shards_parameters = options.distributed.sharding == distributed::Sharding::parameters &&
                                  communicator != nullptr && communicator->world_size() > 1;
@@ -403,8 +407,13 @@ void build_optimizer_and_schedule(Components& components, RunFacts& facts, const
     blocks.model = components.model;
     blocks.blocks = probe_routing(components, facts, /*with_blocks=*/true, options.activation_checkpointing).blocks;
   }
+  std::shared_ptr<const WeightShards> weights = whole_weights(components.model);
   if (auto sharded = distributed::shard_optimizer(options.distributed, communicator, optimizer_context.named_parameters,
                                                   build_optimizer, blocks)) {
+    if (sharded->units()) {
+      weights =
+          std::make_shared<distributed::ShardedWeights>(components.model, sharded->layout(), sharded->communicator());
+    }
     components.optimizer_shards = sharded.get();
     components.optimizer = std::move(sharded);
   } else {
@@ -424,6 +433,7 @@ void build_optimizer_and_schedule(Components& components, RunFacts& facts, const
     components.scheduler = registry.make_scheduler(scheduler_section, context);
     record(facts, registry, ComponentKind::scheduler, scheduler_section);
   }
+  return weights;
 }
 
 }  // namespace
@@ -448,9 +458,14 @@ Components build_components(const Config& recipe, const Registry& registry, cons
   // check` says so before any run directory exists.
   if (!components.train->sample_shape().empty()) check_listed_submodules_routed(components, facts);
 
-  build_optimizer_and_schedule(components, facts, recipe, registry, options, communicator);
-  const CallbackContext callback_context{facts.device, components.model, communicator ? communicator->rank() : 0,
-                                         communicator ? communicator->world_size() : 1, components.task->figures()};
+  std::shared_ptr<const WeightShards> weights =
+      build_optimizer_and_schedule(components, facts, recipe, registry, options, communicator);
+  const CallbackContext callback_context{facts.device,
+                                         components.model,
+                                         communicator ? communicator->rank() : 0,
+                                         communicator ? communicator->world_size() : 1,
+                                         components.task->figures(),
+                                         std::move(weights)};
   build_callbacks(components, facts, recipe, registry, callback_context);
   return components;
 }

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "common/optimizer_shards.h"
+#include "distributed/shard_layout.h"
 #include "mixt/error.h"
 
 namespace mixt::distributed {
@@ -22,16 +23,9 @@ std::int64_t numel_of(const std::vector<std::int64_t>& sizes) {
   return numel;
 }
 
-// A rank's chunk of a tensor of `sizes` over `world` ranks: ShardLayout's (world 1: whole).
-std::vector<std::int64_t> chunk_sizes(const std::vector<std::int64_t>& sizes, int world) {
-  if (world == 1) return sizes;
-  std::vector<std::int64_t> chunk = sizes;
-  chunk[0] = (sizes[0] + world - 1) / world;
-  return chunk;
-}
-
+// Over one rank a chunk is the whole tensor (the constructor refuses tensors without dimensions).
 std::int64_t chunk_numel(const std::vector<std::int64_t>& sizes, int world) {
-  return numel_of(chunk_sizes(sizes, world));
+  return numel_of(chunk_shape(sizes, world));
 }
 
 // The parameter index of a key "state/<index>/<slot>".
@@ -82,7 +76,6 @@ ShardManifest parse_shard_manifest(const std::string& text) {
   if (!std::getline(lines, line) || line.rfind("sharding ", 0) != 0) {
     throw std::invalid_argument("its optimizer manifest does not start with 'sharding <mode>'");
   }
-  manifest.sharding = line.substr(std::string("sharding ").size());
   if (!std::getline(lines, line) || line.rfind("world_size ", 0) != 0) {
     throw std::invalid_argument("its optimizer manifest has no 'world_size <N>' line");
   }
@@ -129,7 +122,7 @@ const OptimizedTensor* OptimizerStateResharder::element_wise(const std::string& 
   const std::optional<std::size_t> index = state_index(key);
   if (!index || *index >= order_.size()) return nullptr;
   const OptimizedTensor& parameter = order_[*index];
-  return tensor.sizes().vec() == chunk_sizes(parameter.sizes, from_world_) ? &parameter : nullptr;
+  return tensor.sizes().vec() == chunk_shape(parameter.sizes, from_world_) ? &parameter : nullptr;
 }
 
 void OptimizerStateResharder::copy_overlap(const OptimizedTensor& tensor, int from_rank, const at::Tensor& chunk,
@@ -163,7 +156,7 @@ void OptimizerStateResharder::add(int from_rank, torch::serialize::InputArchive&
     if (const OptimizedTensor* parameter = element_wise(key, tensor)) {
       auto [into, fresh] = resharded_.try_emplace(key);
       if (fresh && from_rank > 0) throw std::runtime_error("'" + key + "' is in " + whose + " but not rank 0's");
-      if (fresh) into->second = at::zeros(chunk_sizes(parameter->sizes, to_world_), tensor.options());
+      if (fresh) into->second = at::zeros(chunk_shape(parameter->sizes, to_world_), tensor.options());
       copy_overlap(*parameter, from_rank, tensor, into->second);
       continue;
     }

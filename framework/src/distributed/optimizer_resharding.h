@@ -41,9 +41,9 @@ std::optional<std::vector<OptimizedTensor>> in_optimizer_order(
 std::string describe_tensor(const std::string& name, at::IntArrayRef sizes, at::ScalarType dtype);
 
 // A sharded checkpoint's manifest (ShardedOptimizer::manifest): "sharding <mode>",
-// "world_size <N>", then one describe_tensor line per tensor.
+// "world_size <N>", then one describe_tensor line per tensor. The mode is not kept: every
+// mode cuts the same chunks, so a checkpoint resumes under any of them.
 struct ShardManifest {
-  std::string sharding;
   int world_size = 0;
   std::map<std::string, std::string> tensors;  // name -> its whole line
 };

@@ -12,13 +12,14 @@ namespace {
 
 std::int64_t rows_of(const at::Tensor& tensor) { return tensor.dim() == 0 ? 1 : tensor.size(0); }
 
-std::vector<std::int64_t> shard_shape(const at::Tensor& full, std::int64_t chunk_rows) {
-  std::vector<std::int64_t> shape{chunk_rows};
-  for (std::int64_t d = 1; d < full.dim(); ++d) shape.push_back(full.size(d));
+}  // namespace
+
+std::vector<std::int64_t> chunk_shape(at::IntArrayRef sizes, int world_size) {
+  const std::int64_t rows = sizes.empty() ? 1 : sizes[0];
+  std::vector<std::int64_t> shape{(rows + world_size - 1) / world_size};
+  for (std::size_t d = 1; d < sizes.size(); ++d) shape.push_back(sizes[d]);
   return shape;
 }
-
-}  // namespace
 
 ShardLayout::ShardLayout(const NamedTensors& full, int rank, int world_size, std::int64_t bucket_bytes,
                          const std::vector<int>& groups, at::ScalarType shard_dtype)
@@ -26,11 +27,11 @@ ShardLayout::ShardLayout(const NamedTensors& full, int rank, int world_size, std
   at::NoGradGuard no_grad;
   for (const auto& [name, tensor] : full) {
     const std::int64_t rows = rows_of(tensor);
-    const std::int64_t chunk_rows = (rows + world_size - 1) / world_size;
+    const std::vector<std::int64_t> shape = chunk_shape(tensor.sizes(), world_size);
     const std::int64_t row_numel = rows == 0 ? 0 : tensor.numel() / rows;
     const at::TensorOptions options =
         shard_dtype == at::ScalarType::Undefined ? tensor.options() : tensor.options().dtype(shard_dtype);
-    entries_.push_back({name, tensor, at::zeros(shard_shape(tensor, chunk_rows), options), chunk_rows * row_numel});
+    entries_.push_back({name, tensor, at::zeros(shape, options), shape[0] * row_numel});
   }
   BucketAssigner assigner(bucket_bytes);
   for (std::size_t i = entries_.size(); i-- > 0;) {
@@ -67,38 +68,81 @@ void ShardLayout::copy_full_into_shards() {
 
 void ShardLayout::cut_into_shard(std::size_t index, const at::Tensor& whole) {
   at::NoGradGuard no_grad;
-  Entry& entry = entries_[index];
+  entries_[index].shard.copy_(chunk_of(index, whole));
+}
+
+at::Tensor ShardLayout::chunk_of(std::size_t index, const at::Tensor& whole) const {
+  at::NoGradGuard no_grad;
+  const Entry& entry = entries_[index];
   const auto [start, length] = own_range(entry);
-  at::Tensor flat = entry.shard.view({-1});
-  flat.zero_();
-  if (length > 0) flat.narrow(0, 0, length).copy_(whole.reshape({-1}).narrow(0, start, length));
+  at::Tensor chunk = at::zeros(entry.shard.sizes(), whole.options());
+  if (length > 0) chunk.view({-1}).narrow(0, 0, length).copy_(whole.reshape({-1}).narrow(0, start, length));
+  return chunk;
 }
 
 ShardLayout::NamedTensors ShardLayout::gather_shards_whole(const ProcessGroupCommunicator& communicator) const {
+  std::vector<std::size_t> indices;
+  std::vector<at::Tensor> shards;
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    indices.push_back(i);
+    shards.push_back(entries_[i].shard);
+  }
+  const std::vector<at::Tensor> whole =
+      gather_whole(indices, shards, communicator, "shard all_gather for a checkpoint");
+  NamedTensors named;
+  for (std::size_t i = 0; i < entries_.size(); ++i) named.emplace_back(entries_[i].name, whole[i]);
+  return named;
+}
+
+std::vector<at::Tensor> ShardLayout::gather_whole(const std::vector<std::size_t>& entries,
+                                                  const std::vector<at::Tensor>& chunks,
+                                                  const ProcessGroupCommunicator& communicator,
+                                                  const std::string& what) const {
   at::NoGradGuard no_grad;
-  NamedTensors whole(entries_.size());
-  for (std::size_t b = 0; b < buckets_.size(); ++b) {
-    const std::vector<std::size_t>& indices = buckets_[b];
-    const std::int64_t numel = bucket_numel(indices);
-    const at::TensorOptions options = entries_[indices.front()].shard.options();
+  std::vector<at::Tensor> whole(chunks.size());
+  // [first, last): chunks of one dtype, at most bucket_bytes_ together (or one larger chunk).
+  const auto gather_run = [&](std::size_t first, std::size_t last) {
+    std::int64_t numel = 0;
+    for (std::size_t k = first; k < last; ++k) numel += entries_[entries[k]].shard_numel;
+    // On the collective's device (the shards'), whatever device a chunk is kept on.
+    const at::TensorOptions options = chunks[first].options().device(entries_[entries[first]].shard.device());
     at::Tensor input = at::empty({numel}, options);
     std::int64_t column = 0;
-    for (const std::size_t i : indices) {
-      input.narrow(0, column, entries_[i].shard_numel).copy_(entries_[i].shard.reshape({-1}));
-      column += entries_[i].shard_numel;
+    for (std::size_t k = first; k < last; ++k) {
+      const Entry& entry = entries_[entries[k]];
+      if (chunks[k].sizes() != entry.shard.sizes()) {
+        throw std::invalid_argument(what + ": '" + entry.name + "' is not shaped as this rank's chunk of it");
+      }
+      input.narrow(0, column, entry.shard_numel).copy_(chunks[k].reshape({-1}));
+      column += entry.shard_numel;
     }
     at::Tensor output = at::empty({world_size_ * numel}, options);
-    const std::string what = "shard all_gather for a checkpoint (bucket " + std::to_string(b) + ")";
     communicator.wait(communicator.start_all_gather(output, input, what), what);
     const at::Tensor rows = output.view({world_size_, numel});
     column = 0;
-    for (const std::size_t i : indices) {
-      const Entry& entry = entries_[i];
+    for (std::size_t k = first; k < last; ++k) {
+      const Entry& entry = entries_[entries[k]];
       const at::Tensor gathered = rows.narrow(1, column, entry.shard_numel).reshape({-1});
-      whole[i] = {entry.name, gathered.narrow(0, 0, entry.full.numel()).view(entry.full.sizes()).clone()};
+      whole[k] = gathered.narrow(0, 0, entry.full.numel())
+                     .view(entry.full.sizes())
+                     .to(chunks[k].device(),
+                         /*non_blocking=*/false,
+                         /*copy=*/true);
       column += entry.shard_numel;
     }
+  };
+  std::size_t first = 0;
+  std::int64_t bytes = 0;
+  for (std::size_t k = 0; k < chunks.size(); ++k) {
+    const std::int64_t chunk_bytes = static_cast<std::int64_t>(chunks[k].nbytes());
+    if (k > first && (chunks[k].scalar_type() != chunks[first].scalar_type() || bytes + chunk_bytes > bucket_bytes_)) {
+      gather_run(first, k);
+      first = k;
+      bytes = 0;
+    }
+    bytes += chunk_bytes;
   }
+  if (first < chunks.size()) gather_run(first, chunks.size());
   return whole;
 }
 

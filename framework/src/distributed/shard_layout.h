@@ -21,6 +21,10 @@
 
 namespace mixt::distributed {
 
+// Each rank's chunk of a tensor of `sizes` over `world_size` ranks: ceil(rows / world_size)
+// rows, the rest of the shape kept (a tensor without dimensions is one row).
+std::vector<std::int64_t> chunk_shape(at::IntArrayRef sizes, int world_size);
+
 class ShardLayout {
  public:
   using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
@@ -41,9 +45,17 @@ class ShardLayout {
   void copy_full_into_shards();
   // Entry `index`'s shard set from `whole`, a tensor of its full shape (a checkpoint's).
   void cut_into_shard(std::size_t index, const at::Tensor& whole);
+  // This rank's chunk of `whole` (entry `index`'s full shape) as a new tensor of the shard's
+  // shape in `whole`'s dtype and device, zero rows past the end.
+  at::Tensor chunk_of(std::size_t index, const at::Tensor& whole) const;
   // Every rank's shards, whole, in the shards' dtype (a master-weight policy's masters for a
   // checkpoint): one all-gather a bucket, into new tensors.
   NamedTensors gather_shards_whole(const ProcessGroupCommunicator& communicator) const;
+  // Every rank's `chunks` whole, as new tensors in each chunk's dtype and device: chunks[k]
+  // is shaped as entry entries[k]'s shard (a copy a callback keeps of it). One all-gather per
+  // run of same-dtype chunks up to bucket_bytes(); every rank calls it with the same entries.
+  std::vector<at::Tensor> gather_whole(const std::vector<std::size_t>& entries, const std::vector<at::Tensor>& chunks,
+                                       const ProcessGroupCommunicator& communicator, const std::string& what) const;
 
   // The full tensors' gradients, averaged already, cut to this rank's chunk (no collective).
   void slice_gradients();

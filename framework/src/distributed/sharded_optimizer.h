@@ -65,6 +65,7 @@ class ShardedOptimizer final : public Optimizer, public OptimizerShards {
   const ShardLayout& layout() const { return *layout_; }
   // The blocks' weights under sharding: parameters; null otherwise.
   const ParameterUnits* units() const { return units_.get(); }
+  const ProcessGroupCommunicator& communicator() const { return communicator_; }
 
  private:
   std::string manifest() const;

@@ -10,6 +10,7 @@
 #include "checkpoint/checkpoint.h"
 #include "common/container_image.h"
 #include "mixt/helpers/activation_checkpointing.h"
+#include "mixt/helpers/master_weights.h"
 #include "mixt/version.h"
 
 namespace mixt {
@@ -55,12 +56,14 @@ void load_recipe_plugins(const Recipe& recipe, PluginLoader& loader, const Warn&
 
 namespace {
 // The start-up line's end: what a sharded run splits besides the optimizer state.
-std::string kept_besides(distributed::Sharding mode) {
+std::string kept_besides(distributed::Sharding mode, PrecisionPolicy& precision) {
+  auto* masters = dynamic_cast<ShardableMasters*>(&precision);
   switch (mode) {
     case distributed::Sharding::gradients:
       return " and gradients)";
     case distributed::Sharding::parameters:
-      return ", gradients and blocks' weights)";
+      return masters && masters->master_weights().on_shards() ? ", gradients, blocks' weights and float32 masters)"
+                                                              : ", gradients and blocks' weights)";
     default:
       return ")";
   }
@@ -320,7 +323,8 @@ TrainResult run_experiment(Experiment& e, bool terminal, fs::path* run_dir) {
                   (e.components.optimizer_shards
                        ? std::string(", sharding: ") + distributed::sharding_name(e.options.distributed.sharding) +
                              " (each rank keeps 1/" + std::to_string(e.parallel->world_size()) +
-                             " of the optimizer state" + kept_besides(e.options.distributed.sharding)
+                             " of the optimizer state" +
+                             kept_besides(e.options.distributed.sharding, *e.components.precision)
                        : std::string()));
   }
   note_activation_checkpointing(e, progress);

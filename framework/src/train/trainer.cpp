@@ -3,6 +3,7 @@
 #include "assembly/model_input.h"
 #include "common/optimizer_shards.h"
 #include "common/warnings.h"
+#include "mixt/weight_shards.h"
 #include "train/epoch_warnings.h"
 #include "train/gradient_norm.h"
 
@@ -211,10 +212,17 @@ at::Tensor Trainer::measure_and_clip(bool logged) {
   return norm;
 }
 
-void Trainer::save_optimizer_shards(const fs::path& rank_0_file) {
+void Trainer::save_ranks_parts(const fs::path& rank_0_file) {
   if (!components_.optimizer_shards) return;
   const fs::path file = coordinator_.text_from(0, rank_0_file.string());
-  if (!file.empty()) components_.optimizer_shards->save_shard(file);
+  if (!file.empty()) {
+    components_.optimizer_shards->save_shard(file);
+    for (const NamedCallback& c : callbacks_) {
+      if (auto* gathers = dynamic_cast<GathersForCheckpoint*>(c.callback.get())) {
+        c.guarded("gather_for_checkpoint", [&] { gathers->gather_for_checkpoint(); });
+      }
+    }
+  }
   coordinator_.barrier();  // every shard is written before rank 0's file names them
 }
 

@@ -87,9 +87,10 @@ class Trainer {
   at::Tensor measure_and_clip(bool logged);
   StopDecider::Stop after_step(EpochRun& epoch, TrainResult& result, const StepOutcome& applied, const at::Tensor& loss,
                                const at::Tensor& grad_norm, bool logged);
-  // Sharded optimizer state: every rank writes its shard beside the checkpoint rank 0 is
-  // about to write (rank 0 hands its path round), before that file exists to name them.
-  void save_optimizer_shards(const std::filesystem::path& rank_0_file);
+  // A sharded run, on every rank before rank 0 writes a checkpoint (rank 0 hands its path
+  // round): each rank writes its optimizer shard beside it, before that file exists to name
+  // them, and the callbacks that gather their state from chunks (mixt/weight_shards.h) do.
+  void save_ranks_parts(const std::filesystem::path& rank_0_file);
   [[noreturn]] void nothing_trained(Dataset& data, std::int64_t bad_at_start) const;
   std::int64_t steps_per_epoch() const;
 

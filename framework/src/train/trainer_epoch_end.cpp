@@ -16,7 +16,7 @@ Stop Trainer::end_epoch(TrainResult& result, bool mid_epoch, std::int64_t bad_be
   // callbacks' state after the evaluation is written into it after on_epoch_end.
   if (!mid_epoch) state_.batches_in_epoch = 0;
   coordinator_.check_in_sync(*components_.model, "after epoch " + std::to_string(state_.epoch + 1));
-  save_optimizer_shards(recovery_.next_file(mid_epoch));
+  save_ranks_parts(recovery_.next_file(mid_epoch));
   const fs::path checkpoint = mid_epoch ? recovery_.save_interrupted(data_.positions()) : recovery_.save_epoch_end();
   coordinator_.barrier();  // rank 0's checkpoint is written before any rank goes on
   EpochEvaluations evaluations = evaluate_epoch();
@@ -109,7 +109,7 @@ void Trainer::stop_mid_epoch(std::int64_t step) {
   }
   bool shards_saved = true;
   try {
-    save_optimizer_shards(recovery_.next_file(/*mid_epoch=*/true));
+    save_ranks_parts(recovery_.next_file(/*mid_epoch=*/true));
   } catch (const std::exception&) {
     shards_saved = false;  // a rank lost: a checkpoint without its shard could not be resumed
   }

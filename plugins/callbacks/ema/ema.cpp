@@ -9,16 +9,21 @@
 //
 // The average is evaluated after the model's own weights each epoch (val_top1_ema), kept in
 // checkpoints, and written by `mixt export --ema`. Data-parallel ranks hold identical weights
-// after every step, so each rank's average is the same without communication.
+// after every step, so each rank's average is the same without communication. Under
+// trainer.distributed.sharding: parameters each rank averages its chunks of the weights
+// (mixt/weight_shards.h), 1/N of the average, and gathers it whole for each checkpoint and
+// evaluation: the lerp is element-wise, so the chunks hold exactly what the whole would.
 #include <ATen/ATen.h>
 #include <mixt/callback.h>
 #include <mixt/helpers/named_tensors_archive.h>
 #include <mixt/helpers/state_dict.h>
 #include <mixt/options.h>
 #include <mixt/plugin.h>
+#include <mixt/weight_shards.h>
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 namespace {
 
@@ -43,30 +48,24 @@ double decay_at(const EmaOptions& o, std::int64_t global_step) {
   return std::max(std::min(decay, o.decay), o.min_decay);
 }
 
-class Ema : public mixt::Callback {
+class Ema : public mixt::Callback, public mixt::GathersForCheckpoint {
  public:
-  Ema(EmaOptions options, std::shared_ptr<mixt::Model> model) : o_(std::move(options)), model_(std::move(model)) {}
+  Ema(EmaOptions options, std::shared_ptr<mixt::Model> model, std::shared_ptr<const mixt::WeightShards> weights,
+      int rank)
+      : o_(std::move(options)),
+        model_(std::move(model)),
+        weights_(weights ? std::move(weights) : mixt::whole_weights(model_)),
+        rank_(rank) {}
 
   // timm copies the model when the EMA is made: here when training starts (after the
   // weights a recipe or a resume loaded, and rank 0's broadcast), unless a checkpoint had one.
   void on_fit_start(const mixt::FitStart& /*fit*/) override {
-    const mixt::NamedTensors model = mixt::state_dict(*model_);
-    for (const auto& [name, tensor] : model) {
-      // trainer.distributed.sharding: parameters gives a block's weights storage only while
-      // the block computes; an average updated every step needs them all.
-      if (tensor.numel() > 0 && tensor.storage().nbytes() == 0) {
-        throw mixt::Error(mixt::ErrorKind::recipe,
-                          "ema averages every weight each step, but trainer.distributed.sharding: parameters keeps '" +
-                              name + "' (a block's) on other ranks between steps",
-                          {}, "callbacks", "use trainer.distributed.sharding: gradients with ema");
-      }
-    }
-    model_tensors_.clear();
-    for (const auto& item : model) model_tensors_.push_back(item.second);
     if (!average_.empty()) return;
     at::NoGradGuard no_grad;
-    for (const auto& [name, tensor] : model) average_.emplace_back(name, copy_for_average(tensor));
+    for (const auto& [name, tensor] : weights_->held()) average_.emplace_back(name, copy_for_average(tensor));
   }
+
+  void on_epoch_start(const mixt::EpochStart& /*epoch*/) override { whole_.clear(); }
 
   void on_step_end(const mixt::StepEnd& step) override {
     // `every` first: whether the step was applied may be a host read (a device outcome).
@@ -74,26 +73,41 @@ class Ema : public mixt::Callback {
     update(1.0 - decay_at(o_, step.state.global_step));
   }
 
+  // Sharded weights: every rank, before each checkpoint, so that rank 0's save() has it whole.
+  void gather_for_checkpoint() override {
+    if (weights_->sharded()) whole_ = weights_->gather(average_);
+  }
+
   std::string evaluated_weights() const override { return "ema"; }
 
   void on_evaluation_start(const mixt::TrainState& /*state*/, const std::string& weights) override {
     if (weights != "ema") return;
+    if (weights_->sharded() && whole_.empty()) whole_ = weights_->gather(average_);  // every rank evaluates
+    const mixt::NamedTensors& average = weights_->sharded() ? whole_ : average_;
     at::NoGradGuard no_grad;
     live_.clear();
-    for (std::size_t i = 0; i < model_tensors_.size(); ++i) {
-      live_.push_back(model_tensors_[i].clone());
-      model_tensors_[i].copy_(average_[i].second);
+    evaluated_ = mixt::state_dict(*model_);  // whole while evaluated, under any sharding
+    for (std::size_t i = 0; i < evaluated_.size(); ++i) {
+      live_.push_back(evaluated_[i].second.clone());
+      evaluated_[i].second.copy_(average[i].second);
     }
   }
 
   void on_evaluation_end(const mixt::TrainState& /*state*/, const mixt::Evaluation& evaluation) override {
     if (evaluation.weights != "ema" || live_.empty()) return;
     at::NoGradGuard no_grad;
-    for (std::size_t i = 0; i < model_tensors_.size(); ++i) model_tensors_[i].copy_(live_[i]);
+    for (std::size_t i = 0; i < evaluated_.size(); ++i) evaluated_[i].second.copy_(live_[i]);
     live_.clear();
+    evaluated_.clear();
+    if (rank_ != 0) whole_.clear();  // rank 0 may save the checkpoint again after on_epoch_end
   }
 
-  void save(torch::serialize::OutputArchive& archive) const override { mixt::write_named_tensors(archive, average_); }
+  void save(torch::serialize::OutputArchive& archive) const override {
+    if (weights_->sharded() && whole_.empty()) {
+      throw std::logic_error("the EMA's chunks were not gathered before its checkpoint was written");
+    }
+    mixt::write_named_tensors(archive, weights_->sharded() ? whole_ : average_);
+  }
 
   void load(torch::serialize::InputArchive& archive) override {
     mixt::NamedTensors saved = mixt::read_named_tensors(archive);
@@ -107,11 +121,14 @@ class Ema : public mixt::Callback {
       throw mixt::runtime_error("the checkpoint's EMA weights do not match the model's names and shapes",
                                 "resume a checkpoint of this recipe, or remove the ema callback to start afresh");
     }
+    const mixt::NamedTensors chunks = weights_->cut(saved);  // whatever world size wrote it
+    const mixt::NamedTensors held = weights_->held();
     average_.clear();
-    for (std::size_t i = 0; i < model.size(); ++i) {
-      at::Tensor average = copy_for_average(model[i].second);
-      average.copy_(saved[i].second);
-      average_.emplace_back(model[i].first, average);
+    whole_.clear();
+    for (std::size_t i = 0; i < held.size(); ++i) {
+      at::Tensor average = copy_for_average(held[i].second);
+      average.copy_(chunks[i].second);
+      average_.emplace_back(held[i].first, average);
     }
   }
 
@@ -124,10 +141,12 @@ class Ema : public mixt::Callback {
   // timm ModelEmaV3.apply_update_ (foreach, or per tensor when the average is elsewhere).
   void update(double weight) {
     at::NoGradGuard no_grad;
+    whole_.clear();
+    const mixt::NamedTensors held = weights_->held();
     std::vector<at::Tensor> averages, values;
-    for (std::size_t i = 0; i < model_tensors_.size(); ++i) {
+    for (std::size_t i = 0; i < held.size(); ++i) {
       const at::Tensor& average = average_[i].second;
-      const at::Tensor& value = model_tensors_[i];
+      const at::Tensor& value = held[i].second;
       if (!average.is_floating_point()) {
         average.copy_(value);
       } else if (average.device() == value.device()) {
@@ -142,9 +161,12 @@ class Ema : public mixt::Callback {
 
   EmaOptions o_;
   std::shared_ptr<mixt::Model> model_;
-  mixt::NamedTensors average_;              // in the model's state-dict order
-  std::vector<at::Tensor> model_tensors_;  // the model's state dict, from fit start
-  std::vector<at::Tensor> live_;  // the model's own weights while the average is evaluated
+  std::shared_ptr<const mixt::WeightShards> weights_;
+  int rank_;
+  mixt::NamedTensors average_;    // in the model's state-dict order: whole, or this rank's chunks
+  mixt::NamedTensors whole_;      // the chunks gathered, for a checkpoint and the evaluation
+  mixt::NamedTensors evaluated_;  // the model's state dict while the average is evaluated
+  std::vector<at::Tensor> live_;  // the model's own weights meanwhile
 };
 
 using O = EmaOptions;
@@ -163,7 +185,7 @@ const auto kOptions =
              mixt::one_of({"model", "cpu"}));
 
 std::unique_ptr<mixt::Callback> make_ema(const EmaOptions& o, const mixt::CallbackContext& context) {
-  return std::make_unique<Ema>(o, context.model);
+  return std::make_unique<Ema>(o, context.model, context.weight_shards, context.rank);
 }
 
 void register_components(mixt::Registrar& registrar) {

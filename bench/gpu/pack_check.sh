@@ -24,12 +24,13 @@ unshare -m bash -euo pipefail -c '
   OUT=$PACK/out bash "$PACK/run.sh" --cpu
   echo "== pack_check"
   if grep -E ": exit [1-9]" "$PACK/out/parts.log"; then echo "pack_check: a part failed (above)"; exit 1; fi
-  for f in environment.txt autocast.log grad_scaler.log fashion_mnist_fp32.log fashion_mnist_fp8_tensorwise.log fashion_mnist_fp8_delayed.log fashion_mnist_fp8_rowwise.log float8_rowwise_cuda.log resnet50.md memory.md checkpointing.md torchrun.log callbacks.log loader.log gpt2.md; do
+  for f in environment.txt autocast.log grad_scaler.log fashion_mnist_fp32.log fashion_mnist_fp8_tensorwise.log fashion_mnist_fp8_delayed.log fashion_mnist_fp8_rowwise.log float8_rowwise_cuda.log resnet50.md memory.md checkpointing.md torchrun.log callbacks.log loader.log gpt2.md sharding_parameters.log; do
     [ -s "$PACK/out/$f" ] || { echo "pack_check: $f is missing or empty"; exit 1; }
   done
   grep -q "^| fp32" "$PACK/out/resnet50.md" || { echo "pack_check: no fp32 row in resnet50.md"; exit 1; }
   grep -q "^| fp32 | all" "$PACK/out/checkpointing.md" || { echo "pack_check: no checkpointed row in checkpointing.md"; exit 1; }
   grep -q "^| fp32 | none | fused | [0-9]" "$PACK/out/gpt2.md" || { echo "pack_check: no measured fp32 row in gpt2.md"; exit 1; }
   grep -q "^| fp32 | all | fused | [0-9]" "$PACK/out/gpt2.md" || { echo "pack_check: no checkpointed row in gpt2.md"; exit 1; }
+  grep -q "blocks. weights were whole at once" "$PACK/out/sharding_parameters.log" || { echo "pack_check: the ZeRO-3 run did not train"; exit 1; }
   echo "pack_check: the pack runs every part with the build and the Debian libraries out of reach"
 ' "$SCRATCH/elsewhere" "$BUILD"

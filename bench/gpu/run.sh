@@ -10,6 +10,8 @@
 # channels_last, mixt vs PyTorch eager, a row per policy (images/s, p50/p95, allocator
 # peak); the same with activation checkpointing; float8 (fp8_rowwise's CUDA matmuls vs its CPU emulation,
 # Fashion-MNIST, ViT-B/16 amp_bf16 vs bf16_master vs fp8_tensorwise vs fp8_rowwise); NCCL at world size 1 under torchrun, on the pinned-memory loader path;
+# sharded data parallel over NCCL, 2 ranks under each trainer.distributed.sharding (only where the
+# machine has 2 GPUs: NCCL needs one a rank);
 # last, GPT-2 124M batch 8 x 1024 random tokens, mixt vs transformers' GPT2LMHeadModel in eager
 # PyTorch, a row per policy, fp32 with activation checkpointing and fp32 with the plain loss (not
 # the fused one; bench/gpt2_compare.sh; its
@@ -36,6 +38,10 @@ if ((CPU)); then
   # GPT-2 124M on two CPU cores: a short context and one step, the plumbing only.
   GPT2_BATCH=1; GPT2_CONTEXT=128; GPT2_STEPS=1; GPT2_WARMUP=0; GPT2_POLICIES=fp32
   DATA+=(data.val.limit=500)
+  # The sharded runs: a 2-layer GPT-2 of width 64, the plumbing only.
+  SHARDED_RANKS=2; SHARDED=(model.num_layers=2 model.num_heads=2 model.hidden_dim=64 model.context_length=64
+    data.train.context=64 data.val.context=64 data.train.batch_size=2 data.val.batch_size=2 optimizer.fused=false)
+  SHARDED_STEPS=3
 else
   DEVICE=cuda; STEPS=300; BATCH=256; BENCH_STEPS=30; BENCH_WARMUP=10; POLICIES=(fp32 tf32 amp_fp16 amp_bf16 custom_scaler)
   MEMORY_POLICIES=fp32,amp_fp16,amp_bf16,bf16_master,fp16_master,bf16_true
@@ -45,6 +51,9 @@ else
   GPT2_BATCH=8; GPT2_CONTEXT=1024; GPT2_STEPS=10; GPT2_WARMUP=3
   GPT2_POLICIES=fp32,tf32,amp_fp16,amp_bf16,fp8_tensorwise,fp8_rowwise
   BACKEND=nccl
+  SHARDED_RANKS=$(python3 -c 'import torch; print(min(torch.cuda.device_count(), 2))')
+  SHARDED=(data.train.batch_size=8 data.val.batch_size=8)
+  SHARDED_STEPS=20
 fi
 
 part "environment"
@@ -147,6 +156,24 @@ timeout 60 python3 tests/fixtures/data/make_cifar10.py "$CIFAR" --records 512 &&
     "data={train: {name: cifar10, root: $CIFAR, batch_size: 64, workers: 4}, val: {name: cifar10, root: $CIFAR, split: test, batch_size: 256, workers: 4}}" \
     "model={name: simple_cnn, channels: [16, 32], hidden: 64}" output="$OUT/runs" > "$OUT/loader.log" 2>&1
 ended loader $?; grep -E "^done:|^test accuracy" "$OUT/loader.log"
+
+part "sharded data parallel on $DEVICE: GPT-2 under bf16_master, 2 $BACKEND ranks, each trainer.distributed.sharding"
+if ((SHARDED_RANKS < 2)); then
+  echo "sharding: not run: this machine has $SHARDED_RANKS GPU, and $BACKEND needs one a rank" | tee -a "$OUT/parts.log"
+else
+  TOKENS=$(mktemp -d)
+  python3 -c "import array, random; r = random.Random(0)
+for name, n in (('train', 400_000), ('val', 40_000)): array.array('H', (r.randrange(50257) for _ in range(n))).tofile(open('$TOKENS/' + name + '.bin', 'wb'))"
+  for mode in none optimizer gradients parameters; do
+    timeout 60 torchrun --standalone --nproc-per-node=2 --no-python bin/mixt run \
+      recipes/gpt2/gpt2_124m.yaml precision.name=bf16_master trainer.device="$DEVICE" \
+      trainer.distributed.backend="$BACKEND" trainer.distributed.sharding="$mode" trainer.accumulate=1 trainer.epochs=1 \
+      trainer.max_steps_per_epoch="$SHARDED_STEPS" trainer.log_every=5 data.train.files="$TOKENS/train.bin" \
+      data.val.files="$TOKENS/val.bin" data.train.workers=0 data.val.workers=0 'callbacks=[]' "${SHARDED[@]}" \
+      output="$OUT/runs_sharded_$mode" > "$OUT/sharding_$mode.log" 2>&1
+    ended "sharding $mode" $?; grep -E "^done:|^validation|data parallel|whole at once" "$OUT/sharding_$mode.log"
+  done
+fi
 
 [ "${GPT2:-1}" != 0 ] && gpt2_part
 part "done"

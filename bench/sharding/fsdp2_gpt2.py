@@ -5,8 +5,11 @@ AdamW (lr 6e-4, betas 0.9/0.95, weight decay 0.1 on 2-D weights, foreach), clipp
 `fully_shard` on each transformer block then on the whole model (reshard_after_forward=True,
 as torchtitan does), Gloo on the CPU. Each rank trains on its own windows of the same token
 file and prints one JSON line: its peak RSS and the tokens/s of the timed steps.
+--bf16: FSDP2's MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32), float32
+sharded weights gathered in bfloat16 and gradients reduced in float32: mixt's bf16_master
+under sharding: parameters.
 
-    torchrun --standalone --nproc-per-node=N bench/sharding/fsdp2_gpt2.py --tokens T.bin --context 256 --steps 3
+    torchrun --standalone --nproc-per-node=N bench/sharding/fsdp2_gpt2.py --tokens T.bin --context 256 --steps 3 [--bf16]
 """
 import argparse
 import json
@@ -17,7 +20,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.fsdp import fully_shard
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from transformers import GPT2Config, GPT2LMHeadModel
 
 
@@ -28,6 +31,7 @@ def main():
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--bf16", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     dist.init_process_group("gloo")
@@ -37,9 +41,11 @@ def main():
     config = GPT2Config(n_positions=args.context, n_embd=768, n_layer=12, n_head=12, resid_pdrop=0.0,
                         embd_pdrop=0.0, attn_pdrop=0.0, attn_implementation="sdpa")
     model = GPT2LMHeadModel(config)
+    mp_policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16 if args.bf16 else None,
+                                     reduce_dtype=torch.float32 if args.bf16 else None)
     for block in model.transformer.h:
-        fully_shard(block, mesh=mesh, reshard_after_forward=True)
-    fully_shard(model, mesh=mesh, reshard_after_forward=True)
+        fully_shard(block, mesh=mesh, reshard_after_forward=True, mp_policy=mp_policy)
+    fully_shard(model, mesh=mesh, reshard_after_forward=True, mp_policy=mp_policy)
     decayed = [p for p in model.parameters() if p.dim() >= 2]
     other = [p for p in model.parameters() if p.dim() < 2]
     optimizer = torch.optim.AdamW([{"params": decayed, "weight_decay": 0.1}, {"params": other, "weight_decay": 0.0}],
@@ -54,7 +60,7 @@ def main():
         chunk = torch.from_numpy(np.array(data[first:first + args.batch * window], dtype=np.int64))
         chunk = chunk.view(args.batch, window)
         logits = model(chunk[:, :-1]).logits  # as mixt's causal_lm: every position predicts the next token
-        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), chunk[:, 1:].flatten())
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), chunk[:, 1:].flatten())
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()

@@ -8,8 +8,9 @@ markdown table; never fails on time.
     bench/sharding/memory.py [--ranks 1,2,4] [--modes none,optimizer,gradients,parameters] [--context 256]
                              [--steps 3] [--no-fsdp2] [--precision fp32] [--out DIR]
 (a mode may be parameters:no-prefetch: trainer.distributed.prefetch: false; --precision another
-policy for mixt's runs, bf16_master say: the formula column is float32's, so it is left empty then,
-and FSDP2 is not run)
+policy for mixt's runs: bf16_master has a formula of its own and runs FSDP2 with
+MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32); others leave the formula
+column empty and do not run FSDP2)
 
 mixt's peak is each worker's VmHWM (peak RSS) read every 10 ms from /proc until its run
 writes the epoch's checkpoint (so the figure is training's, not the checkpoint's); FSDP2's
@@ -36,13 +37,23 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 MODELS = {"gpt2": (124_439_808, 768), "gpt2_large": (774_030_080, 1280)}
 
 
-def formula_gib(mode, world, context, model="gpt2"):
+def formula_gib(mode, world, context, model="gpt2", precision="fp32"):
+    """Bytes a rank keeps of weights, gradients and AdamW state, in GiB; None where unknown."""
     parameters, width = MODELS[model]
     psi = parameters - (1024 - context) * width
     # sharding: parameters keeps the root whole (token and position tables, final norm).
     root = (50257 + context + 2) * width
-    per = {"none": 16 * psi, "optimizer": 8 * psi + 8 * psi / world, "gradients": 4 * psi + 12 * psi / world,
-           "parameters": 16 * psi / world + 4 * root * (1 - 1 / world), "fsdp2": 16 * psi / world}[mode]
+    if precision == "fp32":
+        per = {"none": 16 * psi, "optimizer": 8 * psi + 8 * psi / world, "gradients": 4 * psi + 12 * psi / world,
+               "parameters": 16 * psi / world + 4 * root * (1 - 1 / world), "fsdp2": 16 * psi / world}[mode]
+    elif precision == "bf16_master":
+        # bfloat16 weights (2) and gradients (2); float32 masters (4), their gradients (4) and
+        # AdamW's moments (8), which sharding cuts (16 / N); parameters keeps the root's
+        # bfloat16 weights whole, FSDP2 shards the root too.
+        per = {"none": 20 * psi, "optimizer": 4 * psi + 16 * psi / world, "gradients": 2 * psi + 16 * psi / world,
+               "parameters": 16 * psi / world + 2 * root, "fsdp2": 16 * psi / world}[mode]
+    else:
+        return None
     return per / 2**30
 
 
@@ -123,6 +134,8 @@ def library_baseline_mib(command):
 def run_fsdp2(args, tokens, world, out):
     command = ["torchrun", "--standalone", f"--nproc-per-node={world}", str(ROOT / "bench/sharding/fsdp2_gpt2.py"),
                "--tokens", str(tokens), "--context", str(args.context), "--steps", str(args.steps)]
+    if args.precision == "bf16_master":
+        command.append("--bf16")
     result = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
     (out / f"fsdp2-{world}.log").write_text(result.stdout + result.stderr)
     lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
@@ -141,7 +154,8 @@ def main():
     parser.add_argument("--no-fsdp2", action="store_true")
     parser.add_argument("--model", default="gpt2", choices=sorted(MODELS),
                         help="gpt2 (124M: the table's) or gpt2_large (774M: what fits on which ranks; mixt only)")
-    parser.add_argument("--precision", default="fp32", help="mixt's precision.name (the formula is fp32's)")
+    parser.add_argument("--precision", default="fp32",
+                        help="mixt's precision.name (formulas for fp32 and bf16_master; FSDP2 runs for those)")
     parser.add_argument("--mixt", default=str(ROOT / "build/bin/mixt"))
     parser.add_argument("--out")
     args = parser.parse_args()
@@ -163,12 +177,15 @@ def main():
             result = run_mixt(args, tokens, world, mode, out)
             if mode == "none":
                 baseline = result.get("tokens_per_s")
-            rows.append((world, f"mixt {mode}", formula_gib(mode.partition(":")[0], world, args.context, args.model),
+            rows.append((world, f"mixt {mode}",
+                         formula_gib(mode.partition(":")[0], world, args.context, args.model, args.precision),
                          result, baseline))
             print(f"ranks {world}, mixt {mode}: {result}", file=sys.stderr, flush=True)
-        if not args.no_fsdp2 and args.model == "gpt2" and args.precision == "fp32":
+        if not args.no_fsdp2 and args.model == "gpt2" and args.precision in ("fp32", "bf16_master"):
             result = run_fsdp2(args, tokens, world, out)
-            rows.append((world, "FSDP2 fully_shard", formula_gib("fsdp2", world, args.context), result, baseline))
+            name = "FSDP2 fully_shard" + (" (bf16 MixedPrecisionPolicy)" if args.precision == "bf16_master" else "")
+            rows.append((world, name, formula_gib("fsdp2", world, args.context, "gpt2", args.precision), result,
+                         baseline))
             print(f"ranks {world}, FSDP2: {result}", file=sys.stderr, flush=True)
 
     cpu = platform.processor() or "?"
@@ -182,7 +199,7 @@ def main():
           "above the libraries (GiB) | tokens/s | vs mixt none, same ranks |")
     print("|---|---|---|---|---|---|---|")
     for world, name, formula, result, baseline in rows:
-        formula = f"{formula:.2f}" if args.precision == "fp32" else ""
+        formula = f"{formula:.2f}" if formula is not None else ""
         if "error" in result:
             print(f"| {world} | {name} | {formula} | {result['error']} | | | |")
             continue

@@ -194,54 +194,75 @@ TEST(ShardedTraining, ParametersGathersOneBlockAtATimeAndTrainsAsGradientsDoes) 
 }
 
 // ResNet-18 (batch norm in every block, channels_last, the stem and head in the root) under
-// fp32 and amp_fp16's loss scaling: bitwise the replicated run, as the other modes.
+// fp32 and amp_fp16's loss scaling: bitwise the replicated run, as the other modes; so with
+// sync_batchnorm (statistics all-reduced inside the gathered blocks) and TensorBoard's
+// weight histograms every step (which leave the released blocks out). `mixt diagnose` of the
+// sharded recipe runs as one process, where there is nothing to shard.
 TEST(ShardedTraining, ParametersTrainsResnet18AsTheReplicatedRun) {
   TempDir dir;
   dir.write("r.yaml", kResnetRecipe);
-  for (const std::string precision : {"fp32", "amp_fp16"}) {
-    const std::vector<std::string> common = {"precision.name=" + precision, "trainer.channels_last=true"};
+  const std::map<std::string, std::vector<std::string>> variants = {
+      {"fp32", {"precision.name=fp32"}},
+      {"amp_fp16", {"precision.name=amp_fp16"}},
+      {"sync",
+       {"precision.name=fp32", "trainer.distributed.sync_batchnorm=true",
+        "callbacks=[{name: tensorboard, histograms_every: 1}]"}}};
+  for (const auto& [variant, arguments] : variants) {
+    std::vector<std::string> common = arguments;
+    common.push_back("trainer.channels_last=true");
     std::vector<std::string> replicated_arguments = common, sharded_arguments = common;
-    replicated_arguments.push_back("output=replicated-" + precision);
-    sharded_arguments.push_back("output=parameters-" + precision);
+    replicated_arguments.push_back("output=replicated-" + variant);
+    sharded_arguments.push_back("output=parameters-" + variant);
     sharded_arguments.push_back("trainer.distributed.sharding=parameters");
     const auto replicated = run_ranks(dir, 2, {replicated_arguments}, 240);
     expect_all_exited(replicated);
     const auto sharded = run_ranks(dir, 2, {sharded_arguments}, 240);
     expect_all_exited(sharded);
     EXPECT_THAT(sharded[0].log, HasSubstr("at most 2 of the 8 blocks' weights were whole at once"));
-    EXPECT_EQ(max_difference(saved_weights(last_checkpoint(dir, "replicated-" + precision)),
-                             saved_weights(last_checkpoint(dir, "parameters-" + precision))),
+    EXPECT_EQ(max_difference(saved_weights(last_checkpoint(dir, "replicated-" + variant)),
+                             saved_weights(last_checkpoint(dir, "parameters-" + variant))),
               0.0)
-        << precision;
+        << variant;
   }
+  const auto diagnosed =
+      testing::run_mixt({"diagnose", "r.yaml", "trainer.distributed.sharding=parameters", "--steps", "2"}, dir.path());
+  EXPECT_EQ(diagnosed.exit_code, 0) << diagnosed.output;
 }
 
-// A master-weight policy's masters under sharding: parameters are the ranks' float32 shards:
-// each block is gathered in the model's dtype (the shards rounded, FSDP2's param_dtype) and
-// its gradients reduced in float32 (reduce_dtype). That is what `gradients` computes with
-// the policy's own masters (their float32 gradients reduce-scattered, the gathered masters
-// rounded into the model): bitwise, for bf16_master, fp16_master's loss scaling and
-// fp8_tensorwise's float8 linears. The checkpoint holds the whole masters as the policy
-// writes them: a resume on the same ranks is bitwise, one process takes it up (its masters,
-// the optimizer state resharded), and mixt export writes them.
-TEST(ShardedTraining, ParametersKeepsTheMastersAsShardsAndTrainsAsGradientsDoes) {
+// A master-weight policy's masters are the ranks' float32 shards in every sharding mode
+// (MasterWeights::keep_on_shards): gathered in the model's dtype (the shards rounded,
+// FSDP2's param_dtype). Under `optimizer` the gradients are all-reduced as in the replicated
+// run, so it is bitwise the run whose policy keeps its whole masters (`none`); `gradients`
+// and `parameters` reduce them in float32 (reduce_dtype), bitwise each other and not the
+// replicated run. For bf16_master, fp16_master's loss scaling and fp8_tensorwise's float8
+// linears (no clipping: its norm over the shards would round apart). The checkpoint holds
+// the whole masters as the policy writes them: a resume on the same ranks is bitwise, one
+// process takes up the `optimizer` run's checkpoint bitwise as the replicated run's (its
+// masters, the optimizer state resharded), and mixt export writes them.
+TEST(ShardedTraining, MasterWeightPoliciesKeepTheirMastersAsShardsInEveryMode) {
   TempDir dir;
   std::string recipe = testing::replace_once(kGpt2Recipe, "num_layers: 2", "num_layers: 4");
+  recipe = testing::replace_once(recipe, "clip_grad_norm: 0.5", "clip_grad_norm: 0");
   dir.write("r.yaml", testing::replace_once(recipe, "epochs: 1", "epochs: 2"));
   for (const std::string precision : {"bf16_master", "fp16_master", "fp8_tensorwise"}) {
     std::map<std::string, std::map<std::string, at::Tensor>> weights;
-    for (const std::string mode : {"gradients", "parameters"}) {
+    for (const std::string mode : {"none", "optimizer", "gradients", "parameters"}) {
       const std::string output = precision + "-" + mode;
       const auto ranks = run_ranks(dir, 2,
                                    {{"output=" + output, "data.train.batch_size=8", "precision.name=" + precision,
                                      "trainer.distributed.sharding=" + mode}});
       expect_all_exited(ranks);
+      if (mode != std::string("none")) {
+        EXPECT_THAT(ranks[0].log, HasSubstr(" and float32 masters)")) << mode;
+      }
       if (mode == std::string("parameters")) {
         EXPECT_THAT(ranks[0].log, HasSubstr("at most 2 of the 4 blocks' weights were whole at once")) << precision;
       }
       weights[mode] = saved_weights(checkpoint_of(dir, output, "epoch-0002"));
     }
+    EXPECT_EQ(max_difference(weights["none"], weights["optimizer"]), 0.0) << precision;
     EXPECT_EQ(max_difference(weights["gradients"], weights["parameters"]), 0.0) << precision;
+    EXPECT_GT(max_difference(weights["none"], weights["gradients"]), 0.0) << precision << ": not reduced in float32";
   }
 
   const fs::path saved = checkpoint_of(dir, "bf16_master-parameters", "epoch-0001");
@@ -257,13 +278,20 @@ TEST(ShardedTraining, ParametersKeepsTheMastersAsShardsAndTrainsAsGradientsDoes)
   ASSERT_EQ(single.exit_code, 0) << single.output;
   const auto one = testing::run_mixt({"run", "r.yaml", resume, "output=one", "precision.name=bf16_master"}, dir.path());
   ASSERT_EQ(one.exit_code, 0) << one.output;
-  // The same resume from the `gradients` run's checkpoint, whose masters the policy wrote
-  // itself (the same training so far, bit for bit): the same masters and optimizer state.
-  const std::string resume_policys =
-      "trainer.resume=" + checkpoint_of(dir, "bf16_master-gradients", "epoch-0001").string();
-  const auto one_from_policys = testing::run_mixt(
-      {"run", "r.yaml", resume_policys, "output=one-from-policys", "precision.name=bf16_master"}, dir.path());
-  ASSERT_EQ(one_from_policys.exit_code, 0) << one_from_policys.output;
+  // The `optimizer` run's checkpoint (masters written by the host from the shards) and the
+  // replicated run's (written by the policy), after the same training bit for bit: one
+  // process resuming either goes on identically.
+  const auto resume_in_one = [&](const std::string& from, const std::string& output) {
+    const auto result =
+        testing::run_mixt({"run", "r.yaml", "trainer.resume=" + checkpoint_of(dir, from, "epoch-0001").string(),
+                           "output=" + output, "precision.name=bf16_master"},
+                          dir.path());
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    return saved_weights(checkpoint_of(dir, output, "epoch-0002"));
+  };
+  EXPECT_EQ(max_difference(resume_in_one("bf16_master-optimizer", "one-from-shards"),
+                           resume_in_one("bf16_master-none", "one-from-policys")),
+            0.0);
   const auto reference = saved_weights(checkpoint_of(dir, "single", "epoch-0002"));
   const auto resumed_alone = saved_weights(checkpoint_of(dir, "one", "epoch-0002"));
   const double straight =
@@ -272,7 +300,6 @@ TEST(ShardedTraining, ParametersKeepsTheMastersAsShardsAndTrainsAsGradientsDoes)
       "bf16_master: max |masters(1 process) - masters| after 2 epochs: 2 ranks under parameters %.3g; "
       "resumed in one process after the first %.3g\n",
       straight, max_difference(reference, resumed_alone));
-  EXPECT_EQ(max_difference(saved_weights(checkpoint_of(dir, "one-from-policys", "epoch-0002")), resumed_alone), 0.0);
   EXPECT_LT(max_difference(reference, resumed_alone), 2 * straight + 1e-6);
   const auto exported = testing::run_mixt({"export", saved.string(), "-o", "m.safetensors"}, dir.path());
   EXPECT_EQ(exported.exit_code, 0) << exported.output;

@@ -387,11 +387,13 @@ std::shared_ptr<const WeightShards> build_optimizer_and_schedule(Components& com
                                                                  const TrainerOptions& options,
                                                                  const Communicator* communicator) {
   const Config optimizer_section = recipe.section("optimizer");
-  const bool shards_parameters = options.distributed.sharding == distributed::Sharding::parameters &&
-                                 communicator != nullptr && communicator->world_size() > 1;
+  const bool sharded = options.distributed.sharding != distributed::Sharding::none && communicator != nullptr &&
+                       communicator->world_size() > 1;
+  const bool shards_parameters = sharded && options.distributed.sharding == distributed::Sharding::parameters;
   distributed::ModelBlocks blocks;
-  if (shards_parameters) {
-    // A master-weight policy's masters become the ranks' float32 shards of the model's weights.
+  if (sharded) {
+    // A master-weight policy's masters become the ranks' float32 shards of the model's
+    // weights (as ZeRO counts them with the optimizer state, in every mode).
     if (auto* masters = dynamic_cast<ShardableMasters*>(components.precision.get())) {
       masters->master_weights().keep_on_shards();
       blocks.masters_on_shards = true;

@@ -57,16 +57,16 @@ void load_recipe_plugins(const Recipe& recipe, PluginLoader& loader, const Warn&
 namespace {
 // The start-up line's end: what a sharded run splits besides the optimizer state.
 std::string kept_besides(distributed::Sharding mode, PrecisionPolicy& precision) {
-  auto* masters = dynamic_cast<ShardableMasters*>(&precision);
-  switch (mode) {
-    case distributed::Sharding::gradients:
-      return " and gradients)";
-    case distributed::Sharding::parameters:
-      return masters && masters->master_weights().on_shards() ? ", gradients, blocks' weights and float32 masters)"
-                                                              : ", gradients and blocks' weights)";
-    default:
-      return ")";
+  std::vector<std::string> kept;
+  if (mode == distributed::Sharding::gradients || mode == distributed::Sharding::parameters) {
+    kept.emplace_back("gradients");
   }
+  if (mode == distributed::Sharding::parameters) kept.emplace_back("blocks' weights");
+  auto* masters = dynamic_cast<ShardableMasters*>(&precision);
+  if (masters && masters->master_weights().on_shards()) kept.emplace_back("float32 masters");
+  std::string text;
+  for (std::size_t i = 0; i < kept.size(); ++i) text += (i + 1 == kept.size() ? " and " : ", ") + kept[i];
+  return text + ")";
 }
 
 // One directory under output: "" or ".." would put run directories beside other runs' or

@@ -12,10 +12,10 @@
 // A policy that rounds differently (stochastic rounding) walks pairs() in step() instead of
 // calling round_into_model().
 //
-// Under trainer.distributed.sharding: parameters the host keeps the masters instead (since
+// Under trainer.distributed.sharding (any mode) the host keeps the masters instead (since
 // ABI 6.6), for a policy that derives from ShardableMasters: each rank holds its float32
-// shard of every parameter, and the host rounds the shards into the model as it gathers a
-// block (FSDP2's param_dtype). keep_on_shards() then turns the calls above into what that
+// shard of every parameter, and the host rounds the shards into the model as it gathers
+// them (FSDP2's param_dtype). keep_on_shards() then turns the calls above into what that
 // needs, so the policy's code stays the same.
 //
 // cast_model() and lies_under() serve any policy that casts its model (bf16_true too).
@@ -156,10 +156,10 @@ class MasterWeights {
 };
 
 // Since ABI 6.6. A policy whose masters are a MasterWeights derives from this besides
-// mixt::PrecisionPolicy, so that trainer.distributed.sharding: parameters can keep them as
-// the ranks' shards (MasterWeights::keep_on_shards); the host finds it with a dynamic_cast
-// (its type information lives in libmixt). A master-weight policy without it is refused
-// under sharding: parameters.
+// mixt::PrecisionPolicy, so that trainer.distributed.sharding can keep them as the ranks'
+// shards (MasterWeights::keep_on_shards); the host finds it with a dynamic_cast (its type
+// information lives in libmixt). A master-weight policy without it keeps its whole masters
+// under sharding: optimizer and gradients, and is refused under sharding: parameters.
 class ShardableMasters {
  public:
   virtual ~ShardableMasters();

@@ -3,7 +3,7 @@
 # figure in one command of at most 9 minutes, nothing compiled. Each part has its own time
 # limit and writes its figures under $OUT as it finishes, so a part that times out costs
 # only itself. On the GPU machine, from the repository root:
-#     bash bench/gpu/pack/run.sh            # device run: carry ["bench/gpu/pack"], timeout_s ~560
+#     bash bench/gpu/pack/run.sh            # device run: carry ["bench/gpu/pack"], timeout_s 590
 #     bash bench/gpu/pack/run.sh --cpu      # the same plumbing on a CPU, in minutes (pack_check.sh)
 # Parts: nvidia-smi; autocast dtypes on CUDA vs torch.autocast op by op; tf32 vs fp32
 # cuBLAS/cuDNN math; GradScaler parity; Fashion-MNIST per policy; ResNet-50 batch 256
@@ -28,8 +28,19 @@ export LD_LIBRARY_PATH="$PACK/lib:$TORCH_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH
 export MIXT_TEST_SOURCE_DIR=$PACK MIXT_TEST_PLUGIN_DIR=$PACK/lib/mixt/plugins
 cd "$PACK"
 START=$SECONDS
+# The whole command ends within BUDGET seconds (the device call's limit less a margin): each
+# part's own limit is cut to what is left, so a slow part costs the ones after it their time
+# (named "out of time" in parts.log), never the call.
+BUDGET=${BUDGET:-$((CPU ? 100000 : 530))}
+left() { echo $((BUDGET - (SECONDS - START))); }
+# (timeout 0 would mean none: a part past the budget gets a tenth of a second.)
+within() { local left; left=$(left); ((left >= 1)) && echo $(($1 < left ? $1 : left)) || echo 0.1; }
 part() { printf '\n#### [%3ds] %s\n' "$((SECONDS - START))" "$*" | tee -a "$OUT/parts.log"; }
-ended() { echo "$1: exit $2" | tee -a "$OUT/parts.log"; }
+ended() {
+  local why=""
+  [ "$2" = 124 ] && (($(left) <= 1)) && why=" (out of time: the run's ${BUDGET} s were spent)"
+  echo "$1: exit $2$why" | tee -a "$OUT/parts.log"
+}
 DATA=(data.train.root="$PACK/data/fashion-mnist" data.val.root="$PACK/data/fashion-mnist")
 if ((CPU)); then
   DEVICE=cpu; STEPS=5; BATCH=2; BENCH_STEPS=1; BENCH_WARMUP=0; POLICIES=(fp32 amp_bf16); BACKEND=gloo
@@ -60,13 +71,13 @@ part "environment"
 {
   date -u
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())'
-  ((CPU)) || timeout 20 nvidia-smi
+  ((CPU)) || timeout -k 10 "$(within 20)" nvidia-smi
   bin/mixt --version
 } 2>&1 | tee "$OUT/environment.txt"
 
 gpt2_part() {
   part "GPT-2 124M, batch $GPT2_BATCH x $GPT2_CONTEXT, random tokens: mixt vs PyTorch eager (transformers)"
-  MIXT=bin/mixt timeout $((CPU ? 240 : 200)) bash bench/gpt2_compare.sh --device "$DEVICE" --batch "$GPT2_BATCH" \
+  MIXT=bin/mixt timeout -k 10 "$(within $((CPU ? 240 : 200)))" bash bench/gpt2_compare.sh --device "$DEVICE" --batch "$GPT2_BATCH" \
     --context "$GPT2_CONTEXT" --steps "$GPT2_STEPS" --warmup "$GPT2_WARMUP" --precision "$GPT2_POLICIES" \
     --checkpointing fp32 --plain-loss "$( ((CPU)) && echo none || echo fp32)" --out "$OUT/gpt2" > "$OUT/gpt2.md" 2>&1
   ended gpt2 $?; grep -E "^GPT-2|^\| |without" "$OUT/gpt2.md"
@@ -74,44 +85,44 @@ gpt2_part() {
 if [ "${GPT2:-1}" = only ]; then gpt2_part; part "done"; exit 0; fi
 
 part "autocast dtypes on $DEVICE vs torch.autocast"
-timeout 90 python3 tests/golden/make_autocast_golden.py --device "$DEVICE" > "$OUT/autocast_$DEVICE.json" &&
-  MIXT_AUTOCAST_DEVICE=$DEVICE MIXT_AUTOCAST_GOLDEN="$OUT/autocast_$DEVICE.json" timeout 60 bin/test_autocast_parity \
+timeout -k 10 "$(within 90)" python3 tests/golden/make_autocast_golden.py --device "$DEVICE" > "$OUT/autocast_$DEVICE.json" &&
+  MIXT_AUTOCAST_DEVICE=$DEVICE MIXT_AUTOCAST_GOLDEN="$OUT/autocast_$DEVICE.json" timeout -k 10 "$(within 60)" bin/test_autocast_parity \
     > "$OUT/autocast.log" 2>&1
 ended autocast $?; tail -1 "$OUT/autocast.log"
 
 if ((!CPU)); then
   part "tf32 changes cuBLAS/cuDNN math; fp32 is bit-plain float32"
-  timeout 60 bin/precision_cuda_check 2>&1 | tee "$OUT/tf32.md"
+  timeout -k 10 "$(within 60)" bin/precision_cuda_check 2>&1 | tee "$OUT/tf32.md"
   ended tf32 "${PIPESTATUS[0]}"
 fi
 
 part "GradScaler parity and the policies' tests"
-{ timeout 60 bin/test_grad_scaler_parity && timeout 60 bin/test_sync_free_step &&
-  timeout 120 bin/test_precision_policies; } > "$OUT/grad_scaler.log" 2>&1
+{ timeout -k 10 "$(within 60)" bin/test_grad_scaler_parity && timeout -k 10 "$(within 60)" bin/test_sync_free_step &&
+  timeout -k 10 "$(within 120)" bin/test_precision_policies; } > "$OUT/grad_scaler.log" 2>&1
 ended grad_scaler $?; grep -E "PASSED|FAILED" "$OUT/grad_scaler.log"
 
 part "Fashion-MNIST, $STEPS steps per policy on $DEVICE"
 for policy in "${POLICIES[@]}"; do
-  timeout 60 bin/mixt run recipes/fashion_mnist.yaml precision.name="$policy" trainer.device="$DEVICE" \
+  timeout -k 10 "$(within 60)" bin/mixt run recipes/fashion_mnist.yaml precision.name="$policy" trainer.device="$DEVICE" \
     trainer.epochs=1 trainer.max_steps_per_epoch="$STEPS" trainer.log_every=50 output="$OUT/runs" "${DATA[@]}" \
     > "$OUT/fashion_mnist_$policy.log" 2>&1
   ended "fashion_mnist $policy" $?; grep -E "^done:|^test accuracy" "$OUT/fashion_mnist_$policy.log"
 done
 
 part "ResNet-50, batch $BATCH, channels_last, synthetic: mixt vs PyTorch eager"
-MIXT=bin/mixt timeout $((CPU ? 240 : 300)) bash bench/resnet50_compare.sh --device "$DEVICE" --batch "$BATCH" \
+MIXT=bin/mixt timeout -k 10 "$(within $((CPU ? 240 : 300)))" bash bench/resnet50_compare.sh --device "$DEVICE" --batch "$BATCH" \
   --steps "$BENCH_STEPS" --warmup "$BENCH_WARMUP" --precision "$(IFS=,; echo "${POLICIES[*]}" | sed 's/,custom_scaler//')" \
   --out "$OUT/resnet50" > "$OUT/resnet50.md" 2>&1
 ended resnet50 $?; cat "$OUT/resnet50.md"
 
 part "ResNet-50 peak memory per policy, master weights included (mixt bench, batch $BATCH)"
-timeout $((CPU ? 120 : 150)) bin/mixt bench recipes/resnet50/synthetic.yaml --precision "$MEMORY_POLICIES" \
+timeout -k 10 "$(within $((CPU ? 120 : 150)))" bin/mixt bench recipes/resnet50/synthetic.yaml --precision "$MEMORY_POLICIES" \
   --steps $((CPU ? 1 : 3)) --warmup $((CPU ? 0 : 2)) --batch "$BATCH" trainer.device="$DEVICE" \
   optimizer.lr="$(python3 -c "print(0.256 * $BATCH / 256)")" scheduler=null output="$OUT/memory" > "$OUT/memory.md" 2>&1
 ended memory $?; grep -E "^\| |peak memory" "$OUT/memory.md"
 
 part "ResNet-50 activation checkpointing, none vs all (mixt bench, batch $BATCH)"
-timeout $((CPU ? 120 : 150)) bin/mixt bench recipes/resnet50/synthetic.yaml --precision "$CHECKPOINTING_POLICIES" \
+timeout -k 10 "$(within $((CPU ? 120 : 150)))" bin/mixt bench recipes/resnet50/synthetic.yaml --precision "$CHECKPOINTING_POLICIES" \
   --activation-checkpointing none,all --steps $((CPU ? 1 : 3)) --warmup $((CPU ? 0 : 2)) --batch "$BATCH" \
   trainer.device="$DEVICE" optimizer.lr="$(python3 -c "print(0.256 * $BATCH / 256)")" scheduler=null \
   output="$OUT/checkpointing" > "$OUT/checkpointing.md" 2>&1
@@ -119,31 +130,31 @@ ended checkpointing $?; grep -E "^\| |peak memory" "$OUT/checkpointing.md"
 
 part "float8 on $DEVICE: Fashion-MNIST under fp8_tensorwise, fp8_delayed, fp8_rowwise; ViT-B/16 amp_bf16 vs bf16_master vs fp8"
 # fp8_rowwise's CUDA path (rowwise _scaled_mm) against its CPU emulation, which equals torchao's bitwise.
-timeout 60 bin/test_float8 --gtest_filter='Float8Rowwise.CudaScaledMmAgreesWithTheCpuEmulation' \
+timeout -k 10 "$(within 60)" bin/test_float8 --gtest_filter='Float8Rowwise.CudaScaledMmAgreesWithTheCpuEmulation' \
   > "$OUT/float8_rowwise_cuda.log" 2>&1
 ended float8_rowwise_cuda $?; grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|relative" "$OUT/float8_rowwise_cuda.log"
 for policy in fp8_tensorwise fp8_delayed fp8_rowwise; do
-  timeout 90 bin/mixt run recipes/fashion_mnist_fp8.yaml precision.name="$policy" trainer.device="$DEVICE" \
+  timeout -k 10 "$(within 90)" bin/mixt run recipes/fashion_mnist_fp8.yaml precision.name="$policy" trainer.device="$DEVICE" \
     trainer.epochs=1 trainer.max_steps_per_epoch="$STEPS" trainer.log_every=50 output="$OUT/runs" "${DATA[@]}" \
     > "$OUT/fashion_mnist_$policy.log" 2>&1
   ended "fashion_mnist $policy" $?; grep -E "^done:|^test accuracy|float8" "$OUT/fashion_mnist_$policy.log"
 done
 if ((!CPU)); then
   # 197 tokens x 256 images: rows a multiple of 16, as _scaled_mm's weight-gradient matmul needs on CUDA.
-  timeout 180 bin/mixt bench recipes/resnet50/synthetic.yaml model.name=vit_b_16 \
+  timeout -k 10 "$(within 180)" bin/mixt bench recipes/resnet50/synthetic.yaml model.name=vit_b_16 \
     --precision amp_bf16,bf16_master,fp8_tensorwise,fp8_rowwise --steps 20 --warmup 5 --batch 256 trainer.device="$DEVICE" \
     optimizer.lr=0.001 scheduler=null output="$OUT/float8" > "$OUT/float8.md" 2>&1
   ended float8_vit $?; grep -E "^\| |peak memory" "$OUT/float8.md"
 fi
 
 part "$BACKEND at world size 1 under torchrun"
-timeout 90 torchrun --no-python --nproc-per-node=1 bin/mixt run recipes/fashion_mnist.yaml trainer.device="$DEVICE" \
+timeout -k 10 "$(within 90)" torchrun --no-python --nproc-per-node=1 bin/mixt run recipes/fashion_mnist.yaml trainer.device="$DEVICE" \
   trainer.distributed.backend="$BACKEND" trainer.epochs=1 trainer.max_steps_per_epoch=$((STEPS < 100 ? STEPS : 100)) \
   output="$OUT/runs" "${DATA[@]}" > "$OUT/torchrun.log" 2>&1
 ended torchrun $?; grep -E "^done:|^test accuracy|data parallel" "$OUT/torchrun.log"
 
 part "callbacks on $DEVICE: the ema average kept on the CPU, TensorBoard's event file (with the allocator peak on CUDA)"
-timeout 60 bin/mixt run recipes/fashion_mnist.yaml trainer.device="$DEVICE" trainer.epochs=1 \
+timeout -k 10 "$(within 60)" bin/mixt run recipes/fashion_mnist.yaml trainer.device="$DEVICE" trainer.epochs=1 \
   trainer.max_steps_per_epoch="$STEPS" output="$OUT/runs_callbacks" "${DATA[@]}" \
   'callbacks=[{name: ema, decay: 0.99, device: cpu}]' > "$OUT/callbacks.log" 2>&1
 ended callbacks $?; grep -E "ema val loss|^test accuracy" "$OUT/callbacks.log"
@@ -151,8 +162,8 @@ ls "$OUT"/runs_callbacks/*/*/events.out.tfevents.* 2>/dev/null | head -1
 
 part "the loader's path on $DEVICE (4 worker threads, pinned host memory on CUDA): a generated CIFAR-10 tree"
 CIFAR=$(mktemp -d)
-timeout 60 python3 tests/fixtures/data/make_cifar10.py "$CIFAR" --records 512 &&
-  timeout 90 bin/mixt run recipes/fashion_mnist.yaml trainer.device="$DEVICE" trainer.epochs=1 \
+timeout -k 10 "$(within 60)" python3 tests/fixtures/data/make_cifar10.py "$CIFAR" --records 512 &&
+  timeout -k 10 "$(within 90)" bin/mixt run recipes/fashion_mnist.yaml trainer.device="$DEVICE" trainer.epochs=1 \
     "data={train: {name: cifar10, root: $CIFAR, batch_size: 64, workers: 4}, val: {name: cifar10, root: $CIFAR, split: test, batch_size: 256, workers: 4}}" \
     "model={name: simple_cnn, channels: [16, 32], hidden: 64}" output="$OUT/runs" > "$OUT/loader.log" 2>&1
 ended loader $?; grep -E "^done:|^test accuracy" "$OUT/loader.log"
@@ -165,7 +176,7 @@ else
   python3 -c "import array, random; r = random.Random(0)
 for name, n in (('train', 400_000), ('val', 40_000)): array.array('H', (r.randrange(50257) for _ in range(n))).tofile(open('$TOKENS/' + name + '.bin', 'wb'))"
   for mode in none optimizer gradients parameters; do
-    timeout 60 torchrun --standalone --nproc-per-node=2 --no-python bin/mixt run \
+    timeout -k 10 "$(within 60)" torchrun --standalone --nproc-per-node=2 --no-python bin/mixt run \
       recipes/gpt2/gpt2_124m.yaml precision.name=bf16_master trainer.device="$DEVICE" \
       trainer.distributed.backend="$BACKEND" trainer.distributed.sharding="$mode" trainer.accumulate=1 trainer.epochs=1 \
       trainer.max_steps_per_epoch="$SHARDED_STEPS" trainer.log_every=5 data.train.files="$TOKENS/train.bin" \
@@ -175,5 +186,11 @@ for name, n in (('train', 400_000), ('val', 40_000)): array.array('H', (r.randra
   done
 fi
 
-[ "${GPT2:-1}" != 0 ] && gpt2_part
+if [ "${GPT2:-1}" != 0 ]; then
+  if (($(left) < 120)); then
+    echo "gpt2: not run: $(left) s of the run's ${BUDGET} s were left; run it alone with GPT2=only" | tee -a "$OUT/parts.log"
+  else
+    gpt2_part
+  fi
+fi
 part "done"

@@ -55,10 +55,11 @@ trainer: { epochs: 1, seed: 0, threads: 1, log_every: 1, max_steps_per_epoch: 3,
 output: runs
 )";
 
-std::map<std::string, at::Tensor> saved_weights(const fs::path& checkpoint) {
+// The checkpoint's weights (with `ema`, the ema callback's average), in float64.
+std::map<std::string, at::Tensor> saved_weights(const fs::path& checkpoint, bool ema = false) {
   CheckpointContents contents = read_checkpoint(checkpoint);
   std::map<std::string, at::Tensor> weights;
-  for (const auto& [name, tensor] : checkpoint_weights(contents, checkpoint, /*ema=*/false)) {
+  for (const auto& [name, tensor] : checkpoint_weights(contents, checkpoint, ema)) {
     weights[name] = tensor.to(at::kDouble);
   }
   return weights;
@@ -305,15 +306,6 @@ TEST(ShardedTraining, MasterWeightPoliciesKeepTheirMastersAsShardsInEveryMode) {
   EXPECT_EQ(exported.exit_code, 0) << exported.output;
 }
 
-std::map<std::string, at::Tensor> saved_ema(const fs::path& checkpoint) {
-  CheckpointContents contents = read_checkpoint(checkpoint);
-  std::map<std::string, at::Tensor> weights;
-  for (const auto& [name, tensor] : checkpoint_weights(contents, checkpoint, /*ema=*/true)) {
-    weights[name] = tensor.to(at::kDouble);
-  }
-  return weights;
-}
-
 // The epoch events' val_loss_ema, in order.
 std::vector<double> ema_losses(const fs::path& run) {
   std::vector<double> losses;
@@ -346,7 +338,7 @@ TEST(ShardedTraining, ParametersKeepsTheEmaOnTheShardsAsGradientsDoes) {
                                   {{"output=" + output, "data.train.batch_size=8", "precision.name=" + precision,
                                     "trainer.distributed.sharding=" + mode}},
                                   120, {"run", "ema.yaml"}));
-      ema[mode] = saved_ema(checkpoint_of(dir, output, "epoch-0002"));
+      ema[mode] = saved_weights(checkpoint_of(dir, output, "epoch-0002"), /*ema=*/true);
       losses[mode] = ema_losses(only_run_directory(dir.path() / output / "dp"));
     }
     EXPECT_EQ(max_difference(ema["gradients"], ema["parameters"]), 0.0) << precision;
@@ -364,11 +356,11 @@ TEST(ShardedTraining, ParametersKeepsTheEmaOnTheShardsAsGradientsDoes) {
   expect_all_exited(run_ranks(
       dir, 2, {{resume, "output=again", "data.train.batch_size=8", "trainer.distributed.sharding=parameters"}}, 120,
       {"run", "ema.yaml"}));
-  const auto straight = saved_ema(checkpoint_of(dir, "fp32-parameters", "epoch-0002"));
-  EXPECT_EQ(max_difference(straight, saved_ema(checkpoint_of(dir, "again", "epoch-0002"))), 0.0);
+  const auto straight = saved_weights(checkpoint_of(dir, "fp32-parameters", "epoch-0002"), /*ema=*/true);
+  EXPECT_EQ(max_difference(straight, saved_weights(checkpoint_of(dir, "again", "epoch-0002"), /*ema=*/true)), 0.0);
   const auto one = testing::run_mixt({"run", "ema.yaml", resume, "output=one"}, dir.path());
   ASSERT_EQ(one.exit_code, 0) << one.output;
-  const double alone = max_difference(straight, saved_ema(checkpoint_of(dir, "one", "epoch-0002")));
+  const double alone = max_difference(straight, saved_weights(checkpoint_of(dir, "one", "epoch-0002"), /*ema=*/true));
   std::printf("ema: max |ema(2 ranks) - ema(resumed in one process)| after epoch 2: %.3g\n", alone);
   EXPECT_LT(alone, 1e-5);
   const auto exported = testing::run_mixt(

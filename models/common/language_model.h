@@ -30,6 +30,11 @@ class TiedLmHeadImpl : public torch::nn::Module, public LinearMaps {
 };
 TORCH_MODULE(TiedLmHead);
 
+// A vocabulary's size, bounded by int32 ids (ONNX exports take int32 ids too): a larger one in
+// a config.json is a mistake, said before the embedding's allocation follows from it (the
+// largest published vocabularies are ~256k).
+inline Bounds vocabulary_size() { return between(1, 2147483647); }
+
 // A language model takes token sequences no longer than its context: said at the recipe's
 // model section rather than deep inside an embedding.
 inline void require_token_sequences(const RecipeSection& where, const ModelContext& context,

@@ -328,6 +328,18 @@ mixt::TransformersConfig transformers_config() {
   return config;
 }
 
+// GPT2Config's defaults for the keys a config.json may omit (a preset's sizes would stand in
+// otherwise: gpt2_medium's 24 layers for a file without n_layer). n_inner has none here: the
+// option's own default is GPT2Config's (4 x n_embd).
+mixt::TransformersDefaults transformers_defaults() {
+  mixt::TransformersDefaults defaults;
+  defaults.config_class = "GPT2Config";
+  defaults.values = {
+      {"vocab_size", "50257"}, {"n_positions", "1024"}, {"n_layer", "12"},     {"n_head", "12"},
+      {"n_embd", "768"},       {"resid_pdrop", "0.1"},  {"attn_pdrop", "0.1"}, {"layer_norm_epsilon", "1e-05"}};
+  return defaults;
+}
+
 void register_components(mixt::Registrar& r) {
   using O = Gpt2Options;
   for (const Variant& v : kVariants) {
@@ -338,7 +350,7 @@ void register_components(mixt::Registrar& r) {
     const auto options =
         mixt::OptionsOf<O>(defaults)
             .contextual(&O::vocab_size, "vocab_size", "the data's vocabulary, else 50257",
-                        "token ids 0 .. vocab_size-1; the logits' last dimension", mixt::at_least(1))
+                        "token ids 0 .. vocab_size-1; the logits' last dimension", mixt::models::vocabulary_size())
             .add(&O::context_length, "context_length", "longest sequence (rows of the position embedding)",
                  mixt::at_least(1))
             .add(&O::num_layers, "num_layers", "transformer blocks", mixt::at_least(1))
@@ -364,6 +376,7 @@ void register_components(mixt::Registrar& r) {
                   return std::make_shared<Gpt2LMHeadModel>(resolved);
                 });
     r.read_transformers_config(v.name, transformers_config());
+    r.read_transformers_defaults(v.name, transformers_defaults());
   }
 }
 

@@ -190,16 +190,15 @@ struct Preset {
   std::int64_t hidden, mlp, layers, heads, kv_heads, vocab, context;
   double theta;
   bool tied;
-  bool llama3_rope;        // Llama 3.2's rope_scaling: llama3, factor 32, 1, 4, original 8192
-  std::int64_t head_dim;   // 0: hidden / heads
+  bool llama3_rope;  // Llama 3.2's rope_scaling: llama3, factor 32, 1, 4, original 8192
   std::int64_t params;
 };
 constexpr Preset kPresets[] = {
     {"llama", "Llama (sizes as options; defaults SmolLM2-135M's)", 576, 1536, 30, 9, 3, 49152, 8192, 100000.0, true,
-     false, 0, 134515008},
-    {"smollm2_135m", "SmolLM2-135M", 576, 1536, 30, 9, 3, 49152, 8192, 100000.0, true, false, 0, 134515008},
-    {"tinyllama_1_1b", "TinyLlama-1.1B", 2048, 5632, 22, 32, 4, 32000, 2048, 10000.0, false, false, 0, 1100048384},
-    {"llama3_2_1b", "Llama-3.2-1B", 2048, 8192, 16, 32, 8, 128256, 131072, 500000.0, true, true, 64, 1235814400},
+     false, 134515008},
+    {"smollm2_135m", "SmolLM2-135M", 576, 1536, 30, 9, 3, 49152, 8192, 100000.0, true, false, 134515008},
+    {"tinyllama_1_1b", "TinyLlama-1.1B", 2048, 5632, 22, 32, 4, 32000, 2048, 10000.0, false, false, 1100048384},
+    {"llama3_2_1b", "Llama-3.2-1B", 2048, 8192, 16, 32, 8, 128256, 131072, 500000.0, true, true, 1235814400},
 };
 
 std::string summary(const Preset& p) {
@@ -244,6 +243,23 @@ mixt::TransformersConfig transformers_config() {
   return config;
 }
 
+// LlamaConfig's defaults for the keys a published config.json may omit: Llama-2's files have
+// no rope_theta, llama-7b's no num_key_value_heads, and a preset's values would stand in.
+// head_dim has none here: the option's own default is LlamaConfig's (hidden / heads).
+mixt::TransformersDefaults transformers_defaults() {
+  mixt::TransformersDefaults defaults;
+  defaults.config_class = "LlamaConfig";
+  defaults.values = {{"vocab_size", "32000"},       {"max_position_embeddings", "2048"},
+                     {"num_hidden_layers", "32"},   {"num_attention_heads", "32"},
+                     {"hidden_size", "4096"},       {"intermediate_size", "11008"},
+                     {"rms_norm_eps", "1e-06"},     {"attention_dropout", "0.0"},
+                     {"initializer_range", "0.02"}, {"tie_word_embeddings", "false"},
+                     {"attention_bias", "false"},   {"mlp_bias", "false"},
+                     {"rope_theta", "10000.0"},     {"rope_scaling.rope_type", "\"default\""}};
+  defaults.copies = {{"num_key_value_heads", "num_attention_heads"}};
+  return defaults;
+}
+
 mixt::OptionsOf<RopeOptions> rope_options(const RopeOptions& defaults) {
   using R = RopeOptions;
   return mixt::OptionsOf<R>(defaults)
@@ -274,13 +290,12 @@ void register_components(mixt::Registrar& r) {
       d.rope.type = "llama3";
       d.rope.factor = 32.0;
     }
-    if (p.head_dim > 0) d.head_dim = p.head_dim;
     const std::string vocab_words = "the data's vocabulary, else " + std::to_string(p.vocab);
     const std::string kv_words = std::to_string(p.kv_heads);
     const auto options =
         mixt::OptionsOf<O>(d)
             .contextual(&O::vocab_size, "vocab_size", vocab_words,
-                        "token ids 0 .. vocab_size-1; the logits' last dimension", mixt::at_least(1))
+                        "token ids 0 .. vocab_size-1; the logits' last dimension", mixt::models::vocabulary_size())
             .add(&O::context_length, "context_length", "longest sequence (max_position_embeddings)", mixt::at_least(1))
             .add(&O::num_layers, "num_layers", "decoder layers", mixt::at_least(1))
             .add(&O::num_heads, "num_heads", "query heads", mixt::at_least(1))
@@ -324,6 +339,7 @@ void register_components(mixt::Registrar& r) {
                   return std::make_shared<LlamaForCausalLM>(resolved);
                 });
     r.read_transformers_config(p.name, transformers_config());
+    r.read_transformers_defaults(p.name, transformers_defaults());
   }
 }
 

@@ -21,20 +21,14 @@ namespace fs = std::filesystem;
 
 const char* const kGpl = "/usr/share/common-licenses/GPL-3";
 
+// The references (tokenizer_reference.py --wide, and generate_reference.py's model and text),
+// made once per build tree by the ctest fixture tokenize_reference
+// (tests/support/tokenize_reference_fixture.py).
+const fs::path kReference = fs::path(testing::configured::binary_dir()) / "tests" / "tokenize_reference";
+
 class TokenizeCli : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    tokenizers_ = new TempDir;
-    const CommandResult made = testing::run_command(
-        "python3 " + testing::shell_quote((testing::source_dir() / "tests/support/tokenizer_reference.py").string()) +
-        " --wide " + testing::shell_quote(tokenizers_->path().string()));
-    ASSERT_EQ(made.exit_code, 0) << made.output;
-  }
-  static void TearDownTestSuite() { delete tokenizers_; }
-
-  static std::string tokenizer(const std::string& family) {
-    return (tokenizers_->path() / family / "tokenizer.json").string();
-  }
+  static std::string tokenizer(const std::string& family) { return (kReference / family / "tokenizer.json").string(); }
 
   // llmc_shards_check.py's verdict on the shards in `out` for `inputs`.
   static nlohmann::json check(const std::string& family, const fs::path& out, const std::vector<std::string>& inputs,
@@ -58,9 +52,7 @@ class TokenizeCli : public ::testing::Test {
   }
 
   TempDir dir_;
-  static TempDir* tokenizers_;
 };
-TempDir* TokenizeCli::tokenizers_ = nullptr;
 
 TEST_F(TokenizeCli, GplEqualsTokenizersIdsForOneAndFourThreads) {
   for (const char* threads : {"1", "4"}) {
@@ -146,19 +138,12 @@ output: runs
 }
 
 // A GPT-2 trained by transformers for a few seconds (tests/support/generate_reference.py),
-// saved in tokenizers_/hf, and the text its greedy generate writes after kPrompt.
+// saved in kReference/hf, and the text its greedy generate writes after kPrompt (the
+// fixture's PROMPT).
 const char* const kPrompt = "You may convey verbatim copies of the";
 
-const nlohmann::json& transformers_reference(const fs::path& dir, const std::string& tokenizer) {
-  static const nlohmann::json reference = [&] {
-    const CommandResult made = testing::run_command(
-        "(python3 " + testing::shell_quote((testing::source_dir() / "tests/support/generate_reference.py").string()) +
-        " --tokenizer " + testing::shell_quote(tokenizer) + " --out " + testing::shell_quote((dir / "hf").string()) +
-        " --sharded-out " + testing::shell_quote((dir / "hf_sharded").string()) + " --prompt " +
-        testing::shell_quote(kPrompt) + " --max-new-tokens 24)");
-    EXPECT_EQ(made.exit_code, 0) << made.output;
-    return made.exit_code == 0 ? testing::json_document(made.output) : nlohmann::json::object();
-  }();
+const nlohmann::json& transformers_reference() {
+  static const nlohmann::json reference = testing::json_document(testing::read_file(kReference / "generate.json"));
   return reference;
 }
 
@@ -176,7 +161,7 @@ model: { name: gpt2, num_layers: 2, num_heads: 2, hidden_dim: 64, context_length
 // mixt generate --prompt, greedy, prints the text transformers' greedy generate decodes, from
 // a recipe with data and from one without.
 TEST_F(TokenizeCli, GenerateWithAPromptWritesTransformersGreedyText) {
-  const nlohmann::json& expected = transformers_reference(tokenizers_->path(), tokenizer("gpt2_style"));
+  const nlohmann::json& expected = transformers_reference();
   ASSERT_TRUE(expected.contains("text"));
   // The text is not the prompt again and again: the model learned GPL-3's words.
   EXPECT_GT(expected["text"].get<std::string>().size(), std::string(kPrompt).size() + 24);
@@ -184,7 +169,7 @@ TEST_F(TokenizeCli, GenerateWithAPromptWritesTransformersGreedyText) {
   ASSERT_EQ(
       testing::run_mixt({"tokenize", kGpl, "--tokenizer", tokenizer("gpt2_style"), "--out", out.string()}).exit_code,
       0);
-  const fs::path hf = tokenizers_->path() / "hf";
+  const fs::path hf = kReference / "hf";
   dir_.write("with_data.yaml", gpt2_recipe(hf, tokenizer("gpt2_style"), R"(precision: { name: fp32 }
 optimizer: { name: adamw }
 data:
@@ -207,8 +192,8 @@ data:
 // --input-shape, and its time axis goes up to the model's context (64), also when the export
 // is traced shorter.
 TEST_F(TokenizeCli, ADataLessRecipeChecksAndExportsUpToTheModelsContext) {
-  ASSERT_TRUE(transformers_reference(tokenizers_->path(), tokenizer("gpt2_style")).contains("text"));
-  const fs::path hf = tokenizers_->path() / "hf";
+  ASSERT_TRUE(transformers_reference().contains("text"));
+  const fs::path hf = kReference / "hf";
   dir_.write("data_less.yaml", gpt2_recipe(hf, tokenizer("gpt2_style"), ""));
   const CommandResult checked = testing::run_mixt({"check", "data_less.yaml"}, dir_.path());
   ASSERT_EQ(checked.exit_code, 0) << checked.output;
@@ -240,9 +225,9 @@ TEST_F(TokenizeCli, ADataLessRecipeChecksAndExportsUpToTheModelsContext) {
 // sizes the model, its tokenizer.json is the tokenizer, and the model gives transformers'
 // logits (through mixt export's TorchScript file) and its greedy text.
 TEST_F(TokenizeCli, ATransformersDirectoryIsOneLineOfARecipe) {
-  const nlohmann::json& expected = transformers_reference(tokenizers_->path(), tokenizer("gpt2_style"));
+  const nlohmann::json& expected = transformers_reference();
   ASSERT_TRUE(expected.contains("text"));
-  const fs::path sharded = tokenizers_->path() / "hf_sharded";
+  const fs::path sharded = kReference / "hf_sharded";
   ASSERT_TRUE(fs::exists(sharded / "model.safetensors.index.json"));
   dir_.write("from.yaml", "task: { name: causal_lm }\nmodel: { name: gpt2, from: " + sharded.string() + " }\n");
   const CommandResult checked = testing::run_mixt({"check", "from.yaml"}, dir_.path());
@@ -262,7 +247,7 @@ TEST_F(TokenizeCli, ATransformersDirectoryIsOneLineOfARecipe) {
       "m = GPT2LMHeadModel.from_pretrained(sys.argv[1]).eval(); t = torch.jit.load(sys.argv[2]); "
       "ids = torch.randint(0, 1200, (2, 40), generator=torch.Generator().manual_seed(0)); "
       "print(float((m(ids).logits - t(ids)).abs().max()))\" " +
-      testing::shell_quote((tokenizers_->path() / "hf").string()) + " " +
+      testing::shell_quote((kReference / "hf").string()) + " " +
       testing::shell_quote((dir_.path() / "lm.pt").string()) + ")");
   ASSERT_EQ(compared.exit_code, 0) << compared.output;
   // The last line is the figure (transformers writes its warnings before it).

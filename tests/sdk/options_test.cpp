@@ -345,6 +345,7 @@ class RecordingRegistrar : public Registrar {
   void register_task(const std::string&, ComponentInfo, TaskFactory) override {}
   void register_transformers_config(const std::string&, TransformersConfig) override {}
   void register_onnx_translation(const std::string&, std::string, OnnxTranslator) override {}
+  void register_transformers_defaults(const std::string&, TransformersDefaults) override {}
 };
 
 TEST(OptionsOf, TheRegistrarGivesTheFactoryTheFilledStruct) {

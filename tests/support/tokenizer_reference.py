@@ -15,6 +15,8 @@ OUT_DIR gets:
   metaspace_style/tokenizer.json  the same model behind a Metaspace pre-tokenizer and decoder
   sentencepiece/tokenizer.model  a SentencePiece BPE model with byte fallback (older Llamas)
   cases.json                   {tokenizer: [{text, ids, ids_with_special, decoded, decoded_skipping}]}
+  partial.json                 {tokenizer: {ids, decoded}}: text with byte tokens between that leave
+                               characters unfinished (as a sampling model may draw them), and its decode
   llama3_wide/tokenizer.json   (--wide) llama3_style with 70,000 more added tokens, <extra_0>..: ids past
                                uint16, for `mixt tokenize`'s uint32 shards
 
@@ -152,6 +154,38 @@ def texts(files):
     return out
 
 
+def byte_chars():
+    """GPT-2's byte -> printable character map (the byte-level tokens' spelling)."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
+        list(range(ord("®"), ord("ÿ") + 1))
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in printable:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(256 + extra)
+            extra += 1
+    return chars
+
+
+BYTE_CHARS = byte_chars()
+
+
+def partial_ids(encode, byte_id):
+    """Text, then bytes that start a character and are not followed by its rest, between text."""
+    pieces = ["Hello wörld", b"\xcf", "a", b"\xe2\x82", " b", b"\xf0\x9f\x98", b"\xcf\x80", b"\x80", "z €", b"\xe2"]
+    ids = []
+    for piece in pieces:
+        if isinstance(piece, str):
+            ids += encode(piece)
+        else:
+            for b in piece:
+                token = byte_id(b)
+                assert token is not None and token >= 0, b
+                ids.append(token)
+    return ids
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out_dir")
@@ -193,6 +227,18 @@ def main():
 
     with open(os.path.join(args.out_dir, "cases.json"), "w", encoding="utf-8") as f:
         json.dump(cases, f, ensure_ascii=False)
+
+    partial = {}
+    for name, _ in families:
+        tok = Tokenizer.from_file(os.path.join(args.out_dir, name, "tokenizer.json"))
+        ids = partial_ids(lambda text: tok.encode(text, add_special_tokens=False).ids,
+                          lambda b: tok.token_to_id(BYTE_CHARS[b]) if tok.token_to_id(BYTE_CHARS[b]) is not None
+                          else tok.token_to_id(f"<0x{b:02X}>"))
+        partial[name] = {"ids": ids, "decoded": tok.decode(ids, skip_special_tokens=False)}
+    ids = partial_ids(sp.encode, lambda b: sp.piece_to_id(f"<0x{b:02X}>"))
+    partial["sentencepiece"] = {"ids": ids, "decoded": sp.decode(ids)}
+    with open(os.path.join(args.out_dir, "partial.json"), "w", encoding="utf-8") as f:
+        json.dump(partial, f, ensure_ascii=False)
     return 0
 
 

@@ -295,7 +295,9 @@ int export_model(const ExportOptions& options) {
 void add_export_command(CLI::App& app, Commands& commands) {
   auto o = std::make_shared<ExportOptions>();
   CLI::App* command = app.add_subcommand(
-      "export", "write a model for deployment: ONNX, TorchScript, or its weights as safetensors (torchvision names)");
+      "export",
+      "write a model for deployment: ONNX, TorchScript, or its weights as safetensors (torchvision's or "
+      "transformers' names)");
   command
       ->add_option("source", o->source,
                    "checkpoint file, run directory or its checkpoints/, or a recipe (its model.weights, if any)")

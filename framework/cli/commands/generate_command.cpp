@@ -1,16 +1,23 @@
 #include "commands/generate_command.h"
 
+#include <ATen/autocast_mode.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <sstream>
 
 #include "experiment/generation.h"
+#include "experiment/generation_config.h"
 #include "experiment/inference.h"
 #include "experiment/model_only.h"
 #include "experiment/model_source.h"
 #include "experiment/session.h"
+#include "mixt/autocast.h"
 #include "mixt/tokenizer.h"
+#include "recipe/recipe_loader.h"
+#include "sdk/tokenizer/utf8.h"
 
 namespace mixt::cli {
 
@@ -109,18 +116,69 @@ void refuse_unless_language_model(const Task& task) {
   }
 }
 
+// The command line's values, else what model.from's folder says (transformers' generate on it),
+// else mixt's own: sampling at temperature 1 from every token, stopping at the tokenizer's end
+// of text.
+SamplingOptions sampling_options(const GenerateOptions& options, const Recipe& recipe, const Tokenizer* tokenizer,
+                                 std::int64_t context_length, std::string& source) {
+  SamplingOptions sampling;
+  const std::string from = recipe_from(recipe);
+  if (!from.empty() && std::filesystem::is_directory(from)) {
+    const GenerationDefaults defaults = read_generation_defaults(from);
+    source = defaults.source;
+    sampling.temperature = defaults.do_sample ? defaults.temperature : 0.0;
+    sampling.top_k = defaults.top_k;
+    sampling.top_p = defaults.top_p;
+    sampling.repetition_penalty = defaults.repetition_penalty;
+    sampling.stop_tokens = defaults.eos;
+  } else if (tokenizer != nullptr && tokenizer->end_of_text()) {
+    source = "the tokenizer's end of text";
+    sampling.stop_tokens = {*tokenizer->end_of_text()};
+  }
+  if (options.temperature) sampling.temperature = *options.temperature;
+  if (options.top_k) sampling.top_k = *options.top_k;
+  if (options.top_p) sampling.top_p = *options.top_p;
+  if (options.repetition_penalty) sampling.repetition_penalty = *options.repetition_penalty;
+  if (options.ignore_eos) sampling.stop_tokens.clear();
+  sampling.max_new_tokens = options.max_new_tokens;
+  sampling.seed = options.seed;
+  sampling.use_cache = !options.no_cache;
+  sampling.context_length = context_length;
+  return sampling;
+}
+
+// One line on stderr before the text: the policy and the autocast the model runs under (a
+// run's bfloat16 autocast changes what is drawn), and how tokens are drawn and end.
+void say_how(const Recipe& recipe, const Sampler& s, const SamplingOptions& sampling, const std::string& source) {
+  const Config config = recipe.config();
+  const std::string policy = config.has("precision") ? config.section("precision").string("name") : "fp32";
+  std::string autocast = "no autocast";
+  {
+    const AutocastScope scope = s.precision.autocast(s.device.type());
+    if (at::autocast::is_autocast_enabled(s.device.type())) {
+      autocast = std::string("autocast to ") + c10::toString(at::autocast::get_autocast_dtype(s.device.type()));
+    }
+  }
+  std::string how = sampling.temperature <= 0 ? std::string("the likeliest token")
+                                              : "sampling at temperature " + std::to_string(sampling.temperature);
+  if (sampling.temperature > 0 && sampling.top_k > 0) how += ", top_k " + std::to_string(sampling.top_k);
+  if (sampling.temperature > 0 && sampling.top_p < 1) how += ", top_p " + std::to_string(sampling.top_p);
+  if (sampling.repetition_penalty != 1) how += ", repetition_penalty " + std::to_string(sampling.repetition_penalty);
+  std::string stops;
+  for (const auto id : sampling.stop_tokens) stops += (stops.empty() ? "" : ", ") + std::to_string(id);
+  std::fprintf(stderr, "mixt generate: precision %s (%s, weights %s on %s); %s; %s\n", policy.c_str(), autocast.c_str(),
+               c10::toString(s.model.parameters().front().scalar_type()), s.device.str().c_str(), how.c_str(),
+               stops.empty() ? "no stop token" : ("stops at token " + stops + " (" + source + ")").c_str());
+}
+
 int sample(const GenerateOptions& options, const Recipe& recipe, const Sampler& s) {
   const std::unique_ptr<Tokenizer> tokenizer = recipe_tokenizer_for(recipe, s.vocabulary);
   const std::vector<std::int64_t> ids = prompt_ids(options, s.vocabulary, tokenizer.get());
   const at::Tensor prompt = at::tensor(ids, at::kLong).view({1, -1}).to(s.device);
 
-  SamplingOptions sampling;
-  sampling.max_new_tokens = options.max_new_tokens;
-  sampling.temperature = options.temperature;
-  sampling.top_k = options.top_k;
-  sampling.seed = options.seed;
-  sampling.use_cache = !options.no_cache;
-  sampling.context_length = s.context_length;
+  std::string source;
+  const SamplingOptions sampling = sampling_options(options, recipe, tokenizer.get(), s.context_length, source);
+  say_how(recipe, s, sampling, source);
   // Printed as drawn: the prompt, then each token (decoded text with a tokenizer, bytes for a
   // byte-level model, else ids one per word).
   const auto print = [](const std::string& text) {
@@ -130,11 +188,16 @@ int sample(const GenerateOptions& options, const Recipe& recipe, const Sampler& 
   std::optional<TextStream> stream;
   if (tokenizer) stream.emplace(*tokenizer);
   const bool bytes = !tokenizer && s.vocabulary == kByteVocabulary;
+  std::string unfinished;  // a byte-level model's bytes of a character not yet complete
   const auto show = [&](std::int64_t token, bool first) {
     if (stream) {
       print(stream->push(static_cast<TokenId>(token)));
     } else if (bytes) {
-      std::fputc(static_cast<int>(token), stdout);
+      // Valid UTF-8 as the tokenizers stream it: U+FFFD for bytes that cannot complete a character.
+      unfinished.push_back(static_cast<char>(token));
+      const std::size_t ready = text::complete_utf8_prefix(unfinished);
+      print(text::repair_utf8(std::string_view(unfinished).substr(0, ready)));
+      unfinished.erase(0, ready);
     } else {
       std::printf("%s%lld", first ? "" : " ", static_cast<long long>(token));
     }
@@ -143,6 +206,7 @@ int sample(const GenerateOptions& options, const Recipe& recipe, const Sampler& 
   for (std::size_t i = 0; i < ids.size(); ++i) show(ids[i], i == 0);
   mixt::generate(s.model, s.precision, prompt, sampling, [&](std::int64_t token) { show(token, false); });
   if (stream) print(stream->finish());
+  print(text::repair_utf8(unfinished));
   std::printf("\n");
   return 0;
 }
@@ -152,10 +216,22 @@ int sample(const GenerateOptions& options, const Recipe& recipe, const Sampler& 
 int generate(const GenerateOptions& options) {
   if (!options.prompt.empty() && !options.tokens.empty()) throw usage_error("give --prompt or --tokens, not both");
   if (options.max_new_tokens < 1) throw usage_error("--max-new-tokens must be at least 1");
-  if (options.temperature < 0) throw usage_error("--temperature must be 0 (the likeliest token) or more");
-  if (options.top_k < 0) throw usage_error("--top-k must be 0 (no cut) or more");
+  if (options.temperature && *options.temperature < 0) {
+    throw usage_error("--temperature must be 0 (the likeliest token) or more");
+  }
+  if (options.top_k && *options.top_k < 0) throw usage_error("--top-k must be 0 (no cut) or more");
+  if (options.top_p && !(*options.top_p > 0 && *options.top_p <= 1)) throw usage_error("--top-p must be in (0, 1]");
+  if (options.repetition_penalty && !(*options.repetition_penalty > 0)) {
+    throw usage_error("--repetition-penalty must be above 0 (1: none)");
+  }
   const ModelTarget target = resolve_model_target(options.target, "generate", options.best);
   ModelPlan plan = plan_model(target, options.overrides, options.ema);
+  if (!options.precision.empty()) {
+    // Sampling under another policy than the run trained with (fp32 where bf16 autocast bites).
+    plan.recipe.root->erase("precision");
+    plan.recipe.root->entries.push_back(
+        {"precision", SourceLocation{"--precision"}, parse_yaml("{name: " + options.precision + "}", "--precision")});
+  }
   Session session;
   if (!recipe_has_data(plan.recipe)) {
     // Nothing to sample the data from: the model's own options say what it predicts.
@@ -190,9 +266,21 @@ void add_generate_command(CLI::App& app, Commands& commands) {
                       "model); default the tokenizer's end-of-text token, or a newline");
   command->add_option("--tokens", o->tokens, "token ids to continue, e.g. '15496, 11, 995'");
   command->add_option("--max-new-tokens", o->max_new_tokens, "tokens to draw")->capture_default_str();
-  command->add_option("--temperature", o->temperature, "divides the logits; 0: always the likeliest token")
-      ->capture_default_str();
-  command->add_option("--top-k", o->top_k, "draw among the k likeliest tokens only (0: all)")->capture_default_str();
+  command->add_option("--temperature", o->temperature,
+                      "divides the logits; 0: always the likeliest token (default: model.from's "
+                      "generation_config.json, else 1)");
+  command->add_option("--top-k", o->top_k,
+                      "draw among the k likeliest tokens only, 0: all (default: generation_config.json, else 0)");
+  command->add_option("--top-p", o->top_p,
+                      "draw among the fewest likeliest tokens whose probability reaches p (default: "
+                      "generation_config.json, else 1)");
+  command->add_option("--repetition-penalty", o->repetition_penalty,
+                      "above 1: tokens already in the text are less likely (default: generation_config.json, else 1)");
+  command->add_flag("--ignore-eos", o->ignore_eos,
+                    "draw --max-new-tokens even past the end-of-sequence token (generation_config.json's "
+                    "eos_token_id, else the tokenizer's end of text)");
+  command->add_option("--precision", o->precision,
+                      "the precision policy to run under instead of the recipe's, e.g. fp32");
   command->add_option("--seed", o->seed, "seed of the draws")->capture_default_str();
   command->add_flag("--no-cache", o->no_cache, "run the whole sequence for each token instead of the KV cache");
   command->add_flag("--ema", o->ema, "the ema callback's average of the weights (from a checkpoint)");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,9 +17,13 @@ struct GenerateOptions {
   std::string prompt;                  // text: model.tokenizer encodes it, or its bytes for a byte-level model
   std::string tokens;                  // token ids, "15496, 11, 995" or "15496 11 995"
   std::int64_t max_new_tokens = 200;
-  double temperature = 1.0;
-  std::int64_t top_k = 0;
+  // Unset: model.from's generation_config.json (transformers' defaults), else mixt's: sampling
+  // at temperature 1 from every token.
+  std::optional<double> temperature, top_p, repetition_penalty;
+  std::optional<std::int64_t> top_k;
   std::uint64_t seed = 0;
+  bool ignore_eos = false;  // draw max_new_tokens even past the end-of-sequence token
+  std::string precision;    // a policy to run under instead of the recipe's
   bool no_cache = false;
   bool ema = false;
   bool best = false;

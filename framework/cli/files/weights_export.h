@@ -1,5 +1,5 @@
-// `mixt export`: weights out of mixt, as safetensors files named as torchvision names its
-// tensors (`mixt predict`, in commands/predict_command.h, reads and writes them too).
+// `mixt export`: weights out of mixt, as safetensors files named as torchvision (or
+// transformers) names its tensors (`mixt predict`, in commands/predict_command.h, reads and writes them too).
 #pragma once
 
 #include <string>

@@ -84,6 +84,20 @@ struct TransformersConfig {
   std::vector<std::pair<std::string, std::string>> implements;
 };
 
+// What transformers' config class takes for a key that config.json leaves out, so that a
+// published file written before the key existed reads as transformers reads it (Llama-2's
+// has no rope_theta: LlamaConfig's 10000, not a preset's). Since ABI 6.8.
+struct TransformersDefaults {
+  std::string config_class;  // "LlamaConfig", named where a default fills an option
+  // config.json key -> the class's default as JSON text, e.g. {"rope_theta", "10000.0"}. The
+  // key is one TransformersConfig::options maps; its default fills that option when no key
+  // mapped to the option is present.
+  std::vector<std::pair<std::string, std::string>> values;
+  // config.json key -> the key whose value it takes when absent, e.g.
+  // {"num_key_value_heads", "num_attention_heads"}.
+  std::vector<std::pair<std::string, std::string>> copies;
+};
+
 // The host's side of a factory: the recipe section and the context.
 using ModelFactory = std::function<std::shared_ptr<Model>(const Config&, const ModelContext&)>;
 using OptimizerFactory = std::function<std::unique_ptr<Optimizer>(const Config&, const OptimizerContext&)>;
@@ -134,6 +148,12 @@ class Registrar {
   void read_transformers_config(const std::string& model, TransformersConfig config) {
     register_transformers_config(model, std::move(config));
   }
+  // Since ABI 6.8: after read_transformers_config(model, ...), what transformers' config
+  // class takes for the keys a config.json omits. Without it an absent key leaves the option
+  // at the model's own default.
+  void read_transformers_defaults(const std::string& model, TransformersDefaults defaults) {
+    register_transformers_defaults(model, std::move(defaults));
+  }
   // Since ABI 6.3: how `mixt export` writes the traced op `op` ("aten::my_op", or a custom
   // op's "myops::swish") in ONNX (mixt/onnx_translation.h); `onnx` says what it becomes, for
   // `mixt export --list-ops`. It wins over a built-in translation of the same op.
@@ -160,6 +180,8 @@ class Registrar {
   virtual void register_transformers_config(const std::string& model, TransformersConfig config) = 0;
   // And for 6.3.
   virtual void register_onnx_translation(const std::string& op, std::string onnx, OnnxTranslator translate) = 0;
+  // And for 6.8.
+  virtual void register_transformers_defaults(const std::string& model, TransformersDefaults defaults) = 0;
 
  private:
   template <class Made, class Context, class S, class F>

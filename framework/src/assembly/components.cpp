@@ -29,7 +29,8 @@ namespace mixt {
 
 namespace {
 const Optional<std::string> kWeights{"weights",
-                                     "safetensors file to load (torchvision names); read by mixt for every model"};
+                                     "safetensors file to load (the names of the model's reference: torchvision's, "
+                                     "transformers'); read by mixt for every model"};
 const Option<bool> kStrict{"strict", true, "with weights: every name and shape must match (false: load what matches)"};
 const Optional<std::string> kFrom{
     "from",
@@ -227,10 +228,15 @@ void build_callbacks(Components& components, RunFacts& facts, const Config& reci
 }
 }  // namespace
 
-// A recipe without `task:` trains a classifier, as every recipe did before tasks existed.
+// A recipe without `task:` takes the task model.from's config.json implies (a causal language
+// model's), else trains a classifier, as every recipe did before tasks existed.
 Config task_section_of(const Config& recipe) {
-  return recipe.has("task") ? recipe.section("task")
-                            : Config(parse_yaml("{name: classification}", "(the default task)"), "task");
+  if (recipe.has("task")) return recipe.section("task");
+  if (recipe.has("model") && recipe.section("model").has("from")) {
+    const std::string implied = transformers_dir_task(recipe.section("model").string("from"));
+    if (!implied.empty()) return Config(parse_yaml("{name: " + implied + "}", "(model.from's architectures)"), "task");
+  }
+  return Config(parse_yaml("{name: classification}", "(the default task)"), "task");
 }
 
 namespace {
@@ -308,7 +314,8 @@ namespace {
 // data.train (required) and data.val (optional; `data.val: null` turns evaluation off),
 // each giving at least one batch per epoch.
 void build_datasets(Components& components, RunFacts& facts, const Config& data, const Registry& registry,
-                    const TrainerOptions& options, const Communicator* communicator) {
+                    const TrainerOptions& options, const Communicator* communicator,
+                    const std::string& model_tokenizer) {
   if (!data.has("train")) {
     throw recipe_error("missing section: data.train", data.location("train"), "data",
                        "add `data: {train: {name: <dataset>, ...}}`");
@@ -319,6 +326,7 @@ void build_datasets(Components& components, RunFacts& facts, const Config& data,
     }
     if (!data.has(split)) continue;
     const Config section = data.section(split);
+    give_model_tokenizer(section, registry.find(ComponentKind::dataset, section), model_tokenizer);
     DatasetContext context{split, options.seed, communicator ? communicator->rank() : 0,
                            communicator ? communicator->world_size() : 1, facts.device};
     auto dataset = registry.make_dataset(section, context);
@@ -444,7 +452,11 @@ Components build_components(const Config& recipe, const Registry& registry, cons
                             const Config& trainer_section, RunFacts& facts, const Communicator* communicator) {
   Components components;
   const Config data = recipe.section("data");
-  build_datasets(components, facts, data, registry, options, communicator);
+  // model.from's tokenizer encodes the text of data sections that name none.
+  const Config model = recipe.section("model");
+  const std::string from_tokenizer =
+      model.has("from") && !model.has("tokenizer") ? transformers_dir_tokenizer(model.string("from")) : "";
+  build_datasets(components, facts, data, registry, options, communicator, from_tokenizer);
 
   // Before the model: the task decides the blank batch that checks it.
   const Config task_section = task_section_of(recipe);

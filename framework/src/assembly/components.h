@@ -34,8 +34,8 @@ struct Components {
 };
 
 // Builds the model a `model:` section names and, when the section has `weights: FILE`
-// (safetensors, torchvision names), loads them: strictly unless `strict: false`, which
-// loads what matches and warns about the rest.
+// (safetensors, named as the model's reference names them: torchvision, transformers), loads them: strictly unless
+// `strict: false`, which loads what matches and warns about the rest.
 std::shared_ptr<Model> build_model(const Config& section, const Registry& registry, const ModelContext& context);
 
 // The recipe's `task:` section, or classification's when it names none.

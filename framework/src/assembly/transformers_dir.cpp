@@ -1,7 +1,9 @@
 #include "assembly/transformers_dir.h"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "recipe/recipe_node.h"
@@ -111,9 +113,63 @@ NamedTensors read_weights(const Config& section, const fs::path& dir) {
   return tensors;
 }
 
+// Gives the model section's `option` the checkpoint's `value` (from `where`, said as `source`
+// when the recipe's own value disagrees).
+void fill_option(const Config& section, RecipeNode& node, const std::string& option, const nlohmann::json& value,
+                 const std::string& where, const std::string& source) {
+  if (const RecipeEntry* given = node.find(option)) {
+    if (!agrees(given->value->scalar, value)) {
+      section.fail(option, "model." + option + " is " + given->value->scalar + ", but " + source,
+                   "leave model." + option + " out to take the checkpoint's");
+    }
+    return;
+  }
+  auto filled = std::make_shared<RecipeNode>();
+  filled->type = RecipeNode::Type::scalar;
+  filled->scalar = scalar_of(value);
+  filled->quoted = value.is_string();
+  filled->where = SourceLocation{where};
+  node.entries.push_back({option, filled->where, filled});
+}
+
+// transformers' default for `key` when config.json omits it: a value of its own, or another
+// key's value (itself present or defaulted). Null when the class has none mixt needs.
+std::optional<nlohmann::json> default_of(const TransformersDefaults& defaults, const nlohmann::json& config,
+                                         const std::string& key, int depth = 0) {
+  for (const auto& [name, value] : defaults.values) {
+    if (name == key) return nlohmann::json::parse(value);
+  }
+  for (const auto& [name, source] : defaults.copies) {
+    if (name != key || depth > 4) continue;
+    if (const nlohmann::json* found = lookup(config, source)) return *found;
+    return default_of(defaults, config, source, depth + 1);
+  }
+  return std::nullopt;
+}
+
+// The options no key of config.json filled take what transformers' config class takes for
+// the omitted keys, not the model's own (a preset's) defaults.
+void fill_omitted(const Config& section, RecipeNode& node, const TransformersConfig& mapping,
+                  const TransformersDefaults& defaults, const nlohmann::json& config, const std::string& file) {
+  std::set<std::string> present;  // options some key of the file fills
+  for (const auto& [key, option] : mapping.options) {
+    if (lookup(config, key) != nullptr) present.insert(option);
+  }
+  std::set<std::string> done;
+  for (const auto& [key, option] : mapping.options) {
+    if (present.count(option) || done.count(option)) continue;
+    const std::optional<nlohmann::json> value = default_of(defaults, config, key);
+    if (!value) continue;
+    done.insert(option);
+    const std::string said = defaults.config_class + "'s default for " + key;
+    fill_option(section, node, option, *value, file + " (no " + key + ": " + said + ")",
+                file + " has no " + key + ", for which " + said + " is " + value->dump());
+  }
+}
+
 }  // namespace
 
-NamedTensors apply_transformers_dir(const Config& section, const ComponentEntry& model) {
+void apply_transformers_config(const Config& section, const ComponentEntry& model) {
   const fs::path dir = section.string("from");
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
@@ -133,23 +189,17 @@ NamedTensors apply_transformers_dir(const Config& section, const ComponentEntry&
   for (const auto& [key, option] : model.transformers->options) {
     const nlohmann::json* found = lookup(config, key);
     if (found == nullptr) continue;
-    if (const RecipeEntry* given = node.find(option)) {
-      if (!agrees(given->value->scalar, *found)) {
-        section.fail(option,
-                     "model." + option + " is " + given->value->scalar + ", but " + config_file.string() + " has " +
-                         key + ": " + found->dump(),
-                     "leave model." + option + " out to take the checkpoint's");
-      }
-      continue;
-    }
-    auto value = std::make_shared<RecipeNode>();
-    value->type = RecipeNode::Type::scalar;
-    value->scalar = scalar_of(*found);
-    value->quoted = found->is_string();
-    value->where = SourceLocation{config_file.string()};
-    node.entries.push_back({option, value->where, value});
+    fill_option(section, node, option, *found, config_file.string() + ", key " + key,
+                config_file.string() + " has " + key + ": " + found->dump());
   }
-  return read_weights(section, dir);
+  if (model.transformers_defaults) {
+    fill_omitted(section, node, *model.transformers, *model.transformers_defaults, config, config_file.string());
+  }
+}
+
+NamedTensors apply_transformers_dir(const Config& section, const ComponentEntry& model) {
+  apply_transformers_config(section, model);
+  return read_weights(section, section.string("from"));
 }
 
 std::string transformers_dir_tokenizer(const fs::path& dir) {
@@ -157,6 +207,30 @@ std::string transformers_dir_tokenizer(const fs::path& dir) {
     if (fs::exists(dir / name)) return (dir / name).string();
   }
   return "";
+}
+
+std::string transformers_dir_task(const fs::path& dir) {
+  std::ifstream in(dir / "config.json");
+  const nlohmann::json config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const auto architectures = config.is_object() ? config.find("architectures") : config.end();
+  if (!config.is_object() || architectures == config.end() || !architectures->is_array()) return "";
+  for (const auto& name : *architectures) {
+    const std::string text = name.is_string() ? name.get<std::string>() : "";
+    if (text.ends_with("ForCausalLM") || text.ends_with("LMHeadModel")) return "causal_lm";
+  }
+  return "";
+}
+
+void give_model_tokenizer(const Config& data_section, const ComponentEntry& dataset, const std::string& tokenizer) {
+  if (tokenizer.empty() || data_section.has("tokenizer")) return;
+  const auto& docs = dataset.info.options;
+  if (std::none_of(docs.begin(), docs.end(), [](const OptionDoc& doc) { return doc.name == "tokenizer"; })) return;
+  auto value = std::make_shared<RecipeNode>();
+  value->type = RecipeNode::Type::scalar;
+  value->scalar = tokenizer;
+  value->quoted = true;
+  value->where = SourceLocation{"model.from's tokenizer (" + tokenizer + ")"};
+  ConfigTree::node(data_section).entries.push_back({"tokenizer", value->where, value});
 }
 
 }  // namespace mixt

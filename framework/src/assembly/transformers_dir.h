@@ -1,6 +1,7 @@
 // model.from: DIR, a Hugging Face transformers checkpoint directory (save_pretrained's):
 // config.json fills the model's options as its plugin's TransformersConfig maps them
-// (mixt/plugin.h), model.safetensors (or the shards model.safetensors.index.json lists)
+// (mixt/plugin.h), the keys it omits as transformers' config class fills them (its
+// TransformersDefaults), model.safetensors (or the shards model.safetensors.index.json lists)
 // are its weights, tokenizer.json (or tokenizer.model) its tokenizer.
 #pragma once
 
@@ -23,7 +24,18 @@ struct ConfigTree {
 // that disagrees, naming the file and its key.
 NamedTensors apply_transformers_dir(const Config& model_section, const ComponentEntry& model);
 
+// Its first half: the options from DIR/config.json, no weights read.
+void apply_transformers_config(const Config& model_section, const ComponentEntry& model);
+
 // The directory's tokenizer file, or "" when it has none.
 std::string transformers_dir_tokenizer(const std::filesystem::path& dir);
+
+// The task the directory's config.json implies: "causal_lm" for a causal language model (its
+// architectures *ForCausalLM or *LMHeadModel, as transformers' Auto classes read them), else "".
+std::string transformers_dir_task(const std::filesystem::path& dir);
+
+// A data section whose dataset takes a `tokenizer` option and names none is given `tokenizer`
+// (model.from's): a fine-tune encodes its text as the checkpoint was trained.
+void give_model_tokenizer(const Config& data_section, const ComponentEntry& dataset, const std::string& tokenizer);
 
 }  // namespace mixt

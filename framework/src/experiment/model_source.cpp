@@ -118,10 +118,12 @@ std::string model_key(const Recipe& recipe, const char* key) {
 
 std::string recipe_weights(const Recipe& recipe) { return model_key(recipe, "weights"); }
 
+std::string recipe_from(const Recipe& recipe) { return model_key(recipe, "from"); }
+
 std::string recipe_tokenizer(const Recipe& recipe) {
   const std::string named = model_key(recipe, "tokenizer");
   if (!named.empty()) return named;
-  const std::string from = model_key(recipe, "from");
+  const std::string from = recipe_from(recipe);
   return from.empty() ? "" : transformers_dir_tokenizer(from);
 }
 

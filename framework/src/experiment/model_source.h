@@ -53,6 +53,9 @@ std::vector<std::string> run_class_names(const ModelTarget& target);
 // The model.weights file, as the recipe (or the command line) names it; empty when none.
 std::string recipe_weights(const Recipe& recipe);
 
+// The model.from directory, likewise; empty when none.
+std::string recipe_from(const Recipe& recipe);
+
 // The model.tokenizer file, likewise, else model.from's tokenizer; empty when none.
 std::string recipe_tokenizer(const Recipe& recipe);
 

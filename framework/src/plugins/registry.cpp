@@ -126,16 +126,30 @@ void Registry::register_task(const std::string& name, ComponentInfo info, TaskFa
   add(ComponentKind::task, name, std::move(info)).task = std::move(factory);
 }
 
-void Registry::register_transformers_config(const std::string& model, TransformersConfig config) {
+// The model's entry, for the calls that may follow only its plugin's add_model.
+ComponentEntry& Registry::own_model(const std::string& model, const std::string& call) {
   const auto key = std::make_pair(ComponentKind::model, model);
   const bool own = std::find(added_by_current_.begin(), added_by_current_.end(), key) != added_by_current_.end();
   auto it = entries_.find(key);
   if (it == entries_.end() || (current_ && !own)) {
     const std::string file = current_ ? current_->file : "<built in>";
-    throw plugin_error("read_transformers_config for model '" + model + "', which this plugin did not add", file,
+    throw plugin_error(call + " for model '" + model + "', which this plugin did not add", file,
                        "call it after add_model(\"" + model + "\", ...)");
   }
-  it->second.transformers = std::move(config);
+  return it->second;
+}
+
+void Registry::register_transformers_config(const std::string& model, TransformersConfig config) {
+  own_model(model, "read_transformers_config").transformers = std::move(config);
+}
+
+void Registry::register_transformers_defaults(const std::string& model, TransformersDefaults defaults) {
+  ComponentEntry& entry = own_model(model, "read_transformers_defaults");
+  if (!entry.transformers) {
+    throw plugin_error("read_transformers_defaults for model '" + model + "' before read_transformers_config",
+                       current_ ? current_->file : "<built in>", "call read_transformers_config first");
+  }
+  entry.transformers_defaults = std::move(defaults);
 }
 
 void Registry::register_onnx_translation(const std::string& op, std::string onnx, OnnxTranslator translate) {

@@ -46,6 +46,7 @@ struct ComponentEntry {
   CallbackFactory callback;
   TaskFactory task;
   std::optional<TransformersConfig> transformers;  // a model's, when it reads transformers directories
+  std::optional<TransformersDefaults> transformers_defaults;  // what fills the keys its config.json omits
 };
 
 class Registry : public Registrar {
@@ -67,6 +68,7 @@ class Registry : public Registrar {
   void register_task(const std::string& name, ComponentInfo info, TaskFactory factory) override;
   void register_transformers_config(const std::string& model, TransformersConfig config) override;
   void register_onnx_translation(const std::string& op, std::string onnx, OnnxTranslator translate) override;
+  void register_transformers_defaults(const std::string& model, TransformersDefaults defaults) override;
 
   // The entry, or a recipe error at the section's `name:` listing the known names.
   const ComponentEntry& find(ComponentKind kind, const Config& section) const;
@@ -88,6 +90,7 @@ class Registry : public Registrar {
 
  private:
   ComponentEntry& add(ComponentKind kind, const std::string& name, ComponentInfo info);
+  ComponentEntry& own_model(const std::string& model, const std::string& call);
 
   std::map<std::pair<ComponentKind, std::string>, ComponentEntry> entries_;
   std::optional<PluginOrigin> current_;

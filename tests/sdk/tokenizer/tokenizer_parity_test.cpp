@@ -96,6 +96,51 @@ TEST_P(TokenizerParity, StreamsTheSameTextAsItDecodes) {
   }
 }
 
+// Whether `text` is well-formed UTF-8 (Unicode's table 3-7), written out here rather than
+// asked of the code under test.
+bool valid_utf8(const std::string& text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+    const unsigned char b = byte(i);
+    std::size_t n = 0;
+    unsigned char low = 0x80, high = 0xBF;
+    if (b < 0x80)
+      n = 1;
+    else if (b >= 0xC2 && b <= 0xDF)
+      n = 2;
+    else if (b >= 0xE0 && b <= 0xEF)
+      n = 3, low = b == 0xE0 ? 0xA0 : 0x80, high = b == 0xED ? 0x9F : 0xBF;
+    else if (b >= 0xF0 && b <= 0xF4)
+      n = 4, low = b == 0xF0 ? 0x90 : 0x80, high = b == 0xF4 ? 0x8F : 0xBF;
+    else
+      return false;
+    if (i + n > text.size()) return false;
+    for (std::size_t k = 1; k < n; ++k) {
+      const unsigned char lo = k == 1 ? low : 0x80, hi = k == 1 ? high : 0xBF;
+      if (byte(i + k) < lo || byte(i + k) > hi) return false;
+    }
+    i += n;
+  }
+  return true;
+}
+
+// A sampling model may draw a byte token that starts a character and then anything else: each
+// printed piece is valid UTF-8 and, together, they are the reference's decode (U+FFFD where it
+// writes one).
+TEST_P(TokenizerParity, StreamsValidUtf8WhereCharactersAreLeftUnfinished) {
+  const auto partial = nlohmann::json::parse(read_file(Reference::get().dir() / "partial.json"))[GetParam().name];
+  TextStream stream(*tokenizer_);
+  std::string printed;
+  for (const TokenId id : partial["ids"].get<std::vector<TokenId>>()) {
+    const std::string piece = stream.push(id);
+    EXPECT_TRUE(valid_utf8(piece)) << "after id " << id << ": " << piece;
+    printed += piece;
+  }
+  const std::string rest = stream.finish();
+  EXPECT_TRUE(valid_utf8(rest)) << rest;
+  EXPECT_EQ(printed + rest, partial["decoded"].get<std::string>());
+}
+
 TEST_P(TokenizerParity, KnowsItsVocabularyAndEndOfText) {
   std::int64_t largest = 0;
   for (const auto& c : cases()) {

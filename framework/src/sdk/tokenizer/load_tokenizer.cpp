@@ -64,7 +64,9 @@ std::string TextStream::push(TokenId id) {
   constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
   while (std::string_view(bytes).substr(0, ready).ends_with(kReplacement)) ready -= kReplacement.size();
   if (ready <= emitted_) return {};
-  std::string out = bytes.substr(emitted_, ready - emitted_);
+  // Bytes that can never complete a character (a model may draw any token after a partial
+  // one) become U+FFFD as transformers' decode writes them: the stream stays valid UTF-8.
+  std::string out = text::repair_utf8(std::string_view(bytes).substr(emitted_, ready - emitted_));
   emitted_ = ready;
   return out;
 }

@@ -36,6 +36,7 @@ TEST_REQUIREMENTS=(
   onnx                   # checks mixt export's ONNX files (onnx.checker)
   onnxruntime            # runs mixt export's ONNX files against mixt's own forward
   sentencepiece          # trains and runs the SentencePiece reference (tokenizers come with transformers)
+  tiktoken               # bench/tokenizer's second reference: OpenAI's encoder on the same vocabulary
 )
 
 # The parts of a CUDA toolkit that the wheel's CMake config requires (it runs nvcc once and

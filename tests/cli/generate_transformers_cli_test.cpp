@@ -39,10 +39,11 @@ Generated generate(const std::string& folder, std::vector<std::string> args, con
   TempDir dir;
   const fs::path recipe =
       dir.write("recipe.yaml", "model: {name: llama, from: '" + (kGolden / folder).string() + "'}\n" + extra);
-  std::string command = "cd " + shell_quote(dir.path().string()) + " && " + shell_quote(configured::mixt_executable()) +
+  std::string command = "(cd " + shell_quote(dir.path().string()) + " && " + shell_quote(configured::mixt_executable()) +
                         " generate " + shell_quote(recipe.string());
   for (const auto& arg : args) command += " " + shell_quote(arg);
-  const CommandResult result = run_command(command + " 2>" + shell_quote((dir.path() / "stderr").string()));
+  // In a subshell: run_command adds its own 2>&1 after the command.
+  const CommandResult result = run_command(command + " 2>" + shell_quote((dir.path() / "stderr").string()) + ")");
   return {result.exit_code, result.output, read_file(dir.path() / "stderr")};
 }
 

@@ -229,7 +229,7 @@ TEST_F(TokenizeCli, ATransformersDirectoryIsOneLineOfARecipe) {
   ASSERT_TRUE(expected.contains("text"));
   const fs::path sharded = kReference / "hf_sharded";
   ASSERT_TRUE(fs::exists(sharded / "model.safetensors.index.json"));
-  dir_.write("from.yaml", "task: { name: causal_lm }\nmodel: { name: gpt2, from: " + sharded.string() + " }\n");
+  dir_.write("from.yaml", "model: { name: gpt2, from: " + sharded.string() + " }\n");  // it implies causal_lm
   const CommandResult checked = testing::run_mixt({"check", "from.yaml"}, dir_.path());
   ASSERT_EQ(checked.exit_code, 0) << checked.output;
   EXPECT_THAT(checked.output, HasSubstr("predicts  the next token of vocabulary 1200, up to 64 tokens"));
@@ -286,6 +286,27 @@ TEST_F(TokenizeCli, BadInputIsNamed) {
   EXPECT_EQ(field.exit_code, 1);
   EXPECT_THAT(field.output, HasSubstr(jsonl.string() + ":2: no string field 'text'"));
   EXPECT_FALSE(fs::exists(dir_.path() / "bad" / "train_000000.bin"));
+  // Latin-1 inside a record: the line, the column and the byte, not only "not a JSON record".
+  const fs::path latin1 = dir_.write("latin1.jsonl", "{\"text\": \"fine\"}\n{\"text\": \"caf\xE9\"}\n");
+  const CommandResult not_utf8 = testing::run_mixt(
+      {"tokenize", latin1.string(), "--tokenizer", tokenizer("gpt2_style"), "--out", "latin1"}, dir_.path());
+  EXPECT_EQ(not_utf8.exit_code, 1);
+  EXPECT_THAT(not_utf8.output, HasSubstr(latin1.string() + ":2:14: not UTF-8 (byte 0xE9)"));
+  const fs::path broken = dir_.write("broken.jsonl", "{\"text\": \"fine\"\n");
+  const CommandResult not_json = testing::run_mixt(
+      {"tokenize", broken.string(), "--tokenizer", tokenizer("gpt2_style"), "--out", "broken"}, dir_.path());
+  EXPECT_EQ(not_json.exit_code, 1);
+  EXPECT_THAT(not_json.output, HasSubstr(broken.string() + ":1: not a JSON record (column"));
+  // Nothing but empty documents: the shards would hold separators alone.
+  const fs::path empty_text = dir_.write("empty.txt", "");
+  const fs::path empty_records = dir_.write("empty.jsonl", "{\"text\": \"\"}\n{\"text\": \"\"}\n");
+  for (const fs::path& empty : {empty_text, empty_records}) {
+    const CommandResult nothing = testing::run_mixt(
+        {"tokenize", empty.string(), "--tokenizer", tokenizer("gpt2_style"), "--out", "nothing"}, dir_.path());
+    EXPECT_EQ(nothing.exit_code, 2) << empty;
+    EXPECT_THAT(nothing.output, HasSubstr("the inputs hold no text to tokenize")) << empty;
+    EXPECT_FALSE(fs::exists(dir_.path() / "nothing" / "train_000000.bin"));
+  }
   const CommandResult again =
       testing::run_mixt({"tokenize", kGpl, "--tokenizer", tokenizer("gpt2_style"), "--out", "twice"}, dir_.path());
   ASSERT_EQ(again.exit_code, 0) << again.output;

@@ -166,8 +166,9 @@ def golden(out_dir):
                     p.add_(0.1 * torch.randn_like(p))
         model.save_pretrained(folder, safe_serialization=True)
         (folder / "config.json").write_text(json.dumps(small, indent=2) + "\n")  # the form, not transformers 5's
-        # What a user gets: the folder read back by from_pretrained with the form's config.json.
-        model = AutoModelForCausalLM.from_pretrained(folder).eval()
+        # What a user gets: the folder read back by from_pretrained with the form's config.json,
+        # in float32 as mixt computes it (the form's torch_dtype would cast it to float16).
+        model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
         vocab = model.config.vocab_size
         io = {}
         for n, shape in enumerate([[2, 9], [1, 1], [1, 24]]):

@@ -138,11 +138,13 @@ int tokenize(const TokenizeOptions& o) {
   TokenSpool spool(fs::path(o.out) / ".tokenize-spool.tmp");
   Progress progress(documents.total_bytes());
   std::int64_t document_count = 0;
+  std::int64_t text_tokens = 0;  // without the separators: shards of separators alone train nothing
   std::vector<TextDocument> batch;
   while (documents.next(batch, kBatchDocuments, kBatchBytes)) {
     for (const std::vector<TokenId>& ids : encode_all(*tokenizer, batch, threads)) {
       if (separator) spool.append(std::span<const TokenId>(&*separator, 1));
       spool.append(ids);
+      text_tokens += static_cast<std::int64_t>(ids.size());
     }
     document_count += static_cast<std::int64_t>(batch.size());
     batch.clear();
@@ -151,7 +153,10 @@ int tokenize(const TokenizeOptions& o) {
   }
   progress.done();
   const double seconds = progress.seconds();
-  if (spool.count() == 0) throw usage_error("the inputs hold no text to tokenize");
+  if (text_tokens == 0) {
+    throw usage_error("the inputs hold no text to tokenize (" + with_thousands(document_count) + " empty document" +
+                      (document_count == 1 ? "" : "s") + ")");
+  }
   auto val_tokens = static_cast<std::int64_t>(std::llround(o.val_fraction * static_cast<double>(spool.count())));
   if (o.val_fraction > 0 && spool.count() > 1) val_tokens = std::clamp<std::int64_t>(val_tokens, 1, spool.count() - 1);
   const std::int64_t total = spool.count();

@@ -2,9 +2,12 @@
 
 #include <mixt/error.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "sdk/tokenizer/utf8.h"
 
 namespace mixt::cli {
 
@@ -61,11 +64,22 @@ bool TextDocuments::next(std::vector<TextDocument>& into, std::size_t max_docume
     ++jsonl_line_;
     bytes_read_ += line.size() + 1;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines hold no record
+    const std::string where = jsonl_path_ + ":" + std::to_string(jsonl_line_);
+    if (const auto invalid = text::first_invalid_utf8(line)) {
+      char byte[8];
+      std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(line[*invalid]));
+      throw runtime_error(where + ":" + std::to_string(*invalid + 1) + ": not UTF-8 (byte " + byte + ")",
+                          "JSON text is UTF-8: convert the file (iconv -f LATIN1 -t UTF-8, say)");
+    }
     nlohmann::json record;
     try {
       record = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error&) {
-      throw runtime_error(jsonl_path_ + ":" + std::to_string(jsonl_line_) + ": not a JSON record");
+    } catch (const nlohmann::json::parse_error& e) {
+      // nlohmann's words after its "[json.exception...] parse error at line 1, ": the column and why.
+      const std::string what = e.what();
+      const std::size_t at = what.find("column ");
+      throw runtime_error(where + ": not a JSON record" +
+                          (at == std::string::npos ? std::string() : " (" + what.substr(at) + ")"));
     }
     const auto field = record.is_object() ? record.find(json_field_) : record.end();
     if (!record.is_object() || field == record.end() || !field->is_string()) {

@@ -213,7 +213,11 @@ std::string transformers_dir_task(const fs::path& dir) {
   std::ifstream in(dir / "config.json");
   const nlohmann::json config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   const auto architectures = config.is_object() ? config.find("architectures") : config.end();
-  if (!config.is_object() || architectures == config.end() || !architectures->is_array()) return "";
+  // Unreadable or unnamed: causal_lm still, so that the model's reading of the folder says
+  // what is wrong with it (only language models read transformers folders so far).
+  if (!config.is_object() || architectures == config.end() || !architectures->is_array() || architectures->empty()) {
+    return "causal_lm";
+  }
   for (const auto& name : *architectures) {
     const std::string text = name.is_string() ? name.get<std::string>() : "";
     if (text.ends_with("ForCausalLM") || text.ends_with("LMHeadModel")) return "causal_lm";

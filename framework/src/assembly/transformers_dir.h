@@ -31,7 +31,8 @@ void apply_transformers_config(const Config& model_section, const ComponentEntry
 std::string transformers_dir_tokenizer(const std::filesystem::path& dir);
 
 // The task the directory's config.json implies: "causal_lm" for a causal language model (its
-// architectures *ForCausalLM or *LMHeadModel, as transformers' Auto classes read them), else "".
+// architectures *ForCausalLM or *LMHeadModel, as transformers' Auto classes read them, or none
+// named), "" for another architecture.
 std::string transformers_dir_task(const std::filesystem::path& dir);
 
 // A data section whose dataset takes a `tokenizer` option and names none is given `tokenizer`

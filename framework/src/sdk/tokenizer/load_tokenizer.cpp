@@ -3,6 +3,7 @@
 #include <mixt/tokenizer.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 
@@ -48,6 +49,20 @@ bool looks_like_json(std::string_view content) {
   return first != std::string_view::npos && content[first] == '{';
 }
 
+// Whether `id` is a byte-fallback token (<0x00> .. <0xFF>, Llama 2's and SentencePiece's): a
+// run of them decodes as one group (U+FFFD for each when the group is not UTF-8), so its text
+// is final only once a token of another kind ends the run. Byte tokens decode alone to one
+// ASCII character or U+FFFD, which spares the lookups for every other token.
+bool is_byte_token(const Tokenizer& tokenizer, TokenId id) {
+  if (tokenizer.decode(std::span<const TokenId>(&id, 1)).size() > 3) return false;
+  for (int byte = 0; byte < 256; ++byte) {
+    char name[8];
+    std::snprintf(name, sizeof name, "<0x%02X>", byte);
+    if (tokenizer.token_id(name) == id) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& file) {
@@ -58,6 +73,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& file) {
 
 std::string TextStream::push(TokenId id) {
   ids_.push_back(id);
+  if (is_byte_token(tokenizer_, id)) return {};
   const std::string bytes = tokenizer_.decode_bytes(ids_);
   std::size_t ready = text::complete_utf8_prefix(bytes);
   // SentencePiece writes each byte of an unfinished character as U+FFFD at once: hold those back too.

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+
+#include "pair_table.h"
 #include <vector>
 
 namespace mixt::text {
@@ -48,19 +50,17 @@ class BpeModel {
   const std::string* token_of(TokenId id) const;
 
  private:
-  struct Ranked {
-    std::uint32_t rank;
-    TokenId merged;
-  };
   static std::uint64_t pair_key(TokenId left, TokenId right) {
     return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(left)) << 32) | static_cast<std::uint32_t>(right);
   }
   void merge_word(std::string_view piece, std::vector<TokenId>& out) const;
+  static constexpr std::size_t kShortPiece = 32;  // symbols merged by merge_short's scan
+  void merge_short(std::vector<TokenId>& ids, std::vector<TokenId>& out) const;
   void append_symbols(std::string_view piece, std::vector<TokenId>& symbols, std::vector<std::size_t>& sizes) const;
 
   Vocabulary vocabulary_;
   std::vector<const std::string*> tokens_;  // id -> token (null for unused ids)
-  std::unordered_map<std::uint64_t, Ranked> merges_;
+  PairTable merges_;
   BpeOptions options_;
   std::optional<TokenId> unk_id_;
   std::vector<std::optional<TokenId>> byte_ids_;  // <0x00>..<0xFF>, when byte_fallback

@@ -35,6 +35,8 @@ std::vector<TokenId> HfTokenizer::encode(std::string_view text, bool add_special
   parts_.added.split(
       text,
       [&](std::string_view stretch) {
+        const auto tokenize = [&](std::string_view piece) { parts_.model->tokenize(piece, ids); };
+        if (!parts_.normalizer && parts_.pre_tokenizer && parts_.pre_tokenizer->stream(stretch, tokenize)) return;
         Pieces pieces{{std::string(stretch), stretch.data() == text.data()}};
         if (parts_.normalizer) pieces.front().text = parts_.normalizer->normalize(std::move(pieces.front().text));
         if (parts_.pre_tokenizer) pieces = parts_.pre_tokenizer->split(std::move(pieces));

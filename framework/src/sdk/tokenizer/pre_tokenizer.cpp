@@ -6,8 +6,11 @@ namespace mixt::text {
 
 namespace {
 
-// GPT-2's pre-tokenization pattern, as ByteLevel(use_regex=true) applies it.
-constexpr const char* kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+// GPT-2's pre-tokenization pattern, as ByteLevel(use_regex=true) applies it, with the runs
+// that end their alternative possessive (++): nothing after them can make the engine give a
+// character back, so the matches are the same, but Oniguruma then keeps no backtracking entry
+// per character (a run of CJK text grew, and copied, its stack on every search).
+constexpr const char* kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s+(?!\S)|\s++)";
 
 struct Span {
   std::size_t begin;
@@ -86,6 +89,31 @@ Pieces SplitPreTokenizer::split(Pieces pieces) const {
   return out;
 }
 
+bool SplitPreTokenizer::stream(std::string_view text, const PieceVisitor& visit) const {
+  return stream_mapped(text, visit, /*byte_level=*/false);
+}
+
+bool SplitPreTokenizer::stream_mapped(std::string_view text, const PieceVisitor& visit, bool byte_level) const {
+  if (behavior_ != SplitBehavior::isolated) return false;
+  thread_local std::string mapped;
+  const auto piece = [&](std::size_t begin, std::size_t end) {
+    const std::string_view raw = text.substr(begin, end - begin);
+    if (!byte_level) return visit(raw);
+    mapped.clear();
+    append_byte_level(mapped, raw);
+    visit(mapped);
+  };
+  // Isolated: every match and every stretch between them is a piece (inverted or not).
+  std::size_t previous = 0;
+  regex_.for_each_match(text, [&](std::size_t begin, std::size_t end) {
+    if (begin > previous) piece(previous, begin);
+    piece(begin, end);
+    previous = end;
+  });
+  if (previous < text.size()) piece(previous, text.size());
+  return true;
+}
+
 ByteLevelPreTokenizer::ByteLevelPreTokenizer(bool add_prefix_space, bool use_regex)
     : add_prefix_space_(add_prefix_space),
       gpt2_split_(use_regex ? std::make_unique<SplitPreTokenizer>(kGpt2Pattern, SplitBehavior::isolated, false)
@@ -105,6 +133,16 @@ Pieces ByteLevelPreTokenizer::split(Pieces pieces) const {
     piece.text = std::move(mapped);
   }
   return pieces;
+}
+
+bool ByteLevelPreTokenizer::stream(std::string_view text, const PieceVisitor& visit) const {
+  if (add_prefix_space_) return false;
+  if (gpt2_split_) return gpt2_split_->stream_mapped(text, visit, /*byte_level=*/true);
+  thread_local std::string mapped;
+  mapped.clear();
+  append_byte_level(mapped, text);
+  visit(mapped);
+  return true;
 }
 
 MetaspacePreTokenizer::MetaspacePreTokenizer(std::string replacement, PrependScheme scheme, bool split)
@@ -134,6 +172,14 @@ Pieces MetaspacePreTokenizer::split(Pieces pieces) const {
 Pieces SequencePreTokenizer::split(Pieces pieces) const {
   for (const auto& step : steps_) pieces = step->split(std::move(pieces));
   return pieces;
+}
+
+bool SequencePreTokenizer::stream(std::string_view text, const PieceVisitor& visit) const {
+  if (steps_.size() != 2) return false;
+  const auto* split = dynamic_cast<const SplitPreTokenizer*>(steps_[0].get());
+  const auto* bytes = dynamic_cast<const ByteLevelPreTokenizer*>(steps_[1].get());
+  if (split == nullptr || bytes == nullptr || !bytes->maps_only()) return false;
+  return split->stream_mapped(text, visit, /*byte_level=*/true);
 }
 
 std::string escaped_regex(const std::string& literal) {

@@ -2,7 +2,9 @@
 // pieces (and ByteLevel also maps their bytes to its alphabet); BPE then runs on each piece.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -19,10 +21,17 @@ struct Piece {
 };
 using Pieces = std::vector<Piece>;
 
+// Each piece of a stream, handed over as it is made: `visit` reads it during the call only.
+using PieceVisitor = std::function<void(std::string_view piece)>;
+
 class PreTokenizer {
  public:
   virtual ~PreTokenizer() = default;
   virtual Pieces split(Pieces pieces) const = 0;
+  // The pieces split({{text, at_start}}) would make, without a string for each: the encoder's
+  // fast path (most text meets only a regex split and the byte alphabet). False, and nothing
+  // visited, for a pre-tokenizer that does not stream; the caller then uses split().
+  virtual bool stream(std::string_view text, const PieceVisitor& visit) const { return false; }
 };
 
 // Where the matches of a Split go (tokenizers' SplitDelimiterBehavior).
@@ -33,6 +42,10 @@ class SplitPreTokenizer : public PreTokenizer {
  public:
   SplitPreTokenizer(const std::string& regex, SplitBehavior behavior, bool invert);
   Pieces split(Pieces pieces) const override;
+  // Its pieces, mapped by `then` (ByteLevel's alphabet) when given. Only the isolated
+  // behaviour streams.
+  bool stream(std::string_view text, const PieceVisitor& visit) const override;
+  bool stream_mapped(std::string_view text, const PieceVisitor& visit, bool byte_level) const;
 
  private:
   UnicodeRegex regex_;
@@ -45,6 +58,9 @@ class ByteLevelPreTokenizer : public PreTokenizer {
  public:
   ByteLevelPreTokenizer(bool add_prefix_space, bool use_regex);
   Pieces split(Pieces pieces) const override;
+  bool stream(std::string_view text, const PieceVisitor& visit) const override;
+  // Whether it only maps bytes (no prefix space, no split): a Sequence's last step then streams.
+  bool maps_only() const { return !add_prefix_space_ && !gpt2_split_; }
 
  private:
   bool add_prefix_space_;
@@ -70,6 +86,8 @@ class SequencePreTokenizer : public PreTokenizer {
  public:
   explicit SequencePreTokenizer(std::vector<std::unique_ptr<PreTokenizer>> steps) : steps_(std::move(steps)) {}
   Pieces split(Pieces pieces) const override;
+  // Streams Llama 3's and Qwen 2's form: a Split, then a ByteLevel that only maps bytes.
+  bool stream(std::string_view text, const PieceVisitor& visit) const override;
 
  private:
   std::vector<std::unique_ptr<PreTokenizer>> steps_;

@@ -61,7 +61,12 @@ void UnicodeRegex::for_each_match(std::string_view text,
   Region match;
   std::size_t from = 0;
   while (from < text.size()) {
-    const int found = onig_search(compiled_->regex, begin, end, begin + from, end, match.region, ONIG_OPTION_NONE);
+    // Most patterns match where the last match ended (GPT-2's covers every character): an
+    // anchored match there is the leftmost one and spares the search's setup.
+    int found = onig_match(compiled_->regex, begin, end, begin + from, match.region, ONIG_OPTION_NONE);
+    if (found < 0) {
+      found = onig_search(compiled_->regex, begin, end, begin + from, end, match.region, ONIG_OPTION_NONE);
+    }
     if (found < 0) break;  // ONIG_MISMATCH, or an error the search cannot recover from
     const auto match_begin = static_cast<std::size_t>(match.region->beg[0]);
     const auto match_end = static_cast<std::size_t>(match.region->end[0]);

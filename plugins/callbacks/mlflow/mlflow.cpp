@@ -61,7 +61,7 @@ class Mlflow : public mixt::Callback {
 
   void on_fit_start(const mixt::FitStart& fit) override {
     if (fit.run_directory.empty() || rank_ != 0) return;  // mixt bench, tests, other ranks
-    run_directory_ = fit.run_directory;
+    run_directory_ = fs::absolute(fit.run_directory);
     if (const std::string bad = check_uri(options_.tracking_uri); !bad.empty()) {
       mixt::warn("mlflow: " + bad + "; the run goes on without tracking (`mixt mlflow-sync " +
                  run_directory_.string() + " --tracking-uri URI` sends it later)");
@@ -71,6 +71,9 @@ class Mlflow : public mixt::Callback {
     SenderSetup setup;
     setup.run_directory = run_directory_;
     setup.tracking_uri = options_.tracking_uri;
+    // The checkpoint's id; else the resumed run's directory's, for a run whose MLflow run was
+    // made after its last checkpoint (a short epoch, a slow server).
+    if (resumed_run_id_.empty()) resumed_run_id_ = run_id_beside(param_or(recipe_params_of(recipe), "trainer.resume", ""));
     setup.run_id = resumed_run_id_;
     setup.request_timeout = milliseconds_of(options_.timeout_s);
     try {
@@ -117,6 +120,24 @@ class Mlflow : public mixt::Callback {
   }
 
  private:
+  static Pairs recipe_params_of(const fs::path& recipe) {
+    try {
+      return fs::exists(recipe) ? recipe_params(recipe) : Pairs{};
+    } catch (const std::exception&) {
+      return {};
+    }
+  }
+
+  // mlflow_run_id in the run directory that `resumed` (a run directory or a checkpoint in it) names.
+  static std::string run_id_beside(const std::string& resumed) {
+    if (resumed.empty()) return "";
+    for (fs::path at = fs::absolute(resumed); !at.empty() && at != at.root_path(); at = at.parent_path()) {
+      if (fs::exists(at / kRunIdFile)) return read_line(at / kRunIdFile);
+      if (fs::exists(at / "metrics.jsonl")) return "";  // the run directory, without an MLflow run
+    }
+    return "";
+  }
+
   static std::string param_or(const Pairs& params, const std::string& key, const std::string& fallback) {
     for (const auto& [k, v] : params) {
       if (k == key) return v;

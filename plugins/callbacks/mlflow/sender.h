@@ -60,7 +60,7 @@ class Sender {
   SenderSetup setup_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
-  bool woken_ = false, finishing_ = false, finish_requested_ = false;
+  bool woken_ = true, finishing_ = false, finish_requested_ = false;  // woken: the run is made at once
   std::chrono::milliseconds backoff_{0};  // before the next try; 0: the server answers
   std::string status_;
   std::vector<Artifact> artifacts_;

@@ -93,9 +93,9 @@ Curves expected_curves(const fs::path& run, Curves curves = {}) {
           key == "elapsed_s") {
         continue;
       }
-      const std::string tag = event["event"] == "step"     ? "train/" + key
+      const std::string tag = event["event"] == "step"    ? "train/" + key
                               : key.rfind("val_", 0) == 0 ? "val/" + key.substr(4)
-                                                           : "data/" + key;
+                                                          : "data/" + key;
       curves[tag].emplace_back(event["step"].get<std::int64_t>(), value.get<double>());
     }
   }
@@ -161,8 +161,8 @@ TEST(Mlflow, TheServerHoldsTheRecipeEveryMetricStepForStepTheArtifactsAndTheStat
   EXPECT_EQ(server["params"]["model.channels"], "[8, 16]");
 
   const Curves expected = expected_curves(directory);
-  for (const char* tag : {"train/loss", "train/lr", "train/grad_norm", "train/samples_per_s", "val/loss", "val/top1",
-                          "val/top5"}) {
+  for (const char* tag :
+       {"train/loss", "train/lr", "train/grad_norm", "train/samples_per_s", "val/loss", "val/top1", "val/top5"}) {
     EXPECT_EQ(expected.count(tag), 1u) << tag;
   }
   EXPECT_EQ(expected.at("train/loss").size(), 8u);
@@ -209,8 +209,8 @@ TEST(Mlflow, AResumedRunContinuesTheSameMlflowRun) {
   const CommandResult first = testing::run_mixt({"run", "recipe.yaml", "trainer.epochs=1"}, dir.path());
   ASSERT_EQ(first.exit_code, 0) << first.output;
   const fs::path one = runs_of(dir.path()).at(0);
-  const CommandResult second = testing::run_mixt(
-      {"run", "recipe.yaml", "trainer.epochs=2", "trainer.resume=" + one.string()}, dir.path());
+  const CommandResult second =
+      testing::run_mixt({"run", "recipe.yaml", "trainer.epochs=2", "trainer.resume=" + one.string()}, dir.path());
   ASSERT_EQ(second.exit_code, 0) << second.output;
   const fs::path two = runs_of(dir.path()).at(1);
   const std::string run_id = testing::read_file(one / "mlflow_run_id");
@@ -301,7 +301,8 @@ TEST(Mlflow, AServerKilledMidRunIsCaughtUpByMlflowSync) {
   }
   ASSERT_FALSE(directory.empty()) << testing::read_file(dir.path() / "out.txt");
   server.stop();
-  for (int i = 0; i < 1200 && !fs::exists(dir.path() / "rc"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  for (int i = 0; i < 1200 && !fs::exists(dir.path() / "rc"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const std::string output = testing::read_file(dir.path() / "out.txt");
   ASSERT_EQ(testing::read_file(dir.path() / "rc"), "0\n") << output;
   ASSERT_THAT(output, HasSubstr("epoch 12/12")) << "the server went down before the run ended";

@@ -37,8 +37,10 @@ int mlflow_sync(const MlflowSyncOptions& options) {
   const int code =
       sync(options.run_directory.c_str(), options.tracking_uri.c_str(), options.experiment.c_str(), &error);
   if (code == 2) throw usage_error("mlflow-sync: " + error);
-  if (code != 0) throw runtime_error("mlflow-sync: " + error, "nothing already sent is lost; run it again once the "
-                                                              "server answers");
+  if (code != 0)
+    throw runtime_error("mlflow-sync: " + error,
+                        "nothing already sent is lost; run it again once the "
+                        "server answers");
   return 0;
 }
 

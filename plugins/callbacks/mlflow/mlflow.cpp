@@ -27,7 +27,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace mixt::mlflow;
 
-struct MlflowOptions {  // the recipe's section
+struct MlflowOptions {       // the recipe's section
   std::string tracking_uri;  // "": MLFLOW_TRACKING_URI
   std::string experiment;    // "": the recipe's name
   std::string run_name;      // "": <recipe name>-<run directory's timestamp>
@@ -63,8 +63,8 @@ class Mlflow : public mixt::Callback {
     if (fit.run_directory.empty() || rank_ != 0) return;  // mixt bench, tests, other ranks
     run_directory_ = fs::absolute(fit.run_directory);
     if (const std::string bad = check_uri(options_.tracking_uri); !bad.empty()) {
-      mixt::warn("mlflow: " + bad + "; the run goes on without tracking (`mixt mlflow-sync " +
-                 run_directory_.string() + " --tracking-uri URI` sends it later)");
+      mixt::warn("mlflow: " + bad + "; the run goes on without tracking (`mixt mlflow-sync " + run_directory_.string() +
+                 " --tracking-uri URI` sends it later)");
       return;
     }
     const fs::path recipe = run_directory_ / "recipe.yaml";
@@ -73,7 +73,8 @@ class Mlflow : public mixt::Callback {
     setup.tracking_uri = options_.tracking_uri;
     // The checkpoint's id; else the resumed run's directory's, for a run whose MLflow run was
     // made after its last checkpoint (a short epoch, a slow server).
-    if (resumed_run_id_.empty()) resumed_run_id_ = run_id_beside(param_or(recipe_params_of(recipe), "trainer.resume", ""));
+    if (resumed_run_id_.empty())
+      resumed_run_id_ = run_id_beside(param_or(recipe_params_of(recipe), "trainer.resume", ""));
     setup.run_id = resumed_run_id_;
     setup.request_timeout = milliseconds_of(options_.timeout_s);
     try {

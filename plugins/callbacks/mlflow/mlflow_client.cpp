@@ -35,7 +35,8 @@ std::string server_message(const Reply& reply, const std::string& text) {
 std::string check_uri(const std::string& uri) {
   if (uri.empty()) return "no tracking URI: set mlflow.tracking_uri in the recipe or MLFLOW_TRACKING_URI";
   if (uri.rfind("http://", 0) != 0 && uri.rfind("https://", 0) != 0) {
-    return "tracking URI '" + uri + "' is not http:// or https:// (a tracking server's address; file stores are "
+    return "tracking URI '" + uri +
+           "' is not http:// or https:// (a tracking server's address; file stores are "
            "not spoken to directly)";
   }
   return "";

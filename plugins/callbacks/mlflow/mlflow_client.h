@@ -7,16 +7,15 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace mixt::mlflow {
 
 struct Reply {
-  long status = 0;         // the HTTP status; 0 when no answer came (refused, timed out, bad URI)
-  nlohmann::json body;     // the parsed JSON answer (null when it was not JSON)
-  std::string error;       // why it failed, in a line: curl's reason or the server's message
+  long status = 0;      // the HTTP status; 0 when no answer came (refused, timed out, bad URI)
+  nlohmann::json body;  // the parsed JSON answer (null when it was not JSON)
+  std::string error;    // why it failed, in a line: curl's reason or the server's message
 
   bool ok() const { return status >= 200 && status < 300; }
   // Worth another try later: no answer, a server error, or "too many requests".

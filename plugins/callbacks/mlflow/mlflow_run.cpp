@@ -130,8 +130,8 @@ Reply Run::upload(const std::string& relative, const std::filesystem::path& file
 Reply Run::history(const std::string& key, std::vector<std::int64_t>& steps) {
   std::string page_token;
   do {
-    std::vector<std::pair<std::string, std::string>> query = {{"run_id", id_}, {"metric_key", key},
-                                                              {"max_results", "25000"}};
+    std::vector<std::pair<std::string, std::string>> query = {
+        {"run_id", id_}, {"metric_key", key}, {"max_results", "25000"}};
     if (!page_token.empty()) query.emplace_back("page_token", page_token);
     Reply page = client_.get("metrics/get-history", query);
     if (!page.ok()) return page;

@@ -17,7 +17,8 @@ bool is_clock_or_counter(const std::string& key) {
 
 void flatten(const YAML::Node& node, const std::string& prefix, Pairs& out) {
   if (node.IsMap()) {
-    for (const auto& entry : node) flatten(entry.second, (prefix.empty() ? "" : prefix + ".") + entry.first.Scalar(), out);
+    for (const auto& entry : node)
+      flatten(entry.second, (prefix.empty() ? "" : prefix + ".") + entry.first.Scalar(), out);
     return;
   }
   if (node.IsScalar()) {

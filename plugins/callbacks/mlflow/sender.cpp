@@ -12,10 +12,10 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 namespace {
-constexpr milliseconds kPoll{2000};          // metrics.jsonl is looked at this often anyway
-constexpr milliseconds kFirstBackoff{500};   // then doubled at each failure ...
+constexpr milliseconds kPoll{2000};             // metrics.jsonl is looked at this often anyway
+constexpr milliseconds kFirstBackoff{500};      // then doubled at each failure ...
 constexpr milliseconds kLongestBackoff{30000};  // ... up to this
-constexpr std::size_t kBatch = 1000;         // metric points in memory at most: one log-batch
+constexpr std::size_t kBatch = 1000;            // metric points in memory at most: one log-batch
 }  // namespace
 
 Sender::Sender(SenderSetup setup)
@@ -125,7 +125,8 @@ Sender::Outcome Sender::set_up_run() {
     const Reply opened = run_.open(setup_.run_id);
     if (opened.ok()) {
       if (run_.status() != "RUNNING") {
-        if (const Reply running = run_.set_status("RUNNING"); !running.ok()) return failed("reopening the run", running);
+        if (const Reply running = run_.set_status("RUNNING"); !running.ok())
+          return failed("reopening the run", running);
       }
     } else if (opened.status == 404) {
       warn("mlflow: the run " + setup_.run_id + " this training continues is not on " + setup_.tracking_uri +
@@ -212,9 +213,8 @@ std::string Sender::unsent() {
   if (points > 0) {
     std::string part = std::to_string(points) + (points == 1 ? " metric value" : " metric values");
     if (!left.empty()) {
-      const auto [low, high] = std::minmax_element(left.begin(), left.end(), [](const auto& a, const auto& b) {
-        return a.step < b.step;
-      });
+      const auto [low, high] =
+          std::minmax_element(left.begin(), left.end(), [](const auto& a, const auto& b) { return a.step < b.step; });
       part += " (steps " + std::to_string(low->step) + "-" + std::to_string(high->step) + ")";
     }
     parts.push_back(part);
@@ -230,7 +230,8 @@ std::string Sender::unsent() {
   if (!status_.empty() && !status_sent_) parts.push_back("the status " + status_);
   if (parts.empty()) return "";
   std::string text;
-  for (std::size_t i = 0; i < parts.size(); ++i) text += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
   return text + (last_error_.empty() ? "" : " (" + last_error_ + ")");
 }
 

@@ -61,7 +61,7 @@ class Sender {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   bool woken_ = true, finishing_ = false, finish_requested_ = false;  // woken: the run is made at once
-  std::chrono::milliseconds backoff_{0};  // before the next try; 0: the server answers
+  std::chrono::milliseconds backoff_{0};                              // before the next try; 0: the server answers
   std::string status_;
   std::vector<Artifact> artifacts_;
   std::chrono::steady_clock::time_point deadline_;

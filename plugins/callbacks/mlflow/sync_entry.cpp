@@ -66,7 +66,8 @@ extern "C" __attribute__((visibility("default"))) int mixt_mlflow_sync(const cha
   bool opened = false;
   if (!known.empty()) {
     const Reply reply = mlflow_run.open(known);
-    if (!reply.ok() && reply.status != 404) return fail("cannot open MLflow run " + known + " at " + uri + ": " + reply.error, error);
+    if (!reply.ok() && reply.status != 404)
+      return fail("cannot open MLflow run " + known + " at " + uri + ": " + reply.error, error);
     opened = reply.ok();
     if (!opened) std::printf("the MLflow run %s is not on %s: a new one is made\n", known.c_str(), uri.c_str());
   }
@@ -135,6 +136,7 @@ extern "C" __attribute__((visibility("default"))) int mixt_mlflow_sync(const cha
     }
     std::printf("status %s\n", status.c_str());
   }
-  std::printf("MLflow run %s at %s is up to date with %s\n", mlflow_run.id().c_str(), uri.c_str(), run.string().c_str());
+  std::printf("MLflow run %s at %s is up to date with %s\n", mlflow_run.id().c_str(), uri.c_str(),
+              run.string().c_str());
   return 0;
 }

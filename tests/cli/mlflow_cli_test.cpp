@@ -229,6 +229,21 @@ TEST(Mlflow, AResumedRunContinuesTheSameMlflowRun) {
   EXPECT_EQ(curves_of(server["metrics"]).at("train/loss").back().first, 32);
 }
 
+TEST(Mlflow, AFailedRunEndsFailedWithWhatItLogged) {
+  const std::string uri = shared_server();
+  TempDir dir;
+  dir.write("recipe.yaml", recipe_with("tracking_uri: \"" + uri + "\", experiment: " + experiment("failed")));
+  // A learning rate that makes the loss NaN at once: mixt stops with exit 1.
+  const CommandResult run = testing::run_mixt({"run", "recipe.yaml", "optimizer.lr=1e12"}, dir.path());
+  ASSERT_EQ(run.exit_code, 1) << run.output;
+  const fs::path directory = runs_of(dir.path()).at(0);
+  EXPECT_EQ(testing::read_file(directory / "mlflow_status"), "FAILED\n");
+  const std::string run_id = testing::read_file(directory / "mlflow_run_id").substr(0, 32);
+  const json server = read_run(uri, run_id, dir.path() / "download", directory / "recipe.yaml");
+  EXPECT_EQ(server["status"], "FAILED");
+  EXPECT_EQ(curves_of(server["metrics"]), expected_curves(directory));  // NaN is null in metrics.jsonl: not sent
+}
+
 TEST(Mlflow, NoServerAtTheAddressIsOneWarningAndTheTrainingEndsWell) {
   TempDir dir;
   // A port nothing listens on: the one a server just gave back.

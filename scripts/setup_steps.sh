@@ -21,6 +21,8 @@ DEBIAN_PACKAGES+=(libprotobuf-dev protobuf-compiler)
 # Hugging Face tokenizers uses), utf8proc for the normalizers' NFC/NFKC, libsentencepiece for
 # SentencePiece models.
 DEBIAN_PACKAGES+=(libonig-dev libutf8proc-dev libsentencepiece-dev)
+# The mlflow callback (plugins/callbacks/mlflow, docs/tracking.md): libcurl speaks MLflow's REST API.
+DEBIAN_PACKAGES+=(libcurl4-openssl-dev)
 
 # Python packages: LibTorch itself for the build, then the references the tests and benchmarks
 # compare against (never runtime dependencies of mixt; no weights or data are downloaded).
@@ -37,6 +39,7 @@ TEST_REQUIREMENTS=(
   onnxruntime            # runs mixt export's ONNX files against mixt's own forward
   sentencepiece          # trains and runs the SentencePiece reference (tokenizers come with transformers)
   tiktoken               # bench/tokenizer's second reference: OpenAI's encoder on the same vocabulary
+  mlflow                 # the tracking server the mlflow callback's tests log to, and its client reading back
 )
 
 # The parts of a CUDA toolkit that the wheel's CMake config requires (it runs nvcc once and

@@ -13,6 +13,7 @@
 #include "commands/generate_command.h"
 #include "commands/list_command.h"
 #include "commands/lr_find_command.h"
+#include "commands/mlflow_sync_command.h"
 #include "commands/predict_command.h"
 #include "commands/run_command.h"
 #include "commands/tokenize_command.h"
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
   add_tokenize_command(app, commands);
   add_lr_find_command(app, commands);
   add_diagnose_command(app, commands);
+  add_mlflow_sync_command(app, commands);
 
   try {
     app.parse(argc, argv);

@@ -55,7 +55,7 @@ bench: build
 bench-data: build
 	bench/data_pipeline/run.sh $(BUILD_DIR)
 
-# Tokenizer encode throughput: mixt vs Hugging Face tokenizers, one thread and every core.
+# Tokenizer encode throughput: mixt vs Hugging Face tokenizers and tiktoken, one thread and every core.
 bench-tokenizer: build
 	bench/tokenizer/run.sh $(BUILD_DIR)
 

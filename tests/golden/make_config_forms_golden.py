@@ -16,7 +16,6 @@
       OUT_DIR/forms.json lists the forms with their family ("llama", "gpt2").
       Generated once per generator and torch/transformers version (OUT_DIR/stamp).
 """
-import hashlib
 import json
 import sys
 from pathlib import Path
@@ -25,6 +24,8 @@ import torch
 import transformers
 from safetensors.torch import save_file
 from transformers import AutoConfig, AutoModelForCausalLM
+
+from golden_stamp import Stamp  # tests/golden/golden_stamp.py
 
 LLAMA_2_7B = {  # meta-llama/Llama-2-7b-hf (transformers 4.31: no rope_theta)
     "_name_or_path": "meta-llama/Llama-2-7b-hf", "architectures": ["LlamaForCausalLM"], "bos_token_id": 1,
@@ -135,19 +136,11 @@ def shrunk(form):
     return small
 
 
-def golden_stamp():
-    script = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
-    return f"{script} torch {torch.__version__} transformers {transformers.__version__}\n"
-
-
 def golden(out_dir):
     out_dir = Path(out_dir)
-    stamp = out_dir / "stamp"
-    if stamp.exists() and stamp.read_text() == golden_stamp():
-        print(f"{out_dir}: up to date")
+    stamp = Stamp(out_dir, __file__)
+    if stamp.current():
         return
-    stamp.unlink(missing_ok=True)
-    out_dir.mkdir(parents=True, exist_ok=True)
     index = {}
     for name, form in FORMS.items():
         family = form["model_type"]
@@ -178,7 +171,7 @@ def golden(out_dir):
         save_file(io, out_dir / f"{name}_small.io.safetensors")
         index[name] = family
     (out_dir / "forms.json").write_text(json.dumps(index, indent=1) + "\n")
-    stamp.write_text(golden_stamp())
+    stamp.write()
 
 
 if __name__ == "__main__":

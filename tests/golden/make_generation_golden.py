@@ -16,7 +16,6 @@
                                           the same without the eos token (unstopped, decoded_unstopped)
       Generated once per generator and torch/transformers version (OUT_DIR/stamp).
 """
-import hashlib
 import json
 import shutil
 import sys
@@ -26,6 +25,8 @@ import torch
 import transformers
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+
+from golden_stamp import Stamp  # tests/golden/golden_stamp.py
 
 PROMPT = "Ünïcödé text: "
 MAX_NEW_TOKENS = 40
@@ -60,19 +61,11 @@ def eos_within(tokens):
     return tokens[0]
 
 
-def golden_stamp():
-    script = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
-    return f"{script} torch {torch.__version__} transformers {transformers.__version__}\n"
-
-
 def golden(out_dir):
     out_dir = Path(out_dir)
-    stamp = out_dir / "stamp"
-    if stamp.exists() and stamp.read_text() == golden_stamp():
-        print(f"{out_dir}: up to date")
+    stamp = Stamp(out_dir, __file__)
+    if stamp.current():
         return
-    stamp.unlink(missing_ok=True)
-    out_dir.mkdir(parents=True, exist_ok=True)
     tok = tokenizer()
     torch.manual_seed(0)
     config = LlamaConfig(vocab_size=tok.get_vocab_size(), hidden_size=64, intermediate_size=96, num_hidden_layers=2,
@@ -104,7 +97,7 @@ def golden(out_dir):
                        "tokens": tokens, "decoded": decoded, "unstopped": free,
                        "decoded_unstopped": tok.decode(prompt[0].tolist() + free, skip_special_tokens=False)}
     (out_dir / "cases.json").write_text(json.dumps(cases, ensure_ascii=False, indent=1) + "\n")
-    stamp.write_text(golden_stamp())
+    stamp.write()
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@
 The reference is the eager attention (softmax(q k^T / sqrt(d) + causal mask) v), written out
 by transformers, so mixt's scaled_dot_product_attention is held to the plain arithmetic.
 """
-import hashlib
 import json
 import sys
 from pathlib import Path
@@ -34,6 +33,8 @@ import torch
 import transformers
 from safetensors.torch import load_file, save_file
 from transformers import GPT2Config, GPT2LMHeadModel
+
+from golden_stamp import Stamp  # tests/golden/golden_stamp.py
 
 TOLERANCE = 1e-5
 
@@ -77,20 +78,11 @@ def relative_error(got, expected):
     return ((got - expected).abs().max() / expected.abs().max().clamp_min(1e-12)).item()
 
 
-def golden_stamp():
-    """What the files depend on: this generator and the reference versions."""
-    script = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
-    return f"{script} torch {torch.__version__} transformers {transformers.__version__}\n"
-
-
 def golden(out_dir):
     out_dir = Path(out_dir)
-    stamp = out_dir / "stamp"
-    if stamp.exists() and stamp.read_text() == golden_stamp():
-        print(f"{out_dir}: up to date")
+    stamp = Stamp(out_dir, __file__)
+    if stamp.current():
         return
-    stamp.unlink(missing_ok=True)
-    out_dir.mkdir(parents=True, exist_ok=True)
     index = {}
     for case, section, shape in CASES:
         torch.manual_seed(0)
@@ -119,7 +111,7 @@ def golden(out_dir):
         sizes[name] = {"num_layers": layers, "num_params": sum(p.numel() for p in model.parameters()),  # tied: once
                        "state": [[k, list(v.shape)] for k, v in model.state_dict().items() if k != "lm_head.weight"]}
     (out_dir / "sizes.json").write_text(json.dumps(sizes, separators=(",", ":")) + "\n")
-    stamp.write_text(golden_stamp())
+    stamp.write()
 
 
 def check(section_file, weights_file, io_file):

@@ -25,7 +25,6 @@
                                          (max |diff| / max |ref| <= 1e-5); prints "agree" and the
                                          error, exit status 1 otherwise.
 """
-import hashlib
 import json
 import shutil
 import sys
@@ -36,6 +35,8 @@ import torch
 import transformers
 from safetensors.torch import load_file, save_file
 from transformers import LlamaConfig, LlamaForCausalLM
+
+from golden_stamp import Stamp  # tests/golden/golden_stamp.py
 
 TOLERANCE = 1e-5
 NEW_TOKENS = 12
@@ -112,19 +113,11 @@ def relative_error(got, expected):
     return ((got - expected).abs().max() / expected.abs().max().clamp_min(1e-12)).item()
 
 
-def golden_stamp():
-    script = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
-    return f"{script} torch {torch.__version__} transformers {transformers.__version__}\n"
-
-
 def golden(out_dir):
     out_dir = Path(out_dir)
-    stamp = out_dir / "stamp"
-    if stamp.exists() and stamp.read_text() == golden_stamp():
-        print(f"{out_dir}: up to date")
+    stamp = Stamp(out_dir, __file__)
+    if stamp.current():
         return
-    stamp.unlink(missing_ok=True)
-    out_dir.mkdir(parents=True, exist_ok=True)
     index = {}
     for case, section, shapes in CASES:
         torch.manual_seed(0)
@@ -169,7 +162,7 @@ def golden(out_dir):
                        "state": [[k, list(v.shape)] for k, v in model.state_dict().items()
                                  if not (tied and k == "lm_head.weight")]}
     (out_dir / "sizes.json").write_text(json.dumps(sizes, separators=(",", ":")) + "\n")
-    stamp.write_text(golden_stamp())
+    stamp.write()
 
 
 def check(section_file, weights_file, io_file):

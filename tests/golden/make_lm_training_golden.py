@@ -41,7 +41,6 @@ Llama needs nothing of the kind: transformers' sdpa path is what mixt's llama co
 Generated at test time into the build directory, once per generator and torch/transformers
 version (OUT_DIR/stamp).
 """
-import hashlib
 import json
 import sys
 from pathlib import Path
@@ -52,6 +51,8 @@ import torch.nn.functional as F
 import transformers
 from safetensors.torch import save_file
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+from golden_stamp import Stamp  # tests/golden/golden_stamp.py
 
 STEPS = 20
 BATCH = 4
@@ -68,12 +69,6 @@ MODELS = {
 OPTIMIZER = {"name": "adamw", "lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.1,
              "weight_decay_1d": False, "foreach": "false"}
 CLIP_GRAD_NORM = 1.0
-
-
-def golden_stamp():
-    """What the files depend on: this generator and the reference versions."""
-    script = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
-    return f"{script} torch {torch.__version__} transformers {transformers.__version__}\n"
 
 
 def token_file(path):
@@ -158,12 +153,9 @@ def main():
         sys.exit(__doc__)
     kind, out_dir = sys.argv[1], Path(sys.argv[2])
     section = MODELS[kind]
-    stamp = out_dir / "stamp"
-    if stamp.exists() and stamp.read_text() == golden_stamp():
-        print(f"{out_dir}: up to date")
+    stamp = Stamp(out_dir, __file__)
+    if stamp.current():
         return
-    stamp.unlink(missing_ok=True)
-    out_dir.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(1)
     transformers.utils.logging.disable_progress_bar()
     ids = token_file(out_dir / "tokens.bin")
@@ -179,7 +171,7 @@ def main():
               "optimizer": OPTIMIZER, "clip_grad_norm": CLIP_GRAD_NORM, "losses": losses,
               "grad_norms": grad_norms}
     (out_dir / "training.json").write_text(json.dumps(golden, indent=1) + "\n")
-    stamp.write_text(golden_stamp())
+    stamp.write()
     print(f"{out_dir}: {STEPS} steps, loss {losses[0]:.4f} -> {losses[-1]:.4f}")
 
 

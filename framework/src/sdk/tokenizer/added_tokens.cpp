@@ -21,6 +21,7 @@ AddedTokens::AddedTokens(std::vector<AddedToken> tokens) : tokens_(std::move(tok
   for (std::size_t t = 0; t < tokens_.size(); ++t) {
     by_id_[tokens_[t].id] = t;
     if (tokens_[t].content.empty()) continue;
+    starts_[static_cast<unsigned char>(tokens_[t].content.front())] = true;
     std::size_t node = 0;
     for (char c : tokens_[t].content) {
       const auto byte = static_cast<unsigned char>(c);
@@ -63,7 +64,7 @@ void AddedTokens::split(std::string_view text, const std::function<void(std::str
   std::size_t at = 0;
   while (at < text.size()) {
     std::size_t end = 0;
-    const int index = trie_[0].children.empty() ? -1 : longest_at(text, at, end);
+    const int index = starts_[static_cast<unsigned char>(text[at])] ? longest_at(text, at, end) : -1;
     if (index < 0) {
       ++at;
       continue;

@@ -4,6 +4,7 @@
 
 #include <mixt/tokenizer.h>
 
+#include <array>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -44,6 +45,7 @@ class AddedTokens {
 
   std::vector<AddedToken> tokens_;
   std::vector<Node> trie_{Node{}};
+  std::array<bool, 256> starts_{};  // the first bytes of the tokens: the scan skips every other byte at once
   std::unordered_map<TokenId, std::size_t> by_id_;
 };
 

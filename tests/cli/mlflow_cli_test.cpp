@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "ranks.h"
 #include "test_support.h"
 
 namespace mixt {
@@ -227,6 +228,26 @@ TEST(Mlflow, AResumedRunContinuesTheSameMlflowRun) {
   // One history: the first directory's steps 4..16, then the second's 20..32.
   EXPECT_EQ(curves_of(server["metrics"]), expected_curves(two, expected_curves(one)));
   EXPECT_EQ(curves_of(server["metrics"]).at("train/loss").back().first, 32);
+}
+
+// Two ranks under torchrun's environment: only rank 0 talks to the server, so the experiment
+// holds one run, whose history is the run directory's metrics.jsonl (rank 0 writes it).
+TEST(Mlflow, TwoRanksMakeOneRun) {
+  const std::string uri = shared_server();
+  const std::string name = experiment("ranks");
+  TempDir dir;
+  dir.write("r.yaml", recipe_with("tracking_uri: \"" + uri + "\", experiment: " + name));
+  const std::vector<testing::RankResult> ranks = testing::run_ranks(dir, 2, {{}});
+  for (const auto& rank : ranks) ASSERT_EQ(rank.exit_code, std::optional<int>(0)) << rank.log;
+  const CommandResult listed = testing::run_command(helper("runs " + uri + " " + name));
+  ASSERT_EQ(listed.exit_code, 0) << listed.output;
+  const json ids = json::parse(listed.output.substr(listed.output.find('[')));
+  ASSERT_EQ(ids.size(), 1u) << ids;
+  const fs::path directory = runs_of(dir.path()).at(0);
+  EXPECT_EQ(testing::read_file(directory / "mlflow_run_id").substr(0, 32), ids[0].get<std::string>());
+  const json server = read_run(uri, ids[0].get<std::string>(), dir.path() / "download", directory / "recipe.yaml");
+  EXPECT_EQ(server["status"], "FINISHED");
+  EXPECT_EQ(curves_of(server["metrics"]), expected_curves(directory));
 }
 
 TEST(Mlflow, AFailedRunEndsFailedWithWhatItLogged) {

@@ -122,13 +122,18 @@ TEST(LlamaFinetuneRecipe, TrainsFromATransformersFolder) {
       " " + testing::shell_quote((kSource / "recipes/llama/gpl3_bpe512.json").string()) + " " +
       testing::shell_quote(checkpoint.string()));
   ASSERT_EQ(made.exit_code, 0) << made.output;
-  const std::string tokenizer = (checkpoint / "tokenizer.json").string();
+  // Nothing but the folder: it implies the task and encodes the text with its tokenizer.
   const CommandResult run =
       run_mixt({"run", (kSource / "recipes/llama/finetune.yaml").string(), "model.from=" + checkpoint.string(),
-                "data.train.tokenizer=" + tokenizer, "data.val.tokenizer=" + tokenizer, "trainer.max_steps_per_epoch=3",
-                "callbacks=[]", "output=" + (dir.path() / "runs").string()},
+                "trainer.max_steps_per_epoch=3", "callbacks=[]", "output=" + (dir.path() / "runs").string()},
                dir.path());
   ASSERT_EQ(run.exit_code, 0) << run.output;
+  // The text in the folder's 512 tokens, not as bytes (vocabulary 256).
+  const CommandResult checked = run_mixt(
+      {"check", (kSource / "recipes/llama/finetune.yaml").string(), "model.from=" + checkpoint.string()}, dir.path());
+  ASSERT_EQ(checked.exit_code, 0) << checked.output;
+  EXPECT_THAT(checked.output, ::testing::ContainsRegex("data.train +[0-9]+ samples, vocabulary 512,"));
+  EXPECT_THAT(checked.output, HasSubstr("task      causal_lm"));
   const fs::path run_dir = testing::only_run_directory(dir.path() / "runs" / "llama_finetune");
   ASSERT_FALSE(run_dir.empty());
   EXPECT_TRUE(fs::exists(run_dir / "metrics.jsonl"));

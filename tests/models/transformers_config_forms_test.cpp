@@ -11,7 +11,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "assembly/components.h"
@@ -44,11 +43,7 @@ const testing::BuiltPlugins& plugins() {
   return built;
 }
 
-nlohmann::json read_json(const fs::path& file) {
-  std::ifstream in(file);
-  EXPECT_TRUE(in) << file;
-  return nlohmann::json::parse(in);
-}
+nlohmann::json read_json(const fs::path& file) { return nlohmann::json::parse(testing::read_file(file)); }
 
 std::string section_yaml(const std::string& preset, const fs::path& folder) {
   return "{name: " + preset + ", from: '" + folder.string() + "'}";

@@ -159,6 +159,9 @@ void say_how(const Recipe& recipe, const Sampler& s, const SamplingOptions& samp
       autocast = std::string("autocast to ") + c10::toString(at::autocast::get_autocast_dtype(s.device.type()));
     }
   }
+  // A model may hold no parameter (a plugin's fixed function): then there is no dtype to name.
+  const std::vector<at::Tensor> parameters = s.model.parameters();
+  const std::string weights = parameters.empty() ? "none" : c10::toString(parameters.front().scalar_type());
   std::string how = sampling.temperature <= 0 ? std::string("the likeliest token")
                                               : "sampling at temperature " + std::to_string(sampling.temperature);
   if (sampling.temperature > 0 && sampling.top_k > 0) how += ", top_k " + std::to_string(sampling.top_k);
@@ -167,7 +170,7 @@ void say_how(const Recipe& recipe, const Sampler& s, const SamplingOptions& samp
   std::string stops;
   for (const auto id : sampling.stop_tokens) stops += (stops.empty() ? "" : ", ") + std::to_string(id);
   std::fprintf(stderr, "mixt generate: precision %s (%s, weights %s on %s); %s; %s\n", policy.c_str(), autocast.c_str(),
-               c10::toString(s.model.parameters().front().scalar_type()), s.device.str().c_str(), how.c_str(),
+               weights.c_str(), s.device.str().c_str(), how.c_str(),
                stops.empty() ? "no stop token" : ("stops at token " + stops + " (" + source + ")").c_str());
 }
 

@@ -13,6 +13,7 @@ namespace {
 
 nlohmann::json read_object(const fs::path& file) {
   std::ifstream in(file);
+  if (!in) throw recipe_error("cannot read " + file.string(), SourceLocation{file.string()});
   nlohmann::json json;
   try {
     json = nlohmann::json::parse(in);

@@ -11,10 +11,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -23,21 +27,33 @@
 
 namespace mixt::testing {
 
-// A TCP port on 127.0.0.1 that was free a moment ago (the kernel picked it).
+// A TCP port on 127.0.0.1 that is free now, chosen below the kernel's ephemeral range
+// (ip_local_port_range): a port the kernel hands out could be taken as the source port of
+// any client connection (another test's rendezvous) between this check and the server's
+// bind, which made torchrun fail with EADDRINUSE. Random start, so parallel tests differ.
 inline int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  socklen_t length = sizeof(address);
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    throw std::runtime_error("free_port: cannot bind a socket on 127.0.0.1");
+  int ephemeral_low = 32768;
+  if (std::FILE* range = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(range, "%d", &ephemeral_low) != 1) ephemeral_low = 32768;
+    std::fclose(range);
   }
-  const int port = ntohs(address.sin_port);
-  ::close(fd);
-  return port;
+  const int low = 10000;
+  const int span = std::max(ephemeral_low - low, 1000);
+  std::random_device entropy;
+  const int start = static_cast<int>(entropy() % static_cast<unsigned>(span));
+  for (int i = 0; i < span; ++i) {
+    const int port = low + (start + i) % span;
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) break;
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(static_cast<std::uint16_t>(port));
+    const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+    ::close(fd);
+    if (bound) return port;
+  }
+  throw std::runtime_error("free_port: no port free on 127.0.0.1 below the ephemeral range");
 }
 
 // What torchrun would set for `rank` of `world` on one node, rendezvous on 127.0.0.1:`port`.

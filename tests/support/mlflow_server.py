@@ -18,17 +18,12 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from free_port import free_port
 
 
 def wait_healthy(port, process, seconds=120):

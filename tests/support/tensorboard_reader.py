@@ -9,12 +9,13 @@ Both print one JSON object: {"scalars": {tag: [[step, value], ...]}, ...}.
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.parse
 import urllib.request
+
+from free_port import free_port
 
 
 def from_events(run_dir):
@@ -31,12 +32,6 @@ def from_events(run_dir):
         "text": {t: [[e.step, e.tensor_proto.string_val[0].decode()] for e in accumulator.Tensors(t)]
                  for t in tags["tensors"]},
     }
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get(port, path):

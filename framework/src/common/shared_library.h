@@ -1,13 +1,19 @@
 // The one way mixt opens a shared library at run time: plugins (plugins/plugin_loader.cpp),
 // the SentencePiece module (sdk/tokenizer) and the OpenCV drawing modules (cli/reports).
-// A library is opened with dlopen, its symbols found with dlsym, and it is kept resident
-// once code from it may run: mixt never unloads what it used. A failure names the file and
-// gives the dynamic loader's reason (dlerror).
+// A library is opened with Boost.DLL (boost::dll::shared_library), its symbols found through
+// it, and it is kept resident once code from it may run: mixt never unloads what it used. A
+// failure names the file and gives the dynamic loader's reason (dlerror(), which Boost.DLL's
+// throwing calls carry in their message).
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <stdexcept>
 #include <string>
+
+namespace boost::dll {
+class shared_library;
+}
 
 namespace mixt {
 
@@ -36,7 +42,7 @@ class SharedLibrary {
   // Opens `file` (a path with a '/' is opened as is; dlopen searches for a bare name).
   // SharedLibraryError when the dynamic loader refuses it.
   explicit SharedLibrary(const std::filesystem::path& file, SymbolBinding binding = SymbolBinding::process_first);
-  ~SharedLibrary();  // closes the library, unless it was kept resident
+  ~SharedLibrary();  // closes the library, unless it was kept resident (or moved from)
   SharedLibrary(SharedLibrary&& other) noexcept;
   SharedLibrary(const SharedLibrary&) = delete;
   SharedLibrary& operator=(const SharedLibrary&) = delete;
@@ -60,7 +66,7 @@ class SharedLibrary {
 
  private:
   std::filesystem::path file_;
-  void* handle_ = nullptr;
+  std::unique_ptr<boost::dll::shared_library> library_;
   bool resident_ = false;
 };
 

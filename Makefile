@@ -17,7 +17,7 @@ export CCACHE_NOHASHDIR := true
 export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_file_ctime
 export CCACHE_MAXSIZE ?= 5G
 
-.PHONY: setup setup-demo configure build build-demo test demo bench bench-data bench-tokenizer container-check clean
+.PHONY: setup setup-demo configure build build-demo test demo bench bench-data bench-tokenizer container-check fuzz clean
 
 # Everything `make test` needs; setup-demo: only what `make demo` needs (no Python references).
 setup:
@@ -67,6 +67,12 @@ bench-tokenizer: build
 # Builds the container image (podman or docker) and runs it: not part of `make test`.
 container-check:
 	scripts/container-check
+
+# Each fuzz target (fuzz/) for FUZZ_SECONDS under libFuzzer with ASan and UBSan (clang):
+# docs/fuzzing.md.
+FUZZ_SECONDS ?= 60
+fuzz:
+	scripts/fuzz $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(BUILD_DIR)

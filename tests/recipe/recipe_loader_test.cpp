@@ -274,6 +274,16 @@ TEST(RecipeLoader, WhatUsedToBeIgnoredOrRawIsARecipeErrorAtItsPlace) {
   EXPECT_THAT(e.message(), HasSubstr("starts with a quote but does not end with it")) << e.what();
   EXPECT_EQ(load_error(dir.path() / "common.yaml", {"name=\"a b\""}).message(), "(loaded)");
 
+  // Keys a run's recipe.yaml could not hold readably (found by fuzz/recipe_fuzz.cpp): YAML
+  // reads an implicit key of at most 1024 characters as written, a control character as 4.
+  e = load_error(dir.path() / "common.yaml", {"model." + std::string(300, 'k') + "=1"});
+  EXPECT_EQ(e.kind(), ErrorKind::usage);
+  EXPECT_THAT(e.message(), HasSubstr("override key is 306 bytes long (at most 256)")) << e.what();
+  e = load_error(dir.path() / "common.yaml", {std::string("model.na\x01me=1")});
+  EXPECT_EQ(e.kind(), ErrorKind::usage);
+  EXPECT_THAT(e.message(), HasSubstr("override key has a control character (byte 1 at 9)")) << e.what();
+  EXPECT_EQ(load_error(dir.path() / "common.yaml", {"model." + std::string(250, 'k') + "=1"}).message(), "(loaded)");
+
   std::filesystem::create_symlink("loop2.yaml", dir.path() / "loop1.yaml");
   std::filesystem::create_symlink("loop1.yaml", dir.path() / "loop2.yaml");
   e = load_error(dir.write("looped.yaml", "base: loop1.yaml\n"));

@@ -1,5 +1,6 @@
 #include "recipe/recipe_loader.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -308,6 +309,59 @@ RecipeNodePtr load_with_bases(const fs::path& file, std::vector<fs::path>& chain
   return loaded[canonical] = merged;
 }
 
+// Where each YAML document of `text` starts. yaml-cpp 0.7 (Debian 12's) never ends LoadAll
+// on a token it cannot start a node with, such as a ',' outside [ ] or { } ("," alone, or
+// "[a]\n,"): every call reads one more empty document at that token without consuming it,
+// so a 1-byte recipe ran forever (found by fuzz/recipe_fuzz.cpp). A document that starts
+// where the one before started is that token, and a syntax error here.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> starts;  // where each document starts (its `---`, if any)
+  std::vector<YAML::Mark> nodes;   // where each document's node starts (its start, if none)
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    starts.push_back(mark);
+    nodes.push_back(mark);
+    awaiting_node_ = true;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { node(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { node(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override { node(mark); }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    node(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    node(mark);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void node(const YAML::Mark& mark) {
+    if (awaiting_node_) nodes.back() = mark;
+    awaiting_node_ = false;
+  }
+  bool awaiting_node_ = false;
+};
+
+// The node marks of `text`'s documents.
+std::vector<YAML::Mark> document_nodes(const std::string& text, const std::string& source) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStarts handler;
+  while (parser.HandleNextDocument(handler)) {
+    const std::vector<YAML::Mark>& starts = handler.starts;
+    if (starts.size() >= 2 && starts.back().pos == starts[starts.size() - 2].pos) {
+      const auto at = static_cast<std::size_t>(std::max(starts.back().pos, 0));
+      const std::string token = at < text.size() ? std::string(1, text[at]) : std::string("end of file");
+      throw recipe_error("YAML syntax error: unexpected '" + token + "' where a value should start" +
+                             (token == "," ? " (a ',' separates items only inside [ ] or { })" : ""),
+                         location_of(starts.back(), source));
+    }
+  }
+  return handler.nodes;
+}
+
 // yaml-cpp's message for a tab in the indentation ("illegal map value", "end of map not
 // found") does not say that YAML forbids tabs there. It reports the tab's line or the next.
 std::string syntax_hint(const std::string& text, const YAML::Mark& mark) {
@@ -327,16 +381,16 @@ std::string syntax_hint(const std::string& text, const YAML::Mark& mark) {
 
 RecipeNodePtr parse_yaml(const std::string& text, const std::string& source) {
   try {
-    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    const std::vector<YAML::Mark> documents = document_nodes(text, source);
     // A second document (after `---`) would be dropped without a word.
     if (documents.size() > 1) {
-      throw recipe_error("this holds " + std::to_string(documents.size()) +
-                             " YAML documents (--- starts each); a recipe is one",
-                         location_of(documents[1].Mark(), source), {},
-                         "merge them, or put the second in a file of its own that names this one in base:");
+      throw recipe_error(
+          "this holds " + std::to_string(documents.size()) + " YAML documents (--- starts each); a recipe is one",
+          location_of(documents[1], source), {},
+          "merge them, or put the second in a file of its own that names this one in base:");
     }
     Expansion expansion{source};
-    return convert(documents.empty() ? YAML::Node() : documents.front(), expansion, 0);
+    return convert(YAML::Load(text), expansion, 0);
   } catch (const YAML::ParserException& e) {
     throw recipe_error("YAML syntax error: " + e.msg, location_of(e.mark, source), {}, syntax_hint(text, e.mark));
   } catch (const YAML::Exception& e) {
@@ -405,6 +459,25 @@ Assignment split_assignment(const std::string& assignment) {
                       "write overrides as dotted keys, e.g. optimizer.lr=0.1 trainer.epochs=2");
   }
   const std::string dotted = assignment.substr(0, equals);
+  // YAML reads a key of at most 1024 characters without `? `, counted as written (a control
+  // character is 4): a longer one made a run's recipe.yaml unreadable (found by
+  // fuzz/recipe_fuzz.cpp). No option is named so.
+  constexpr std::size_t kLongestKey = 256;
+  if (dotted.size() > kLongestKey) {
+    throw usage_error("override key is " + std::to_string(dotted.size()) + " bytes long (at most " +
+                          std::to_string(kLongestKey) + ")",
+                      "write overrides as dotted keys, e.g. optimizer.lr=0.1 trainer.epochs=2");
+  }
+  const auto control = std::find_if(dotted.begin(), dotted.end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return byte < 0x20 || byte == 0x7f;
+  });
+  if (control != dotted.end()) {
+    throw usage_error("override key has a control character (byte " +
+                          std::to_string(static_cast<unsigned char>(*control)) + " at " +
+                          std::to_string(control - dotted.begin() + 1) + ")",
+                      "write overrides as dotted keys, e.g. optimizer.lr=0.1 trainer.epochs=2");
+  }
   if (dotted == "_delete_" || (dotted.size() > 9 && dotted.compare(dotted.size() - 9, 9, "._delete_") == 0)) {
     throw usage_error("override '" + assignment + "': _delete_ is for recipe files",
                       "on the command line a whole map replaces the recipe's, e.g. "

@@ -1,6 +1,7 @@
 #include "recipe/recipe_node.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace mixt {
 

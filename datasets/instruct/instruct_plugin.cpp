@@ -1,6 +1,6 @@
 // datasets/instruct — instruction data for fine-tuning a language model (task causal_lm): a
 // JSONL file of conversations, each formatted with the checkpoint's chat template
-// (chat_format.h), tokenized, and given as inputs and targets [batch, context] in which every
+// (mixt/helpers/chat_template.h), tokenized, and given as inputs and targets [batch, context] in which every
 // target that is not an assistant's token is -100, the ignore index of causal_lm's loss: only
 // the responses are trained, as TRL and torchtune train them (docs/instruct.md).
 //
@@ -9,6 +9,7 @@
 //   {"prompt": "...", "response": "..."}  (and an optional "system")
 //   {"instruction": "...", "input": "...", "output": "..."}  (Alpaca's; input may be empty or absent)
 #include <mixt/error.h>
+#include <mixt/helpers/chat_template.h>
 #include <mixt/helpers/data_loader.h>
 #include <mixt/options.h>
 #include <mixt/plugin.h>
@@ -19,12 +20,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "chat_format.h"
-
 namespace {
 
 namespace fs = std::filesystem;
-using instruct::Family;
+using mixt::ChatFamily;
 
 constexpr std::int64_t kIgnore = -100;  // causal_lm's ignore_index (PyTorch's, TRL's, torchtune's)
 
@@ -148,14 +147,14 @@ std::string string_field(const IO& o, std::int64_t line, const nlohmann::json& o
   return found->get<std::string>();
 }
 
-std::vector<instruct::Message> messages_of(const IO& o, std::int64_t line, const nlohmann::json& sample) {
+std::vector<mixt::ChatMessage> messages_of(const IO& o, std::int64_t line, const nlohmann::json& sample) {
   if (!sample.is_object()) fail_line(o, line, "is a JSON " + std::string(sample.type_name()) + ", not an object");
-  std::vector<instruct::Message> messages;
+  std::vector<mixt::ChatMessage> messages;
   if (const auto list = sample.find("messages"); list != sample.end()) {
     if (!list->is_array() || list->empty()) fail_line(o, line, "\"messages\" is not a non-empty list");
     for (const auto& m : *list) {
       if (!m.is_object()) fail_line(o, line, "a message is not an object with \"role\" and \"content\"");
-      instruct::Message message{string_field(o, line, m, "role"), string_field(o, line, m, "content")};
+      mixt::ChatMessage message{string_field(o, line, m, "role"), string_field(o, line, m, "content")};
       if (message.role != "system" && message.role != "user" && message.role != "assistant") {
         fail_line(o, line, "a message has role \"" + message.role + "\"; the roles are system, user and assistant");
       }
@@ -194,15 +193,15 @@ std::unique_ptr<mixt::Dataset> make_instruct(const IO& o, const mixt::DatasetCon
   if (!fs::is_regular_file(*o.tokenizer, ec))
     o.where.fail("tokenizer", "tokenizer file does not exist: " + *o.tokenizer);
   const fs::path config = fs::path(*o.tokenizer).parent_path() / "tokenizer_config.json";
-  std::optional<Family> family;
-  if (o.chat_template == "llama3") family = Family::llama3;
-  if (o.chat_template == "chatml") family = Family::chatml;
-  instruct::ChatTemplate chat;
+  std::optional<ChatFamily> family;
+  if (o.chat_template == "llama3") family = ChatFamily::llama3;
+  if (o.chat_template == "chatml") family = ChatFamily::chatml;
+  mixt::ChatTemplate chat;
   try {
-    chat = instruct::read_chat_template(config, family);
-  } catch (const instruct::TemplateError& e) {
+    chat = mixt::read_chat_template(config, family);
+  } catch (const mixt::ChatTemplateError& e) {
     o.where.fail(o.where.given("tokenizer") ? "tokenizer" : "template", e.what(),
-                 "the families written here: " + instruct::families_supported() +
+                 "the families written here: " + mixt::chat_families_supported() +
                      "; `template: llama3` or `template: chatml` formats with one of them whatever the file says");
   }
   const std::unique_ptr<mixt::Tokenizer> tokenizer = mixt::load_tokenizer(*o.tokenizer);
@@ -212,7 +211,7 @@ std::unique_ptr<mixt::Dataset> make_instruct(const IO& o, const mixt::DatasetCon
   std::ifstream in(o.file, std::ios::binary);
   if (!in) o.where.fail("file", "cannot open " + o.file);
   // Every line is read and checked, the whole file, before any is used.
-  std::vector<std::pair<std::int64_t, std::vector<instruct::Message>>> samples;
+  std::vector<std::pair<std::int64_t, std::vector<mixt::ChatMessage>>> samples;
   std::string text;
   for (std::int64_t line = 1; std::getline(in, text); ++line) {
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines (a trailing one)
@@ -240,9 +239,9 @@ std::unique_ptr<mixt::Dataset> make_instruct(const IO& o, const mixt::DatasetCon
   std::int64_t emptied = 0;
   for (std::int64_t i = first; i < last; ++i) {
     const auto& [line, messages] = samples[static_cast<std::size_t>(i)];
-    instruct::ChatTokens tokens;
+    mixt::ChatTokens tokens;
     try {
-      tokens = instruct::tokenize(*tokenizer, instruct::render(chat, messages));
+      tokens = mixt::tokenize_chat(*tokenizer, mixt::render_chat(chat, messages));
     } catch (const mixt::Error& e) {
       fail_line(o, line, e.message());
     }
@@ -283,7 +282,7 @@ std::unique_ptr<mixt::Dataset> make_instruct(const IO& o, const mixt::DatasetCon
   auto source = std::make_shared<const Conversations>(std::move(conversations), o.context, pad, o.file);
   return std::make_unique<InstructDataset>(
       std::move(source), o.loader.for_context(context, context.split == "train"), tokenizer->vocab_size(), o.context,
-      std::to_string(kept) + " conversations of " + o.file + " in the " + instruct::family_name(chat.family) +
+      std::to_string(kept) + " conversations of " + o.file + " in the " + mixt::chat_family_name(chat.family) +
           " chat format, tokens of " + tokenizer->describe() + ", padded to " + std::to_string(o.context) +
           "; targets of prompt tokens -100");
 }

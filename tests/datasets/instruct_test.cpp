@@ -18,10 +18,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "chat_format.h"
 #include "data_support.h"
 #include "doc_tables.h"
 #include "expect_error.h"
+#include "mixt/helpers/chat_template.h"
 #include "mixt/tokenizer.h"
 #include "plugins/option_table.h"
 #include "run_directories.h"
@@ -36,8 +36,8 @@ const nlohmann::json& golden() {
   return json;
 }
 
-std::vector<instruct::Message> messages_of(const nlohmann::json& sample) {
-  std::vector<instruct::Message> messages;
+std::vector<ChatMessage> messages_of(const nlohmann::json& sample) {
+  std::vector<ChatMessage> messages;
   for (const auto& m : sample["messages"]) {
     messages.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
   }
@@ -50,23 +50,22 @@ class ChatTemplates : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ChatTemplates, IdsEqualApplyChatTemplateAndTheTrainedTokensAreTrls) {
   const fs::path folder = kGolden / GetParam();
-  const instruct::ChatTemplate chat = instruct::read_chat_template(folder / "tokenizer_config.json", std::nullopt);
-  EXPECT_EQ(instruct::family_name(chat.family), GetParam());
+  const ChatTemplate chat = read_chat_template(folder / "tokenizer_config.json", std::nullopt);
+  EXPECT_EQ(chat_family_name(chat.family), GetParam());
   const auto tokenizer = load_tokenizer(folder / "tokenizer.json");
   const auto& samples = golden()[GetParam()]["samples"];
   ASSERT_EQ(samples.size(), 7u);
   for (std::size_t i = 0; i < samples.size(); ++i) {
-    const std::vector<instruct::Message> messages = messages_of(samples[i]);
-    const instruct::ChatTokens tokens = instruct::tokenize(*tokenizer, instruct::render(chat, messages));
+    const std::vector<ChatMessage> messages = messages_of(samples[i]);
+    const ChatTokens tokens = tokenize_chat(*tokenizer, render_chat(chat, messages));
     EXPECT_EQ(std::vector<std::int64_t>(tokens.ids.begin(), tokens.ids.end()), ints(samples[i]["ids"]))
         << "sample " << i;
     std::vector<std::int64_t> labels;
     for (std::size_t t = 0; t < tokens.ids.size(); ++t) labels.push_back(tokens.trained[t] ? tokens.ids[t] : -100);
     EXPECT_EQ(labels, ints(samples[i]["labels"])) << "sample " << i;
 
-    const std::vector<instruct::Message> prompt(messages.begin(), messages.end() - 1);
-    const instruct::ChatTokens generation =
-        instruct::tokenize(*tokenizer, instruct::render(chat, prompt, /*add_generation_prompt=*/true));
+    const std::vector<ChatMessage> prompt(messages.begin(), messages.end() - 1);
+    const ChatTokens generation = tokenize_chat(*tokenizer, render_chat(chat, prompt, /*add_generation_prompt=*/true));
     EXPECT_EQ(std::vector<std::int64_t>(generation.ids.begin(), generation.ids.end()),
               ints(samples[i]["generation_prompt"]))
         << "sample " << i;
@@ -339,6 +338,43 @@ TEST(InstructRecipe, ABadLineExitsTwoNamingItAndWritesNothing) {
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_THAT(run.output, HasSubstr(bad.string() + ":2: has no \"response\""));
   EXPECT_FALSE(fs::exists(dir.path() / "runs")) << "nothing of the run is written";
+}
+
+// --- mixt generate --chat -------------------------------------------------------------------
+
+// The prompt as a user turn with the generation prompt (apply_chat_template's ids), then
+// greedy tokens as transformers' generate draws them; the turn's end is a stop token.
+TEST(InstructGenerate, ChatFormatsThePromptAsAUserTurnAsApplyChatTemplateDoes) {
+  const auto& c = golden()["chat_generation"];
+  TempDir dir;
+  const fs::path recipe =
+      dir.write("chat.yaml", "model: {name: llama, from: '" + (kGolden / "llama3").string() + "'}\n");
+  const CommandResult run =
+      run_mixt({"generate", recipe.string(), "--chat", "--prompt", c["prompt"].get<std::string>(), "--max-new-tokens",
+                std::to_string(c["max_new_tokens"].get<int>()), "--temperature", "0"},
+               dir.path());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr(c["text"].get<std::string>() + "\n"));
+  EXPECT_THAT(run.output, HasSubstr(std::to_string(c["eot"].get<int>())));
+  EXPECT_THAT(run.output, HasSubstr("<|eot_id|>, the chat's end of turn"));
+  // The prompt's ids are the template's, which ChatTemplates checks against apply_chat_template.
+  const auto tokenizer = load_tokenizer(kGolden / "llama3" / "tokenizer.json");
+  const ChatTemplate chat = read_chat_template(kGolden / "llama3" / "tokenizer_config.json", std::nullopt);
+  const ChatTokens ids = tokenize_chat(*tokenizer, render_chat(chat, {{"user", c["prompt"].get<std::string>()}}, true));
+  EXPECT_EQ(std::vector<std::int64_t>(ids.ids.begin(), ids.ids.end()), ints(c["prompt_ids"]));
+}
+
+TEST(InstructGenerate, ChatWithoutATemplateIsARecipeErrorNamingTheFile) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "folder");
+  for (const char* name : {"config.json", "model.safetensors", "tokenizer.json"}) {
+    fs::copy_file(kGolden / "llama3" / name, dir.path() / "folder" / name);
+  }
+  const fs::path recipe =
+      dir.write("chat.yaml", "model: {name: llama, from: '" + (dir.path() / "folder").string() + "'}\n");
+  const CommandResult run = run_mixt({"generate", recipe.string(), "--chat", "--prompt", "hello"}, dir.path());
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("no " + (dir.path() / "folder" / "tokenizer_config.json").string()));
 }
 
 }  // namespace

@@ -154,8 +154,10 @@ def main():
         for sample in SAMPLES:
             f.write(json.dumps(sample, ensure_ascii=False) + "\n")
     expected = {"context": CONTEXT, "batch": BATCH}
+    tokenizers = {}
     for family in FAMILIES:
         tokenizer, vocab = write_tokenizer(out / family, family)
+        tokenizers[family] = tokenizer
         rows = []
         for sample in SAMPLES:
             messages = messages_of(sample)
@@ -194,6 +196,19 @@ def main():
         logits[:BATCH].reshape(-1, vocab), unmasked.reshape(-1), ignore_index=-100).item()
     expected["loss_all"] = loss(slice(0, len(samples)))
     expected["trained_tokens"] = int((targets != -100).sum())
+
+    # `mixt generate --chat`: the prompt as a user turn with the generation prompt, greedy,
+    # stopping at <|eot_id|>; what it prints is the decoded prompt and continuation.
+    tokenizer = tokenizers["llama3"]
+    prompt = "Who may copy the program?"
+    chat_ids = ids_of(tokenizer, [{"role": "user", "content": prompt}], add_generation_prompt=True)
+    eot = tokenizer.convert_tokens_to_ids("<|eot_id|>")
+    with torch.no_grad():
+        generated = model.generate(torch.tensor([chat_ids]), max_new_tokens=8, do_sample=False, eos_token_id=eot,
+                                   pad_token_id=eot, attention_mask=torch.ones(1, len(chat_ids), dtype=torch.long))
+    ids_out = generated[0].tolist()
+    expected["chat_generation"] = {"prompt": prompt, "max_new_tokens": 8, "prompt_ids": chat_ids, "ids": ids_out,
+                                   "eot": eot, "text": tokenizer.decode(ids_out)}
     (out / "expected.json").write_text(json.dumps(expected, ensure_ascii=False, indent=1))
     stamp.write()
     print(out)

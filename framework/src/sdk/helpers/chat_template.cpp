@@ -1,9 +1,9 @@
-#include "chat_format.h"
+#include "mixt/helpers/chat_template.h"
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-namespace instruct {
+namespace mixt {
 
 namespace fs = std::filesystem;
 
@@ -62,14 +62,16 @@ std::string token_text(const nlohmann::json& token) {
 
 }  // namespace
 
-const char* family_name(Family family) { return family == Family::llama3 ? "llama3" : "chatml"; }
+const char* chat_family_name(ChatFamily family) { return family == ChatFamily::llama3 ? "llama3" : "chatml"; }
 
-std::string families_supported() {
+const char* chat_end_of_turn(ChatFamily family) { return family == ChatFamily::llama3 ? "<|eot_id|>" : "<|im_end|>"; }
+
+std::string chat_families_supported() {
   return "llama3 (Meta-Llama-3-Instruct's: <|start_header_id|> ... <|eot_id|>) and chatml (<|im_start|> ... "
          "<|im_end|>: SmolLM2, Qwen2.5)";
 }
 
-std::optional<Family> recognise(const std::string& chat_template, std::string& why) {
+std::optional<ChatFamily> recognise_chat_template(const std::string& chat_template, std::string& why) {
   if (has(chat_template, "<|start_header_id|>") && has(chat_template, "<|end_header_id|>") &&
       has(chat_template, "<|eot_id|>")) {
     if (has(chat_template, "Cutting Knowledge Date")) {
@@ -78,14 +80,14 @@ std::optional<Family> recognise(const std::string& chat_template, std::string& w
           "is not written here";
       return std::nullopt;
     }
-    return Family::llama3;
+    return ChatFamily::llama3;
   }
   if (has(chat_template, "<|im_start|>") && has(chat_template, "<|im_end|>")) {
     if (has(chat_template, "<think>")) {
       why = "it is a ChatML template with reasoning blocks (<think>, Qwen3's), which is not written here";
       return std::nullopt;
     }
-    return Family::chatml;
+    return ChatFamily::chatml;
   }
   why =
       "it has neither Llama 3's markers (<|start_header_id|>, <|end_header_id|>, <|eot_id|>) nor ChatML's "
@@ -93,23 +95,23 @@ std::optional<Family> recognise(const std::string& chat_template, std::string& w
   return std::nullopt;
 }
 
-ChatTemplate read_chat_template(const fs::path& tokenizer_config, std::optional<Family> family) {
+ChatTemplate read_chat_template(const fs::path& tokenizer_config, std::optional<ChatFamily> family) {
   const std::string file = tokenizer_config.string();
   ChatTemplate chat;
   std::error_code ec;
   if (!fs::is_regular_file(tokenizer_config, ec)) {
     if (!family) {
-      throw TemplateError("no " + file +
-                          ", where the chat template is read from (tokenizer_config.json's "
-                          "chat_template)");
+      throw ChatTemplateError("no " + file +
+                              ", where the chat template is read from (tokenizer_config.json's "
+                              "chat_template)");
     }
     chat.family = *family;
-    if (*family == Family::llama3) chat.bos_token = "<|begin_of_text|>";
+    if (*family == ChatFamily::llama3) chat.bos_token = "<|begin_of_text|>";
     return chat;
   }
   std::ifstream in(tokenizer_config);
   const nlohmann::json config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!config.is_object()) throw TemplateError(file + " is not a JSON object");
+  if (!config.is_object()) throw ChatTemplateError(file + " is not a JSON object");
   std::string text;
   if (const auto found = config.find("chat_template"); found != config.end()) {
     if (found->is_string()) {
@@ -126,21 +128,21 @@ ChatTemplate read_chat_template(const fs::path& tokenizer_config, std::optional<
   if (const auto bos = config.find("bos_token"); bos != config.end()) chat.bos_token = token_text(*bos);
   if (family) {
     chat.family = *family;
-    if (*family == Family::llama3 && chat.bos_token.empty()) chat.bos_token = "<|begin_of_text|>";
+    if (*family == ChatFamily::llama3 && chat.bos_token.empty()) chat.bos_token = "<|begin_of_text|>";
   } else {
-    if (text.empty()) throw TemplateError(file + " has no chat_template");
+    if (text.empty()) throw ChatTemplateError(file + " has no chat_template");
     std::string why;
-    const std::optional<Family> found = recognise(text, why);
-    if (!found) throw TemplateError(file + ": its chat_template cannot be rendered: " + why);
+    const std::optional<ChatFamily> found = recognise_chat_template(text, why);
+    if (!found) throw ChatTemplateError(file + ": its chat_template cannot be rendered: " + why);
     chat.family = *found;
   }
-  if (chat.family == Family::chatml) chat.default_system = default_system_of(text);
+  if (chat.family == ChatFamily::chatml) chat.default_system = default_system_of(text);
   return chat;
 }
 
-std::vector<Segment> render(const ChatTemplate& chat, const std::vector<Message>& messages,
-                            bool add_generation_prompt) {
-  std::vector<Segment> segments;
+std::vector<ChatSegment> render_chat(const ChatTemplate& chat, const std::vector<ChatMessage>& messages,
+                                     bool add_generation_prompt) {
+  std::vector<ChatSegment> segments;
   auto prompt = [&](std::string text) {
     if (!segments.empty() && !segments.back().trained) {
       segments.back().text += text;
@@ -148,9 +150,9 @@ std::vector<Segment> render(const ChatTemplate& chat, const std::vector<Message>
       segments.push_back({std::move(text), false});
     }
   };
-  if (chat.family == Family::llama3) {
+  if (chat.family == ChatFamily::llama3) {
     for (std::size_t i = 0; i < messages.size(); ++i) {
-      const Message& m = messages[i];
+      const ChatMessage& m = messages[i];
       prompt((i == 0 ? chat.bos_token : "") + "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n");
       std::string content = trim(m.content) + "<|eot_id|>";
       if (m.role == "assistant") {
@@ -164,7 +166,7 @@ std::vector<Segment> render(const ChatTemplate& chat, const std::vector<Message>
     if (chat.default_system && (messages.empty() || messages.front().role != "system")) {
       prompt("<|im_start|>system\n" + *chat.default_system + "<|im_end|>\n");
     }
-    for (const Message& m : messages) {
+    for (const ChatMessage& m : messages) {
       prompt("<|im_start|>" + m.role + "\n");
       std::string content = m.content + "<|im_end|>\n";
       if (m.role == "assistant") {
@@ -178,10 +180,10 @@ std::vector<Segment> render(const ChatTemplate& chat, const std::vector<Message>
   return segments;
 }
 
-ChatTokens tokenize(const mixt::Tokenizer& tokenizer, const std::vector<Segment>& segments) {
+ChatTokens tokenize_chat(const Tokenizer& tokenizer, const std::vector<ChatSegment>& segments) {
   std::string text;
   std::vector<std::size_t> ends;  // each segment's end in `text`
-  for (const Segment& s : segments) {
+  for (const ChatSegment& s : segments) {
     text += s.text;
     ends.push_back(text.size());
   }
@@ -190,20 +192,20 @@ ChatTokens tokenize(const mixt::Tokenizer& tokenizer, const std::vector<Segment>
   out.trained.reserve(out.ids.size());
   std::size_t offset = 0;
   std::size_t segment = 0;
-  for (const mixt::TokenId id : out.ids) {
+  for (const TokenId id : out.ids) {
     while (segment < ends.size() && offset >= ends[segment]) ++segment;
     out.trained.push_back(segment < segments.size() && segments[segment].trained);
-    offset += tokenizer.decode_bytes(std::span<const mixt::TokenId>(&id, 1)).size();
+    offset += tokenizer.decode_bytes(std::span<const TokenId>(&id, 1)).size();
   }
   if (offset == text.size()) return out;
   // The decoded bytes are not the text's: each segment on its own.
   out = {};
-  for (const Segment& s : segments) {
-    const std::vector<mixt::TokenId> ids = tokenizer.encode(s.text, false);
+  for (const ChatSegment& s : segments) {
+    const std::vector<TokenId> ids = tokenizer.encode(s.text, false);
     out.ids.insert(out.ids.end(), ids.begin(), ids.end());
     out.trained.insert(out.trained.end(), ids.size(), s.trained);
   }
   return out;
 }
 
-}  // namespace instruct
+}  // namespace mixt

@@ -1,7 +1,8 @@
 // The instruct dataset (datasets/instruct) against transformers and PyTorch, on what
-// tests/golden/make_instruct_golden.py writes (the instruct_golden fixture): two tokenizer
-// folders trained there, one with Meta-Llama-3-Instruct's chat template and a small
-// LlamaForCausalLM, one with SmolLM2-Instruct's ChatML template; train.jsonl in the three
+// tests/golden/make_instruct_golden.py writes (the instruct_golden fixture): tokenizer folders
+// trained there, one with Meta-Llama-3-Instruct's chat template and a small
+// LlamaForCausalLM, one with SmolLM2-Instruct's ChatML template, one with Qwen2.5's ChatML
+// logic (its default system message in Jinja escapes); train.jsonl in the three
 // sample forms; transformers' apply_chat_template ids, the labels TRL's prompt-completion
 // masking gives, and PyTorch's cross_entropy(ignore_index=-100) over them.
 //
@@ -51,10 +52,13 @@ class ChatTemplates : public ::testing::TestWithParam<std::string> {};
 TEST_P(ChatTemplates, IdsEqualApplyChatTemplateAndTheTrainedTokensAreTrls) {
   const fs::path folder = kGolden / GetParam();
   const ChatTemplate chat = read_chat_template(folder / "tokenizer_config.json", std::nullopt);
-  EXPECT_EQ(chat_family_name(chat.family), GetParam());
+  EXPECT_EQ(std::string(chat_family_name(chat.family)), GetParam() == "llama3" ? "llama3" : "chatml");
+  if (GetParam() == "qwen") {
+    EXPECT_EQ(chat.default_system, "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
+  }
   const auto tokenizer = load_tokenizer(folder / "tokenizer.json");
   const auto& samples = golden()[GetParam()]["samples"];
-  ASSERT_EQ(samples.size(), 7u);
+  ASSERT_EQ(samples.size(), 7u);  // every sample of train.jsonl
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const std::vector<ChatMessage> messages = messages_of(samples[i]);
     const ChatTokens tokens = tokenize_chat(*tokenizer, render_chat(chat, messages));
@@ -72,7 +76,7 @@ TEST_P(ChatTemplates, IdsEqualApplyChatTemplateAndTheTrainedTokensAreTrls) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, ChatTemplates, ::testing::Values("llama3", "chatml"),
+INSTANTIATE_TEST_SUITE_P(Families, ChatTemplates, ::testing::Values("llama3", "chatml", "qwen"),
                          [](const auto& info) { return info.param; });
 
 std::string instruct_section(const std::string& family, const std::string& more) {

@@ -10,6 +10,8 @@ Writes, under OUT_DIR:
             LlamaForCausalLM (config.json, model.safetensors) of that vocabulary;
   chatml/   the same with Qwen2's pre-tokenizer and ChatML's special tokens, and SmolLM2-Instruct's
             chat template (ChatML with a default system message);
+  qwen/     the same with Qwen2.5-Instruct's template logic without tools (another default system
+            message, written with Jinja escapes);
   train.jsonl   conversations in the three forms the dataset reads (messages; prompt/response;
             Alpaca's instruction/input/output);
   expected.json per family and per sample: the ids of transformers' apply_chat_template(messages,
@@ -46,6 +48,15 @@ CHATML_TEMPLATE = (
     "{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}"
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
+# Qwen2.5-Instruct's logic without tools, as its template writes it: Jinja escapes (\n) in the
+# string literals, a default system message in the else branch.
+QWEN_TEMPLATE = (
+    r"{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\n' + messages[0]['content'] + '<|im_end|>\n' }}"
+    r"{%- else %}{{- '<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+    r"<|im_end|>\n' }}{%- endif %}{%- for message in messages %}{%- if message.role != 'system' or not loop.first %}"
+    r"{{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' }}{%- endif %}{%- endfor %}"
+    r"{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %}"
+)
 LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
                 r"\s*[\r\n]+|\s+(?!\S)|\s+")
 QWEN2_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
@@ -58,6 +69,8 @@ FAMILIES = {
                    bos="<|begin_of_text|>", eos="<|eot_id|>"),
     "chatml": dict(template=CHATML_TEMPLATE, regex=QWEN2_REGEX,
                    special=["<|endoftext|>", "<|im_start|>", "<|im_end|>"], bos=None, eos="<|im_end|>"),
+    "qwen": dict(template=QWEN_TEMPLATE, regex=QWEN2_REGEX,
+                 special=["<|endoftext|>", "<|im_start|>", "<|im_end|>"], bos=None, eos="<|im_end|>"),
 }
 
 # The samples of train.jsonl: every form, a system message, several turns, text around which

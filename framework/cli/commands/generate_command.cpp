@@ -3,6 +3,7 @@
 #include <ATen/autocast_mode.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "experiment/model_source.h"
 #include "experiment/session.h"
 #include "mixt/autocast.h"
+#include "mixt/helpers/chat_template.h"
 #include "mixt/tokenizer.h"
 #include "recipe/recipe_loader.h"
 #include "sdk/tokenizer/utf8.h"
@@ -56,7 +58,12 @@ std::vector<std::int64_t> parse_tokens(const std::string& text, std::int64_t voc
 // byte-level model. Without either: the tokenizer's end-of-text token (GPT-2's unconditional
 // start), or "\n" for a byte-level model, as nanoGPT's sample.py starts.
 std::vector<std::int64_t> prompt_ids(const GenerateOptions& options, std::int64_t vocabulary,
-                                     const Tokenizer* tokenizer) {
+                                     const Tokenizer* tokenizer, const std::optional<ChatTemplate>& chat) {
+  if (chat) {  // --chat: the prompt as the user's turn, then the assistant's header
+    const ChatTokens formatted =
+        tokenize_chat(*tokenizer, render_chat(*chat, {{"user", options.prompt}}, /*add_generation_prompt=*/true));
+    return {formatted.ids.begin(), formatted.ids.end()};
+  }
   if (!options.tokens.empty()) return parse_tokens(options.tokens, vocabulary);
   if (tokenizer != nullptr) {
     std::vector<TokenId> ids;
@@ -174,13 +181,44 @@ void say_how(const Recipe& recipe, const Sampler& s, const SamplingOptions& samp
                stops.empty() ? "no stop token" : ("stops at token " + stops + " (" + source + ")").c_str());
 }
 
+// --chat: the chat template of the tokenizer's folder (tokenizer_config.json), a recipe error
+// naming the file when there is none this code writes.
+std::optional<ChatTemplate> chat_template_for(const GenerateOptions& options, const Recipe& recipe,
+                                              const Tokenizer* tokenizer) {
+  if (!options.chat) return std::nullopt;
+  if (tokenizer == nullptr) {
+    throw usage_error(
+        "--chat formats the prompt with the tokenizer folder's chat template, and the recipe names no "
+        "tokenizer",
+        "give model.from a transformers folder with tokenizer.json and tokenizer_config.json");
+  }
+  const std::filesystem::path config =
+      std::filesystem::path(recipe_tokenizer(recipe)).parent_path() / "tokenizer_config.json";
+  try {
+    return read_chat_template(config, std::nullopt);
+  } catch (const ChatTemplateError& e) {
+    throw recipe_error(e.what(), SourceLocation{config.string()}, {},
+                       "--chat writes the families " + chat_families_supported());
+  }
+}
+
 int sample(const GenerateOptions& options, const Recipe& recipe, const Sampler& s) {
   const std::unique_ptr<Tokenizer> tokenizer = recipe_tokenizer_for(recipe, s.vocabulary);
-  const std::vector<std::int64_t> ids = prompt_ids(options, s.vocabulary, tokenizer.get());
+  const std::optional<ChatTemplate> chat = chat_template_for(options, recipe, tokenizer.get());
+  const std::vector<std::int64_t> ids = prompt_ids(options, s.vocabulary, tokenizer.get(), chat);
   const at::Tensor prompt = at::tensor(ids, at::kLong).view({1, -1}).to(s.device);
 
   std::string source;
-  const SamplingOptions sampling = sampling_options(options, recipe, tokenizer.get(), s.context_length, source);
+  SamplingOptions sampling = sampling_options(options, recipe, tokenizer.get(), s.context_length, source);
+  // A chat turn ends with its end-of-turn token, whatever else generation_config.json names.
+  if (chat && !options.ignore_eos) {
+    if (const auto end = tokenizer->token_id(chat_end_of_turn(chat->family))) {
+      if (std::find(sampling.stop_tokens.begin(), sampling.stop_tokens.end(), *end) == sampling.stop_tokens.end()) {
+        sampling.stop_tokens.push_back(*end);
+        source += std::string(source.empty() ? "" : "; ") + chat_end_of_turn(chat->family) + ", the chat's end of turn";
+      }
+    }
+  }
   say_how(recipe, s, sampling, source);
   // Printed as drawn: the prompt, then each token (decoded text with a tokenizer, bytes for a
   // byte-level model, else ids one per word).
@@ -218,6 +256,7 @@ int sample(const GenerateOptions& options, const Recipe& recipe, const Sampler& 
 
 int generate(const GenerateOptions& options) {
   if (!options.prompt.empty() && !options.tokens.empty()) throw usage_error("give --prompt or --tokens, not both");
+  if (options.chat && options.prompt.empty()) throw usage_error("--chat needs --prompt TEXT, the user's message");
   if (options.max_new_tokens < 1) throw usage_error("--max-new-tokens must be at least 1");
   if (options.temperature && *options.temperature < 0) {
     throw usage_error("--temperature must be 0 (the likeliest token) or more");
@@ -268,6 +307,10 @@ void add_generate_command(CLI::App& app, Commands& commands) {
                       "text to continue, encoded by the recipe's model.tokenizer (or as bytes for a byte-level "
                       "model); default the tokenizer's end-of-text token, or a newline");
   command->add_option("--tokens", o->tokens, "token ids to continue, e.g. '15496, 11, 995'");
+  command->add_flag("--chat", o->chat,
+                    "the prompt as a user's turn in the chat template of the tokenizer's folder "
+                    "(tokenizer_config.json: Llama 3's or ChatML's), followed by the assistant's header; stops at "
+                    "the end of the assistant's turn too");
   command->add_option("--max-new-tokens", o->max_new_tokens, "tokens to draw")->capture_default_str();
   command->add_option("--temperature", o->temperature,
                       "divides the logits; 0: always the likeliest token (default: model.from's "

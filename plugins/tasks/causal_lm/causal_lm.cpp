@@ -18,14 +18,17 @@
 
 namespace {
 
+constexpr std::int64_t kIgnoreIndex = -100;  // PyTorch's: targets equal to it count for nothing
+
 // Loss summed over tokens, tokens: float64 on the device.
 class NextTokenScore : public mixt::TaskScore {
  public:
   void add(const at::Tensor& logits, const at::Tensor& targets) override {
     const at::Tensor loss = at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}).to(at::kFloat),
                                                    targets.reshape({-1}), {}, at::Reduction::Sum);
-    const at::Tensor batch =
-        at::stack({loss.to(at::kDouble), at::scalar_tensor(static_cast<double>(targets.numel()), loss.options().dtype(at::kDouble))});
+    // Targets equal to -100 (a prompt token of instruction data) count for nothing, as in the loss.
+    const at::Tensor counted = targets.ne(kIgnoreIndex).sum().to(at::kDouble);
+    const at::Tensor batch = at::stack({loss.to(at::kDouble), counted});
     sums_ = sums_.defined() ? sums_ + batch : batch;
   }
   std::vector<double> totals() const override {
@@ -70,7 +73,7 @@ class CausalLm : public mixt::Task, public mixt::HeadLoss {
   }
   at::Tensor loss(const at::Tensor& logits, const at::Tensor& targets) const override {
     return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}), {}, at::Reduction::Mean,
-                                  -100, options_.label_smoothing);
+                                  kIgnoreIndex, options_.label_smoothing);
   }
   bool fuses_head() const override { return options_.fused_loss; }
   at::Tensor head_loss(const at::Tensor& features, const mixt::HeadMap& head,

@@ -62,6 +62,27 @@ TEST(CausalLm, AnEvaluationReportsTheLossPerTokenAndItsPerplexity) {
   EXPECT_FALSE(score->confusion().defined());  // none over a vocabulary
 }
 
+// Targets of -100 (instruction data's prompt tokens) count for nothing: the training loss is
+// the mean over the others, and an evaluation sums their loss and counts only them, as
+// cross_entropy(ignore_index=-100) with reduction "sum" over "mean" does.
+TEST(CausalLm, TargetsOfMinus100CountForNothingInTheLossAndTheEvaluation) {
+  const testing::BuiltPlugins plugins;
+  const auto task = causal_lm(plugins);
+  at::manual_seed(0);
+  const at::Tensor logits = at::randn({2, 5, 11});
+  const at::Tensor targets = at::tensor({3, -100, 7, -100, 1, -100, -100, 10, 0, -100}, at::kLong).view({2, 5});
+  const at::Tensor valid = targets.ne(-100);
+  const at::Tensor kept_logits = logits.reshape({-1, 11}).index({valid.reshape({-1})});
+  const at::Tensor kept_targets = targets.reshape({-1}).index({valid.reshape({-1})});
+  const double expected = at::cross_entropy_loss(kept_logits, kept_targets).item<double>();
+  EXPECT_NEAR(task->loss(logits, targets).item<double>(), expected, 1e-6);
+  const auto score = task->start_evaluation(false);
+  score->add(logits, targets);
+  const std::vector<double> totals = score->totals();
+  EXPECT_EQ(totals[1], 5.0) << "five targets counted";
+  EXPECT_NEAR(score->loss(totals), expected, 1e-6);
+}
+
 // What the framework asks the task instead of its name: rates in tokens, the sequence open
 // on export, sampling allowed.
 TEST(CausalLm, CountsTokensLeavesTheSequenceOpenAndPredictsTheNextToken) {

@@ -1,0 +1,299 @@
+// datasets/instruct — instruction data for fine-tuning a language model (task causal_lm): a
+// JSONL file of conversations, each formatted with the checkpoint's chat template
+// (mixt/helpers/chat_template.h), tokenized, and given as inputs and targets [batch, context] in which every
+// target that is not an assistant's token is -100, the ignore index of causal_lm's loss: only
+// the responses are trained, as TRL and torchtune train them (docs/instruct.md).
+//
+// Each line holds one sample in one of three forms:
+//   {"messages": [{"role": "system"|"user"|"assistant", "content": "..."}, ...]}
+//   {"prompt": "...", "response": "..."}  (and an optional "system")
+//   {"instruction": "...", "input": "...", "output": "..."}  (Alpaca's; input may be empty or absent)
+#include <mixt/error.h>
+#include <mixt/helpers/chat_template.h>
+#include <mixt/helpers/data_loader.h>
+#include <mixt/options.h>
+#include <mixt/plugin.h>
+#include <mixt/tokenizer.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+using mixt::ChatFamily;
+
+constexpr std::int64_t kIgnore = -100;  // causal_lm's ignore_index (PyTorch's, TRL's, torchtune's)
+
+struct InstructOptions {
+  std::string file;                      // required
+  std::optional<std::string> tokenizer;  // model.from's when absent
+  std::string chat_template = "auto";
+  std::int64_t context = 512;
+  double from = 0.0;
+  double to = 1.0;
+  mixt::LoaderKeys loader;
+  mixt::RecipeSection where;
+};
+
+// One conversation's tokens, cut to context + 1, and which of them are trained.
+struct Conversation {
+  std::vector<std::int64_t> ids;
+  std::vector<bool> trained;
+  std::int64_t line = 0;
+};
+
+class Conversations : public mixt::TensorSampleSource {
+ public:
+  Conversations(std::vector<Conversation> conversations, std::int64_t context, std::int64_t pad, std::string file)
+      : conversations_(std::move(conversations)), context_(context), pad_(pad), file_(std::move(file)) {}
+
+  std::int64_t size() const override { return static_cast<std::int64_t>(conversations_.size()); }
+  std::string sample_name(std::int64_t index) const override {
+    return file_ + ":" + std::to_string(conversations_[static_cast<std::size_t>(index)].line);
+  }
+  // input t: token t; target t: token t + 1 when it is trained, else -100. Padded to context.
+  mixt::TensorSample load_tensor_sample(std::int64_t index, mixt::SampleRng& /*rng*/) const override {
+    const Conversation& c = conversations_[static_cast<std::size_t>(index)];
+    at::Tensor input = at::full({context_}, pad_, at::kLong);
+    at::Tensor target = at::full({context_}, kIgnore, at::kLong);
+    auto in = input.accessor<std::int64_t, 1>();
+    auto out = target.accessor<std::int64_t, 1>();
+    const auto length = static_cast<std::int64_t>(c.ids.size());
+    for (std::int64_t t = 0; t + 1 < length; ++t) {
+      in[t] = c.ids[static_cast<std::size_t>(t)];
+      if (c.trained[static_cast<std::size_t>(t + 1)]) out[t] = c.ids[static_cast<std::size_t>(t + 1)];
+    }
+    return {input, target};
+  }
+
+ private:
+  std::vector<Conversation> conversations_;
+  std::int64_t context_;
+  std::int64_t pad_;
+  std::string file_;
+};
+
+class InstructDataset : public mixt::LoaderDataset, public mixt::DescribesPreprocessing {
+ public:
+  InstructDataset(std::shared_ptr<const mixt::SampleSource> source, mixt::LoaderOptions options, std::int64_t vocab,
+                  std::int64_t context, std::string preprocessing)
+      : LoaderDataset(std::move(source), std::move(options), vocab, {context}),
+        preprocessing_(std::move(preprocessing)) {}
+  std::string preprocessing() const override { return preprocessing_; }
+  mixt::DatasetCapabilities capabilities() override {
+    mixt::DatasetCapabilities can = LoaderDataset::capabilities();
+    can.describes_preprocessing = this;
+    return can;
+  }
+
+ private:
+  std::string preprocessing_;
+};
+
+using IO = InstructOptions;
+const auto kOwnOptions =
+    mixt::OptionsOf<IO>()
+        .required(&IO::file, "file",
+                  "a JSONL file, one sample a line: {messages: [{role, content}, ...]}, {prompt, response} or "
+                  "Alpaca's {instruction, input, output}; relative to the directory mixt runs in")
+        .contextual(&IO::tokenizer, "tokenizer", "model.from's",
+                    "the tokenizer.json (or tokenizer.model) that encodes the samples; its folder's "
+                    "tokenizer_config.json holds the chat template")
+        .add(&IO::chat_template, "template",
+             "the chat format: auto (told from tokenizer_config.json's chat_template), llama3 or chatml",
+             mixt::one_of({"auto", "llama3", "chatml"}))
+        .add(&IO::context, "context",
+             "tokens per sample (T); a longer conversation is cut to context + 1 tokens, its end dropped",
+             mixt::at_least(1))
+        .add(&IO::from, "from", "start of the samples used, a fraction of the lines (val: the train's to)",
+             mixt::between(0, 1))
+        .add(&IO::to, "to", "end of the samples used, a fraction of the lines (train: 0.9 keeps 10% for val)",
+             mixt::between(0, 1))
+        .rule("to",
+              [](const IO& o) -> std::optional<std::string> {
+                if (o.from < o.to) return std::nullopt;
+                return "must be above from (" + mixt::format_yaml(o.from) + ")";
+              })
+        .recipe_section(&IO::where);
+
+// The loader's keys but on_bad_sample: a bad line is an error when the dataset is built, no
+// sample is skipped later, so that key is refused where written.
+const auto kOptions = [] {
+  const mixt::OptionsOf<mixt::LoaderKeys> group = mixt::loader_keys(8);
+  std::vector<mixt::OptionDoc> docs;
+  for (const mixt::OptionDoc& doc : group.docs()) {
+    if (doc.name != "on_bad_sample") docs.push_back(doc);
+  }
+  return kOwnOptions
+      .refuse({"on_bad_sample"},
+              "every line is checked when the dataset is built: a bad one is an error, never skipped",
+              "remove on_bad_sample")
+      .read_with(docs, [group](const mixt::Config& c, IO& into) { into.loader = group.read(c); });
+}();
+
+[[noreturn]] void fail_line(const IO& o, std::int64_t line, const std::string& why) {
+  o.where.fail("file", o.file + ":" + std::to_string(line) + ": " + why,
+               "each line is one JSON object: {\"messages\": [{\"role\": ..., \"content\": ...}, ...]}, "
+               "{\"prompt\": ..., \"response\": ...} or {\"instruction\": ..., \"input\": ..., \"output\": ...}");
+}
+
+std::string string_field(const IO& o, std::int64_t line, const nlohmann::json& object, const std::string& key) {
+  const auto found = object.find(key);
+  if (found == object.end()) fail_line(o, line, "has no \"" + key + "\"");
+  if (!found->is_string()) fail_line(o, line, "\"" + key + "\" is " + found->type_name() + ", not a string");
+  return found->get<std::string>();
+}
+
+std::vector<mixt::ChatMessage> messages_of(const IO& o, std::int64_t line, const nlohmann::json& sample) {
+  if (!sample.is_object()) fail_line(o, line, "is a JSON " + std::string(sample.type_name()) + ", not an object");
+  std::vector<mixt::ChatMessage> messages;
+  if (const auto list = sample.find("messages"); list != sample.end()) {
+    if (!list->is_array() || list->empty()) fail_line(o, line, "\"messages\" is not a non-empty list");
+    for (const auto& m : *list) {
+      if (!m.is_object()) fail_line(o, line, "a message is not an object with \"role\" and \"content\"");
+      mixt::ChatMessage message{string_field(o, line, m, "role"), string_field(o, line, m, "content")};
+      if (message.role != "system" && message.role != "user" && message.role != "assistant") {
+        fail_line(o, line, "a message has role \"" + message.role + "\"; the roles are system, user and assistant");
+      }
+      messages.push_back(std::move(message));
+    }
+  } else if (sample.contains("prompt") || sample.contains("response")) {
+    if (sample.contains("system")) messages.push_back({"system", string_field(o, line, sample, "system")});
+    messages.push_back({"user", string_field(o, line, sample, "prompt")});
+    messages.push_back({"assistant", string_field(o, line, sample, "response")});
+  } else if (sample.contains("instruction") || sample.contains("output")) {
+    std::string user = string_field(o, line, sample, "instruction");
+    if (sample.contains("input") && !sample["input"].is_null()) {
+      const std::string input = string_field(o, line, sample, "input");
+      if (!input.empty()) user += "\n\n" + input;
+    }
+    messages.push_back({"user", std::move(user)});
+    messages.push_back({"assistant", string_field(o, line, sample, "output")});
+  } else {
+    std::string keys;
+    for (const auto& item : sample.items()) keys += (keys.empty() ? "" : ", ") + item.key();
+    fail_line(o, line,
+              "has none of \"messages\", \"prompt\"/\"response\", \"instruction\"/\"output\" (its keys: " +
+                  (keys.empty() ? std::string("none") : keys) + ")");
+  }
+  bool answered = false;
+  for (const auto& m : messages) answered = answered || m.role == "assistant";
+  if (!answered) fail_line(o, line, "has no assistant message: nothing of it would be trained");
+  return messages;
+}
+
+std::unique_ptr<mixt::Dataset> make_instruct(const IO& o, const mixt::DatasetContext& context) {
+  std::error_code ec;
+  if (!o.tokenizer) {
+    o.where.fail_missing("tokenizer");
+  }
+  if (!fs::is_regular_file(*o.tokenizer, ec))
+    o.where.fail("tokenizer", "tokenizer file does not exist: " + *o.tokenizer);
+  const fs::path config = fs::path(*o.tokenizer).parent_path() / "tokenizer_config.json";
+  std::optional<ChatFamily> family;
+  if (o.chat_template == "llama3") family = ChatFamily::llama3;
+  if (o.chat_template == "chatml") family = ChatFamily::chatml;
+  mixt::ChatTemplate chat;
+  try {
+    chat = mixt::read_chat_template(config, family);
+  } catch (const mixt::ChatTemplateError& e) {
+    o.where.fail(o.where.given("tokenizer") ? "tokenizer" : "template", e.what(),
+                 "the families written here: " + mixt::chat_families_supported() +
+                     "; `template: llama3` or `template: chatml` formats with one of them whatever the file says");
+  }
+  const std::unique_ptr<mixt::Tokenizer> tokenizer = mixt::load_tokenizer(*o.tokenizer);
+
+  if (!fs::exists(o.file, ec)) o.where.fail("file", "instruction file does not exist: " + o.file);
+  if (fs::is_directory(o.file, ec)) o.where.fail("file", o.file + " is a folder, not a JSONL file");
+  std::ifstream in(o.file, std::ios::binary);
+  if (!in) o.where.fail("file", "cannot open " + o.file);
+  // Every line is read and checked, the whole file, before any is used.
+  std::vector<std::pair<std::int64_t, std::vector<mixt::ChatMessage>>> samples;
+  std::string text;
+  for (std::int64_t line = 1; std::getline(in, text); ++line) {
+    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines (a trailing one)
+    nlohmann::json sample;
+    try {
+      sample = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+      fail_line(o, line, "not valid JSON (byte " + std::to_string(e.byte) + " of the line)");
+    }
+    samples.emplace_back(line, messages_of(o, line, sample));
+  }
+  if (samples.empty()) o.where.fail("file", o.file + " holds no samples");
+
+  const auto total = static_cast<std::int64_t>(samples.size());
+  const auto first = static_cast<std::int64_t>(std::floor(o.from * static_cast<double>(total)));
+  const auto last = static_cast<std::int64_t>(std::floor(o.to * static_cast<double>(total)));
+  if (last <= first) {
+    o.where.fail("to",
+                 o.file + " holds " + std::to_string(total) + " samples; from " + mixt::format_yaml(o.from) + " to " +
+                     mixt::format_yaml(o.to) + " takes none of them",
+                 "widen from/to or give more samples");
+  }
+  std::vector<Conversation> conversations;
+  std::int64_t cut = 0;
+  std::int64_t emptied = 0;
+  for (std::int64_t i = first; i < last; ++i) {
+    const auto& [line, messages] = samples[static_cast<std::size_t>(i)];
+    mixt::ChatTokens tokens;
+    try {
+      tokens = mixt::tokenize_chat(*tokenizer, mixt::render_chat(chat, messages));
+    } catch (const mixt::Error& e) {
+      fail_line(o, line, e.message());
+    }
+    Conversation c;
+    c.line = line;
+    c.ids.assign(tokens.ids.begin(), tokens.ids.end());
+    c.trained = std::move(tokens.trained);
+    if (static_cast<std::int64_t>(c.ids.size()) > o.context + 1) {
+      ++cut;
+      c.ids.resize(static_cast<std::size_t>(o.context + 1));
+      c.trained.resize(static_cast<std::size_t>(o.context + 1));
+    }
+    // Only targets 1..: the first token is never a target.
+    bool trains = false;
+    for (std::size_t t = 1; t < c.trained.size(); ++t) trains = trains || c.trained[t];
+    if (!trains) {
+      ++emptied;
+      continue;
+    }
+    conversations.push_back(std::move(c));
+  }
+  const std::int64_t used = last - first;
+  if (cut > 0 && context.rank == 0) {
+    mixt::warn("data." + context.split + ": " + std::to_string(cut) + " of " + std::to_string(used) +
+               " conversations of " + o.file + " are longer than context + 1 = " + std::to_string(o.context + 1) +
+               " tokens and were cut to it (their ends dropped)" +
+               (emptied > 0 ? "; " + std::to_string(emptied) + " of them kept no assistant token and were left out"
+                            : std::string()));
+  }
+  if (conversations.empty()) {
+    o.where.fail("context",
+                 "no conversation of " + o.file +
+                     " keeps an assistant token within context + 1 = " + std::to_string(o.context + 1) + " tokens",
+                 "raise context");
+  }
+  const std::int64_t pad = tokenizer->end_of_text().value_or(0);
+  const std::int64_t kept = static_cast<std::int64_t>(conversations.size());
+  auto source = std::make_shared<const Conversations>(std::move(conversations), o.context, pad, o.file);
+  return std::make_unique<InstructDataset>(
+      std::move(source), o.loader.for_context(context, context.split == "train"), tokenizer->vocab_size(), o.context,
+      std::to_string(kept) + " conversations of " + o.file + " in the " + mixt::chat_family_name(chat.family) +
+          " chat format, tokens of " + tokenizer->describe() + ", padded to " + std::to_string(o.context) +
+          "; targets of prompt tokens -100");
+}
+
+void register_components(mixt::Registrar& registrar) {
+  registrar.add_dataset("instruct",
+                        "instruction data (JSONL conversations) in the checkpoint's chat template for causal_lm, the "
+                        "prompt masked from the loss (targets -100): only the assistant's tokens are trained",
+                        kOptions, make_instruct);
+}
+
+}  // namespace
+
+MIXT_PLUGIN("instruct", "1.0.0", register_components)

@@ -1,0 +1,385 @@
+// The instruct dataset (datasets/instruct) against transformers and PyTorch, on what
+// tests/golden/make_instruct_golden.py writes (the instruct_golden fixture): tokenizer folders
+// trained there, one with Meta-Llama-3-Instruct's chat template and a small
+// LlamaForCausalLM, one with SmolLM2-Instruct's ChatML template, one with Qwen2.5's ChatML
+// logic (its default system message in Jinja escapes); train.jsonl in the three
+// sample forms; transformers' apply_chat_template ids, the labels TRL's prompt-completion
+// masking gives, and PyTorch's cross_entropy(ignore_index=-100) over them.
+//
+//  - the C++ chat formats give apply_chat_template's ids (a system message, several turns,
+//    whitespace, add_generation_prompt), and the trained tokens are TRL's;
+//  - the dataset's targets are those labels shifted by one, -100 elsewhere and in the padding;
+//  - `mixt run recipes/llama/instruct.yaml` on the folder: the first step's loss and the
+//    validation loss equal the reference's (fused loss or not);
+//  - a conversation longer than the context is cut and counted; a bad line is a recipe error
+//    naming file:line; an unknown template one naming the file and the families; nothing of a
+//    run is written.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "data_support.h"
+#include "doc_tables.h"
+#include "expect_error.h"
+#include "mixt/helpers/chat_template.h"
+#include "mixt/tokenizer.h"
+#include "plugins/option_table.h"
+#include "run_directories.h"
+
+namespace mixt {
+namespace {
+
+const fs::path kGolden = fs::path(testing::configured::binary_dir()) / "tests" / "instruct_golden";
+
+const nlohmann::json& golden() {
+  static const nlohmann::json json = nlohmann::json::parse(testing::read_file(kGolden / "expected.json"));
+  return json;
+}
+
+std::vector<ChatMessage> messages_of(const nlohmann::json& sample) {
+  std::vector<ChatMessage> messages;
+  for (const auto& m : sample["messages"]) {
+    messages.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+  }
+  return messages;
+}
+
+std::vector<std::int64_t> ints(const nlohmann::json& list) { return list.get<std::vector<std::int64_t>>(); }
+
+class ChatTemplates : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ChatTemplates, IdsEqualApplyChatTemplateAndTheTrainedTokensAreTrls) {
+  const fs::path folder = kGolden / GetParam();
+  const ChatTemplate chat = read_chat_template(folder / "tokenizer_config.json", std::nullopt);
+  EXPECT_EQ(std::string(chat_family_name(chat.family)), GetParam() == "llama3" ? "llama3" : "chatml");
+  if (GetParam() == "qwen") {
+    EXPECT_EQ(chat.default_system, "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
+  }
+  const auto tokenizer = load_tokenizer(folder / "tokenizer.json");
+  const auto& samples = golden()[GetParam()]["samples"];
+  ASSERT_EQ(samples.size(), 7u);  // every sample of train.jsonl
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const std::vector<ChatMessage> messages = messages_of(samples[i]);
+    const ChatTokens tokens = tokenize_chat(*tokenizer, render_chat(chat, messages));
+    EXPECT_EQ(std::vector<std::int64_t>(tokens.ids.begin(), tokens.ids.end()), ints(samples[i]["ids"]))
+        << "sample " << i;
+    std::vector<std::int64_t> labels;
+    for (std::size_t t = 0; t < tokens.ids.size(); ++t) labels.push_back(tokens.trained[t] ? tokens.ids[t] : -100);
+    EXPECT_EQ(labels, ints(samples[i]["labels"])) << "sample " << i;
+
+    const std::vector<ChatMessage> prompt(messages.begin(), messages.end() - 1);
+    const ChatTokens generation = tokenize_chat(*tokenizer, render_chat(chat, prompt, /*add_generation_prompt=*/true));
+    EXPECT_EQ(std::vector<std::int64_t>(generation.ids.begin(), generation.ids.end()),
+              ints(samples[i]["generation_prompt"]))
+        << "sample " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, ChatTemplates, ::testing::Values("llama3", "chatml", "qwen"),
+                         [](const auto& info) { return info.param; });
+
+std::string instruct_section(const std::string& family, const std::string& more) {
+  return "{name: instruct, file: " + (kGolden / "train.jsonl").string() +
+         ", tokenizer: " + (kGolden / family / "tokenizer.json").string() + ", shuffle: false, workers: 0, " + more +
+         "}";
+}
+
+// Rows of inputs and targets, checked against the reference's ids and labels cut to
+// context + 1: inputs the ids but the last (then padding), targets the labels but the first
+// (then -100).
+void expect_rows(const Batch& batch, const nlohmann::json& samples, std::int64_t context,
+                 const std::vector<std::size_t>& which) {
+  ASSERT_EQ(batch.inputs.sizes(), (std::vector<std::int64_t>{static_cast<std::int64_t>(which.size()), context}));
+  ASSERT_EQ(batch.targets.sizes(), batch.inputs.sizes());
+  const auto in = batch.inputs.accessor<std::int64_t, 2>();
+  const auto out = batch.targets.accessor<std::int64_t, 2>();
+  for (std::size_t row = 0; row < which.size(); ++row) {
+    std::vector<std::int64_t> ids = ints(samples[which[row]]["ids"]);
+    std::vector<std::int64_t> labels = ints(samples[which[row]]["labels"]);
+    const auto length = std::min<std::int64_t>(static_cast<std::int64_t>(ids.size()), context + 1);
+    for (std::int64_t t = 0; t < context; ++t) {
+      const auto r = static_cast<std::int64_t>(row);
+      if (t + 1 < length) {
+        EXPECT_EQ(in[r][t], ids[static_cast<std::size_t>(t)]) << "row " << row << ", token " << t;
+        EXPECT_EQ(out[r][t], labels[static_cast<std::size_t>(t + 1)]) << "row " << row << ", token " << t;
+      } else {
+        EXPECT_EQ(out[r][t], -100) << "row " << row << ", padding " << t;
+      }
+    }
+  }
+}
+
+TEST(InstructDataset, TargetsAreTheAssistantTokensShiftedAndThePromptIsIgnored) {
+  testing::BuiltPlugins plugins;
+  for (const std::string family : {"llama3", "chatml"}) {
+    const auto data = testing::make_dataset(plugins, instruct_section(family, "context: 128, batch_size: 7"));
+    EXPECT_EQ(data->size(), 7);
+    EXPECT_EQ(data->num_classes(), golden()[family]["vocab"].get<std::int64_t>());
+    EXPECT_EQ(data->sample_shape(), (std::vector<std::int64_t>{128}));
+    const std::vector<Batch> batches = testing::collect_epoch(*data, 0);
+    ASSERT_EQ(batches.size(), 1u);
+    expect_rows(batches[0], golden()[family]["samples"], 128, {0, 1, 2, 3, 4, 5, 6});
+  }
+}
+
+TEST(InstructDataset, ALongerConversationIsCutToTheContextAndCounted) {
+  testing::BuiltPlugins plugins;
+  // llama3's samples hold 67, 79, 42, 38, 44, 53 and 57 tokens: context 56 cuts two of them,
+  // and each keeps its first assistant turn (from token 51 at the latest).
+  const auto& samples = golden()["llama3"]["samples"];
+  std::size_t longer = 0;
+  for (const auto& s : samples) longer += s["ids"].size() > 57 ? 1 : 0;
+  ASSERT_EQ(longer, 2u);
+  ::testing::internal::CaptureStderr();
+  const auto data = testing::make_dataset(plugins, instruct_section("llama3", "context: 56, batch_size: 7"));
+  const std::string warned = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(warned, HasSubstr("data.train: 2 of 7 conversations of " + (kGolden / "train.jsonl").string() +
+                                " are longer than context + 1 = 57 tokens and were cut to it (their ends dropped)\n"));
+  ASSERT_EQ(data->size(), 7);
+  expect_rows(testing::collect_epoch(*data, 0).at(0), samples, 56, {0, 1, 2, 3, 4, 5, 6});
+}
+
+TEST(InstructDataset, AConversationLeftWithoutAnAssistantTokenIsLeftOut) {
+  testing::BuiltPlugins plugins;
+  // Context 30: every sample is cut; the assistant's first token is number 51, 28, 25, 28,
+  // 33, 27 and 53: samples 0, 4 and 6 keep none of it.
+  ::testing::internal::CaptureStderr();
+  const auto data = testing::make_dataset(plugins, instruct_section("llama3", "context: 30"));
+  const std::string warned = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(warned, HasSubstr("7 of 7 conversations of " + (kGolden / "train.jsonl").string() +
+                                " are longer than context + 1 = 31 tokens and were cut to it (their ends dropped); 3 "
+                                "of them kept no assistant token and were left out"));
+  ASSERT_EQ(data->size(), 4);
+  expect_rows(testing::collect_epoch(*data, 0).at(0), golden()["llama3"]["samples"], 30, {1, 2, 3, 5});
+  // None left: a recipe error at context.
+  try {
+    testing::make_dataset(plugins, instruct_section("llama3", "context: 20"));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_THAT(e.what(), HasSubstr("data.context: no conversation of"));
+  }
+}
+
+// A recipe error (exit 2) from the dataset's section, its message holding every `part`.
+void expect_recipe_error(testing::BuiltPlugins& plugins, const std::string& section,
+                         const std::vector<std::string>& parts) {
+  try {
+    testing::make_dataset(plugins, section);
+    ADD_FAILURE() << "no error for " << section;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 2) << e.what();
+    const std::string said = std::string(e.what()) + "\n" + e.hint();
+    for (const std::string& part : parts) EXPECT_THAT(said, HasSubstr(part));
+  }
+}
+
+TEST(InstructDataset, ABadLineIsARecipeErrorNamingFileAndLine) {
+  testing::BuiltPlugins plugins;
+  TempDir dir;
+  const std::string good = R"({"prompt": "a", "response": "b"})";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{\"prompt\": \"a\", \"response\": ", "not valid JSON"},
+      {R"({"question": "a", "answer": "b"})",
+       R"(has none of "messages", "prompt"/"response", "instruction"/"output" (its keys: answer, question))"},
+      {R"({"prompt": "a"})", "has no \"response\""},
+      {R"({"prompt": "a", "response": 3})", "\"response\" is number, not a string"},
+      {R"({"messages": [{"role": "user", "content": "a"}]})", "has no assistant message"},
+      {R"({"messages": [{"role": "bot", "content": "a"}]})",
+       "a message has role \"bot\"; the roles are system, user and assistant"},
+      {R"({"messages": [{"role": "user"}]})", "has no \"content\""},
+      {R"({"instruction": "a", "input": "b"})", "has no \"output\""},
+      {"[1, 2]", "is a JSON array, not an object"},
+  };
+  for (const auto& [line, why] : cases) {
+    const fs::path file = dir.write("bad.jsonl", good + "\n\n" + line + "\n" + good + "\n");
+    expect_recipe_error(plugins,
+                        "{name: instruct, file: " + file.string() +
+                            ", tokenizer: " + (kGolden / "llama3" / "tokenizer.json").string() + "}",
+                        {file.string() + ":3: " + why});
+  }
+}
+
+TEST(InstructDataset, AnUnknownTemplateIsARecipeErrorNamingTheFileAndTheFamilies) {
+  testing::BuiltPlugins plugins;
+  TempDir dir;
+  fs::copy_file(kGolden / "chatml" / "tokenizer.json", dir.path() / "tokenizer.json");
+  const fs::path config =
+      dir.write("tokenizer_config.json",
+                R"({"chat_template": "{% for m in messages %}### {{ m.role }}: {{ m.content }}\n{% endfor %}"})");
+  const std::string section = "{name: instruct, file: " + (kGolden / "train.jsonl").string() +
+                              ", tokenizer: " + (dir.path() / "tokenizer.json").string();
+  expect_recipe_error(
+      plugins, section + "}",
+      {config.string() + ": its chat_template cannot be rendered", "llama3", "chatml", "template: llama3"});
+  // Llama 3.1's template (the knowledge-cutoff header) is named as such.
+  dir.write(
+      "tokenizer_config.json",
+      R"({"chat_template": "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023<|eot_id|>"})");
+  expect_recipe_error(plugins, section + "}", {"Llama 3.1's or 3.2's"});
+  // No chat_template at all, and no tokenizer_config.json.
+  dir.write("tokenizer_config.json", R"({"bos_token": "<s>"})");
+  expect_recipe_error(plugins, section + "}", {config.string() + " has no chat_template"});
+  fs::remove(config);
+  expect_recipe_error(plugins, section + "}", {"no " + config.string()});
+  // `template:` formats with a family whatever the file says.
+  const auto data = testing::make_dataset(plugins, section +
+                                                       ", template: chatml, context: 128, batch_size: 7, "
+                                                       "shuffle: false, workers: 0}");
+  ASSERT_EQ(data->size(), 7);
+  // Without the template's default system message the ids differ from the folder's, so only
+  // the samples that give their own system message compare.
+  const Batch batch = testing::collect_epoch(*data, 0).at(0);
+  expect_rows(Batch{batch.inputs.narrow(0, 0, 1), batch.targets.narrow(0, 0, 1)}, golden()["chatml"]["samples"], 128,
+              {0});
+}
+
+TEST(InstructDataset, FromAndToSplitTheLines) {
+  testing::BuiltPlugins plugins;
+  const auto train = testing::make_dataset(plugins, instruct_section("llama3", "context: 128, to: 0.7"));
+  const auto val = testing::make_dataset(plugins, instruct_section("llama3", "context: 128, from: 0.7, batch_size: 7"));
+  EXPECT_EQ(train->size(), 4);  // floor(0.7 * 7) lines
+  EXPECT_EQ(val->size(), 3);
+  expect_rows(testing::collect_epoch(*val, 0).at(0), golden()["llama3"]["samples"], 128, {4, 5, 6});
+}
+
+// docs/instruct.md's option table is the declarations written out.
+TEST(InstructDocs, TheOptionTableIsTheDeclarations) {
+  testing::BuiltPlugins plugins;
+  const std::string rows = option_table_rows(plugins.registry.find(ComponentKind::dataset, "instruct")->info.options);
+  EXPECT_EQ(testing::doc_table_rows("instruct.md", "### `instruct` options"), rows)
+      << "docs/instruct.md's table should read:\n"
+      << rows;
+}
+
+// --- mixt run ------------------------------------------------------------------------------
+
+struct Losses {
+  std::vector<double> steps;
+  std::optional<double> val;
+};
+
+Losses losses_of(const fs::path& run_dir) {
+  Losses losses;
+  std::istringstream lines(testing::read_file(run_dir / "metrics.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    const auto event = nlohmann::json::parse(line);
+    if (event["event"] == "step") losses.steps.push_back(event["loss"].get<double>());
+    if (event.contains("val_loss")) losses.val = event["val_loss"].get<double>();
+  }
+  return losses;
+}
+
+std::vector<std::string> recipe_args(const TempDir& dir) {
+  const std::string source = testing::configured::source_dir();
+  return {"run",
+          source + "/recipes/llama/instruct.yaml",
+          "model.from=" + (kGolden / "llama3").string(),
+          "data.train.file=" + (kGolden / "train.jsonl").string(),
+          "data.val.file=" + (kGolden / "train.jsonl").string(),
+          "data.train.to=1.0",
+          "data.val.from=0.0",
+          "data.train.context=96",
+          "data.val.context=96",
+          "data.train.batch_size=4",
+          "data.train.shuffle=false",
+          "data.val.batch_size=8",
+          "precision={_delete_: true, name: fp32}",
+          "trainer.epochs=1",
+          "trainer.max_steps_per_epoch=1",
+          "trainer.log_every=1",
+          "trainer.threads=1",
+          "callbacks=[]",
+          "output=" + (dir.path() / "runs").string()};
+}
+
+class InstructRun : public ::testing::TestWithParam<bool> {};
+
+TEST_P(InstructRun, TheMaskedLossEqualsPyTorchsCrossEntropyWithIgnoreIndex) {
+  TempDir dir;
+  std::vector<std::string> args = recipe_args(dir);
+  args.push_back(std::string("task.fused_loss=") + (GetParam() ? "true" : "false"));
+  const CommandResult run = run_mixt(args, dir.path());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const fs::path run_dir = testing::only_run_directory(dir.path() / "runs" / "llama_instruct");
+  ASSERT_FALSE(run_dir.empty());
+  const Losses losses = losses_of(run_dir);
+  ASSERT_EQ(losses.steps.size(), 1u) << run.output;
+  ASSERT_TRUE(losses.val.has_value()) << run.output;
+  // The step's loss: the first 4 samples' mean over their trained tokens.
+  const double expected = golden()["loss_first_batch"].get<double>();
+  std::cout << "step loss " << losses.steps[0] << ", PyTorch " << expected << ", difference "
+            << losses.steps[0] - expected << "\n";
+  EXPECT_NEAR(losses.steps[0], expected, 1e-5) << run.output;
+  // What the prompt tokens would add is far above that: the masking is what is compared.
+  EXPECT_GT(std::abs(golden()["loss_first_batch_unmasked"].get<double>() - expected), 1e-3);
+}
+
+INSTANTIATE_TEST_SUITE_P(Loss, InstructRun, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? std::string("fused") : std::string("plain"); });
+
+TEST(InstructRecipe, TheValidationLossIsTheMeanOverEveryTrainedToken) {
+  TempDir dir;
+  std::vector<std::string> args = recipe_args(dir);
+  args.push_back("optimizer.lr=0");  // the validation after the step sees the reference's weights
+  const CommandResult run = run_mixt(args, dir.path());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const Losses losses = losses_of(testing::only_run_directory(dir.path() / "runs" / "llama_instruct"));
+  ASSERT_TRUE(losses.val.has_value()) << run.output;
+  const double expected = golden()["loss_all"].get<double>();
+  std::cout << "val_loss " << *losses.val << ", PyTorch " << expected << ", difference " << *losses.val - expected
+            << "\n";
+  EXPECT_NEAR(*losses.val, expected, 1e-5) << run.output;
+}
+
+TEST(InstructRecipe, ABadLineExitsTwoNamingItAndWritesNothing) {
+  TempDir dir;
+  const fs::path bad = dir.write("bad.jsonl", "{\"prompt\": \"a\", \"response\": \"b\"}\n{\"prompt\": \"a\"}\n");
+  std::vector<std::string> args = recipe_args(dir);
+  args.push_back("data.train.file=" + bad.string());
+  const CommandResult run = run_mixt(args, dir.path());
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr(bad.string() + ":2: has no \"response\""));
+  EXPECT_FALSE(fs::exists(dir.path() / "runs")) << "nothing of the run is written";
+}
+
+// --- mixt generate --chat -------------------------------------------------------------------
+
+// The prompt as a user turn with the generation prompt (apply_chat_template's ids), then
+// greedy tokens as transformers' generate draws them; the turn's end is a stop token.
+TEST(InstructGenerate, ChatFormatsThePromptAsAUserTurnAsApplyChatTemplateDoes) {
+  const auto& c = golden()["chat_generation"];
+  TempDir dir;
+  const fs::path recipe =
+      dir.write("chat.yaml", "model: {name: llama, from: '" + (kGolden / "llama3").string() + "'}\n");
+  const CommandResult run =
+      run_mixt({"generate", recipe.string(), "--chat", "--prompt", c["prompt"].get<std::string>(), "--max-new-tokens",
+                std::to_string(c["max_new_tokens"].get<int>()), "--temperature", "0"},
+               dir.path());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr(c["text"].get<std::string>() + "\n"));
+  EXPECT_THAT(run.output, HasSubstr(std::to_string(c["eot"].get<int>())));
+  EXPECT_THAT(run.output, HasSubstr("<|eot_id|>, the chat's end of turn"));
+  // The prompt's ids are the template's, which ChatTemplates checks against apply_chat_template.
+  const auto tokenizer = load_tokenizer(kGolden / "llama3" / "tokenizer.json");
+  const ChatTemplate chat = read_chat_template(kGolden / "llama3" / "tokenizer_config.json", std::nullopt);
+  const ChatTokens ids = tokenize_chat(*tokenizer, render_chat(chat, {{"user", c["prompt"].get<std::string>()}}, true));
+  EXPECT_EQ(std::vector<std::int64_t>(ids.ids.begin(), ids.ids.end()), ints(c["prompt_ids"]));
+}
+
+TEST(InstructGenerate, ChatWithoutATemplateIsARecipeErrorNamingTheFile) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "folder");
+  for (const char* name : {"config.json", "model.safetensors", "tokenizer.json"}) {
+    fs::copy_file(kGolden / "llama3" / name, dir.path() / "folder" / name);
+  }
+  const fs::path recipe =
+      dir.write("chat.yaml", "model: {name: llama, from: '" + (dir.path() / "folder").string() + "'}\n");
+  const CommandResult run = run_mixt({"generate", recipe.string(), "--chat", "--prompt", "hello"}, dir.path());
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("no " + (dir.path() / "folder" / "tokenizer_config.json").string()));
+}
+
+}  // namespace
+}  // namespace mixt

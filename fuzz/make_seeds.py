@@ -7,6 +7,8 @@ tokenizer_json: the five tokenizer.json families tests/support/tokenizer_referen
 builds (GPT-2, Llama 3, Qwen2, Llama 2 byte fallback, Metaspace), trained on
 tests/fixtures/text/tokenizer_corpus.txt alone and written compact, each followed by a NUL
 and a line of text to encode. recipe: every recipe under recipes/, a NUL, and overrides.
+safetensors: small files Python's safetensors writes (each dtype mixt reads, an empty
+tensor, a scalar, metadata).
 """
 import json
 import os
@@ -40,7 +42,25 @@ def main():
     for recipe in sorted((ROOT / "recipes").rglob("*.yaml")):
         name = str(recipe.relative_to(ROOT / "recipes")).replace(os.sep, "_")
         (out / name).write_bytes(recipe.read_bytes() + b"\0" + OVERRIDES.encode())
+    write_safetensors(corpus / "safetensors")
     return 0
+
+
+def write_safetensors(out):
+    import torch
+    from safetensors.torch import save_file
+    out.mkdir(parents=True, exist_ok=True)
+    generator = torch.Generator().manual_seed(0)
+    floats = torch.randn(2, 3, generator=generator)
+    save_file({"weight": floats, "bias": torch.arange(3, dtype=torch.float32)}, str(out / "f32"))
+    save_file({"h": floats.to(torch.float16), "b": floats.to(torch.bfloat16), "d": floats.double()},
+              str(out / "halves_and_double"))
+    save_file({"i64": torch.arange(4), "i32": torch.arange(4, dtype=torch.int32),
+               "i16": torch.arange(4, dtype=torch.int16), "i8": torch.arange(-2, 2, dtype=torch.int8),
+               "u8": torch.arange(4, dtype=torch.uint8), "mask": torch.tensor([True, False])},
+              str(out / "integers_and_bool"))
+    save_file({"empty": torch.zeros(0, 4), "scalar": torch.tensor(3.5)}, str(out / "empty_and_scalar"),
+              metadata={"format": "pt", "note": "seed"})
 
 
 if __name__ == "__main__":

@@ -283,6 +283,13 @@ TEST(RecipeLoader, WhatUsedToBeIgnoredOrRawIsARecipeErrorAtItsPlace) {
   EXPECT_EQ(e.kind(), ErrorKind::usage);
   EXPECT_THAT(e.message(), HasSubstr("override key has a control character (byte 1 at 9)")) << e.what();
   EXPECT_EQ(load_error(dir.path() / "common.yaml", {"model." + std::string(250, 'k') + "=1"}).message(), "(loaded)");
+  // A key named << (an override may make one) is written quoted: plain, YAML reads it back
+  // as the merge key.
+  Recipe merged = load_recipe(dir.path() / "common.yaml", {"trainer.<<=0.5"});
+  const std::string written = to_yaml(*merged.root);
+  EXPECT_THAT(written, HasSubstr("\"<<\": 0.5")) << written;
+  const RecipeNodePtr again = parse_yaml(written, "recipe.yaml");
+  EXPECT_EQ(to_yaml(*again), written);
 
   std::filesystem::create_symlink("loop2.yaml", dir.path() / "loop1.yaml");
   std::filesystem::create_symlink("loop1.yaml", dir.path() / "loop2.yaml");

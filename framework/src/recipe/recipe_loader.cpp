@@ -631,7 +631,11 @@ void emit(YAML::Emitter& out, const RecipeNode& node) {
     case RecipeNode::Type::map:
       out << YAML::BeginMap;
       for (const auto& entry : node.entries) {
-        out << YAML::Key << entry.key << YAML::Value;
+        out << YAML::Key;
+        // Written plain, a key named << would be read back as YAML's merge key (found by
+        // fuzz/recipe_fuzz.cpp: the override `optimizer.<<=0.1` made recipe.yaml unreadable).
+        if (entry.key == "<<") out << YAML::DoubleQuoted;
+        out << entry.key << YAML::Value;
         emit(out, *entry.value);
       }
       out << YAML::EndMap;

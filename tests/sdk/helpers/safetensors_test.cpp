@@ -104,6 +104,36 @@ TEST(Safetensors, DamagedFilesAreClearErrors) {
   ASSERT_NE(shape_at, std::string::npos);
   negative.replace(shape_at, 4, "[-6]");
   expect_error(negative, "a negative dimension");
+  // Headers written by hand (found by fuzz/safetensors_fuzz.cpp): a float where a count goes
+  // was converted to int64 (undefined beyond its range); a shape of 10^12 floats was
+  // allocated before the offsets were checked against the file.
+  const auto with_header = [](const std::string& header, std::size_t data_bytes) {
+    std::string file(8, '\0');
+    const std::uint64_t length = header.size();
+    std::memcpy(file.data(), &length, 8);
+    return file + header + std::string(data_bytes, '\0');
+  };
+  const auto message_of = [&](const std::string& content) -> std::string {
+    try {
+      load_safetensors(dir.write("bad.safetensors", content));
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(loaded)";
+  };
+  EXPECT_THAT(message_of(with_header(R"({"w":{"dtype":"F32","shape":[6.6e26],"data_offsets":[0,64]}})", 64)),
+              HasSubstr("tensor 'w' has 6.6e+26 in its dimension in its shape, not a whole number"));
+  EXPECT_THAT(message_of(with_header(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16.5]}})", 16)),
+              HasSubstr("not a whole number"));
+  EXPECT_THAT(message_of(with_header(R"({"w":{"dtype":"F32","shape":[1000000000000],)"
+                                     R"("data_offsets":[0,4000000000000]}})",
+                                     16)),
+              HasSubstr("data_offsets do not match its shape and dtype, or the file is truncated"));
+  EXPECT_THAT(message_of(with_header(R"({"w":{"dtype":"F64","shape":[4294967296,4294967296],)"
+                                     R"("data_offsets":[0,0]}})",
+                                     0)),
+              HasSubstr("data_offsets do not match"));
+  EXPECT_EQ(message_of(with_header(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 16)), "(loaded)");
   try {
     load_safetensors(dir.path() / "missing.safetensors");
     ADD_FAILURE() << "no error for a missing file";

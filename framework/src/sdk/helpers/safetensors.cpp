@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -121,39 +122,67 @@ struct TensorEntry {
   std::uint64_t begin = 0, end = 0;
 };
 
+// A header number that must be a non-negative integer (JSON allows 1e30 or -1 anywhere; as
+// a size or an offset either would be undefined or wrong once converted).
+std::uint64_t count_in_header(const fs::path& file, const std::string& name, const char* what,
+                              const nlohmann::ordered_json& number) {
+  if (number.is_number_integer() && !number.is_number_unsigned()) {
+    throw bad_file(file, "tensor '" + name + "' has a negative " + what);
+  }
+  if (!number.is_number_unsigned()) {
+    throw bad_file(
+        file, "tensor '" + name + "' has " + number.dump().substr(0, 40) + " in its " + what + ", not a whole number");
+  }
+  return number.get<std::uint64_t>();
+}
+
 TensorEntry tensor_entry(const fs::path& file, const std::string& name, const nlohmann::ordered_json& entry) {
   TensorEntry t;
+  std::vector<std::uint64_t> offsets;
   try {
     const std::string dtype = entry.at("dtype").get<std::string>();
     const auto known =
         std::find_if(std::begin(kDtypes), std::end(kDtypes), [&](const DtypeName& d) { return dtype == d.name; });
     if (known == std::end(kDtypes)) throw bad_file(file, "tensor '" + name + "' has unsupported dtype " + dtype);
     t.type = known->type;
-    t.shape = entry.at("shape").get<std::vector<std::int64_t>>();
-    const auto offsets = entry.at("data_offsets").get<std::vector<std::uint64_t>>();
-    if (offsets.size() != 2) throw bad_file(file, "tensor '" + name + "': data_offsets needs two numbers");
-    t.begin = offsets[0];
-    t.end = offsets[1];
+    const auto& shape = entry.at("shape");
+    const auto& data_offsets = entry.at("data_offsets");
+    if (!shape.is_array() || !data_offsets.is_array()) {
+      throw bad_file(file, "tensor '" + name + "': shape and data_offsets are lists of numbers");
+    }
+    for (const auto& dimension : shape) {
+      const std::uint64_t size = count_in_header(file, name, "dimension in its shape", dimension);
+      if (size > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+        throw bad_file(file, "tensor '" + name + "' has a dimension of " + std::to_string(size));
+      }
+      t.shape.push_back(static_cast<std::int64_t>(size));
+    }
+    for (const auto& offset : data_offsets) offsets.push_back(count_in_header(file, name, "data offset", offset));
   } catch (const nlohmann::json::exception&) {
     throw bad_file(file, "tensor '" + name + "' lacks dtype, shape or data_offsets");
   }
-  for (const std::int64_t dimension : t.shape) {
-    if (dimension < 0) throw bad_file(file, "tensor '" + name + "' has a negative dimension in its shape");
-  }
+  if (offsets.size() != 2) throw bad_file(file, "tensor '" + name + "': data_offsets needs two numbers");
+  t.begin = offsets[0];
+  t.end = offsets[1];
   return t;
 }
 
 // The tensor `entry` describes, read from the data, which starts at `data_start` and has
-// `data_size` bytes.
+// `data_size` bytes. Its size is checked against the offsets and the file before anything is
+// allocated: a header alone must not ask for memory the file does not hold.
 at::Tensor read_tensor(std::istream& in, const fs::path& file, const std::string& name,
                        const nlohmann::ordered_json& entry, std::uint64_t data_start, std::uint64_t data_size) {
   const TensorEntry t = tensor_entry(file, name, entry);
-  at::Tensor tensor = at::empty(t.shape, at::TensorOptions().dtype(t.type));
-  const std::uint64_t bytes = tensor.numel() * tensor.element_size();
-  if (t.end < t.begin || t.end - t.begin != bytes || t.end > data_size) {
+  std::uint64_t bytes = c10::elementSize(t.type);
+  bool overflow = false;
+  for (const std::int64_t dimension : t.shape) {
+    overflow = overflow || __builtin_mul_overflow(bytes, static_cast<std::uint64_t>(dimension), &bytes);
+  }
+  if (overflow || t.end < t.begin || t.end - t.begin != bytes || t.end > data_size) {
     throw bad_file(file,
                    "tensor '" + name + "': data_offsets do not match its shape and dtype, or the file is truncated");
   }
+  at::Tensor tensor = at::empty(t.shape, at::TensorOptions().dtype(t.type));
   in.seekg(static_cast<std::streamoff>(data_start + t.begin));
   in.read(static_cast<char*>(tensor.data_ptr()), static_cast<std::streamsize>(bytes));
   if (!in) throw bad_file(file, "truncated while reading tensor '" + name + "'");

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "assembly/adapters.h"
 #include "checkpoint/checkpoint.h"
 #include "common/container_image.h"
 #include "mixt/helpers/activation_checkpointing.h"
@@ -179,6 +180,18 @@ Experiment prepare_experiment(Recipe recipe, PluginLoader& loader, Registry& reg
 
 namespace {
 
+// The adapter in PEFT's layout, RUN/adapter/: adapter_model.safetensors and
+// adapter_config.json, which peft.PeftModel.from_pretrained(model.from's model, RUN/adapter) loads.
+void write_run_adapter(const Experiment& e, const fs::path& run_path) {
+  const Config model = e.recipe.config().section("model");
+  const std::string base = model.has("from") ? model.string("from") : "";
+  std::string task_type;
+  for (const auto& r : e.facts.records) {
+    if (r.kind == "task" && r.name == "causal_lm") task_type = "CAUSAL_LM";
+  }
+  write_peft_adapter(run_path / "adapter", *e.components.adapter, *e.components.model, base, task_type);
+}
+
 void write_resolved_recipe(const Experiment& e, const RunDirectory& run) {
   std::ostringstream recipe;
   recipe << "# Resolved recipe written by mixt " << version() << " (" << build_fingerprint() << ")\n"
@@ -328,7 +341,9 @@ TrainResult run_experiment(Experiment& e, bool terminal, fs::path* run_dir) {
                        : std::string()));
   }
   note_activation_checkpointing(e, progress);
-  return trainer.fit();
+  TrainResult result = trainer.fit();
+  if (e.components.adapter && run) write_run_adapter(e, run_path);
+  return result;
 }
 
 }  // namespace mixt

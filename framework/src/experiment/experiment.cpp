@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -192,6 +193,24 @@ void write_run_adapter(const Experiment& e, const fs::path& run_path) {
   write_peft_adapter(run_path / "adapter", *e.components.adapter, *e.components.model, base, task_type);
 }
 
+// "adapter lora: 12,288 trainable parameters of 1,234,567 (1.00 %), the rest frozen".
+std::string adapter_note(const Experiment& e) {
+  std::int64_t trainable = 0, all = 0;
+  for (const auto& parameter : e.components.model->parameters()) {
+    all += parameter.numel();
+    if (parameter.requires_grad()) trainable += parameter.numel();
+  }
+  std::string name;
+  for (const auto& r : e.facts.records) {
+    if (r.kind == "adapter") name = r.name;
+  }
+  char share[32];
+  std::snprintf(share, sizeof share, "%.2f %%",
+                all > 0 ? 100.0 * static_cast<double>(trainable) / static_cast<double>(all) : 0.0);
+  return "adapter " + name + ": " + std::to_string(trainable) + " trainable parameters of " + std::to_string(all) +
+         " (" + share + "), the rest frozen; written to adapter/ in PEFT's layout when training ends";
+}
+
 void write_resolved_recipe(const Experiment& e, const RunDirectory& run) {
   std::ostringstream recipe;
   recipe << "# Resolved recipe written by mixt " << version() << " (" << build_fingerprint() << ")\n"
@@ -341,6 +360,7 @@ TrainResult run_experiment(Experiment& e, bool terminal, fs::path* run_dir) {
                        : std::string()));
   }
   note_activation_checkpointing(e, progress);
+  if (e.components.adapter) progress.note(adapter_note(e));
   TrainResult result = trainer.fit();
   if (e.components.adapter && run) write_run_adapter(e, run_path);
   return result;

@@ -112,6 +112,9 @@ TEST(ComponentDocs, EveryOptionAShippedComponentReadsIsDescribed) {
       case ComponentKind::task:
         plugins.registry.make_task(section, TaskContext{at::kCPU, 10});
         break;
+      case ComponentKind::adapter:
+        plugins.registry.make_adapter(section, AdapterContext{});
+        break;
     }
     last_built = root->find("c")->value;
     std::set<std::string> keys(last_built->known_keys.begin(), last_built->known_keys.end());
@@ -119,13 +122,14 @@ TEST(ComponentDocs, EveryOptionAShippedComponentReadsIsDescribed) {
     return keys;
   };
   int checked = 0, defaults_compared = 0;
-  for (const ComponentKind kind : {ComponentKind::model, ComponentKind::optimizer, ComponentKind::scheduler,
-                                   ComponentKind::precision, ComponentKind::dataset, ComponentKind::callback,
-                                   ComponentKind::task}) {
+  for (const ComponentKind kind :
+       {ComponentKind::model, ComponentKind::optimizer, ComponentKind::scheduler, ComponentKind::precision,
+        ComponentKind::dataset, ComponentKind::callback, ComponentKind::task, ComponentKind::adapter}) {
     for (const std::string& name : plugins.registry.names(kind)) {
       std::string options = "name: " + name;
       if (data.count(name)) options += ", " + data.at(name);
       if (kind == ComponentKind::optimizer) options += ", lr: 0.1";
+      if (kind == ComponentKind::adapter) options += ", targets: [q_proj]";
       // gpt2_xl's 48 blocks are 6 GB of float32 (the vocabulary is the context's 10).
       if (kind == ComponentKind::model && plugins.registry.find(kind, name)->transformers) options += ", num_layers: 1";
       std::set<std::string> read;

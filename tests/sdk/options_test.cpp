@@ -346,6 +346,7 @@ class RecordingRegistrar : public Registrar {
   void register_transformers_config(const std::string&, TransformersConfig) override {}
   void register_onnx_translation(const std::string&, std::string, OnnxTranslator) override {}
   void register_transformers_defaults(const std::string&, TransformersDefaults) override {}
+  void register_adapter(const std::string&, ComponentInfo, AdapterFactory) override {}
 };
 
 TEST(OptionsOf, TheRegistrarGivesTheFactoryTheFilledStruct) {

@@ -22,6 +22,7 @@ const std::string& model_parity_dir();
 const std::string& predict_golden_dir();
 const std::string& gpt2_golden_dir();
 const std::string& lm_training_golden_dir();  // gpt2/ and llama/
+const std::string& lora_golden_dir();         // tests/golden/make_lora_golden.py's
 const std::string& llama_golden_dir();
 const std::string& float8_golden_dir();
 

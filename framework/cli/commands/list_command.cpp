@@ -54,8 +54,9 @@ void add_list_command(CLI::App& app, Commands& commands) {
   };
   auto args = std::make_shared<Arguments>();
   CLI::App* list_app = app.add_subcommand("list", "list registered components");
-  list_app->add_option("kind", args->kind,
-                       "model, optimizer, scheduler, precision, dataset or callback (alone: or a name wildcard)");
+  list_app->add_option(
+      "kind", args->kind,
+      "model, optimizer, scheduler, precision, dataset, callback, task or adapter (alone: or a name wildcard)");
   list_app->add_option("glob", args->glob, "wildcard on the name, e.g. 'resnet*'");
   list_app->add_option("--recipe", args->recipe, "also load this recipe's plugins: list, as mixt run does");
   commands.push_back({list_app, [args] { return list(args->kind, args->glob, args->recipe); }});

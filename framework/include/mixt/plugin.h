@@ -36,7 +36,7 @@
 
 namespace mixt {
 
-// The seven kinds; each is declared in its own header (mixt/model.h, mixt/optimizer.h, ...).
+// The eight kinds; each is declared in its own header (mixt/model.h, mixt/optimizer.h, ...).
 class Model;
 class Optimizer;
 class Scheduler;
@@ -44,6 +44,7 @@ class PrecisionPolicy;
 class Dataset;
 class Callback;
 class Task;
+class Adapter;  // since 6.9, mixt/adapter.h
 struct ModelContext;
 struct OptimizerContext;
 struct SchedulerContext;
@@ -51,10 +52,12 @@ struct PrecisionContext;
 struct DatasetContext;
 struct CallbackContext;
 struct TaskContext;
+struct AdapterContext;
 class OnnxOp;  // mixt/onnx_translation.h
 using OnnxTranslator = std::function<void(OnnxOp& op)>;
 
-enum class ComponentKind { model, optimizer, scheduler, precision, dataset, callback, task };
+// adapter since 6.9, last, so that the values before it keep theirs.
+enum class ComponentKind { model, optimizer, scheduler, precision, dataset, callback, task, adapter };
 
 // What `mixt list` and `mixt describe` show of a component.
 struct ComponentInfo {
@@ -106,6 +109,7 @@ using PrecisionFactory = std::function<std::unique_ptr<PrecisionPolicy>(const Co
 using DatasetFactory = std::function<std::unique_ptr<Dataset>(const Config&, const DatasetContext&)>;
 using CallbackFactory = std::function<std::unique_ptr<Callback>(const Config&, const CallbackContext&)>;
 using TaskFactory = std::function<std::unique_ptr<Task>(const Config&, const TaskContext&)>;
+using AdapterFactory = std::function<std::unique_ptr<Adapter>(const Config&, const AdapterContext&)>;
 
 // Handed to a plugin's register_components. Names are lower_snake and unique per kind. Each
 // add_KIND takes the component's options and a factory of (const S& options, const
@@ -165,6 +169,12 @@ class Registrar {
   void add_task(const std::string& name, std::string summary, const OptionsOf<S>& options, F factory) {
     register_task(name, {std::move(summary), options.docs()}, bind<std::unique_ptr<Task>, TaskContext>(options, factory));
   }
+  // Since ABI 6.9: an adapter (mixt/adapter.h), which a recipe's `adapter:` section names.
+  template <class S, class F>
+  void add_adapter(const std::string& name, std::string summary, const OptionsOf<S>& options, F factory) {
+    register_adapter(name, {std::move(summary), options.docs()},
+                     bind<std::unique_ptr<Adapter>, AdapterContext>(options, factory));
+  }
 
  protected:
   // What the add_KIND calls come to; implemented by the host.
@@ -182,6 +192,8 @@ class Registrar {
   virtual void register_onnx_translation(const std::string& op, std::string onnx, OnnxTranslator translate) = 0;
   // And for 6.8.
   virtual void register_transformers_defaults(const std::string& model, TransformersDefaults defaults) = 0;
+  // And for 6.9.
+  virtual void register_adapter(const std::string& name, ComponentInfo info, AdapterFactory factory) = 0;
 
  private:
   template <class Made, class Context, class S, class F>

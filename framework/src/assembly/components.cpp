@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "assembly/adapters.h"
 #include "assembly/model_input.h"
 #include "assembly/routing_probe.h"
 #include "assembly/speed_notes.h"
@@ -270,6 +271,8 @@ std::vector<OptionDoc> framework_option_docs(ComponentKind kind) {
       return {kFp32Modules};
     case ComponentKind::callback:
       return {kEnabled, kLabel};
+    case ComponentKind::adapter:
+      return {adapter_from_doc()};
     default:
       return {};
   }
@@ -387,6 +390,16 @@ void build_precision(Components& components, RunFacts& facts, const Config& prec
   facts.where_listed.activation_checkpointing = trainer_section.location("activation_checkpointing");
 }
 
+// The recipe's adapter on the model the precision policy set up (so that it wraps the
+// policy's linear functions), the model frozen: the optimizer then takes the adapter's
+// parameters alone.
+// A master-weight policy makes its masters when the optimizer asks for its parameters,
+// after this: the adapter's alone.
+void build_adapter(Components& components, RunFacts& facts, const Config& section, const Registry& registry) {
+  components.adapter = apply_adapter(section, registry, *components.model, AdapterContext{facts.device});
+  record(facts, registry, ComponentKind::adapter, section);
+}
+
 // The optimizer over the policy's parameters (over this rank's shards of them when
 // trainer.distributed.sharding says so), and the scheduler, which needs the steps per epoch.
 // Returns the weights as this rank keeps them, for the callbacks.
@@ -466,6 +479,7 @@ Components build_components(const Config& recipe, const Registry& registry, cons
   const Config model_section = recipe.section("model");
   build_model_on_device(components, facts, model_section, registry, options, trainer_section, communicator);
   build_precision(components, facts, recipe.section("precision"), registry, options, trainer_section, communicator);
+  if (recipe.has("adapter")) build_adapter(components, facts, recipe.section("adapter"), registry);
   check_model_fits_train_data(components, facts, model_section, registry.find(ComponentKind::task, task_section).name);
   check_val_fits_model(components, facts, data);
   // That blank forward pass also found a listed submodule the model never routes, so `mixt

@@ -31,6 +31,7 @@ struct Components {
   std::unique_ptr<Scheduler> scheduler;  // may be null: constant learning rate
   std::unique_ptr<Task> task;            // the recipe's `task:`, classification when it names none
   std::vector<NamedCallback> callbacks;  // the recipe's `callbacks:`, in its order
+  std::unique_ptr<Adapter> adapter;      // the recipe's `adapter:`, applied to the model; may be null
 };
 
 // Builds the model a `model:` section names and, when the section has `weights: FILE`

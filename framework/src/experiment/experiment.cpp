@@ -3,10 +3,12 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "assembly/adapters.h"
 #include "checkpoint/checkpoint.h"
 #include "common/container_image.h"
 #include "mixt/helpers/activation_checkpointing.h"
@@ -179,6 +181,36 @@ Experiment prepare_experiment(Recipe recipe, PluginLoader& loader, Registry& reg
 
 namespace {
 
+// The adapter in PEFT's layout, RUN/adapter/: adapter_model.safetensors and
+// adapter_config.json, which peft.PeftModel.from_pretrained(model.from's model, RUN/adapter) loads.
+void write_run_adapter(const Experiment& e, const fs::path& run_path) {
+  const Config model = e.recipe.config().section("model");
+  const std::string base = model.has("from") ? model.string("from") : "";
+  std::string task_type;
+  for (const auto& r : e.facts.records) {
+    if (r.kind == "task" && r.name == "causal_lm") task_type = "CAUSAL_LM";
+  }
+  write_peft_adapter(run_path / "adapter", *e.components.adapter, *e.components.model, base, task_type);
+}
+
+// "adapter lora: 12,288 trainable parameters of 1,234,567 (1.00 %), the rest frozen".
+std::string adapter_note(const Experiment& e) {
+  std::int64_t trainable = 0, all = 0;
+  for (const auto& parameter : e.components.model->parameters()) {
+    all += parameter.numel();
+    if (parameter.requires_grad()) trainable += parameter.numel();
+  }
+  std::string name;
+  for (const auto& r : e.facts.records) {
+    if (r.kind == "adapter") name = r.name;
+  }
+  char share[32];
+  std::snprintf(share, sizeof share, "%.2f %%",
+                all > 0 ? 100.0 * static_cast<double>(trainable) / static_cast<double>(all) : 0.0);
+  return "adapter " + name + ": " + std::to_string(trainable) + " trainable parameters of " + std::to_string(all) +
+         " (" + share + "), the rest frozen; written to adapter/ in PEFT's layout when training ends";
+}
+
 void write_resolved_recipe(const Experiment& e, const RunDirectory& run) {
   std::ostringstream recipe;
   recipe << "# Resolved recipe written by mixt " << version() << " (" << build_fingerprint() << ")\n"
@@ -328,7 +360,10 @@ TrainResult run_experiment(Experiment& e, bool terminal, fs::path* run_dir) {
                        : std::string()));
   }
   note_activation_checkpointing(e, progress);
-  return trainer.fit();
+  if (e.components.adapter) progress.note(adapter_note(e));
+  TrainResult result = trainer.fit();
+  if (e.components.adapter && run) write_run_adapter(e, run_path);
+  return result;
 }
 
 }  // namespace mixt

@@ -1,5 +1,6 @@
 #include "experiment/inference.h"
 
+#include "assembly/adapters.h"
 #include "assembly/trainer_options.h"
 #include "common/warnings.h"
 #include "mixt/error.h"
@@ -42,6 +43,8 @@ Inference::Inference(const ModelPlan& plan, const Registry& registry, const Infe
                          : " and, not opening the datasets, with the model's default class count: set "
                            "model.num_classes=N to the training data's (a run directory's recipe.yaml states it)"));
   }
+  // The recipe's adapter, so that the checkpoint's adapter tensors have their parameters.
+  if (root.has("adapter")) apply_adapter(root.section("adapter"), registry, *model_, AdapterContext{device_});
   // Only the model is built from the recipe, so only its section is checked: a misspelt
   // model.weigths would predict with untrained weights and exit 0.
   check_unknown_keys(*plan.recipe.root, "model");

@@ -15,7 +15,7 @@ const std::vector<std::pair<ComponentKind, const char*>> kKindNames = {
     {ComponentKind::model, "model"},         {ComponentKind::optimizer, "optimizer"},
     {ComponentKind::scheduler, "scheduler"}, {ComponentKind::precision, "precision"},
     {ComponentKind::dataset, "dataset"},     {ComponentKind::callback, "callback"},
-    {ComponentKind::task, "task"},
+    {ComponentKind::task, "task"},           {ComponentKind::adapter, "adapter"},
 };
 
 // Runs a factory; anything it throws that is not already a mixt error is reported with
@@ -126,6 +126,10 @@ void Registry::register_task(const std::string& name, ComponentInfo info, TaskFa
   add(ComponentKind::task, name, std::move(info)).task = std::move(factory);
 }
 
+void Registry::register_adapter(const std::string& name, ComponentInfo info, AdapterFactory factory) {
+  add(ComponentKind::adapter, name, std::move(info)).adapter = std::move(factory);
+}
+
 // The model's entry, for the calls that may follow only its plugin's add_model.
 ComponentEntry& Registry::own_model(const std::string& model, const std::string& call) {
   const auto key = std::make_pair(ComponentKind::model, model);
@@ -224,6 +228,11 @@ std::unique_ptr<Callback> Registry::make_callback(const Config& section, const C
 std::unique_ptr<Task> Registry::make_task(const Config& section, const TaskContext& context) const {
   const auto& entry = find(ComponentKind::task, section);
   return guarded(entry, [&] { return entry.task(section, context); });
+}
+
+std::unique_ptr<Adapter> Registry::make_adapter(const Config& section, const AdapterContext& context) const {
+  const auto& entry = find(ComponentKind::adapter, section);
+  return guarded(entry, [&] { return entry.adapter(section, context); });
 }
 
 bool glob_match(std::string_view pattern, std::string_view text) {

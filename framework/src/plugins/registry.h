@@ -9,6 +9,7 @@
 #include <vector>
 
 // The host builds every kind, so it sees them all.
+#include "mixt/adapter.h"
 #include "mixt/callback.h"
 #include "mixt/dataset.h"
 #include "mixt/model.h"
@@ -45,6 +46,7 @@ struct ComponentEntry {
   DatasetFactory dataset;
   CallbackFactory callback;
   TaskFactory task;
+  AdapterFactory adapter;
   std::optional<TransformersConfig> transformers;  // a model's, when it reads transformers directories
   std::optional<TransformersDefaults> transformers_defaults;  // what fills the keys its config.json omits
 };
@@ -69,6 +71,7 @@ class Registry : public Registrar {
   void register_transformers_config(const std::string& model, TransformersConfig config) override;
   void register_onnx_translation(const std::string& op, std::string onnx, OnnxTranslator translate) override;
   void register_transformers_defaults(const std::string& model, TransformersDefaults defaults) override;
+  void register_adapter(const std::string& name, ComponentInfo info, AdapterFactory factory) override;
 
   // The entry, or a recipe error at the section's `name:` listing the known names.
   const ComponentEntry& find(ComponentKind kind, const Config& section) const;
@@ -87,6 +90,7 @@ class Registry : public Registrar {
   std::unique_ptr<Dataset> make_dataset(const Config& section, const DatasetContext& context) const;
   std::unique_ptr<Callback> make_callback(const Config& section, const CallbackContext& context) const;
   std::unique_ptr<Task> make_task(const Config& section, const TaskContext& context) const;
+  std::unique_ptr<Adapter> make_adapter(const Config& section, const AdapterContext& context) const;
 
  private:
   ComponentEntry& add(ComponentKind kind, const std::string& name, ComponentInfo info);

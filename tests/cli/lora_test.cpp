@@ -1,0 +1,280 @@
+// LoRA adapters (plugins/adapters/lora, mixt/adapter.h) against PEFT over transformers'
+// LlamaForCausalLM (tests/golden/make_lora_golden.py, the lora_golden fixture):
+//  - `mixt run` from the fixture's save_pretrained base (model.from) and PEFT's initial
+//    adapter folder (adapter.from): 20 AdamW steps, the gradient norm clipped, in the data
+//    order of `shuffle: false`, give every loss and gradient norm of a plain PyTorch loop
+//    over peft.get_peft_model's model, and the run's adapter/adapter_model.safetensors holds
+//    PEFT's final adapter tensors, bit for bit (with trainer.activation_checkpointing: all
+//    too); PEFT loads that folder (PeftModel.from_pretrained) and gives the final adapter's
+//    logits;
+//  - mixt reads PEFT's initial and final adapter folders and gives PEFT's logits;
+//  - under fp8_tensorwise the adapter wraps the policy's float8 LinearFunction;
+//  - bad input: a target that matches nothing, a rank above a layer's size, an adapter of
+//    another base: exit 2 with the reason;
+//  - recipes/llama/lora.yaml trains on a transformers folder.
+//
+// Measured (CPU, one thread, mixt linking the torch the reference runs): the 20 losses and
+// gradient norms equal, the 12 final adapter tensors equal (largest difference 0), PEFT's
+// logits from mixt's adapter folder and mixt's from PEFT's equal (difference 0); so the
+// training test allows no difference, the logits tests 1e-5 of the largest logit.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "assembly/adapters.h"
+#include "assembly/components.h"
+#include "mixt/autocast.h"
+#include "mixt/helpers/linear.h"
+#include "mixt/helpers/safetensors.h"
+#include "mixt/precision.h"
+#include "plugins.h"
+#include "recipe/recipe_loader.h"
+#include "run_directories.h"
+#include "test_support.h"
+
+namespace mixt {
+namespace {
+
+using ::testing::HasSubstr;
+
+const fs::path kGolden = testing::configured::lora_golden_dir();
+const fs::path kSource = testing::source_dir();
+
+nlohmann::json golden() { return nlohmann::json::parse(testing::read_file(kGolden / "training.json")); }
+
+std::string quoted(const fs::path& path) { return nlohmann::json(path.string()).dump(); }
+
+// The reference loop's recipe: its sections as it wrote them, over the fixture's folders.
+std::string recipe(const std::string& adapter, const std::string& trainer = "") {
+  const nlohmann::json g = golden();
+  return "name: lora\n"
+         "task: { name: causal_lm, fused_loss: false }\n"
+         "model: { name: llama, from: " +
+         quoted(kGolden / "base") + " }\nadapter: " + adapter +
+         "\n"
+         "precision: { name: fp32 }\n"
+         "optimizer: " +
+         g["optimizer"].dump() +
+         "\n"
+         "data:\n"
+         "  train: { name: tokens, files: " +
+         quoted(kGolden / "tokens.bin") + ", format: nanogpt, vocab: " + std::to_string(g["vocab"].get<int>()) +
+         ", context: " + std::to_string(g["context"].get<int>()) +
+         ", batch_size: " + std::to_string(g["batch_size"].get<int>()) +
+         ", shuffle: false }\n"
+         "trainer: { " +
+         trainer +
+         "epochs: 1, seed: 0, threads: 1, log_every: 1, clip_grad_norm: " + nlohmann::json(g["clip_grad_norm"]).dump() +
+         " }\n"
+         "callbacks: [{ name: tensorboard, enabled: false }]\n"
+         "output: runs\n";
+}
+
+std::string from_init() { return "{ from: " + quoted(kGolden / "init_adapter") + " }"; }
+
+// With activation checkpointing too: the adapted layers are recomputed in the backward pass,
+// bitwise the same training.
+class LoraTraining : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LoraTraining, TwentyAdamWStepsEqualPeftOverTransformers) {
+  const nlohmann::json g = golden();
+  TempDir dir;
+  dir.write("lora.yaml", recipe(from_init(), GetParam() == "checkpointed" ? "activation_checkpointing: all, " : ""));
+  const CommandResult run = run_mixt({"run", "lora.yaml"}, dir.path());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const fs::path run_dir = testing::only_run_directory(dir.path() / "runs" / "lora");
+  ASSERT_FALSE(run_dir.empty());
+
+  std::vector<double> losses, grad_norms;
+  std::istringstream lines(testing::read_file(run_dir / "metrics.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    const auto event = nlohmann::json::parse(line);
+    if (event["event"] != "step") continue;
+    losses.push_back(event["loss"].get<double>());
+    grad_norms.push_back(event["grad_norm"].get<double>());
+  }
+  const auto expected_losses = g["losses"].get<std::vector<double>>();
+  ASSERT_EQ(expected_losses.size(), static_cast<std::size_t>(g["steps"].get<int>()));
+  EXPECT_EQ(losses, expected_losses);
+  EXPECT_EQ(grad_norms, g["grad_norms"].get<std::vector<double>>());
+
+  // The run's adapter folder: PEFT's names and PEFT's final values.
+  const NamedTensors trained = load_safetensors(run_dir / "adapter" / "adapter_model.safetensors").tensors;
+  const NamedTensors reference = load_safetensors(kGolden / "final_adapter" / "adapter_model.safetensors").tensors;
+  ASSERT_EQ(trained.size(), reference.size());
+  std::map<std::string, at::Tensor> by_name(reference.begin(), reference.end());
+  double largest = 0;
+  for (const auto& [name, tensor] : trained) {
+    ASSERT_TRUE(by_name.count(name)) << name << " is not in PEFT's adapter";
+    EXPECT_TRUE(at::equal(tensor, by_name[name])) << name;
+    largest = std::max(largest, (tensor - by_name[name]).abs().max().item<double>());
+  }
+  std::cout << "[ measured ] " << trained.size() << " adapter tensors, largest difference from PEFT's " << largest
+            << "\n";
+  const nlohmann::json config = nlohmann::json::parse(testing::read_file(run_dir / "adapter" / "adapter_config.json"));
+  EXPECT_EQ(config["peft_type"], "LORA");
+  EXPECT_EQ(config["r"], g["adapter"]["rank"]);
+  EXPECT_EQ(config["task_type"], "CAUSAL_LM");
+
+  // PEFT reads it.
+  const CommandResult check = testing::run_command(
+      std::string(MIXT_PYTHON) + " " + testing::shell_quote((kSource / "tests/golden/make_lora_golden.py").string()) +
+      " check " + testing::shell_quote(kGolden.string()) + " " + testing::shell_quote((run_dir / "adapter").string()));
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+  EXPECT_THAT(check.output, HasSubstr("agree"));
+  std::cout << "[ measured ] " << check.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Runs, LoraTraining, ::testing::Values("plain", "checkpointed"),
+                         [](const auto& info) { return info.param; });
+
+const testing::BuiltPlugins& plugins() {
+  static const testing::BuiltPlugins built;
+  return built;
+}
+
+at::Tensor find(const NamedTensors& tensors, const std::string& name) {
+  for (const auto& item : tensors) {
+    if (item.first == name) return item.second;
+  }
+  throw std::runtime_error("no tensor " + name);
+}
+
+TEST(LoraAdapter, MixtReadsPeftsAdapterFolderWithPeftsLogits) {
+  const NamedTensors io = load_safetensors(kGolden / "io.safetensors").tensors;
+  for (const std::string which : {"init", "final"}) {
+    const RecipeNodePtr root = parse_yaml("model: {name: llama, from: " + quoted(kGolden / "base") +
+                                              "}\nadapter: {from: " + quoted(kGolden / (which + "_adapter")) + "}",
+                                          "test");
+    const Config recipe(root, "");
+    const auto model = build_model(recipe.section("model"), plugins().registry, ModelContext{});
+    [[maybe_unused]] const auto adapter =
+        apply_adapter(recipe.section("adapter"), plugins().registry, *model, AdapterContext{});
+    model->eval();
+    at::NoGradGuard no_grad;
+    const at::Tensor logits = model->forward(find(io, "ids"));
+    const at::Tensor expected = find(io, which + "_logits");
+    const double diff = (logits - expected).abs().max().item<double>();
+    std::cout << "[ measured ] " << which << " adapter: max |logits - PEFT's| = " << diff << " (max |logit| "
+              << expected.abs().max().item<double>() << ")\n";
+    EXPECT_LE(diff, 1e-5 * expected.abs().max().item<double>()) << which;
+    // Only the adapter trains.
+    for (const auto& item : model->named_parameters()) {
+      EXPECT_EQ(item.value().requires_grad(), item.key().find(".lora_") != std::string::npos) << item.key();
+    }
+    EXPECT_EQ(peft_tensors(*model).size(), 12u);  // 2 layers, 3 targets, A and B
+  }
+}
+
+// A float8 policy installs its LinearFunction on the linear layers first: the adapter wraps
+// it. With lora_B zero (a fresh adapter) the model computes exactly what it computed before
+// (the float8 products, not at::linear's bfloat16 ones), and the layers it did not target
+// keep the policy's function.
+TEST(LoraComposes, WrapsAFloat8PolicysLinearFunction) {
+  const RecipeNodePtr root =
+      parse_yaml("model: {name: llama, from: " + quoted(kGolden / "base") +
+                     "}\nprecision: {name: fp8_tensorwise}\nadapter: {name: lora, rank: 4, targets: [q_proj, v_proj]}",
+                 "test");
+  const Config recipe(root, "");
+  const auto model = build_model(recipe.section("model"), plugins().registry, ModelContext{});
+  const auto policy = plugins().registry.make_precision(recipe.section("precision"), PrecisionContext{});
+  policy->setup(*model, at::kCPU);
+  std::map<std::string, const LinearFunction*> installed;
+  for (const LinearLayer& layer : linear_layers(*model)) {
+    installed[layer.name] = layer.owner->linear_function(layer.map).get();
+  }
+  ASSERT_NE(installed["model.layers.1.self_attn.q_proj"], nullptr) << "fp8_tensorwise took no layer";  // not the first
+  const at::Tensor ids = find(load_safetensors(kGolden / "io.safetensors").tensors, "ids");
+  at::NoGradGuard no_grad;
+  const auto forward = [&] {
+    const AutocastScope scope = policy->autocast(at::kCPU);
+    return model->forward(ids);
+  };
+  const at::Tensor before = forward();
+  [[maybe_unused]] const auto adapter =
+      apply_adapter(recipe.section("adapter"), plugins().registry, *model, AdapterContext{});
+  EXPECT_TRUE(at::equal(forward(), before));
+  for (const LinearLayer& layer : linear_layers(*model)) {
+    const bool target = layer.name.ends_with("q_proj") || layer.name.ends_with("v_proj");
+    EXPECT_EQ(layer.owner->linear_function(layer.map).get() == installed[layer.name], !target) << layer.name;
+  }
+}
+
+// `mixt check` on the parity recipe with one change: exit 2 and the output.
+CommandResult check_with(const std::string& adapter, TempDir& dir) {
+  dir.write("lora.yaml", recipe(adapter));
+  return run_mixt({"check", "lora.yaml"}, dir.path());
+}
+
+TEST(LoraBadInput, ATargetThatMatchesNothingListsTheLinearLayers) {
+  TempDir dir;
+  const CommandResult r = check_with("{ name: lora, rank: 4, targets: [q_proj, qkv] }", dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("adapter.targets"));
+  EXPECT_THAT(r.output, HasSubstr("'qkv' matches none of the model's linear layers"));
+  EXPECT_THAT(r.output, HasSubstr("model.layers.1.mlp.down_proj"));
+}
+
+TEST(LoraBadInput, ARankAboveALayersSizeIsARecipeError) {
+  TempDir dir;
+  const CommandResult r = check_with("{ name: lora, rank: 48, targets: [v_proj] }", dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("adapter.rank"));
+  EXPECT_THAT(r.output, HasSubstr("rank 48 is above the size of 'model.layers.0.self_attn.v_proj' (64 in, 32 out)"));
+}
+
+TEST(LoraBadInput, AnAdapterOfAnotherBaseNamesTheTensor) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "other");
+  fs::copy_file(kGolden / "init_adapter" / "adapter_config.json", dir.path() / "other" / "adapter_config.json");
+  NamedTensors tensors = load_safetensors(kGolden / "init_adapter" / "adapter_model.safetensors").tensors;
+  const std::string changed = "base_model.model.model.layers.1.self_attn.v_proj.lora_B.weight";
+  for (auto& [name, tensor] : tensors) {
+    if (name == changed) tensor = at::zeros({48, tensor.size(1)});  // a base with wider v_proj
+  }
+  save_safetensors(dir.path() / "other" / "adapter_model.safetensors", tensors);
+  const CommandResult r = check_with("{ from: " + quoted(dir.path() / "other") + " }", dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("adapter.from"));
+  EXPECT_THAT(r.output, HasSubstr(changed + " is [48, 4], this model's is [32, 4]"));
+  // And the recipe's own options must agree with the folder's.
+  const CommandResult disagree = check_with("{ from: " + quoted(kGolden / "init_adapter") + ", rank: 8 }", dir);
+  EXPECT_EQ(disagree.exit_code, 2) << disagree.output;
+  EXPECT_THAT(disagree.output, HasSubstr("adapter.rank disagrees with"));
+}
+
+TEST(LoraRecipe, TrainsOnATransformersFolderAndWritesPeftFiles) {
+  TempDir dir;
+  const fs::path checkpoint = dir.path() / "checkpoint";
+  const CommandResult made = testing::run_command(
+      std::string(MIXT_PYTHON) + " " + testing::shell_quote((kSource / "tests/support/llama_checkpoint.py").string()) +
+      " " + testing::shell_quote((kSource / "recipes/llama/gpl3_bpe512.json").string()) + " " +
+      testing::shell_quote(checkpoint.string()));
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  const CommandResult run =
+      run_mixt({"run", (kSource / "recipes/llama/lora.yaml").string(), "model.from=" + checkpoint.string(),
+                "trainer.max_steps_per_epoch=3", "output=" + (dir.path() / "runs").string()},
+               dir.path());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, ::testing::ContainsRegex("adapter lora: [0-9]+ trainable parameters of [0-9]+"));
+  const fs::path run_dir = testing::only_run_directory(dir.path() / "runs" / "llama_lora");
+  ASSERT_FALSE(run_dir.empty());
+  // The commands that build the recipe's model alone build its adapter too, for the
+  // checkpoint's adapter tensors.
+  const CommandResult exported = run_mixt({"export", run_dir.string(), "-o", "model.onnx"}, dir.path());
+  EXPECT_EQ(exported.exit_code, 0) << exported.output;
+  EXPECT_TRUE(fs::exists(run_dir / "adapter" / "adapter_model.safetensors"));
+  const nlohmann::json config = nlohmann::json::parse(testing::read_file(run_dir / "adapter" / "adapter_config.json"));
+  EXPECT_EQ(config["r"], 16);
+  EXPECT_EQ(config["lora_alpha"], 32);
+  EXPECT_EQ(config["base_model_name_or_path"], checkpoint.string());
+}
+
+}  // namespace
+}  // namespace mixt

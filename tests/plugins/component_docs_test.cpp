@@ -60,6 +60,7 @@ struct DataTrees {
     testing::run_fixture_script("make_image_folder.py", testing::shell_quote((dir.path() / "images").string()));
     testing::run_fixture_script("make_segmentation_folder.py", testing::shell_quote((dir.path() / "voc").string()));
     dir.write("tokens.bin", std::string(2 * 1025, '\0'));  // one window of the default context, 1024
+    dir.write("chat.jsonl", "{\"prompt\": \"Who wrote the GPL?\", \"response\": \"The FSF.\"}\n");
   }
 };
 
@@ -71,7 +72,9 @@ TEST(ComponentDocs, EveryOptionAShippedComponentReadsIsDescribed) {
       {"cifar10", "root: " + (trees.dir.path() / "cifar").string()},
       {"image_folder", "root: " + (trees.dir.path() / "images").string()},
       {"segmentation_folder", "root: " + (trees.dir.path() / "voc").string()},
-      {"tokens", "files: " + (trees.dir.path() / "tokens.bin").string()}};
+      {"tokens", "files: " + (trees.dir.path() / "tokens.bin").string()},
+      {"instruct", "file: " + (trees.dir.path() / "chat.jsonl").string() + ", tokenizer: " +
+                       testing::configured::source_dir() + "/recipes/llama/gpl3_bpe512.json, template: llama3"}};
   // One small model and optimizer for the schedulers, which need an optimizer to schedule.
   OptimizerContext parameters;
   parameters.named_parameters.emplace_back("w", at::zeros({2}, at::TensorOptions().requires_grad(true)));

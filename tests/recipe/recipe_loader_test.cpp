@@ -290,6 +290,14 @@ TEST(RecipeLoader, WhatUsedToBeIgnoredOrRawIsARecipeErrorAtItsPlace) {
   EXPECT_THAT(written, HasSubstr("\"<<\": 0.5")) << written;
   const RecipeNodePtr again = parse_yaml(written, "recipe.yaml");
   EXPECT_EQ(to_yaml(*again), written);
+  // A value or key with a control character is written quoted, as an escape: plain, a
+  // carriage return was dropped when read back.
+  const RecipeNodePtr controls = parse_yaml("scheduler: {name: \"cosine\\r\", \"k\\x01\": 1}\n", "c.yaml");
+  const std::string controls_written = to_yaml(*controls);
+  EXPECT_THAT(controls_written, HasSubstr("\"cosine\\r\"")) << controls_written;
+  const RecipeNodePtr controls_again = parse_yaml(controls_written, "recipe.yaml");
+  EXPECT_EQ(controls_again->find("scheduler")->value->find("name")->value->scalar, "cosine\r");
+  EXPECT_EQ(to_yaml(*controls_again), controls_written);
 
   std::filesystem::create_symlink("loop2.yaml", dir.path() / "loop1.yaml");
   std::filesystem::create_symlink("loop1.yaml", dir.path() / "loop2.yaml");

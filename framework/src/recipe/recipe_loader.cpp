@@ -616,11 +616,21 @@ void check_keys(const RecipeNode& node, const std::string& path) {
   }
 }
 
+// yaml-cpp writes a scalar with a carriage return or another control character plain,
+// where reading it back drops or refuses the character (found by fuzz/recipe_fuzz.cpp: a
+// quoted "cosine\r" came back as cosine). Quoted, they are escapes.
+bool has_control_character(const std::string& text) {
+  return std::any_of(text.begin(), text.end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return byte < 0x20 || byte == 0x7f;
+  });
+}
+
 void emit(YAML::Emitter& out, const RecipeNode& node) {
   switch (node.type) {
     case RecipeNode::Type::null: out << YAML::Null; break;
     case RecipeNode::Type::scalar:
-      if (node.quoted) out << YAML::DoubleQuoted;
+      if (node.quoted || has_control_character(node.scalar)) out << YAML::DoubleQuoted;
       out << node.scalar;
       break;
     case RecipeNode::Type::sequence:
@@ -634,7 +644,7 @@ void emit(YAML::Emitter& out, const RecipeNode& node) {
         out << YAML::Key;
         // Written plain, a key named << would be read back as YAML's merge key (found by
         // fuzz/recipe_fuzz.cpp: the override `optimizer.<<=0.1` made recipe.yaml unreadable).
-        if (entry.key == "<<") out << YAML::DoubleQuoted;
+        if (entry.key == "<<" || has_control_character(entry.key)) out << YAML::DoubleQuoted;
         out << entry.key << YAML::Value;
         emit(out, *entry.value);
       }

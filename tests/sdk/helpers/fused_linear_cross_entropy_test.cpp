@@ -38,10 +38,11 @@ struct Problem {
     targets.index_put_({0, 1}, -100);  // ignored positions (padding)
     targets.index_put_({2, 0}, -100);
   }
-  Result run(bool fused, const Case& c) const {
-    const auto leaf = [](const at::Tensor& t) { return t.clone().requires_grad_(); };
-    const at::Tensor x = leaf(input), w = leaf(weight);
-    const at::Tensor b = bias.defined() ? leaf(bias) : at::Tensor();
+  // `frozen_head`: the weight and bias need no gradient (an adapter's run).
+  Result run(bool fused, const Case& c, bool frozen_head = false) const {
+    const auto leaf = [](const at::Tensor& t, bool trained = true) { return t.clone().requires_grad_(trained); };
+    const at::Tensor x = leaf(input), w = leaf(weight, !frozen_head);
+    const at::Tensor b = bias.defined() ? leaf(bias, !frozen_head) : at::Tensor();
     at::Tensor loss;
     if (fused) {
       FusedCrossEntropyOptions o;
@@ -74,6 +75,21 @@ TEST_P(FusedLinearCrossEntropy, EqualsTheCrossEntropyOfTheLinearMapWithinFloatRo
   }
   // Ignored positions get no gradient at all.
   EXPECT_EQ(fused.grad_input[0][1].abs().max().item<float>(), 0.0f);
+}
+
+// A frozen head (an adapter's run): no gradient for it, and the input's the same bits as
+// with the head trained.
+TEST_P(FusedLinearCrossEntropy, AFrozenHeadGetsNoGradientAndTheInputTheSame) {
+  const Case c = GetParam();
+  const Problem p(/*rows=*/63, /*width=*/24, /*classes=*/257, c.bias);
+  const Result trained = p.run(true, c), frozen = p.run(true, c, /*frozen_head=*/true);
+  const Result plain = p.run(false, c, /*frozen_head=*/true);
+  EXPECT_FALSE(frozen.grad_weight.defined());
+  EXPECT_FALSE(plain.grad_weight.defined());
+  EXPECT_FALSE(frozen.grad_bias.defined());
+  EXPECT_TRUE(at::equal(frozen.loss, trained.loss));
+  EXPECT_TRUE(at::equal(frozen.grad_input, trained.grad_input));
+  EXPECT_LE(relative_error(frozen.grad_input, plain.grad_input), 1e-6);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, FusedLinearCrossEntropy,

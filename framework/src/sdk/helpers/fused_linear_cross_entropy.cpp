@@ -56,7 +56,9 @@ at::Tensor chunk_loss(const at::Tensor& x, const at::Tensor& w, const at::Tensor
   const at::Tensor g_mm = g.to(x.scalar_type());
   at::Tensor input_rows = grads.input.narrow(0, first, x.size(0));
   at::mm_out(input_rows, g_mm, w);
-  // The weight's gradient sums in float32 whatever the matmul dtype.
+  // The weight's gradient sums in float32 whatever the matmul dtype; none for a frozen head
+  // (an adapter's run: it would cost a third of the head's matmuls and a weight's memory).
+  if (!grads.weight.defined()) return loss;
   if (x.scalar_type() == at::kFloat) {
     grads.weight.addmm_(g_mm.t(), x);
   } else {
@@ -84,8 +86,10 @@ class FusedLinearCrossEntropy : public torch::autograd::Function<FusedLinearCros
     const std::int64_t rows = x.size(0);
     const std::int64_t chunk =
         std::max<std::int64_t>(1, o.chunk_rows.value_or(fused_cross_entropy_chunk_rows(rows, w.size(0), w.size(1))));
-    Gradients grads{at::empty_like(x), at::zeros(weight.sizes(), weight.options().dtype(at::kFloat)),
-                    bias.defined() ? at::zeros(bias.sizes(), bias.options().dtype(at::kFloat)) : at::Tensor()};
+    const auto float_zeros_if_trained = [](const at::Tensor& t) {
+      return t.defined() && t.requires_grad() ? at::zeros(t.sizes(), t.options().dtype(at::kFloat)) : at::Tensor();
+    };
+    Gradients grads{at::empty_like(x), float_zeros_if_trained(weight), float_zeros_if_trained(bias)};
     at::Tensor total = at::zeros({}, x.options().dtype(at::kFloat));
     for (std::int64_t first = 0; first < rows; first += chunk) {
       const std::int64_t n = std::min(chunk, rows - first);
@@ -94,8 +98,8 @@ class FusedLinearCrossEntropy : public torch::autograd::Function<FusedLinearCros
     // PyTorch's mean: over the targets not ignored (0/0 = nan when all are), on the device.
     const at::Tensor count = t.ne(o.ignore_index).sum().to(at::kFloat);
     ctx->save_for_backward({grads.input.reshape(input.sizes()).div_(count.to(x.scalar_type())).to(input.scalar_type()),
-                            grads.weight.div_(count).to(weight.scalar_type()),
-                            bias.defined() ? grads.bias.div_(count).to(bias.scalar_type()) : at::Tensor()});
+                            grads.weight.defined() ? grads.weight.div_(count).to(weight.scalar_type()) : at::Tensor(),
+                            grads.bias.defined() ? grads.bias.div_(count).to(bias.scalar_type()) : at::Tensor()});
     return total / count;
   }
 

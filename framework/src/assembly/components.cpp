@@ -280,7 +280,7 @@ std::vector<OptionDoc> framework_option_docs(ComponentKind kind) {
 
 std::shared_ptr<Model> build_model(const Config& section, const Registry& registry, const ModelContext& context) {
   // model.from first: its config.json fills options the model reads.
-  std::optional<NamedTensors> from_weights;
+  std::optional<WeightFiles> from_weights;
   if (kFrom.read(section)) from_weights = apply_transformers_dir(section, registry.find(ComponentKind::model, section));
   std::shared_ptr<Model> model = registry.make_model(section, context);
   // `weights:` and `strict:` belong to every model, so the framework reads them here
@@ -295,7 +295,7 @@ std::shared_ptr<Model> build_model(const Config& section, const Registry& regist
   }
   if (from_weights) {
     const std::string dir = section.string("from");
-    const LoadReport report = load_state_dict(*model, *from_weights, strict, dir);
+    const LoadReport report = from_weights->load_into(*model, strict, dir);
     if (!report.complete()) {
       warn(section.location("from").str() + ": loaded " + std::to_string(report.loaded) + " tensors of " + dir +
            "; the rest keep their initial values:" + report.describe());
@@ -303,7 +303,10 @@ std::shared_ptr<Model> build_model(const Config& section, const Registry& regist
   }
   if (const std::optional<std::string> weights = kWeights.read(section)) {
     const std::string& file = *weights;
-    const LoadReport report = load_state_dict(*model, load_safetensors(file).tensors, strict, file);
+    const SafetensorsReader reader(file);
+    const LoadReport report = load_state_dict(
+        *model, reader.layout(), [&](std::size_t i, const at::Tensor& target) { reader.read_into(i, target); }, strict,
+        file);
     if (!report.complete()) {
       warn(section.location("weights").str() + ": loaded " + std::to_string(report.loaded) + " tensors of " + file +
            "; the rest keep their initial values:" + report.describe());

@@ -80,9 +80,21 @@ void check_implemented(const Config& section, const TransformersConfig& config, 
 }
 
 // The safetensors of the directory: model.safetensors, or every shard its index names.
-NamedTensors read_weights(const Config& section, const fs::path& dir) {
+WeightFiles open_weights(const Config& section, const fs::path& dir) {
+  WeightFiles weights;
+  const auto add = [&](const fs::path& file) {
+    weights.files.emplace_back(file);
+    const NamedTensors& layout = weights.files.back().layout();
+    for (std::size_t i = 0; i < layout.size(); ++i) {
+      weights.layout.push_back(layout[i]);
+      weights.where.emplace_back(weights.files.size() - 1, i);
+    }
+  };
   const fs::path single = dir / "model.safetensors";
-  if (fs::exists(single)) return load_safetensors(single).tensors;
+  if (fs::exists(single)) {
+    add(single);
+    return weights;
+  }
   const fs::path index_file = dir / "model.safetensors.index.json";
   if (!fs::exists(index_file)) {
     section.fail("from", dir.string() + " holds neither model.safetensors nor model.safetensors.index.json",
@@ -97,20 +109,19 @@ NamedTensors read_weights(const Config& section, const fs::path& dir) {
   for (const auto& [name, shard] : index["weight_map"].items()) {
     if (listed.insert(shard.get<std::string>()).second) shards.push_back(shard.get<std::string>());
   }
-  NamedTensors tensors;
   for (const std::string& shard : shards) {
     if (!fs::exists(dir / shard)) section.fail("from", index_file.string() + " names " + shard + ", which is missing");
-    for (auto& item : load_safetensors(dir / shard).tensors) tensors.push_back(std::move(item));
+    add(dir / shard);
   }
   std::set<std::string> names;
-  for (const auto& item : tensors) names.insert(item.first);
+  for (const auto& item : weights.layout) names.insert(item.first);
   for (const auto& [name, shard] : index["weight_map"].items()) {
     if (!names.count(name)) {
       section.fail("from", index_file.string() + " says " + name + " is in " + shard.get<std::string>() +
                                ", which does not hold it");
     }
   }
-  return tensors;
+  return weights;
 }
 
 // Gives the model section's `option` the checkpoint's `value` (from `where`, said as `source`
@@ -197,9 +208,16 @@ void apply_transformers_config(const Config& section, const ComponentEntry& mode
   }
 }
 
-NamedTensors apply_transformers_dir(const Config& section, const ComponentEntry& model) {
+LoadReport WeightFiles::load_into(torch::nn::Module& module, bool strict, const std::string& source) const {
+  return load_state_dict(
+      module, layout,
+      [&](std::size_t i, const at::Tensor& target) { files[where[i].first].read_into(where[i].second, target); },
+      strict, source);
+}
+
+WeightFiles apply_transformers_dir(const Config& section, const ComponentEntry& model) {
   apply_transformers_config(section, model);
-  return read_weights(section, section.string("from"));
+  return open_weights(section, section.string("from"));
 }
 
 std::string transformers_dir_tokenizer(const fs::path& dir) {

@@ -7,9 +7,12 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "mixt/config.h"
 #include "mixt/helpers/safetensors.h"
+#include "mixt/helpers/state_dict.h"
 #include "plugins/registry.h"
 
 namespace mixt {
@@ -19,10 +22,19 @@ struct ConfigTree {
   static RecipeNode& node(const Config& config) { return *config.node_; }
 };
 
+// A checkpoint directory's tensors (model.safetensors, or every shard its index names), read
+// one at a time as they are loaded: a model's weights never sit whole beside the model.
+struct WeightFiles {
+  std::vector<SafetensorsReader> files;
+  NamedTensors layout;                                     // every file's, in order (meta tensors)
+  std::vector<std::pair<std::size_t, std::size_t>> where;  // each one's file and index in it
+  LoadReport load_into(torch::nn::Module& module, bool strict, const std::string& source) const;
+};
+
 // Fills the model section's options from DIR/config.json (those the recipe gives must agree
-// with it) and returns the directory's weights. Recipe errors at model.from, or at the option
+// with it) and opens the directory's weights. Recipe errors at model.from, or at the option
 // that disagrees, naming the file and its key.
-NamedTensors apply_transformers_dir(const Config& model_section, const ComponentEntry& model);
+WeightFiles apply_transformers_dir(const Config& model_section, const ComponentEntry& model);
 
 // Its first half: the options from DIR/config.json, no weights read.
 void apply_transformers_config(const Config& model_section, const ComponentEntry& model);

@@ -7,6 +7,7 @@
 
 #include <torch/nn/module.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,14 @@ struct LoadReport {
 // unexpected or mismatched name is a mixt::Error (kind recipe) listing them, and nothing
 // is loaded. `source` names the tensors' origin in messages (a file path).
 LoadReport load_state_dict(torch::nn::Module& module, const NamedTensors& tensors, bool strict,
+                           const std::string& source);
+
+// Since ABI 6.10. The same from tensors read one at a time: `layout` names each and gives its
+// shape (a meta tensor will do: SafetensorsReader::layout), and `copy_into(i, target)` writes
+// the i-th into the module's tensor `target` (SafetensorsReader::read_into), so that the
+// tensors are never all in memory beside the module.
+LoadReport load_state_dict(torch::nn::Module& module, const NamedTensors& layout,
+                           const std::function<void(std::size_t, const at::Tensor&)>& copy_into, bool strict,
                            const std::string& source);
 
 }  // namespace mixt

@@ -167,11 +167,10 @@ TensorEntry tensor_entry(const fs::path& file, const std::string& name, const nl
   return t;
 }
 
-// The tensor `entry` describes, read from the data, which starts at `data_start` and has
-// `data_size` bytes. Its size is checked against the offsets and the file before anything is
-// allocated: a header alone must not ask for memory the file does not hold.
-at::Tensor read_tensor(std::istream& in, const fs::path& file, const std::string& name,
-                       const nlohmann::ordered_json& entry, std::uint64_t data_start, std::uint64_t data_size) {
+// `entry`'s size checked against its offsets and the file, before anything is allocated: a
+// header alone must not ask for memory the file does not hold.
+TensorEntry checked_entry(const fs::path& file, const std::string& name, const nlohmann::ordered_json& entry,
+                          std::uint64_t data_size) {
   const TensorEntry t = tensor_entry(file, name, entry);
   std::uint64_t bytes = c10::elementSize(t.type);
   bool overflow = false;
@@ -182,16 +181,12 @@ at::Tensor read_tensor(std::istream& in, const fs::path& file, const std::string
     throw bad_file(file,
                    "tensor '" + name + "': data_offsets do not match its shape and dtype, or the file is truncated");
   }
-  at::Tensor tensor = at::empty(t.shape, at::TensorOptions().dtype(t.type));
-  in.seekg(static_cast<std::streamoff>(data_start + t.begin));
-  in.read(static_cast<char*>(tensor.data_ptr()), static_cast<std::streamsize>(bytes));
-  if (!in) throw bad_file(file, "truncated while reading tensor '" + name + "'");
-  return tensor;
+  return t;
 }
 
 }  // namespace
 
-SafetensorsContents load_safetensors(const fs::path& file) {
+SafetensorsReader::SafetensorsReader(const fs::path& file) : file_(file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     // errno still says why the open failed: "No such file or directory", "Permission denied".
@@ -202,16 +197,53 @@ SafetensorsContents load_safetensors(const fs::path& file) {
   std::error_code ec;
   const std::uint64_t file_size = fs::file_size(file, ec);
   const Header header = read_header(in, file, file_size);
-
-  const std::uint64_t data_size = file_size - 8 - header.size;
-  SafetensorsContents contents;
+  data_start_ = 8 + header.size;
+  const std::uint64_t data_size = file_size - data_start_;
   for (const auto& [name, entry] : header.json.items()) {
     if (name == "__metadata__") {
-      read_metadata(file, entry, contents.metadata);
+      read_metadata(file, entry, metadata_);
       continue;
     }
-    contents.tensors.emplace_back(name, read_tensor(in, file, name, entry, 8 + header.size, data_size));
+    const TensorEntry t = checked_entry(file, name, entry, data_size);
+    layout_.emplace_back(name, at::empty(t.shape, at::TensorOptions().dtype(t.type).device(at::kMeta)));
+    ranges_.emplace_back(t.begin, t.end);
   }
+}
+
+void SafetensorsReader::read_bytes(std::size_t index, void* destination) const {
+  std::ifstream in(file_, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(data_start_ + ranges_.at(index).first));
+  in.read(static_cast<char*>(destination), static_cast<std::streamsize>(ranges_[index].second - ranges_[index].first));
+  if (!in) throw bad_file(file_, "truncated while reading tensor '" + layout_[index].first + "'");
+}
+
+at::Tensor SafetensorsReader::read(std::size_t index) const {
+  const at::Tensor& meta = layout_.at(index).second;
+  at::Tensor tensor = at::empty(meta.sizes(), at::TensorOptions().dtype(meta.scalar_type()));
+  read_bytes(index, tensor.data_ptr());
+  return tensor;
+}
+
+void SafetensorsReader::read_into(std::size_t index, const at::Tensor& target) const {
+  const at::Tensor& meta = layout_.at(index).second;
+  if (target.sizes() != meta.sizes()) {
+    throw bad_file(file_, "tensor '" + layout_[index].first + "' is " + c10::str(meta.sizes()) + ", not " +
+                              c10::str(target.sizes()));
+  }
+  if (target.device().is_cpu() && target.scalar_type() == meta.scalar_type() && target.is_contiguous()) {
+    read_bytes(index, target.data_ptr());
+  } else {
+    at::NoGradGuard no_grad;
+    target.copy_(read(index));
+  }
+}
+
+SafetensorsContents load_safetensors(const fs::path& file) {
+  const SafetensorsReader reader(file);
+  SafetensorsContents contents;
+  contents.metadata = reader.metadata();
+  for (std::size_t i = 0; i < reader.layout().size(); ++i)
+    contents.tensors.emplace_back(reader.layout()[i].first, reader.read(i));
   return contents;
 }
 

@@ -47,14 +47,13 @@ std::string LoadReport::describe() const {
 }
 
 namespace {
-// The module's tensors that `tensors` has under the same name and shape (target, value),
-// and a report of the rest.
-std::vector<std::pair<at::Tensor, const at::Tensor*>> match_state_dict(const torch::nn::Module& module,
-                                                                      const NamedTensors& tensors,
-                                                                      LoadReport& report) {
-  std::map<std::string, const at::Tensor*> given;
-  for (const auto& [name, tensor] : tensors) given[name] = &tensor;
-  std::vector<std::pair<at::Tensor, const at::Tensor*>> matches;
+// The module's tensors that `tensors` has under the same name and shape (target, index in
+// `tensors`), and a report of the rest.
+std::vector<std::pair<at::Tensor, std::size_t>> match_state_dict(const torch::nn::Module& module,
+                                                                 const NamedTensors& tensors, LoadReport& report) {
+  std::map<std::string, std::size_t> given;
+  for (std::size_t i = 0; i < tensors.size(); ++i) given[tensors[i].first] = i;
+  std::vector<std::pair<at::Tensor, std::size_t>> matches;
   std::map<std::string, bool> known;
   for (auto& [name, target] : state_dict(module)) {
     known[name] = true;
@@ -67,8 +66,8 @@ std::vector<std::pair<at::Tensor, const at::Tensor*>> match_state_dict(const tor
                                                   name.compare(name.size() - suffix.size() - 1, std::string::npos,
                                                                "." + std::string(suffix)) == 0);
       if (!batch_count) report.missing.push_back(name);
-    } else if (found->second->sizes() != target.sizes()) {
-      report.mismatched.push_back(name + ": file " + shape_text(*found->second) + " vs model " + shape_text(target));
+    } else if (const at::Tensor& saved = tensors[found->second].second; saved.sizes() != target.sizes()) {
+      report.mismatched.push_back(name + ": file " + shape_text(saved) + " vs model " + shape_text(target));
     } else {
       matches.emplace_back(target, found->second);
     }
@@ -86,18 +85,26 @@ LoadReport compare_state_dict(const torch::nn::Module& module, const NamedTensor
   return report;
 }
 
-LoadReport load_state_dict(torch::nn::Module& module, const NamedTensors& tensors, bool strict,
+LoadReport load_state_dict(torch::nn::Module& module, const NamedTensors& layout,
+                           const std::function<void(std::size_t, const at::Tensor&)>& copy_into, bool strict,
                            const std::string& source) {
   LoadReport report;
-  const auto copies = match_state_dict(module, tensors, report);
+  const auto copies = match_state_dict(module, layout, report);
   if (strict && !report.complete()) {
     throw Error(ErrorKind::recipe, "weights do not match the model" + report.describe(), SourceLocation{source}, {},
                 "use weights made for this model and num_classes, or set `strict: false` to load what matches");
   }
   at::NoGradGuard no_grad;
-  for (const auto& [target, value] : copies) target.copy_(*value);
+  for (const auto& [target, index] : copies) copy_into(index, target);
   report.loaded = copies.size();
   return report;
+}
+
+LoadReport load_state_dict(torch::nn::Module& module, const NamedTensors& tensors, bool strict,
+                           const std::string& source) {
+  return load_state_dict(
+      module, tensors, [&](std::size_t i, const at::Tensor& target) { target.copy_(tensors[i].second); }, strict,
+      source);
 }
 
 }  // namespace mixt

@@ -8,6 +8,7 @@
 
 #include "assembly/adapters.h"
 #include "assembly/model_input.h"
+#include "assembly/quantize_base.h"
 #include "assembly/routing_probe.h"
 #include "assembly/speed_notes.h"
 #include "assembly/transformers_dir.h"
@@ -272,7 +273,7 @@ std::vector<OptionDoc> framework_option_docs(ComponentKind kind) {
     case ComponentKind::callback:
       return {kEnabled, kLabel};
     case ComponentKind::adapter:
-      return {adapter_from_doc()};
+      return {adapter_from_doc(), adapter_quantize_base_doc()};
     default:
       return {};
   }

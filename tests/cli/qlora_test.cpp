@@ -21,6 +21,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -99,7 +100,7 @@ TEST_P(QloraTraining, TwentyAdamWStepsEqualPeftOverTorchaosNf4) {
   dir.write("qlora.yaml", recipe(from_init(), GetParam() == "checkpointed" ? "activation_checkpointing: all, " : ""));
   const CommandResult run = run_mixt({"run", "qlora.yaml"}, dir.path());
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_THAT(run.output, HasSubstr("the base's 14 linear layers in NF4: 4.7 MB of float32 weights held in 0.6 MB"));
+  EXPECT_THAT(run.output, HasSubstr("the base's 14 linear layers in NF4: 4.7 MB of float32 weights held in 609.5 kB"));
   const fs::path run_dir = testing::only_run_directory(dir.path() / "runs" / "qlora");
   ASSERT_FALSE(run_dir.empty());
   const Steps s = steps_of(run_dir);
@@ -261,6 +262,24 @@ TEST(QloraRecipe, TrainsOnATransformersFolderAndAnInstructionFile) {
   const nlohmann::json config = nlohmann::json::parse(testing::read_file(run_dir / "adapter" / "adapter_config.json"));
   EXPECT_EQ(config["r"], 16);
   EXPECT_EQ(config["target_modules"].size(), 7u);
+
+  // The commands that build the model quantise model.from's base again and load the
+  // checkpoint's adapter: evaluate gives the run's validation loss.
+  std::smatch val;
+  ASSERT_TRUE(std::regex_search(run.output, val, std::regex("validation: loss ([0-9.]+)"))) << run.output;
+  const CommandResult evaluated = run_mixt({"evaluate", run_dir.string()}, dir.path());
+  EXPECT_EQ(evaluated.exit_code, 0) << evaluated.output;
+  EXPECT_THAT(evaluated.output, ::testing::ContainsRegex("loss +" + val[1].str()));
+  const CommandResult generated =
+      run_mixt({"generate", run_dir.string(), "--chat", "--prompt", "Hi", "--max-new-tokens", "4"}, dir.path());
+  EXPECT_EQ(generated.exit_code, 0) << generated.output;
+  // Export writes float weights, which the base no longer has: refused, nothing written.
+  for (const std::string file : {"model.onnx", "model.safetensors"}) {
+    const CommandResult exported = run_mixt({"export", run_dir.string(), "-o", file}, dir.path());
+    EXPECT_EQ(exported.exit_code, 2) << exported.output;
+    EXPECT_THAT(exported.output, HasSubstr("held in NF4 (adapter.quantize_base: nf4)"));
+    EXPECT_FALSE(fs::exists(dir.path() / file)) << file;
+  }
 }
 
 }  // namespace

@@ -19,24 +19,22 @@ const Optional<std::string> kQuantizeBase{
     "nf4 is QLoRA's 4-bit NormalFloat in blocks of 64 with double-quantised scales (torchao's to_nf4); read by mixt",
     one_of({"nf4"})};
 
-// A weight quantize_linear_nf4 replaced: one element repeated over the weight's shape.
-bool held_in_nf4(const at::Tensor& weight) {
-  if (weight.numel() <= 1) return false;
-  for (const std::int64_t stride : weight.strides()) {
-    if (stride != 0) return false;
-  }
-  return true;
-}
-
 // Nf4Weight::bytes() of a weight of `numel` values of `dtype` (blocks 64, groups 256).
 std::int64_t nf4_bytes(std::int64_t numel, at::ScalarType dtype) {
   const std::int64_t blocks = numel / 64, groups = (blocks + 255) / 256;
   return numel / 2 + blocks + (groups + 1 + 16) * static_cast<std::int64_t>(c10::elementSize(dtype));
 }
 
-std::string megabytes(std::int64_t bytes) {
+std::string size_text(std::int64_t bytes) {
   char text[32];
-  std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
+  const auto b = static_cast<double>(bytes);
+  if (b >= 1e9) {
+    std::snprintf(text, sizeof text, "%.1f GB", b / 1e9);
+  } else if (b >= 1e6) {
+    std::snprintf(text, sizeof text, "%.1f MB", b / 1e6);
+  } else {
+    std::snprintf(text, sizeof text, "%.1f kB", b / 1e3);
+  }
   return text;
 }
 }  // namespace
@@ -80,8 +78,8 @@ std::string quantized_base_note(torch::nn::Module& model) {
     dtype = type == at::kFloat ? "float32" : type == at::kBFloat16 ? "bfloat16" : c10::toString(type);
   }
   if (layers == 0) return "";
-  return "the base's " + std::to_string(layers) + " linear layers in NF4: " + megabytes(float_bytes) + " of " + dtype +
-         " weights held in " + megabytes(held);
+  return "the base's " + std::to_string(layers) + " linear layers in NF4: " + size_text(float_bytes) + " of " + dtype +
+         " weights held in " + size_text(held);
 }
 
 }  // namespace mixt

@@ -77,4 +77,8 @@ class Nf4LinearFunction : public LinearFunction {
 // must not require a gradient. Returns the bytes freed (the float weight's).
 std::int64_t quantize_linear_nf4(const LinearLayer& layer);
 
+// Whether `weight` is what quantize_linear_nf4 left of a weight: one element repeated over
+// its shape. Its values are not the layer's (loading or exporting it means nothing).
+bool held_in_nf4(const at::Tensor& weight);
+
 }  // namespace mixt

@@ -143,4 +143,12 @@ std::int64_t quantize_linear_nf4(const LinearLayer& layer) {
   return freed;
 }
 
+bool held_in_nf4(const at::Tensor& weight) {
+  if (!weight.defined() || weight.numel() <= 1 || weight.requires_grad()) return false;
+  for (const std::int64_t stride : weight.strides()) {
+    if (stride != 0) return false;
+  }
+  return true;
+}
+
 }  // namespace mixt

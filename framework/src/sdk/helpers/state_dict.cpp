@@ -7,8 +7,9 @@
 #include <string>
 #include <string_view>
 
-#include "sdk/helpers/state_dict_check.h"
 #include "mixt/error.h"
+#include "mixt/helpers/nf4.h"
+#include "sdk/helpers/state_dict_check.h"
 
 namespace mixt {
 
@@ -95,7 +96,18 @@ LoadReport load_state_dict(torch::nn::Module& module, const NamedTensors& tensor
                 "use weights made for this model and num_classes, or set `strict: false` to load what matches");
   }
   at::NoGradGuard no_grad;
-  for (const auto& [target, value] : copies) target.copy_(*value);
+  for (const auto& [target, value] : copies) {
+    // A weight held in NF4 (adapter.quantize_base) was quantised from model.from's; a
+    // checkpoint of such a model holds the same one number, anything else is another base.
+    if (held_in_nf4(target)) {
+      if (!at::equal(value->to(target.device(), target.scalar_type()), target)) {
+        throw Error(ErrorKind::recipe, "the file has float weights for a layer held in NF4", SourceLocation{source}, {},
+                    "the base of a QLoRA model (adapter.quantize_base) is model.from's: name these weights there");
+      }
+      continue;
+    }
+    target.copy_(*value);
+  }
   report.loaded = copies.size();
   return report;
 }

@@ -95,6 +95,11 @@ TEST(Nf4Layer, FreesTheFloatWeightAndComputesLinearNf4) {
   EXPECT_EQ(layer->weight.storage().nbytes(), 4u);
   EXPECT_EQ(layer->weight.sizes(), (std::vector<std::int64_t>{256, 128}));
   EXPECT_EQ(layer->named_parameters()["weight"].storage().nbytes(), 4u);  // the registered parameter itself
+  EXPECT_TRUE(held_in_nf4(layer->weight));
+  EXPECT_FALSE(held_in_nf4(g["f32_weight"]));
+  // What an adapter that reads the base's values (DoRA) gets: torchao's dequantised weight.
+  const at::Tensor dequantized = base_weight(linear_layers(*layer)[0]);
+  expect_bitwise(dequantized, nf4_dequantize(nf4_quantize(g["f32_weight"])), "base_weight");
   const at::Tensor x = g["f32_input"].clone().requires_grad_(true);
   const at::Tensor y = layer->forward(x);
   expect_bitwise(y, g["f32_output"], "output");

@@ -77,6 +77,11 @@ class Nf4LinearFunction : public LinearFunction {
 // must not require a gradient. Returns the bytes freed (the float weight's).
 std::int64_t quantize_linear_nf4(const LinearLayer& layer);
 
+// The layer's weight as its forward uses it: dequantised (in the weight's dtype, no gradient)
+// when quantize_linear_nf4 holds it in NF4, else layer.weight. For an adapter that reads
+// the base weight's values (DoRA's column norms), in its apply(), before it wraps the layer.
+at::Tensor base_weight(const LinearLayer& layer);
+
 // Whether `weight` is what quantize_linear_nf4 left of a weight: one element repeated over
 // its shape. Its values are not the layer's (loading or exporting it means nothing).
 bool held_in_nf4(const at::Tensor& weight);

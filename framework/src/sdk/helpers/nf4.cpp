@@ -143,6 +143,15 @@ std::int64_t quantize_linear_nf4(const LinearLayer& layer) {
   return freed;
 }
 
+at::Tensor base_weight(const LinearLayer& layer) {
+  if (!held_in_nf4(layer.weight)) return layer.weight;
+  const auto* nf4 = dynamic_cast<const Nf4LinearFunction*>(layer.owner->linear_function(layer.map).get());
+  if (nf4 == nullptr) {
+    throw std::logic_error("'" + layer.name + "' is held in NF4 but its function is no longer the NF4 one");
+  }
+  return nf4_dequantize(nf4->weight());
+}
+
 bool held_in_nf4(const at::Tensor& weight) {
   if (!weight.defined() || weight.numel() <= 1 || weight.requires_grad()) return false;
   for (const std::int64_t stride : weight.strides()) {

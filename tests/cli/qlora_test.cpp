@@ -4,16 +4,20 @@
 // transformers' LlamaForCausalLM's decoder, under PEFT's LoRA:
 //  - `mixt run` from the fixture's base and PEFT's initial adapter folder: 20 AdamW steps
 //    give every loss and gradient norm of the reference and its final adapter tensors, bit
-//    for bit (with trainer.activation_checkpointing: all too);
+//    for bit (with trainer.activation_checkpointing: all too); under amp_bf16 against the same
+//    loop with the forward and the loss under torch.autocast("cpu", bfloat16): every loss and
+//    gradient norm bit for bit;
 //  - the base's float weights are gone: the model's parameter storage shrinks by the 14
 //    decoder projections' float32 bytes, less one number each;
 //  - amp_bf16, bf16_true, bf16_master and fp8_tensorwise train with it;
+//  - two data-parallel ranks train the reference's adapter, within float tolerance;
 //  - a checkpoint holds no base weight, and resuming from it continues;
 //  - bad input: an unknown format, a layer that is not whole blocks of 64: exit 2;
 //  - recipes/llama/qlora.yaml trains on a transformers folder and an instruction JSONL.
 //
 // Measured (CPU, one thread, mixt linking the torch the reference runs): the 20 losses and
-// gradient norms equal, the 12 final adapter tensors equal (largest difference 0).
+// gradient norms equal (fp32, checkpointed, amp_bf16), the 12 final adapter tensors equal
+// (largest difference 0); two data-parallel ranks: the adapter within 1.7e-5 of its largest value.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -101,15 +105,25 @@ class QloraTraining : public ::testing::TestWithParam<std::string> {};
 TEST_P(QloraTraining, TwentyAdamWStepsEqualPeftOverTorchaosNf4) {
   const nlohmann::json g = golden();
   TempDir dir;
-  dir.write("qlora.yaml", recipe(from_init(), GetParam() == "checkpointed" ? "activation_checkpointing: all, " : ""));
+  const bool amp = GetParam() == "amp_bf16";
+  dir.write("qlora.yaml", recipe(from_init(), GetParam() == "checkpointed" ? "activation_checkpointing: all, " : "",
+                                 amp ? "amp_bf16" : "fp32"));
   const CommandResult run = run_mixt({"run", "qlora.yaml"}, dir.path());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("the base's 14 linear layers in NF4: 4.7 MB of float32 weights held in 609.5 kB"));
   const fs::path run_dir = testing::only_run_directory(dir.path() / "runs" / "qlora");
   ASSERT_FALSE(run_dir.empty());
   const Steps s = steps_of(run_dir);
-  EXPECT_EQ(s.losses, g["losses"].get<std::vector<double>>());
-  EXPECT_EQ(s.grad_norms, g["grad_norms"].get<std::vector<double>>());
+  const std::vector<double> losses = g[amp ? "amp_losses" : "losses"], norms = g[amp ? "amp_grad_norms" : "grad_norms"];
+  double loss_difference = 0;
+  for (std::size_t i = 0; i < std::min(s.losses.size(), losses.size()); ++i) {
+    loss_difference = std::max(loss_difference, std::abs(s.losses[i] - losses[i]));
+  }
+  std::cout << "[ measured ] " << GetParam() << ": largest loss difference from the reference's " << loss_difference
+            << "\n";
+  EXPECT_EQ(s.losses, losses);
+  EXPECT_EQ(s.grad_norms, norms);
+  if (amp) return;  // the reference keeps fp32's final adapter only
 
   const NamedTensors trained = load_safetensors(run_dir / "adapter" / "adapter_model.safetensors").tensors;
   const NamedTensors reference = load_safetensors(kGolden / "final_adapter" / "adapter_model.safetensors").tensors;
@@ -125,7 +139,7 @@ TEST_P(QloraTraining, TwentyAdamWStepsEqualPeftOverTorchaosNf4) {
             << largest << "\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(Runs, QloraTraining, ::testing::Values("plain", "checkpointed"),
+INSTANTIATE_TEST_SUITE_P(Runs, QloraTraining, ::testing::Values("plain", "checkpointed", "amp_bf16"),
                          [](const auto& info) { return info.param; });
 
 const testing::BuiltPlugins& plugins() {

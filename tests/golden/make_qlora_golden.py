@@ -25,6 +25,8 @@ transformers' LlamaForCausalLM (no downloads).
                                (torchtune's FrozenNF4Linear: the weight an NF4Tensor parameter,
                                F.linear dispatched to linear_nf4), and mixt's recipe sections
       OUT_DIR/final_adapter/   the trained adapter, PEFT's save_pretrained
+      training.json's amp_*    the same 20 steps from init_adapter with the forward and the loss
+                               under torch.autocast("cpu", bfloat16) (mixt's amp_bf16)
 
 float32, one thread (the sums of the CPU matmuls as mixt's test computes them).
 Generated at test time into the build directory, once per generator and
@@ -36,9 +38,10 @@ from pathlib import Path
 
 import peft
 import torch
+import torch.nn.functional as F
 import torchao
 import transformers
-from peft import LoraConfig, get_peft_model
+from peft import LoraConfig, PeftModel, get_peft_model
 from safetensors.torch import save_file
 # torchao 0.18 moved torchao.dtypes.nf4tensor here
 from torchao.quantization.quantize_.workflows.nf4.nf4_tensor import NF4Tensor, linear_nf4, to_nf4
@@ -135,6 +138,31 @@ def quantize_decoder(model):
     assert count == 7 * MODEL["num_layers"], count
 
 
+def train_amp(model, ids):
+    """make_lora_golden.py's loop with the forward and the loss under torch.autocast("cpu",
+    bfloat16), the backward and the step outside it (mixt's amp_bf16)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    o = lora.OPTIMIZER
+    optimizer = torch.optim.AdamW(params, lr=o["lr"], betas=tuple(o["betas"]), eps=o["eps"],
+                                  weight_decay=o["weight_decay"], foreach=False)
+    model.train()
+    losses, grad_norms = [], []
+    for step in range(lora.STEPS):
+        windows = torch.stack([ids[w * lora.CONTEXT:w * lora.CONTEXT + lora.CONTEXT + 1]
+                               for w in range(step * lora.BATCH, step * lora.BATCH + lora.BATCH)])
+        x, y = windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            logits = model(input_ids=x).logits
+            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(params, lora.CLIP_GRAD_NORM)
+        optimizer.step()
+        losses.append(loss.item())
+        grad_norms.append(norm.item())
+    return losses, grad_norms
+
+
 def golden(out_dir):
     stamp = Stamp(out_dir, __file__)
     stamp.text = stamp.text.rstrip("\n") + f" peft {peft.__version__} torchao {torchao.__version__}\n"
@@ -158,7 +186,11 @@ def golden(out_dir):
     losses, grad_norms = lora.train(model, ids)
     assert sum(losses[-5:]) < sum(losses[:5]) - 0.2, losses  # it learns a little (a random base, 4 bits)
     model.save_pretrained(out_dir / "final_adapter")
-    golden = {"steps": lora.STEPS, "batch_size": lora.BATCH, "context": lora.CONTEXT, "vocab": VOCAB,
+    model = PeftModel.from_pretrained(LlamaForCausalLM.from_pretrained(out_dir / "base", attn_implementation="sdpa"),
+                                      out_dir / "init_adapter", is_trainable=True)
+    quantize_decoder(model)
+    amp_losses, amp_grad_norms = train_amp(model, ids)
+    golden = {"steps": lora.STEPS, "amp_losses": amp_losses, "amp_grad_norms": amp_grad_norms, "batch_size": lora.BATCH, "context": lora.CONTEXT, "vocab": VOCAB,
               "adapter": lora.ADAPTER, "optimizer": lora.OPTIMIZER, "clip_grad_norm": lora.CLIP_GRAD_NORM,
               "losses": losses, "grad_norms": grad_norms}
     (out_dir / "training.json").write_text(json.dumps(golden, indent=1) + "\n")

@@ -262,6 +262,22 @@ TEST(QloraDataParallel, TwoRanksTrainTheReferencesAdapter) {
   EXPECT_LE(largest, kDataParallelTolerance * scale);
 }
 
+// The ema callback averages the adapter; an NF4 weight is its own average (no float copy of
+// it is made), and evaluating with the average leaves the base as it was.
+TEST(QloraCallbacks, EmaAveragesTheAdapter) {
+  TempDir dir;
+  std::string text = recipe(from_init(), "max_steps_per_epoch: 3, ");
+  text.replace(text.find(", shuffle: false }"), 18,
+               ", shuffle: false, to: 0.8 }\n  val: { name: tokens, files: " + quoted(kGolden / "tokens.bin") +
+                   ", format: nanogpt, vocab: 96, context: 32, batch_size: 4, "
+                   "from: 0.8 }");
+  text.replace(text.find("callbacks: ["), 12, "callbacks: [{ name: ema }, ");
+  dir.write("qlora.yaml", text);
+  const CommandResult run = run_mixt({"run", "qlora.yaml"}, dir.path());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("val loss"));
+}
+
 CommandResult check_with(const std::string& adapter, TempDir& dir, const std::string& model = "") {
   std::string text = recipe(adapter);
   if (!model.empty()) {

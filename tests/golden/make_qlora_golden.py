@@ -9,7 +9,8 @@ transformers' LlamaForCausalLM (no downloads).
                                scaler_mean and get_original_weight() (the `.to(dtype)` dequantisation);
                                "short_*": a weight of 64 blocks (torchao takes only multiples
                                of 256 blocks), with mixt's extension: torchao's formulas over
-                               one short group of scales, written out below
+                               one short group of scales, written out below; "smol_*": bfloat16
+                               [192, 576] (SmolLM2-135M's k_proj), 6 groups and one of 192
       OUT_DIR/linear.safetensors  linear_nf4's output and input gradient for a seeded input and
                                output gradient: float32, bfloat16, and float32 under
                                torch.autocast("cpu", bfloat16) (amp_bf16)
@@ -63,7 +64,7 @@ def nf4_parts(prefix, nf4):
             f"{prefix}_dequantized": nf4.get_original_weight().contiguous()}
 
 
-def short_group(weight):
+def short_group(weight, prefix="short"):
     """mixt's extension for a number of blocks that is not a multiple of 256: torchao's
     double_quantize_scalers and dequantize_scalers with the last group of scales shorter
     (here the only one), every operation as torchao writes it; the codes are torchao's own
@@ -83,8 +84,9 @@ def short_group(weight):
     repeated = dequantized_scalers.unsqueeze(-1).expand(-1, 32).flatten()
     first = lut[(codes >> 4).long()] * repeated
     second = lut[(codes & 0b1111).long()] * repeated
-    return {"short_codes": codes, "short_scalers": scalers, "short_factors": factors, "short_mean": mean.reshape(1),
-            "short_dequantized": torch.stack([first, second], dim=-1).reshape(weight.shape)}
+    return {f"{prefix}_codes": codes, f"{prefix}_scalers": scalers, f"{prefix}_factors": factors,
+            f"{prefix}_mean": mean.reshape(1),
+            f"{prefix}_dequantized": torch.stack([first, second], dim=-1).reshape(weight.shape)}
 
 
 def nf4_references(out_dir):
@@ -100,6 +102,9 @@ def nf4_references(out_dir):
     short = torch.randn(64, 64) * 0.05  # 64 blocks: one group of 64 scales
     tensors["short_weight"] = short
     tensors.update(short_group(short))
+    smol = (torch.randn(192, 576) * 0.05).to(torch.bfloat16)  # SmolLM2-135M's k_proj: 1,728 blocks, 6 groups and 192
+    tensors["smol_weight"] = smol
+    tensors.update(short_group(smol, "smol"))
     save_file(tensors, out_dir / "nf4.safetensors")
 
     out = {}

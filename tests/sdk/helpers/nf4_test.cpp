@@ -56,7 +56,7 @@ TEST_P(Nf4Quantisation, EqualsTorchaosToNf4BitForBit) {
   EXPECT_EQ(w.bytes(), n / 2 + n / 64 + (w.factors.numel() + 1 + 16) * size);
 }
 
-INSTANTIATE_TEST_SUITE_P(Torchao, Nf4Quantisation, ::testing::Values("f32", "bf16", "short"),
+INSTANTIATE_TEST_SUITE_P(Torchao, Nf4Quantisation, ::testing::Values("f32", "bf16", "short", "smol"),
                          [](const auto& info) { return info.param; });
 
 class Nf4Linear : public ::testing::TestWithParam<std::string> {};

@@ -21,6 +21,7 @@
 #include "files/export_metadata.h"
 #include "files/weights_export.h"
 #include "mixt/decodes_files.h"
+#include "mixt/helpers/nf4.h"
 #include "mixt/helpers/safetensors.h"
 #include "mixt/helpers/state_dict.h"
 #include "mixt/version.h"
@@ -266,6 +267,14 @@ int export_model(const ExportOptions& options) {
   }
   const Inference& inference = only ? *only->inference : *built;
   const std::shared_ptr<Model>& model = inference.shared_model();
+  for (const auto& parameter : model->parameters()) {
+    if (held_in_nf4(parameter)) {
+      throw usage_error(
+          "the model's base is held in NF4 (adapter.quantize_base: nf4): mixt export writes float "
+          "weights, which the model no longer has",
+          "give PEFT the run's adapter/ folder over model.from's base, or export a LoRA run");
+    }
+  }
   model->to(at::kFloat);
   if (format == "safetensors") return export_recipe_weights(options, plan, model);
 

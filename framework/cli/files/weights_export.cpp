@@ -8,6 +8,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_weights.h"
+#include "mixt/helpers/nf4.h"
 #include "mixt/helpers/safetensors.h"
 #include "mixt/version.h"
 
@@ -47,6 +48,14 @@ int export_weights(const std::string& checkpoint, const std::string& format, con
                 "loads it); docs/adapters.md");
   }
   NamedTensors tensors = checkpoint_weights(contents, file, ema);
+  for (const auto& [name, tensor] : tensors) {
+    if (held_in_nf4(tensor)) {
+      throw usage_error("the checkpoint's " + name +
+                            " is held in NF4 (adapter.quantize_base: nf4): the checkpoint "
+                            "has no float weights for the base",
+                        "give PEFT the run's adapter/ folder over model.from's base, or export a LoRA run");
+    }
+  }
   // float32, as torchvision's weights are: a bfloat16 or float16 tensor (a bf16_true model,
   // a master-weight policy's buffers) widens exactly.
   for (auto& item : tensors) {

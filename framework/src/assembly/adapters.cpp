@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "assembly/quantize_base.h"
 #include "assembly/transformers_dir.h"
 #include "common/atomic_file.h"
 #include "mixt/options.h"
@@ -171,6 +172,7 @@ std::unique_ptr<Adapter> apply_adapter(const Config& section, const Registry& re
     fill_from_config(section, *from);
   }
   for (auto& parameter : model.parameters()) parameter.requires_grad_(false);
+  quantize_base(section, model);  // before the adapter, which wraps the NF4 layers' function
   std::unique_ptr<Adapter> adapter = registry.make_adapter(section, context);
   adapter->apply(model);
   if (peft_tensors(model).empty()) {

@@ -8,6 +8,7 @@
 
 #include "assembly/adapters.h"
 #include "assembly/model_input.h"
+#include "assembly/quantize_base.h"
 #include "assembly/routing_probe.h"
 #include "assembly/speed_notes.h"
 #include "assembly/transformers_dir.h"
@@ -21,6 +22,7 @@
 #include "mixt/helpers/activation_checkpointing.h"
 #include "mixt/helpers/fp32_modules.h"
 #include "mixt/helpers/master_weights.h"
+#include "mixt/helpers/nf4.h"
 #include "mixt/helpers/state_dict.h"
 #include "mixt/options.h"
 #include "mixt/weight_shards.h"
@@ -272,7 +274,7 @@ std::vector<OptionDoc> framework_option_docs(ComponentKind kind) {
     case ComponentKind::callback:
       return {kEnabled, kLabel};
     case ComponentKind::adapter:
-      return {adapter_from_doc()};
+      return {adapter_from_doc(), adapter_quantize_base_doc()};
     default:
       return {};
   }
@@ -403,6 +405,18 @@ void build_adapter(Components& components, RunFacts& facts, const Config& sectio
   record(facts, registry, ComponentKind::adapter, section);
 }
 
+// Sharding the parameters cuts every weight into the ranks' chunks; an NF4 base is not cut
+// (its codes are no parameter), and data parallel without sharding needs nothing of it.
+void refuse_sharded_nf4_base(const Config& adapter, torch::nn::Module& model, const TrainerOptions& options) {
+  if (options.distributed.sharding != distributed::Sharding::parameters) return;
+  for (const auto& parameter : model.parameters()) {
+    if (held_in_nf4(parameter)) {
+      adapter.fail("quantize_base", "trainer.distributed.sharding: parameters does not shard a base held in NF4 yet",
+                   "sharding: none, optimizer or gradients: each rank holds the 4-bit base whole");
+    }
+  }
+}
+
 // The optimizer over the policy's parameters (over this rank's shards of them when
 // trainer.distributed.sharding says so), and the scheduler, which needs the steps per epoch.
 // Returns the weights as this rank keeps them, for the callbacks.
@@ -482,7 +496,10 @@ Components build_components(const Config& recipe, const Registry& registry, cons
   const Config model_section = recipe.section("model");
   build_model_on_device(components, facts, model_section, registry, options, trainer_section, communicator);
   build_precision(components, facts, recipe.section("precision"), registry, options, trainer_section, communicator);
-  if (recipe.has("adapter")) build_adapter(components, facts, recipe.section("adapter"), registry);
+  if (recipe.has("adapter")) {
+    build_adapter(components, facts, recipe.section("adapter"), registry);
+    refuse_sharded_nf4_base(recipe.section("adapter"), *components.model, options);
+  }
   check_model_fits_train_data(components, facts, model_section, registry.find(ComponentKind::task, task_section).name);
   check_val_fits_model(components, facts, data);
   // That blank forward pass also found a listed submodule the model never routes, so `mixt

@@ -10,6 +10,7 @@
 #include "distributed/backends.h"
 #include "distributed/store.h"
 #include "mixt/error.h"
+#include "mixt/helpers/nf4.h"
 #include "mixt/version.h"
 
 namespace mixt::distributed {
@@ -138,7 +139,10 @@ std::string DataParallel::difference_from_rank_0(const std::string& text) const 
 
 void DataParallel::broadcast_model(torch::nn::Module& model) const {
   at::NoGradGuard no_grad;
-  for (auto& p : model.parameters(/*recurse=*/true)) communicator_->broadcast(p, 0);
+  for (auto& p : model.parameters(/*recurse=*/true)) {
+    // An NF4 weight's one number is no weight: every rank quantised model.from's the same way.
+    if (!held_in_nf4(p)) communicator_->broadcast(p, 0);
+  }
   for (auto& b : model.buffers(/*recurse=*/true)) communicator_->broadcast(b, 0);
 }
 

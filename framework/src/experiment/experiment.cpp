@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "assembly/adapters.h"
+#include "assembly/quantize_base.h"
 #include "checkpoint/checkpoint.h"
 #include "common/container_image.h"
 #include "mixt/helpers/activation_checkpointing.h"
@@ -204,11 +205,13 @@ std::string adapter_note(const Experiment& e) {
   for (const auto& r : e.facts.records) {
     if (r.kind == "adapter") name = r.name;
   }
+  const std::string quantized = quantized_base_note(*e.components.model);
   char share[32];
   std::snprintf(share, sizeof share, "%.2f %%",
                 all > 0 ? 100.0 * static_cast<double>(trainable) / static_cast<double>(all) : 0.0);
   return "adapter " + name + ": " + std::to_string(trainable) + " trainable parameters of " + std::to_string(all) +
-         " (" + share + "), the rest frozen; written to adapter/ in PEFT's layout when training ends";
+         " (" + share + "), the rest frozen" + (quantized.empty() ? "" : "; " + quantized) +
+         "; written to adapter/ in PEFT's layout when training ends";
 }
 
 void write_resolved_recipe(const Experiment& e, const RunDirectory& run) {

@@ -16,6 +16,7 @@
 #include <ATen/ATen.h>
 #include <mixt/callback.h>
 #include <mixt/helpers/named_tensors_archive.h>
+#include <mixt/helpers/nf4.h>
 #include <mixt/helpers/state_dict.h>
 #include <mixt/options.h>
 #include <mixt/plugin.h>
@@ -88,6 +89,10 @@ class Ema : public mixt::Callback, public mixt::GathersForCheckpoint {
     live_.clear();
     evaluated_ = mixt::state_dict(*model_);  // whole while evaluated, under any sharding
     for (std::size_t i = 0; i < evaluated_.size(); ++i) {
+      if (mixt::held_in_nf4(evaluated_[i].second)) {  // a frozen NF4 weight: its own average
+        live_.emplace_back();
+        continue;
+      }
       live_.push_back(evaluated_[i].second.clone());
       evaluated_[i].second.copy_(average[i].second);
     }
@@ -96,7 +101,9 @@ class Ema : public mixt::Callback, public mixt::GathersForCheckpoint {
   void on_evaluation_end(const mixt::TrainState& /*state*/, const mixt::Evaluation& evaluation) override {
     if (evaluation.weights != "ema" || live_.empty()) return;
     at::NoGradGuard no_grad;
-    for (std::size_t i = 0; i < evaluated_.size(); ++i) evaluated_[i].second.copy_(live_[i]);
+    for (std::size_t i = 0; i < evaluated_.size(); ++i) {
+      if (live_[i].defined()) evaluated_[i].second.copy_(live_[i]);
+    }
     live_.clear();
     evaluated_.clear();
     if (rank_ != 0) whole_.clear();  // rank 0 may save the checkpoint again after on_epoch_end
@@ -127,13 +134,16 @@ class Ema : public mixt::Callback, public mixt::GathersForCheckpoint {
     whole_.clear();
     for (std::size_t i = 0; i < held.size(); ++i) {
       at::Tensor average = copy_for_average(held[i].second);
-      average.copy_(chunks[i].second);
+      if (!mixt::held_in_nf4(held[i].second)) average.copy_(chunks[i].second);
       average_.emplace_back(held[i].first, average);
     }
   }
 
  private:
   at::Tensor copy_for_average(const at::Tensor& tensor) const {
+    // A weight held in NF4 (adapter.quantize_base) is frozen and is no weight: the one
+    // number itself, not a copy (a copy would be as large as the float weight).
+    if (mixt::held_in_nf4(tensor)) return tensor.detach();
     return o_.device == "cpu" ? tensor.detach().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true)
                               : tensor.detach().clone();
   }
@@ -147,6 +157,7 @@ class Ema : public mixt::Callback, public mixt::GathersForCheckpoint {
     for (std::size_t i = 0; i < held.size(); ++i) {
       const at::Tensor& average = average_[i].second;
       const at::Tensor& value = held[i].second;
+      if (mixt::held_in_nf4(value)) continue;
       if (!average.is_floating_point()) {
         average.copy_(value);
       } else if (average.device() == value.device()) {

@@ -7,8 +7,9 @@
 #include <string>
 #include <string_view>
 
-#include "sdk/helpers/state_dict_check.h"
 #include "mixt/error.h"
+#include "mixt/helpers/nf4.h"
+#include "sdk/helpers/state_dict_check.h"
 
 namespace mixt {
 
@@ -95,7 +96,20 @@ LoadReport load_state_dict(torch::nn::Module& module, const NamedTensors& layout
                 "use weights made for this model and num_classes, or set `strict: false` to load what matches");
   }
   at::NoGradGuard no_grad;
-  for (const auto& [target, index] : copies) copy_into(index, target);
+  for (const auto& [target, index] : copies) {
+    // A weight held in NF4 (adapter.quantize_base) was quantised from model.from's; a
+    // checkpoint of such a model holds the same one number, anything else is another base.
+    if (held_in_nf4(target)) {
+      const at::Tensor value = at::empty(target.sizes(), target.options());
+      copy_into(index, value);
+      if (!at::equal(value, target)) {
+        throw Error(ErrorKind::recipe, "the file has float weights for a layer held in NF4", SourceLocation{source}, {},
+                    "the base of a QLoRA model (adapter.quantize_base) is model.from's: name these weights there");
+      }
+      continue;
+    }
+    copy_into(index, target);
+  }
   report.loaded = copies.size();
   return report;
 }

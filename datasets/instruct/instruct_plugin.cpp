@@ -15,6 +15,7 @@
 #include <mixt/helpers/chat_template.h>
 #include <mixt/helpers/data_loader.h>
 #include <mixt/options.h>
+#include <mixt/packed_sequences.h>
 #include <mixt/plugin.h>
 #include <mixt/tokenizer.h>
 
@@ -46,13 +47,15 @@ struct InstructOptions {
   mixt::RecipeSection where;
 };
 
-class InstructDataset : public mixt::LoaderDataset, public mixt::DescribesPreprocessing {
+class InstructDataset : public mixt::LoaderDataset, public mixt::DescribesPreprocessing, public mixt::PacksRows {
  public:
   InstructDataset(std::shared_ptr<const mixt::SampleSource> source, mixt::LoaderOptions options, std::int64_t vocab,
-                  std::int64_t context, std::string preprocessing)
+                  std::int64_t context, std::string preprocessing, bool packed)
       : LoaderDataset(std::move(source), std::move(options), vocab, {context}),
-        preprocessing_(std::move(preprocessing)) {}
+        preprocessing_(std::move(preprocessing)),
+        packed_(packed) {}
   std::string preprocessing() const override { return preprocessing_; }
+  bool packs_rows() const override { return packed_; }
   mixt::DatasetCapabilities capabilities() override {
     mixt::DatasetCapabilities can = LoaderDataset::capabilities();
     can.describes_preprocessing = this;
@@ -61,6 +64,7 @@ class InstructDataset : public mixt::LoaderDataset, public mixt::DescribesPrepro
 
  private:
   std::string preprocessing_;
+  bool packed_;
 };
 
 using IO = InstructOptions;
@@ -264,7 +268,8 @@ std::unique_ptr<mixt::Dataset> make_instruct(const IO& o, const mixt::DatasetCon
   return std::make_unique<InstructDataset>(
       std::move(source), o.loader.for_context(context, context.split == "train"), tokenizer->vocab_size(), o.context,
       std::to_string(kept) + " conversations of " + o.file + " in the " + mixt::chat_family_name(chat.family) +
-          " chat format, tokens of " + tokenizer->describe() + layout + "; targets of prompt tokens -100");
+          " chat format, tokens of " + tokenizer->describe() + layout + "; targets of prompt tokens -100",
+      o.packing);
 }
 
 void register_components(mixt::Registrar& registrar) {

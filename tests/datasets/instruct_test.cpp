@@ -2,15 +2,19 @@
 // tests/golden/make_instruct_golden.py writes (the instruct_golden fixture): tokenizer folders
 // trained there, one with Meta-Llama-3-Instruct's chat template and a small
 // LlamaForCausalLM, one with SmolLM2-Instruct's ChatML template, one with Qwen2.5's ChatML
-// logic (its default system message in Jinja escapes); train.jsonl in the three
-// sample forms; transformers' apply_chat_template ids, the labels TRL's prompt-completion
-// masking gives, and PyTorch's cross_entropy(ignore_index=-100) over them.
+// logic (its default system message in Jinja escapes), and Llama 3.1's, Llama 3.2's and
+// Qwen3's published templates; train.jsonl in the three sample forms; transformers'
+// apply_chat_template ids, the labels TRL's prompt-completion masking gives, PyTorch's
+// cross_entropy(ignore_index=-100) over them, and transformers' Llama over the samples packed
+// (position_ids and a 4-D block-diagonal mask).
 //
 //  - the C++ chat formats give apply_chat_template's ids (a system message, several turns,
 //    whitespace, add_generation_prompt), and the trained tokens are TRL's;
 //  - the dataset's targets are those labels shifted by one, -100 elsewhere and in the padding;
 //  - `mixt run recipes/llama/instruct.yaml` on the folder: the first step's loss and the
 //    validation loss equal the reference's (fused loss or not);
+//  - packing: rows of whole conversations with their positions; a packed batch's loss equals
+//    the same samples' unpacked loss; a model that cannot take packed rows is a recipe error;
 //  - a conversation longer than the context is cut and counted; a bad line is a recipe error
 //    naming file:line; an unknown template one naming the file and the families; nothing of a
 //    run is written.
@@ -445,6 +449,27 @@ TEST_P(InstructPackedRun, APackedBatchsLossEqualsTheSameSamplesUnpacked) {
   EXPECT_NEAR(*losses.val, all, 1e-5) << run.output;
   // Attention across the samples' borders would be off by more than that.
   EXPECT_GT(std::abs(packed["loss_all_attending_across"].get<double>() - all), 5e-5);
+}
+
+// A model that cannot keep attention inside each packed sample (gpt2 has no PackedModel): a
+// recipe error naming the interface, exit code 2, rather than samples that see each other.
+TEST(InstructPackedRecipe, AModelThatCannotTakePackedRowsIsARecipeError) {
+  TempDir dir;
+  std::vector<std::string> args = recipe_args(dir);
+  const std::string tokenizer = (kGolden / "llama3" / "tokenizer.json").string();
+  for (const std::string& more :
+       std::vector<std::string>{"model={_delete_: true, name: gpt2, num_layers: 1, num_heads: 2, hidden_dim: 32, "
+                                "context_length: 128}",
+                                "data.train.tokenizer=" + tokenizer, "data.val.tokenizer=" + tokenizer,
+                                "data.train.packing=true", "data.train.context=128", "data.val.context=128"}) {
+    args.push_back(more);
+  }
+  const CommandResult run = run_mixt(args, dir.path());
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("data.train's rows are packed (several samples one after another), and the model "
+                                    "cannot keep attention inside each: it does not derive from mixt::PackedModel"));
+  EXPECT_THAT(run.output, HasSubstr("packing: false"));
+  EXPECT_FALSE(fs::exists(dir.path() / "runs")) << "nothing of the run is written";
 }
 
 INSTANTIATE_TEST_SUITE_P(Loss, InstructPackedRun, ::testing::Values(false, true),

@@ -9,8 +9,9 @@
 // mixt::Model. The host finds both with a dynamic_cast (their type information lives in
 // libmixt) and, for a batch whose targets carry positions, calls forward_packed() (or
 // features_packed() for the fused head loss) instead of forward() (features()); the task's
-// loss and evaluation read the targets as they always did. A packed batch given to a model
-// without PackedModel is a recipe error naming the model.
+// loss and evaluation read the targets as they always did. A dataset derives from PacksRows
+// to say its rows are packed; such data, or a packed batch, given to a model without
+// PackedModel is a recipe error.
 //
 //   causal_lm (plugins/tasks/causal_lm): targets [batch, 2, time], the next tokens (-100 for
 //             none), then the positions; [batch, time] as before for unpacked rows.
@@ -35,6 +36,14 @@ class PackedModel {
   // LinearHead::features(inputs) likewise (mixt/linear_head.h); a model without a linear head
   // may fail it.
   virtual at::Tensor features_packed(const at::Tensor& inputs, const at::Tensor& positions) = 0;
+};
+
+// A dataset whose rows may hold packed samples says whether they do, so that a model without
+// PackedModel is a recipe error when the run is built, before anything is written.
+class PacksRows {
+ public:
+  virtual ~PacksRows();
+  virtual bool packs_rows() const = 0;
 };
 
 class PackedTargets {

@@ -39,6 +39,7 @@ struct InstructOptions {
   std::string file;                      // required
   std::optional<std::string> tokenizer;  // model.from's when absent
   std::string chat_template = "auto";
+  std::optional<std::string> date;  // llama3.1's "Today Date": the template's when absent
   std::int64_t context = 512;
   bool packing = false;
   double from = 0.0;
@@ -80,6 +81,9 @@ const auto kOwnOptions =
              "the chat format: auto (told from tokenizer_config.json's chat_template), llama3, llama3.1, chatml or "
              "qwen3",
              mixt::one_of({"auto", "llama3", "llama3.1", "chatml", "qwen3"}))
+        .contextual(&IO::date, "date", "the template's",
+                    "llama3.1's \"Today Date\" (e.g. 26 Jul 2024): Llama 3.1's template writes 26 Jul 2024, 3.2's "
+                    "the day the data is formatted, as transformers renders them")
         .add(&IO::context, "context",
              "tokens per sample (T); a longer conversation is cut to context + 1 tokens, its end dropped",
              mixt::at_least(1))
@@ -179,6 +183,13 @@ std::unique_ptr<mixt::Dataset> make_instruct(const IO& o, const mixt::DatasetCon
     o.where.fail(o.where.given("tokenizer") ? "tokenizer" : "template", e.what(),
                  "the families written here: " + mixt::chat_families_supported() +
                      "; `template: NAME` formats with one of them whatever the file says");
+  }
+  if (o.date) {
+    if (chat.family != ChatFamily::llama3_1) {
+      o.where.fail("date", std::string("the ") + mixt::chat_family_name(chat.family) + " chat format writes no date",
+                   "remove date (only llama3.1's template, Llama 3.1's and 3.2's, dates its system header)");
+    }
+    chat.date_string = *o.date;
   }
   const std::unique_ptr<mixt::Tokenizer> tokenizer = mixt::load_tokenizer(*o.tokenizer);
 

@@ -278,6 +278,20 @@ TEST(InstructDataset, AnUnknownTemplateIsARecipeErrorNamingTheFileAndTheFamilies
               {0});
 }
 
+// Llama 3.2's template dates its system header today; `date:` gives the reference's date, and
+// the rows are then apply_chat_template's with that date_string. Another family has no date.
+TEST(InstructDataset, DateGivesLlama32sTemplateItsDate) {
+  testing::BuiltPlugins plugins;
+  const std::string date = golden()["llama32_date"].get<std::string>();
+  const auto data = testing::make_dataset(
+      plugins, "{name: instruct, file: " + (kGolden / "train.jsonl").string() +
+                   ", tokenizer: " + (kGolden / "llama32" / "tokenizer.json").string() +
+                   ", shuffle: false, workers: 0, context: 128, batch_size: 7, date: '" + date + "'}");
+  expect_rows(testing::collect_epoch(*data, 0).at(0), golden()["llama32"]["samples"], 128, {0, 1, 2, 3, 4, 5, 6});
+  expect_recipe_error(plugins, instruct_section("llama3", "date: '26 Jul 2024'"),
+                      {"data.date: the llama3 chat format writes no date"});
+}
+
 TEST(InstructDataset, FromAndToSplitTheLines) {
   testing::BuiltPlugins plugins;
   const auto train = testing::make_dataset(plugins, instruct_section("llama3", "context: 128, to: 0.7"));

@@ -8,10 +8,14 @@
 //   {"messages": [{"role": "system"|"user"|"assistant", "content": "..."}, ...]}
 //   {"prompt": "...", "response": "..."}  (and an optional "system")
 //   {"instruction": "...", "input": "...", "output": "..."}  (Alpaca's; input may be empty or absent)
+//
+// With packing: true, several conversations share a row, each attending only to itself
+// (conversation.h, mixt/packed_sequences.h).
 #include <mixt/error.h>
 #include <mixt/helpers/chat_template.h>
 #include <mixt/helpers/data_loader.h>
 #include <mixt/options.h>
+#include <mixt/packed_sequences.h>
 #include <mixt/plugin.h>
 #include <mixt/tokenizer.h>
 
@@ -20,69 +24,39 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "conversation.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 using mixt::ChatFamily;
 
-constexpr std::int64_t kIgnore = -100;  // causal_lm's ignore_index (PyTorch's, TRL's, torchtune's)
+using mixt::datasets::instruct::Conversation;
+using mixt::datasets::instruct::Conversations;
+using mixt::datasets::instruct::PackedConversations;
 
 struct InstructOptions {
   std::string file;                      // required
   std::optional<std::string> tokenizer;  // model.from's when absent
   std::string chat_template = "auto";
+  std::optional<std::string> date;  // llama3.1's "Today Date": the template's when absent
   std::int64_t context = 512;
+  bool packing = false;
   double from = 0.0;
   double to = 1.0;
   mixt::LoaderKeys loader;
   mixt::RecipeSection where;
 };
 
-// One conversation's tokens, cut to context + 1, and which of them are trained.
-struct Conversation {
-  std::vector<std::int64_t> ids;
-  std::vector<bool> trained;
-  std::int64_t line = 0;
-};
-
-class Conversations : public mixt::TensorSampleSource {
- public:
-  Conversations(std::vector<Conversation> conversations, std::int64_t context, std::int64_t pad, std::string file)
-      : conversations_(std::move(conversations)), context_(context), pad_(pad), file_(std::move(file)) {}
-
-  std::int64_t size() const override { return static_cast<std::int64_t>(conversations_.size()); }
-  std::string sample_name(std::int64_t index) const override {
-    return file_ + ":" + std::to_string(conversations_[static_cast<std::size_t>(index)].line);
-  }
-  // input t: token t; target t: token t + 1 when it is trained, else -100. Padded to context.
-  mixt::TensorSample load_tensor_sample(std::int64_t index, mixt::SampleRng& /*rng*/) const override {
-    const Conversation& c = conversations_[static_cast<std::size_t>(index)];
-    at::Tensor input = at::full({context_}, pad_, at::kLong);
-    at::Tensor target = at::full({context_}, kIgnore, at::kLong);
-    auto in = input.accessor<std::int64_t, 1>();
-    auto out = target.accessor<std::int64_t, 1>();
-    const auto length = static_cast<std::int64_t>(c.ids.size());
-    for (std::int64_t t = 0; t + 1 < length; ++t) {
-      in[t] = c.ids[static_cast<std::size_t>(t)];
-      if (c.trained[static_cast<std::size_t>(t + 1)]) out[t] = c.ids[static_cast<std::size_t>(t + 1)];
-    }
-    return {input, target};
-  }
-
- private:
-  std::vector<Conversation> conversations_;
-  std::int64_t context_;
-  std::int64_t pad_;
-  std::string file_;
-};
-
-class InstructDataset : public mixt::LoaderDataset, public mixt::DescribesPreprocessing {
+class InstructDataset : public mixt::LoaderDataset, public mixt::DescribesPreprocessing, public mixt::PacksRows {
  public:
   InstructDataset(std::shared_ptr<const mixt::SampleSource> source, mixt::LoaderOptions options, std::int64_t vocab,
-                  std::int64_t context, std::string preprocessing)
+                  std::int64_t context, std::string preprocessing, bool packed)
       : LoaderDataset(std::move(source), std::move(options), vocab, {context}),
-        preprocessing_(std::move(preprocessing)) {}
+        preprocessing_(std::move(preprocessing)),
+        packed_(packed) {}
   std::string preprocessing() const override { return preprocessing_; }
+  bool packs_rows() const override { return packed_; }
   mixt::DatasetCapabilities capabilities() override {
     mixt::DatasetCapabilities can = LoaderDataset::capabilities();
     can.describes_preprocessing = this;
@@ -91,6 +65,7 @@ class InstructDataset : public mixt::LoaderDataset, public mixt::DescribesPrepro
 
  private:
   std::string preprocessing_;
+  bool packed_;
 };
 
 using IO = InstructOptions;
@@ -103,11 +78,18 @@ const auto kOwnOptions =
                     "the tokenizer.json (or tokenizer.model) that encodes the samples; its folder's "
                     "tokenizer_config.json holds the chat template")
         .add(&IO::chat_template, "template",
-             "the chat format: auto (told from tokenizer_config.json's chat_template), llama3 or chatml",
-             mixt::one_of({"auto", "llama3", "chatml"}))
+             "the chat format: auto (told from tokenizer_config.json's chat_template), llama3, llama3.1, chatml or "
+             "qwen3",
+             mixt::one_of({"auto", "llama3", "llama3.1", "chatml", "qwen3"}))
+        .contextual(&IO::date, "date", "the template's",
+                    "llama3.1's \"Today Date\" (e.g. 26 Jul 2024): Llama 3.1's template writes 26 Jul 2024, 3.2's "
+                    "the day the data is formatted, as transformers renders them")
         .add(&IO::context, "context",
              "tokens per sample (T); a longer conversation is cut to context + 1 tokens, its end dropped",
              mixt::at_least(1))
+        .add(&IO::packing, "packing",
+             "fill each row of context tokens with whole conversations one after another (greedy, in file order), "
+             "attention kept inside each (a model that takes packed rows: llama)")
         .add(&IO::from, "from", "start of the samples used, a fraction of the lines (val: the train's to)",
              mixt::between(0, 1))
         .add(&IO::to, "to", "end of the samples used, a fraction of the lines (train: 0.9 keeps 10% for val)",
@@ -193,16 +175,21 @@ std::unique_ptr<mixt::Dataset> make_instruct(const IO& o, const mixt::DatasetCon
   if (!fs::is_regular_file(*o.tokenizer, ec))
     o.where.fail("tokenizer", "tokenizer file does not exist: " + *o.tokenizer);
   const fs::path config = fs::path(*o.tokenizer).parent_path() / "tokenizer_config.json";
-  std::optional<ChatFamily> family;
-  if (o.chat_template == "llama3") family = ChatFamily::llama3;
-  if (o.chat_template == "chatml") family = ChatFamily::chatml;
+  const std::optional<ChatFamily> family = mixt::chat_family_named(o.chat_template);  // none for auto
   mixt::ChatTemplate chat;
   try {
     chat = mixt::read_chat_template(config, family);
   } catch (const mixt::ChatTemplateError& e) {
     o.where.fail(o.where.given("tokenizer") ? "tokenizer" : "template", e.what(),
                  "the families written here: " + mixt::chat_families_supported() +
-                     "; `template: llama3` or `template: chatml` formats with one of them whatever the file says");
+                     "; `template: NAME` formats with one of them whatever the file says");
+  }
+  if (o.date) {
+    if (chat.family != ChatFamily::llama3_1) {
+      o.where.fail("date", std::string("the ") + mixt::chat_family_name(chat.family) + " chat format writes no date",
+                   "remove date (only llama3.1's template, Llama 3.1's and 3.2's, dates its system header)");
+    }
+    chat.date_string = *o.date;
   }
   const std::unique_ptr<mixt::Tokenizer> tokenizer = mixt::load_tokenizer(*o.tokenizer);
 
@@ -279,12 +266,21 @@ std::unique_ptr<mixt::Dataset> make_instruct(const IO& o, const mixt::DatasetCon
   }
   const std::int64_t pad = tokenizer->end_of_text().value_or(0);
   const std::int64_t kept = static_cast<std::int64_t>(conversations.size());
-  auto source = std::make_shared<const Conversations>(std::move(conversations), o.context, pad, o.file);
+  std::shared_ptr<const mixt::SampleSource> source;
+  std::string layout = ", padded to " + std::to_string(o.context);
+  if (o.packing) {
+    auto packed = std::make_shared<const PackedConversations>(std::move(conversations), o.context, pad, o.file);
+    layout = ", packed into " + std::to_string(packed->size()) + " rows of " + std::to_string(o.context) +
+             " (attention inside each conversation)";
+    source = std::move(packed);
+  } else {
+    source = std::make_shared<const Conversations>(std::move(conversations), o.context, pad, o.file);
+  }
   return std::make_unique<InstructDataset>(
       std::move(source), o.loader.for_context(context, context.split == "train"), tokenizer->vocab_size(), o.context,
       std::to_string(kept) + " conversations of " + o.file + " in the " + mixt::chat_family_name(chat.family) +
-          " chat format, tokens of " + tokenizer->describe() + ", padded to " + std::to_string(o.context) +
-          "; targets of prompt tokens -100");
+          " chat format, tokens of " + tokenizer->describe() + layout + "; targets of prompt tokens -100",
+      o.packing);
 }
 
 void register_components(mixt::Registrar& registrar) {
@@ -296,4 +292,4 @@ void register_components(mixt::Registrar& registrar) {
 
 }  // namespace
 
-MIXT_PLUGIN("instruct", "1.0.0", register_components)
+MIXT_PLUGIN("instruct", "1.1.0", register_components)

@@ -21,12 +21,14 @@
 // enable_gqa when k and v have fewer heads than q (what transformers' sdpa path calls).
 // Routed: "model", each "model.layers.N" (a block: activation checkpointing),
 // "model.norm", "lm_head". Generation decodes with a KV cache (mixt/cached_decoding.h), and
-// causal_lm trains with the head fused into its loss (mixt/linear_head.h).
+// causal_lm trains with the head fused into its loss (mixt/linear_head.h). Packed rows
+// (mixt/packed_sequences.h) attend inside each sequence, with its own rotary positions.
 #include <mixt/cached_decoding.h>
 #include <mixt/helpers/fp32_modules.h>
 #include <mixt/linear_head.h>
 #include <mixt/model.h>
 #include <mixt/options.h>
+#include <mixt/packed_sequences.h>
 #include <mixt/plugin.h>
 #include <torch/nn/modules/embedding.h>
 
@@ -87,16 +89,31 @@ class DecoderImpl : public torch::nn::Module {
   }
 
   // `model`: the LlamaForCausalLM, whose routing names each layer and the final norm.
-  at::Tensor forward(const at::Tensor& ids, const torch::nn::Module& model) {
+  // `packed_positions`: undefined, or each token's position within its own sequence [batch,
+  // time] (mixt/packed_sequences.h): rotary positions from them, and attention inside each
+  // sequence (a block-diagonal causal mask: a sequence starts where its position is 0), as
+  // transformers' LlamaForCausalLM attends given position_ids and such a 4-D mask.
+  at::Tensor forward(const at::Tensor& ids, const torch::nn::Module& model, const at::Tensor& packed_positions = {}) {
     // Positions counted from the ids rather than at::arange(ids.size(1)), so that a traced
     // forward keeps the sequence length symbolic.
-    const at::Tensor positions = at::ones_like(ids.select(0, 0), ids.options().dtype(at::kLong)).cumsum(0) - 1;
+    const at::Tensor positions = packed_positions.defined()
+                                     ? packed_positions.to(at::kLong)
+                                     : at::ones_like(ids.select(0, 0), ids.options().dtype(at::kLong)).cumsum(0) - 1;
     at::Tensor x = embed_tokens->forward(ids);
-    const auto [cos, sin] = mixt::models::llama::rope_tables(positions, inverse_frequencies_, x.scalar_type());
+    auto [cos, sin] = mixt::models::llama::rope_tables(positions, inverse_frequencies_, x.scalar_type());
+    at::Tensor mask;
+    if (packed_positions.defined()) {
+      cos = cos.unsqueeze(1);  // [batch, 1, time, head_dim]: each row its own positions, for every head
+      sin = sin.unsqueeze(1);
+      const at::Tensor sequence = positions.eq(0).cumsum(1);  // [batch, time]: which sequence each token is in
+      const at::Tensor same = sequence.unsqueeze(2).eq(sequence.unsqueeze(1));
+      mask = same.logical_and(at::ones_like(same).tril()).unsqueeze(1);  // [batch, 1, query, key]
+    }
     for (std::size_t i = 0; i < layers_.size(); ++i) {
-      x = mixt::call_block(model, names_[i], x, [layer = &layers_[i], cos = cos, sin = sin](const at::Tensor& in) {
-        return (*layer)->forward(in, cos, sin);
-      });
+      x = mixt::call_block(model, names_[i], x,
+                           [layer = &layers_[i], cos = cos, sin = sin, mask = mask](const at::Tensor& in) {
+                             return (*layer)->forward(in, cos, sin, mask);
+                           });
     }
     return mixt::call_submodule(model, "model.norm", x,
                                 [n = &norm](const at::Tensor& in) { return (*n)->forward(in); });
@@ -130,7 +147,10 @@ class DecoderImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Decoder);
 
-class LlamaForCausalLM : public mixt::Model, public mixt::CachedDecoding, public mixt::LinearHead {
+class LlamaForCausalLM : public mixt::Model,
+                         public mixt::CachedDecoding,
+                         public mixt::LinearHead,
+                         public mixt::PackedModel {
  public:
   explicit LlamaForCausalLM(const LlamaOptions& o) : context_(o.context_length) {
     model_ = register_module("model", Decoder(o));
@@ -142,12 +162,18 @@ class LlamaForCausalLM : public mixt::Model, public mixt::CachedDecoding, public
   }
 
   at::Tensor forward(const at::Tensor& ids) override { return logits(features(ids)); }
-  at::Tensor features(const at::Tensor& ids) override {
+  at::Tensor features(const at::Tensor& ids) override { return features_packed(ids, {}); }
+  at::Tensor forward_packed(const at::Tensor& ids, const at::Tensor& positions) override {
+    return logits(features_packed(ids, positions));
+  }
+  at::Tensor features_packed(const at::Tensor& ids, const at::Tensor& positions) override {
     TORCH_CHECK(ids.dim() == 2 && (ids.scalar_type() == at::kLong || ids.scalar_type() == at::kInt),
                 "llama: expected token ids, int64 [batch, time], got ", ids.scalar_type(), " of shape ", ids.sizes());
     TORCH_CHECK(ids.size(1) <= context_, "llama: ", ids.size(1), " tokens, more than context_length ", context_);
-    return mixt::call_submodule(*this, "model", ids,
-                                [this](const at::Tensor& in) { return model_->forward(in, *this); });
+    TORCH_CHECK(!positions.defined() || positions.sizes() == ids.sizes(), "llama: positions of shape ",
+                positions.sizes(), " for token ids of shape ", ids.sizes());
+    return mixt::call_submodule(
+        *this, "model", ids, [this, positions](const at::Tensor& in) { return model_->forward(in, *this, positions); });
   }
   mixt::HeadMap head() const override { return {"lm_head", tied_head_ ? tied_head_->weight() : head_->weight, {}}; }
 

@@ -67,14 +67,18 @@ class AttentionImpl : public torch::nn::Module {
     o_proj =
         register_module("o_proj", linear_layer(s.num_heads * s.head_dim, s.hidden_dim, s.attention_bias, s.init_std));
   }
-  // x [batch, time, width]; cos and sin [time, head_dim]. No size of x becomes a shape, so a
-  // traced forward keeps batch and time symbolic.
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  // x [batch, time, width]; cos and sin [time, head_dim] (or [batch, 1, time, head_dim]).
+  // `mask`: undefined for causal attention over the whole row, else bool [batch, 1, time,
+  // time], true where a query may see a key (packed rows: causal within each sequence). No
+  // size of x becomes a shape, so a traced forward keeps batch and time symbolic.
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& mask = {}) {
     const at::Tensor q = apply_rope(heads(q_proj->forward(x)), cos, sin);
     const at::Tensor k = apply_rope(heads(k_proj->forward(x)), cos, sin);
-    const at::Tensor y = at::scaled_dot_product_attention(q, k, heads(v_proj->forward(x)), {},
-                                                          is_training() ? dropout_ : 0.0, /*is_causal=*/true, scale_,
-                                                          /*enable_gqa=*/kv_heads_ != heads_);
+    const std::optional<at::Tensor> attn_mask = mask.defined() ? std::optional<at::Tensor>(mask) : std::nullopt;
+    const at::Tensor y =
+        at::scaled_dot_product_attention(q, k, heads(v_proj->forward(x)), attn_mask, is_training() ? dropout_ : 0.0,
+                                         /*is_causal=*/!mask.defined(), scale_,
+                                         /*enable_gqa=*/kv_heads_ != heads_);
     return o_proj->forward(y.transpose(1, 2).flatten(2));
   }
   // The new positions of x after those whose keys and values (rotated) `k` and `v` hold
@@ -125,8 +129,9 @@ class DecoderLayerImpl : public torch::nn::Module {
     input_layernorm = register_module("input_layernorm", RmsNorm(s.hidden_dim, s.rms_norm_eps));
     post_attention_layernorm = register_module("post_attention_layernorm", RmsNorm(s.hidden_dim, s.rms_norm_eps));
   }
-  at::Tensor forward(const at::Tensor& input, const at::Tensor& cos, const at::Tensor& sin) {
-    const at::Tensor x = input + self_attn->forward(input_layernorm->forward(input), cos, sin);
+  at::Tensor forward(const at::Tensor& input, const at::Tensor& cos, const at::Tensor& sin,
+                     const at::Tensor& mask = {}) {
+    const at::Tensor x = input + self_attn->forward(input_layernorm->forward(input), cos, sin, mask);
     return x + mlp->forward(post_attention_layernorm->forward(x));
   }
   at::Tensor decode(const at::Tensor& input, const at::Tensor& cos, const at::Tensor& sin, at::Tensor& k,

@@ -2,21 +2,26 @@
 // tests/golden/make_instruct_golden.py writes (the instruct_golden fixture): tokenizer folders
 // trained there, one with Meta-Llama-3-Instruct's chat template and a small
 // LlamaForCausalLM, one with SmolLM2-Instruct's ChatML template, one with Qwen2.5's ChatML
-// logic (its default system message in Jinja escapes); train.jsonl in the three
-// sample forms; transformers' apply_chat_template ids, the labels TRL's prompt-completion
-// masking gives, and PyTorch's cross_entropy(ignore_index=-100) over them.
+// logic (its default system message in Jinja escapes), and Llama 3.1's, Llama 3.2's and
+// Qwen3's published templates; train.jsonl in the three sample forms; transformers'
+// apply_chat_template ids, the labels TRL's prompt-completion masking gives, PyTorch's
+// cross_entropy(ignore_index=-100) over them, and transformers' Llama over the samples packed
+// (position_ids and a 4-D block-diagonal mask).
 //
 //  - the C++ chat formats give apply_chat_template's ids (a system message, several turns,
 //    whitespace, add_generation_prompt), and the trained tokens are TRL's;
 //  - the dataset's targets are those labels shifted by one, -100 elsewhere and in the padding;
 //  - `mixt run recipes/llama/instruct.yaml` on the folder: the first step's loss and the
 //    validation loss equal the reference's (fused loss or not);
+//  - packing: rows of whole conversations with their positions; a packed batch's loss equals
+//    the same samples' unpacked loss; a model that cannot take packed rows is a recipe error;
 //  - a conversation longer than the context is cut and counted; a bad line is a recipe error
 //    naming file:line; an unknown template one naming the file and the families; nothing of a
 //    run is written.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "data_support.h"
@@ -49,16 +54,47 @@ std::vector<std::int64_t> ints(const nlohmann::json& list) { return list.get<std
 
 class ChatTemplates : public ::testing::TestWithParam<std::string> {};
 
+// The family each folder's template is told as.
+std::string family_of(const std::string& folder) {
+  if (folder == "llama3") return "llama3";
+  if (folder == "llama31" || folder == "llama32") return "llama3.1";
+  if (folder == "qwen3") return "qwen3";
+  return "chatml";
+}
+
+// Today as transformers' strftime_now("%d %b %Y") writes it.
+std::string today() {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char text[32];
+  std::strftime(text, sizeof text, "%d %b %Y", &local);
+  return text;
+}
+
 TEST_P(ChatTemplates, IdsEqualApplyChatTemplateAndTheTrainedTokensAreTrls) {
   const fs::path folder = kGolden / GetParam();
-  const ChatTemplate chat = read_chat_template(folder / "tokenizer_config.json", std::nullopt);
-  EXPECT_EQ(std::string(chat_family_name(chat.family)), GetParam() == "llama3" ? "llama3" : "chatml");
+  ChatTemplate chat = read_chat_template(folder / "tokenizer_config.json", std::nullopt);
+  EXPECT_EQ(std::string(chat_family_name(chat.family)), family_of(GetParam()));
   if (GetParam() == "qwen") {
     EXPECT_EQ(chat.default_system, "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
   }
+  if (GetParam() == "qwen3") {
+    EXPECT_FALSE(chat.default_system.has_value());
+  }
+  // Llama 3.1's template dates its system header 26 Jul 2024; 3.2's today (strftime_now), so
+  // the references were rendered with a date_string, given here too.
+  if (GetParam() == "llama31") {
+    EXPECT_EQ(chat.date_string, "26 Jul 2024");
+  }
+  if (GetParam() == "llama32") {
+    EXPECT_EQ(chat.date_string, today());
+    chat.date_string = golden()["llama32_date"].get<std::string>();
+  }
   const auto tokenizer = load_tokenizer(folder / "tokenizer.json");
   const auto& samples = golden()[GetParam()]["samples"];
-  ASSERT_EQ(samples.size(), 7u);  // every sample of train.jsonl
+  // Every sample of train.jsonl; Qwen3's with three conversations with <think> blocks besides.
+  ASSERT_EQ(samples.size(), GetParam() == "qwen3" ? 10u : 7u);
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const std::vector<ChatMessage> messages = messages_of(samples[i]);
     const ChatTokens tokens = tokenize_chat(*tokenizer, render_chat(chat, messages));
@@ -76,7 +112,8 @@ TEST_P(ChatTemplates, IdsEqualApplyChatTemplateAndTheTrainedTokensAreTrls) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, ChatTemplates, ::testing::Values("llama3", "chatml", "qwen"),
+INSTANTIATE_TEST_SUITE_P(Families, ChatTemplates,
+                         ::testing::Values("llama3", "chatml", "qwen", "llama31", "llama32", "qwen3"),
                          [](const auto& info) { return info.param; });
 
 std::string instruct_section(const std::string& family, const std::string& more) {
@@ -210,14 +247,20 @@ TEST(InstructDataset, AnUnknownTemplateIsARecipeErrorNamingTheFileAndTheFamilies
                 R"({"chat_template": "{% for m in messages %}### {{ m.role }}: {{ m.content }}\n{% endfor %}"})");
   const std::string section = "{name: instruct, file: " + (kGolden / "train.jsonl").string() +
                               ", tokenizer: " + (dir.path() / "tokenizer.json").string();
-  expect_recipe_error(
-      plugins, section + "}",
-      {config.string() + ": its chat_template cannot be rendered", "llama3", "chatml", "template: llama3"});
-  // Llama 3.1's template (the knowledge-cutoff header) is named as such.
+  expect_recipe_error(plugins, section + "}",
+                      {config.string() + ": its chat_template cannot be rendered", "llama3", "llama3.1", "chatml",
+                       "qwen3", "template: NAME"});
+  // Llama 3.1's kind of template (the knowledge-cutoff header) that gives no date.
   dir.write(
       "tokenizer_config.json",
       R"({"chat_template": "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023<|eot_id|>"})");
-  expect_recipe_error(plugins, section + "}", {"Llama 3.1's or 3.2's"});
+  expect_recipe_error(plugins, section + "}", {"Llama 3.1's kind", "neither from a date_string literal"});
+  // A ChatML template with <think> blocks that is not Qwen3's (QwQ's kind: <think> opened in
+  // the generation prompt, no last_query_index).
+  dir.write(
+      "tokenizer_config.json",
+      R"({"chat_template": "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n<think>\n"})");
+  expect_recipe_error(plugins, section + "}", {"reasoning blocks (<think>) that is not Qwen3's"});
   // No chat_template at all, and no tokenizer_config.json.
   dir.write("tokenizer_config.json", R"({"bos_token": "<s>"})");
   expect_recipe_error(plugins, section + "}", {config.string() + " has no chat_template"});
@@ -235,6 +278,20 @@ TEST(InstructDataset, AnUnknownTemplateIsARecipeErrorNamingTheFileAndTheFamilies
               {0});
 }
 
+// Llama 3.2's template dates its system header today; `date:` gives the reference's date, and
+// the rows are then apply_chat_template's with that date_string. Another family has no date.
+TEST(InstructDataset, DateGivesLlama32sTemplateItsDate) {
+  testing::BuiltPlugins plugins;
+  const std::string date = golden()["llama32_date"].get<std::string>();
+  const auto data = testing::make_dataset(
+      plugins, "{name: instruct, file: " + (kGolden / "train.jsonl").string() +
+                   ", tokenizer: " + (kGolden / "llama32" / "tokenizer.json").string() +
+                   ", shuffle: false, workers: 0, context: 128, batch_size: 7, date: '" + date + "'}");
+  expect_rows(testing::collect_epoch(*data, 0).at(0), golden()["llama32"]["samples"], 128, {0, 1, 2, 3, 4, 5, 6});
+  expect_recipe_error(plugins, instruct_section("llama3", "date: '26 Jul 2024'"),
+                      {"data.date: the llama3 chat format writes no date"});
+}
+
 TEST(InstructDataset, FromAndToSplitTheLines) {
   testing::BuiltPlugins plugins;
   const auto train = testing::make_dataset(plugins, instruct_section("llama3", "context: 128, to: 0.7"));
@@ -242,6 +299,57 @@ TEST(InstructDataset, FromAndToSplitTheLines) {
   EXPECT_EQ(train->size(), 4);  // floor(0.7 * 7) lines
   EXPECT_EQ(val->size(), 3);
   expect_rows(testing::collect_epoch(*val, 0).at(0), golden()["llama3"]["samples"], 128, {4, 5, 6});
+}
+
+// --- packing ---------------------------------------------------------------------------------
+
+// Packed rows: each sample's (input, target) pairs one after another, greedily in order, as the
+// reference packed them; targets [rows, 2, context]: the labels shifted, then the positions.
+TEST(InstructPacking, RowsHoldWholeConversationsOneAfterAnotherWithTheirPositions) {
+  testing::BuiltPlugins plugins;
+  const auto& packed = golden()["packed"];
+  const auto context = packed["context"].get<std::int64_t>();
+  const auto& samples = golden()["llama3"]["samples"];
+  const auto data = testing::make_dataset(
+      plugins, instruct_section("llama3", "packing: true, context: " + std::to_string(context) + ", batch_size: 8"));
+  const auto rows = static_cast<std::int64_t>(packed["rows"].size());
+  ASSERT_EQ(rows, 4);  // [0], [1, 2], [3, 4], [5, 6]
+  ASSERT_EQ(data->size(), rows);
+  EXPECT_EQ(data->sample_shape(), (std::vector<std::int64_t>{context}));
+  const std::vector<Batch> batches = testing::collect_epoch(*data, 0);
+  ASSERT_EQ(batches.size(), 1u);
+  const Batch& batch = batches[0];
+  ASSERT_EQ(batch.inputs.sizes(), (std::vector<std::int64_t>{rows, context}));
+  ASSERT_EQ(batch.targets.sizes(), (std::vector<std::int64_t>{rows, 2, context}));
+  const auto in = batch.inputs.accessor<std::int64_t, 2>();
+  const auto out = batch.targets.accessor<std::int64_t, 3>();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::int64_t at = 0;
+    for (const auto& member : packed["rows"][static_cast<std::size_t>(r)]) {
+      const auto& sample = samples[member.get<std::size_t>()];
+      const std::vector<std::int64_t> ids = ints(sample["ids"]), labels = ints(sample["labels"]);
+      for (std::size_t t = 0; t + 1 < ids.size(); ++t, ++at) {
+        EXPECT_EQ(in[r][at], ids[t]) << "row " << r << ", token " << at;
+        EXPECT_EQ(out[r][0][at], labels[t + 1]) << "row " << r << ", token " << at;
+      }
+    }
+    for (std::int64_t t = at; t < context; ++t) EXPECT_EQ(out[r][0][t], -100) << "row " << r << ", padding " << t;
+    const std::vector<std::int64_t> positions = ints(packed["positions"][static_cast<std::size_t>(r)]);
+    for (std::int64_t t = 0; t < context; ++t) {
+      EXPECT_EQ(out[r][1][t], positions[static_cast<std::size_t>(t)]) << "row " << r << ", position " << t;
+    }
+  }
+}
+
+TEST(InstructPacking, AConversationLongerThanTheContextIsCutAndCounted) {
+  testing::BuiltPlugins plugins;
+  ::testing::internal::CaptureStderr();
+  const auto data = testing::make_dataset(plugins, instruct_section("llama3", "packing: true, context: 56"));
+  const std::string warned = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(warned, HasSubstr("data.train: 2 of 7 conversations of " + (kGolden / "train.jsonl").string() +
+                                " are longer than context + 1 = 57 tokens and were cut to it (their ends dropped)\n"));
+  // 56 (cut), 56 (cut), 41, 37, 43, 52 and 56 pairs: no two fit one row of 56.
+  EXPECT_EQ(data->size(), 7);
 }
 
 // docs/instruct.md's option table is the declarations written out.
@@ -317,6 +425,68 @@ TEST_P(InstructRun, TheMaskedLossEqualsPyTorchsCrossEntropyWithIgnoreIndex) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Loss, InstructRun, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? std::string("fused") : std::string("plain"); });
+
+// Packed rows through llama (attention kept inside each sample, positions restarting) and
+// causal_lm: the first step's loss over 2 rows (samples 0, 1 and 2) and the validation loss
+// over all 4 rows equal transformers' LlamaForCausalLM given the same rows, position_ids and a
+// 4-D block-diagonal mask, which equal PyTorch's over the same samples unpacked bit for bit.
+class InstructPackedRun : public ::testing::TestWithParam<bool> {};
+
+TEST_P(InstructPackedRun, APackedBatchsLossEqualsTheSameSamplesUnpacked) {
+  const auto& packed = golden()["packed"];
+  TempDir dir;
+  std::vector<std::string> args = recipe_args(dir);
+  const std::string context = std::to_string(packed["context"].get<std::int64_t>());
+  const std::vector<std::string> packing = {
+      "data.train.packing=true",
+      "data.val.packing=true",
+      "data.train.context=" + context,
+      "data.val.context=" + context,
+      "data.train.batch_size=" + std::to_string(packed["batch"].get<std::int64_t>()),
+      "optimizer.lr=0",  // the validation after the step sees the reference's weights
+      std::string("task.fused_loss=") + (GetParam() ? "true" : "false")};
+  args.insert(args.end(), packing.begin(), packing.end());
+  const CommandResult run = run_mixt(args, dir.path());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const Losses losses = losses_of(testing::only_run_directory(dir.path() / "runs" / "llama_instruct"));
+  ASSERT_EQ(losses.steps.size(), 1u) << run.output;
+  ASSERT_TRUE(losses.val.has_value()) << run.output;
+  // The references agree: packed in transformers = unpacked in PyTorch.
+  EXPECT_EQ(packed["loss_first_batch"].get<double>(), packed["loss_first_batch_unpacked"].get<double>());
+  EXPECT_EQ(packed["loss_all"].get<double>(), golden()["loss_all"].get<double>());
+  const double step = packed["loss_first_batch"].get<double>(), all = packed["loss_all"].get<double>();
+  std::cout << "packed step loss " << losses.steps[0] << ", unpacked reference " << step << ", difference "
+            << losses.steps[0] - step << "\npacked val_loss " << *losses.val << ", unpacked reference " << all
+            << ", difference " << *losses.val - all << "\n";
+  EXPECT_NEAR(losses.steps[0], step, 1e-5) << run.output;
+  EXPECT_NEAR(*losses.val, all, 1e-5) << run.output;
+  // Attention across the samples' borders would be off by more than that.
+  EXPECT_GT(std::abs(packed["loss_all_attending_across"].get<double>() - all), 5e-5);
+}
+
+// A model that cannot keep attention inside each packed sample (gpt2 has no PackedModel): a
+// recipe error naming the interface, exit code 2, rather than samples that see each other.
+TEST(InstructPackedRecipe, AModelThatCannotTakePackedRowsIsARecipeError) {
+  TempDir dir;
+  std::vector<std::string> args = recipe_args(dir);
+  const std::string tokenizer = (kGolden / "llama3" / "tokenizer.json").string();
+  for (const std::string& more :
+       std::vector<std::string>{"model={_delete_: true, name: gpt2, num_layers: 1, num_heads: 2, hidden_dim: 32, "
+                                "context_length: 128}",
+                                "data.train.tokenizer=" + tokenizer, "data.val.tokenizer=" + tokenizer,
+                                "data.train.packing=true", "data.train.context=128", "data.val.context=128"}) {
+    args.push_back(more);
+  }
+  const CommandResult run = run_mixt(args, dir.path());
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("data.train's rows are packed (several samples one after another), and the model "
+                                    "cannot keep attention inside each: it does not derive from mixt::PackedModel"));
+  EXPECT_THAT(run.output, HasSubstr("packing: false"));
+  EXPECT_FALSE(fs::exists(dir.path() / "runs")) << "nothing of the run is written";
+}
+
+INSTANTIATE_TEST_SUITE_P(Loss, InstructPackedRun, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? std::string("fused") : std::string("plain"); });
 
 TEST(InstructRecipe, TheValidationLossIsTheMeanOverEveryTrainedToken) {

@@ -28,6 +28,7 @@
 #include "mixt/helpers/safetensors.h"
 #include "mixt/helpers/state_dict.h"
 #include "mixt/linear_head.h"
+#include "mixt/packed_sequences.h"
 #include "plugins.h"
 #include "recipe/recipe_loader.h"
 #include "test_support.h"
@@ -300,6 +301,28 @@ TEST(Llama, DecodingWithTheCacheGivesTheLogitsOfTheWholeSequence) {
   pieces.push_back(cached->decode(ids.slice(1, 9, 12)));
   EXPECT_LT(relative_error(at::cat(pieces, 1), whole), kTolerance);
   EXPECT_THROW(cached->decode(ids.slice(1, 0, 5)), c10::Error);  // 12 + 5 > context 16
+}
+
+// Packed rows (mixt/packed_sequences.h): each sequence's logits are those it has alone, its
+// positions restarting at 0 and its attention kept inside it; positions 0, 1, ... through a
+// row give forward()'s.
+TEST(Llama, PackedRowsGiveEachSequenceTheLogitsItHasAlone) {
+  const auto model = build(kSmall);
+  model->eval();
+  at::NoGradGuard no_grad;
+  auto* packed = dynamic_cast<PackedModel*>(model.get());
+  ASSERT_NE(packed, nullptr);
+  const at::Tensor a = at::randint(0, 50, {1, 5}, at::kLong), b = at::randint(0, 50, {1, 7}, at::kLong);
+  const at::Tensor row = at::cat({a, b, at::zeros({1, 2}, at::kLong)}, 1);  // two sequences and padding: 14
+  const at::Tensor positions = at::cat({at::arange(5), at::arange(7), at::arange(7, 9)}).unsqueeze(0);
+  const at::Tensor logits = packed->forward_packed(row, positions);
+  EXPECT_LT(relative_error(logits.slice(1, 0, 5), model->forward(a)), kTolerance);
+  EXPECT_LT(relative_error(logits.slice(1, 5, 12), model->forward(b)), kTolerance);
+  // Without the mask the second sequence would see the first.
+  EXPECT_GT(relative_error(model->forward(row).slice(1, 5, 12), model->forward(b)), 1e-3);
+  const at::Tensor ids = at::randint(0, 50, {2, 12}, at::kLong);
+  EXPECT_LT(relative_error(packed->forward_packed(ids, at::arange(12).expand({2, 12})), model->forward(ids)),
+            kTolerance);
 }
 
 TEST(Llama, OptionsAndInputsThatDoNotFitAreErrors) {

@@ -307,10 +307,11 @@ void add_generate_command(CLI::App& app, Commands& commands) {
                       "text to continue, encoded by the recipe's model.tokenizer (or as bytes for a byte-level "
                       "model); default the tokenizer's end-of-text token, or a newline");
   command->add_option("--tokens", o->tokens, "token ids to continue, e.g. '15496, 11, 995'");
-  command->add_flag("--chat", o->chat,
-                    "the prompt as a user's turn in the chat template of the tokenizer's folder "
-                    "(tokenizer_config.json: Llama 3's or ChatML's), followed by the assistant's header; stops at "
-                    "the end of the assistant's turn too");
+  command->add_flag(
+      "--chat", o->chat,
+      "the prompt as a user's turn in the chat template of the tokenizer's folder "
+      "(tokenizer_config.json: Llama 3's, 3.1's, ChatML or Qwen3's), followed by the assistant's header; stops at "
+      "the end of the assistant's turn too");
   command->add_option("--max-new-tokens", o->max_new_tokens, "tokens to draw")->capture_default_str();
   command->add_option("--temperature", o->temperature,
                       "divides the logits; 0: always the likeliest token (default: model.from's "

@@ -25,6 +25,7 @@
 #include "mixt/helpers/nf4.h"
 #include "mixt/helpers/state_dict.h"
 #include "mixt/options.h"
+#include "mixt/packed_sequences.h"
 #include "mixt/weight_shards.h"
 #include "recipe/recipe_loader.h"
 
@@ -121,6 +122,24 @@ void check_model_fits_train_data(const Components& components, const RunFacts& f
                                               ") decides the output a model must "
                                               "give (mixt/task.h); `mixt describe task " +
                                               task_name + "` says which");
+  }
+}
+
+// Packed rows (mixt/packed_sequences.h: several samples one after another) need a model that
+// keeps attention inside each sample: a recipe error at the dataset, before anything is written.
+void check_model_takes_packed_rows(const Components& components, const Config& data) {
+  const std::pair<const char*, const Dataset*> splits[] = {{"train", components.train.get()},
+                                                           {"val", components.val.get()}};
+  for (const auto& [split, dataset] : splits) {
+    const auto* packs = dynamic_cast<const PacksRows*>(dataset);
+    if (packs != nullptr && packs->packs_rows() &&
+        dynamic_cast<const PackedModel*>(components.model.get()) == nullptr) {
+      data.section(split).fail("name",
+                               std::string("data.") + split +
+                                   "'s rows are packed (several samples one after another), and the model cannot "
+                                   "keep attention inside each: it does not derive from mixt::PackedModel",
+                               "use a model that does (llama), or set the dataset's packing: false");
+    }
   }
 }
 
@@ -502,6 +521,7 @@ Components build_components(const Config& recipe, const Registry& registry, cons
   }
   check_model_fits_train_data(components, facts, model_section, registry.find(ComponentKind::task, task_section).name);
   check_val_fits_model(components, facts, data);
+  check_model_takes_packed_rows(components, data);
   // That blank forward pass also found a listed submodule the model never routes, so `mixt
   // check` says so before any run directory exists.
   if (!components.train->sample_shape().empty()) check_listed_submodules_routed(components, facts);

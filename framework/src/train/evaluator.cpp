@@ -3,6 +3,7 @@
 #include "assembly/model_input.h"
 #include "common/interrupt.h"
 #include "mixt/padded_shards.h"
+#include "train/packed_forward.h"
 
 namespace mixt {
 
@@ -35,7 +36,7 @@ Evaluation Evaluator::evaluate(Dataset& dataset, at::Tensor* confusion) const {
     const at::Tensor inputs = model_input(components_, facts_, batch->inputs);
     const at::Tensor targets = batch->targets.to(device, true);
     AutocastScope scope = components_.precision->autocast(device.type());
-    const at::Tensor output = model.forward(inputs);
+    const at::Tensor output = forward_batch(components_, inputs, packed_positions(components_, targets));
     score->add(output, targets);
     samples += inputs.size(0);
   }

@@ -7,6 +7,7 @@
 #include "mixt/helpers/fp32_modules.h"
 #include "mixt/helpers/linear.h"
 #include "train/out_of_memory.h"
+#include "train/packed_forward.h"
 
 namespace mixt {
 
@@ -47,7 +48,7 @@ const HeadLoss* fused_head_loss(const Components& c) {
 
 at::Tensor TrainingLoss::head_loss(const HeadLoss& task, const at::Tensor& inputs, const at::Tensor& targets) const {
   auto& model = dynamic_cast<LinearHead&>(*components_.model);
-  const at::Tensor features = model.features(inputs);
+  const at::Tensor features = features_batch(components_, inputs, packed_positions(components_, targets));
   const HeadMap head = model.head();
   if (!keeps_in_fp32(*components_.model, head.name)) return task.head_loss(features, head, targets);
   // precision.fp32_modules names the head: as call_submodule would run it.
@@ -68,7 +69,8 @@ at::Tensor TrainingLoss::operator()(const at::Tensor& inputs, const at::Tensor& 
     AutocastScope scope = components_.precision->autocast(facts_.device.type());
     decide_path();
     at::Tensor loss = fused_ ? head_loss(*fused_, inputs, targets)
-                             : components_.task->loss(components_.model->forward(inputs), targets);
+                             : components_.task->loss(
+                                   forward_batch(components_, inputs, packed_positions(components_, targets)), targets);
     // Only when accumulating: dividing by 1 is exact but costs a kernel and a backward node.
     if (accumulate_ > 1) loss = loss / static_cast<double>(accumulate_);
     return loss;

@@ -5,11 +5,18 @@
 // flattened [batch * time, vocab], with its option label_smoothing); an evaluation reports it
 // per token and its exponential, the perplexity.
 //
+// Packed rows (mixt/packed_sequences.h: several samples one after another, an instruct
+// dataset's `packing: true`) come with targets [batch, 2, time]: the next tokens, then each
+// token's position within its sample, which the host hands the model; the loss and the
+// evaluation read the next tokens alone, so a packed batch's loss is the mean over the same
+// trained tokens as the same samples' unpacked.
+//
 // With a model that offers its head (mixt/linear_head.h: gpt2, llama), training computes the
 // head and the loss together in chunks of positions (fused_loss, on by default): the
 // [batch * time, vocab] logits, their softmax and their gradient never exist whole.
 #include <mixt/helpers/fused_linear_cross_entropy.h>
 #include <mixt/linear_head.h>
+#include <mixt/packed_sequences.h>
 #include <mixt/plugin.h>
 #include <mixt/task.h>
 
@@ -20,10 +27,16 @@ namespace {
 
 constexpr std::int64_t kIgnoreIndex = -100;  // PyTorch's: targets equal to it count for nothing
 
+// The next tokens of targets [batch, time], or of packed rows' [batch, 2, time].
+at::Tensor next_tokens(const at::Tensor& targets) {
+  return targets.dim() == 3 ? targets.select(1, 0).contiguous() : targets;
+}
+
 // Loss summed over tokens, tokens: float64 on the device.
 class NextTokenScore : public mixt::TaskScore {
  public:
-  void add(const at::Tensor& logits, const at::Tensor& targets) override {
+  void add(const at::Tensor& logits, const at::Tensor& all_targets) override {
+    const at::Tensor targets = next_tokens(all_targets);
     const at::Tensor loss = at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}).to(at::kFloat),
                                                    targets.reshape({-1}), {}, at::Reduction::Sum);
     // Targets equal to -100 (a prompt token of instruction data) count for nothing, as in the loss.
@@ -51,7 +64,7 @@ struct CausalLmOptions {
   std::optional<std::int64_t> loss_chunk;
 };
 
-class CausalLm : public mixt::Task, public mixt::HeadLoss {
+class CausalLm : public mixt::Task, public mixt::HeadLoss, public mixt::PackedTargets {
  public:
   explicit CausalLm(const CausalLmOptions& o) : options_(o) {}
 
@@ -72,8 +85,8 @@ class CausalLm : public mixt::Task, public mixt::HeadLoss {
            std::to_string(vocab) + ")";
   }
   at::Tensor loss(const at::Tensor& logits, const at::Tensor& targets) const override {
-    return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}), {}, at::Reduction::Mean,
-                                  kIgnoreIndex, options_.label_smoothing);
+    return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), next_tokens(targets).reshape({-1}), {},
+                                  at::Reduction::Mean, kIgnoreIndex, options_.label_smoothing);
   }
   bool fuses_head() const override { return options_.fused_loss; }
   at::Tensor head_loss(const at::Tensor& features, const mixt::HeadMap& head,
@@ -81,7 +94,10 @@ class CausalLm : public mixt::Task, public mixt::HeadLoss {
     mixt::FusedCrossEntropyOptions fused;
     fused.label_smoothing = options_.label_smoothing;
     fused.chunk_rows = options_.loss_chunk;
-    return mixt::fused_linear_cross_entropy(features, head.weight, head.bias, targets, fused);
+    return mixt::fused_linear_cross_entropy(features, head.weight, head.bias, next_tokens(targets), fused);
+  }
+  at::Tensor positions(const at::Tensor& targets) const override {
+    return targets.dim() == 3 ? targets.select(1, 1) : at::Tensor();
   }
   std::vector<mixt::Figure> figures() const override { return {{"perplexity", "perplexity", false, false}}; }
   std::unique_ptr<mixt::TaskScore> start_evaluation(bool /*confusion: none over a vocabulary*/) const override {
@@ -130,4 +146,4 @@ void register_components(mixt::Registrar& registrar) {
 
 }  // namespace
 
-MIXT_PLUGIN("task_causal_lm", "2.1.0", register_components)
+MIXT_PLUGIN("task_causal_lm", "2.2.0", register_components)

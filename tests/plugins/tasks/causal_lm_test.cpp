@@ -12,6 +12,7 @@
 
 #include "assembly/components.h"
 #include "mixt/linear_head.h"
+#include "mixt/packed_sequences.h"
 #include "nested_json_tensor.h"
 #include "plugins.h"
 #include "test_support.h"
@@ -42,6 +43,28 @@ TEST(CausalLm, TrainingLossIsNanoGptsCrossEntropyOverEveryPosition) {
     const at::Tensor targets = nested_json_tensor(batch["targets"], at::kLong);
     EXPECT_FLOAT_EQ(plain->loss(logits, targets).item<float>(), batch["loss"].get<float>());
     EXPECT_FLOAT_EQ(smoothed->loss(logits, targets).item<float>(), batch["loss_smoothed_0.1"].get<float>());
+  }
+}
+
+// Packed rows' targets [batch, 2, time] (mixt/packed_sequences.h): the loss and an
+// evaluation read the next tokens, the positions go to the model.
+TEST(CausalLm, PackedTargetsGiveTheLossOfTheirNextTokensAndThePositionsToTheModel) {
+  const testing::BuiltPlugins plugins;
+  const auto task = causal_lm(plugins);
+  const auto* packed = dynamic_cast<const PackedTargets*>(task.get());
+  ASSERT_NE(packed, nullptr);
+  for (const auto& batch : golden()["batches"]) {
+    const at::Tensor logits = nested_json_tensor(batch["logits"], at::kFloat);
+    const at::Tensor targets = nested_json_tensor(batch["targets"], at::kLong);
+    const at::Tensor positions = at::arange(targets.size(1)).expand_as(targets).remainder(3);
+    const at::Tensor both = at::stack({targets, positions}, 1);
+    EXPECT_EQ(task->loss(logits, both).item<float>(), task->loss(logits, targets).item<float>());
+    EXPECT_TRUE(packed->positions(both).equal(positions));
+    EXPECT_FALSE(packed->positions(targets).defined());
+    const auto plain = task->start_evaluation(false), rows = task->start_evaluation(false);
+    plain->add(logits, targets);
+    rows->add(logits, both);
+    EXPECT_EQ(plain->totals(), rows->totals());
   }
 }
 

@@ -10,6 +10,15 @@
 //           <|im_start|>ROLE\n CONTENT <|im_end|>\n, after the template's default system
 //           message when the first is not a system message; the generation prompt
 //           <|im_start|>assistant\n
+//   llama3.1  Llama 3.1's, 3.2's and 3.3's without tools: llama3's, but first always a system
+//           header: "Cutting Knowledge Date: December 2023\nToday Date: DATE\n\n" and the
+//           system message (trimmed; "" when none) <|eot_id|>. DATE: the template's date_string
+//           literal ("26 Jul 2024", 3.1's), or today's as "%d %b %Y" when the template calls
+//           strftime_now (3.2's: transformers defines it)
+//   qwen3   Qwen3's without tools: ChatML without a default system message; an assistant
+//           message's <think>...</think> is split off its content and written as
+//           "<think>\nREASONING\n</think>\n\n" only after the last user message (the last
+//           assistant message always, empty when it had none), dropped before it
 //
 // A rendered conversation is a list of segments, each trained or not: an assistant message's
 // content and end of turn (what follows the generation prompt, up to the next message, as
@@ -27,12 +36,14 @@
 
 namespace mixt {
 
-enum class ChatFamily { llama3, chatml };
+// Since ABI 6.10: llama3_1 and qwen3 (appended: no value moved).
+enum class ChatFamily { llama3, chatml, llama3_1, qwen3 };
 
 const char* chat_family_name(ChatFamily family);
-// The token that ends a turn: <|eot_id|> (llama3), <|im_end|> (chatml).
+// The name `template:` takes: "llama3", "chatml", "llama3.1", "qwen3".
+// The token that ends a turn: <|eot_id|> (llama3, llama3.1), <|im_end|> (chatml, qwen3).
 const char* chat_end_of_turn(ChatFamily family);
-// "llama3 (Llama 3 Instruct) and chatml (ChatML: SmolLM2, Qwen2.5)", for messages.
+// Every family with the models it covers, for messages.
 std::string chat_families_supported();
 
 struct ChatMessage {
@@ -44,6 +55,7 @@ struct ChatTemplate {
   ChatFamily family = ChatFamily::llama3;
   std::string bos_token;                      // llama3: written before the first message
   std::optional<std::string> default_system;  // chatml: the template's system message when none is given
+  std::string date_string;                    // llama3.1: "Today Date: ..." (since ABI 6.10)
 };
 
 // A template that cannot be used; the message names the file and says why.
@@ -55,11 +67,15 @@ class ChatTemplateError : public std::runtime_error {
 // The family of a chat_template's text, told by its markers, or nothing (with `why` set) for
 // one this code does not render.
 std::optional<ChatFamily> recognise_chat_template(const std::string& chat_template, std::string& why);
+// A family by the name `template:` takes, or nothing.
+std::optional<ChatFamily> chat_family_named(const std::string& name);
 
 // Reads `tokenizer_config` (tokenizer_config.json): its chat_template (a string, or a list of
 // {name, template} of which "default" is used) and bos_token. `family` given: that family,
 // whatever the template (the file may then be absent: Llama 3's bos is assumed). Throws
-// ChatTemplateError naming the file.
+// ChatTemplateError naming the file. llama3.1's date is read from the template (its
+// date_string literal, or today's when it calls strftime_now); `family` given without a
+// template: 3.1's "26 Jul 2024".
 ChatTemplate read_chat_template(const std::filesystem::path& tokenizer_config, std::optional<ChatFamily> family);
 
 struct ChatSegment {

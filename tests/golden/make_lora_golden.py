@@ -36,12 +36,11 @@
       gives the logits of PEFT's merged model; prints "agree" and the largest difference.
 
 The loop: PeftModel's trainable parameters (named_parameters order: layer by layer, q_proj's
-lora_A, lora_B, then v_proj's, then down_proj's: mixt's order too; DoRA's lora_magnitude_vector
-moved before its layer's lora_A, where mixt's model has it, a parameter of the layer itself
-under the name PEFT's files give it: the order of the clipped norm's sum),
-torch.optim.AdamW(foreach=False) with weight decay on all of them (all 2-D: mixt's adamw with
-weight_decay_1d false puts them in one group), the gradient norm clipped over the same order
-(mixt's trainer.clip_grad_norm); x and y as make_lm_training_golden.py forms them (mixt's
+lora_A, lora_B, then v_proj's, then down_proj's: mixt's order too),
+torch.optim.AdamW(foreach=False) with weight decay on the 2-D ones (lora_A and lora_B) and none on
+DoRA's 1-D magnitudes, as mixt's adamw with weight_decay_1d false groups them, the gradient norm
+clipped group by group as mixt's trainer.clip_grad_norm does (the 2-D ones, then the
+magnitudes: the order of the norm's sum); x and y as make_lm_training_golden.py forms them (mixt's
 order for `shuffle: false`), F.cross_entropy on the logits; float32, one thread, sdpa
 attention.
 
@@ -110,19 +109,14 @@ def logits_of(model, ids):
         return model(input_ids=ids).logits.contiguous()
 
 
-def trainable(model):
-    """The trainable parameters in mixt's order: a layer's lora_magnitude_vector before its lora_A."""
-    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    key = {n: i for i, (n, _) in enumerate(named)}
-    for i, (n, _) in enumerate(named):
-        if ".lora_magnitude_vector." in n:
-            key[n] = key[n.split(".lora_magnitude_vector.")[0] + ".lora_A.default.weight"] - 0.5
-    return [p for n, p in sorted(named, key=lambda item: key[item[0]])]
-
-
 def train(model, ids):
-    params = trainable(model)
-    optimizer = torch.optim.AdamW(params, lr=OPTIMIZER["lr"], betas=tuple(OPTIMIZER["betas"]), eps=OPTIMIZER["eps"],
+    params = [p for p in model.parameters() if p.requires_grad]
+    # mixt's adamw with weight_decay_1d false: DoRA's magnitudes (1-D) without weight decay.
+    groups = [{"params": [p for p in params if p.dim() > 1]},
+              {"params": [p for p in params if p.dim() <= 1], "weight_decay": 0.0}]
+    clipped = groups[0]["params"] + groups[1]["params"]  # mixt clips the optimizer's parameters, group by group
+    optimizer = torch.optim.AdamW([g for g in groups if g["params"]], lr=OPTIMIZER["lr"],
+                                  betas=tuple(OPTIMIZER["betas"]), eps=OPTIMIZER["eps"],
                                   weight_decay=OPTIMIZER["weight_decay"], foreach=False)
     model.train()
     losses, grad_norms = [], []
@@ -134,7 +128,7 @@ def train(model, ids):
         loss = F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        norm = torch.nn.utils.clip_grad_norm_(params, CLIP_GRAD_NORM)
+        norm = torch.nn.utils.clip_grad_norm_(clipped, CLIP_GRAD_NORM)
         optimizer.step()
         losses.append(loss.item())
         grad_norms.append(norm.item())

@@ -7,7 +7,7 @@
 // bump the minor when something is only added (old plugins keep working).
 #define MIXT_ABI_MAJOR 6
 // What each version added: CHANGELOG.md.
-#define MIXT_ABI_MINOR 9
+#define MIXT_ABI_MINOR 10
 
 #define MIXT_STRINGIFY_IMPL(x) #x
 #define MIXT_STRINGIFY(x) MIXT_STRINGIFY_IMPL(x)

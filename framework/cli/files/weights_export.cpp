@@ -38,6 +38,15 @@ int export_weights(const std::string& checkpoint, const std::string& format, con
   refuse_pickle_name("-o", output, "mixt export");
   const fs::path file = best ? resolve_best_checkpoint(checkpoint) : resolve_checkpoint(checkpoint, "checkpoint");
   CheckpointContents contents = read_checkpoint(file);
+  if (omits_frozen_base(contents) && !ema) {
+    throw Error(ErrorKind::recipe,
+                "this checkpoint is of a run with an adapter: it holds the adapter's tensors, not the frozen base "
+                "model they adapt",
+                SourceLocation{file.string()}, {},
+                "the run's adapter/ folder holds the adapter in PEFT's layout (peft.PeftModel.from_pretrained "
+                "loads it); --merge-adapter (or --format transformers -o DIR) writes the base with the adapter "
+                "merged in; docs/adapters.md");
+  }
   NamedTensors tensors = checkpoint_weights(contents, file, ema);
   // float32, as torchvision's weights are: a bfloat16 or float16 tensor (a bf16_true model,
   // a master-weight policy's buffers) widens exactly.

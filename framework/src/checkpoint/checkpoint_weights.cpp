@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "checkpoint/model_state.h"
 #include "mixt/helpers/named_tensors_archive.h"
 
 namespace mixt {
@@ -51,6 +52,11 @@ NamedTensors checkpoint_weights(CheckpointContents& contents, const fs::path& fi
     throw Error(ErrorKind::recipe, "this checkpoint holds no model state", SourceLocation{file.string()});
   }
   return ema ? ema_weights(contents, file) : model_weights(contents, model);
+}
+
+bool omits_frozen_base(CheckpointContents& contents) {
+  torch::serialize::InputArchive model;
+  return contents.archive.try_read("model", model) && omits_frozen_base(model);
 }
 
 }  // namespace mixt

@@ -15,4 +15,8 @@ namespace mixt {
 // when the checkpoint has no model state, or no average for `ema`.
 NamedTensors checkpoint_weights(CheckpointContents& contents, const std::filesystem::path& file, bool ema);
 
+// Whether the checkpoint's model state leaves out the frozen base: a run with an adapter
+// (checkpoint/model_state.h), whose base the recipe's model.from or model.weights gives.
+bool omits_frozen_base(CheckpointContents& contents);
+
 }  // namespace mixt

@@ -6,12 +6,12 @@
 #include <mutex>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/model_state.h"
 #include "common/atomic_file.h"
 #include "common/optimizer_shards.h"
 #include "common/warnings.h"
 #include "distributed/optimizer_resharding.h"
 #include "mixt/version.h"
-#include "sdk/helpers/state_dict_check.h"
 
 namespace mixt {
 
@@ -123,7 +123,7 @@ torch::serialize::OutputArchive Checkpointer::callback_archive(std::string& byte
 void Checkpointer::write(const Saved& saved, torch::serialize::OutputArchive& callbacks) const {
   torch::serialize::OutputArchive archive;
   torch::serialize::OutputArchive model_archive, optimizer_archive, precision_archive, trainer_archive;
-  components_.model->save(model_archive);
+  save_model_state(*components_.model, components_.adapter != nullptr, model_archive);
   components_.optimizer->save(optimizer_archive);
   components_.precision->save(precision_archive);
   if (components_.optimizer_shards) components_.optimizer_shards->save_masters(precision_archive);
@@ -307,7 +307,9 @@ void load_component_states(Components& components, torch::serialize::InputArchiv
   checkpoint.read("model", model_archive);
   // Module::load would give a parameter the saved tensor whatever its shape (set_): a
   // model changed since (other channels, other classes) would silently become the saved one.
-  const LoadReport fit = compare_state_dict(*components.model, flatten_archive(model_archive));
+  const NamedTensors saved = flatten_archive(model_archive);
+  const bool frozen_base_omitted = omits_frozen_base(model_archive);
+  const LoadReport fit = checkpoint_fit(*components.model, saved, frozen_base_omitted);
   if (!fit.complete()) {
     throw Error(ErrorKind::recipe, "checkpoint does not fit this recipe's model" + fit.describe(),
                 SourceLocation{file.string()}, "trainer.resume",
@@ -315,7 +317,11 @@ void load_component_states(Components& components, torch::serialize::InputArchiv
                 "from these weights, mixt export them and name the file in model.weights (strict: false loads "
                 "what matches)");
   }
-  components.model->load(model_archive);
+  if (frozen_base_omitted) {
+    load_state_dict(*components.model, saved, /*strict=*/false, file.string());
+  } else {
+    components.model->load(model_archive);
+  }
   checkpoint.read("optimizer", optimizer_archive);
   c10::IValue shards;
   if (components.optimizer_shards) {

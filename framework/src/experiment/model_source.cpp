@@ -8,6 +8,7 @@
 #include "assembly/transformers_dir.h"
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_weights.h"
+#include "checkpoint/model_state.h"
 #include "common/warnings.h"
 #include "mixt/error.h"
 #include "mixt/helpers/state_dict.h"
@@ -91,13 +92,15 @@ ModelPlan plan_model(const ModelTarget& target, const std::vector<std::string>& 
 void load_checkpoint_weights(Model& model, at::Device device, const fs::path& checkpoint, bool ema) {
   CheckpointContents contents = read_checkpoint(checkpoint, device);
   const NamedTensors weights = checkpoint_weights(contents, checkpoint, ema);
-  try {
-    load_state_dict(model, weights, /*strict=*/true, checkpoint.string());
-  } catch (const Error& e) {
-    throw Error(ErrorKind::recipe, e.message(), e.where(), {},
+  // A run with an adapter saved no frozen base: the recipe's model.from gave it.
+  const LoadReport fit = checkpoint_fit(model, weights, omits_frozen_base(contents));
+  if (!fit.complete()) {
+    throw Error(ErrorKind::recipe, "weights do not match the model" + fit.describe(),
+                SourceLocation{checkpoint.string()}, {},
                 "use a checkpoint with the recipe of its run (its run directory's recipe.yaml), without "
                 "overrides that change the model");
   }
+  load_state_dict(model, weights, /*strict=*/false, checkpoint.string());
 }
 
 std::vector<std::string> run_class_names(const ModelTarget& target) {

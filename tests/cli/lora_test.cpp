@@ -1,22 +1,28 @@
-// LoRA adapters (plugins/adapters/lora, mixt/adapter.h) against PEFT over transformers'
-// LlamaForCausalLM (tests/golden/make_lora_golden.py, the lora_golden fixture):
+// LoRA and DoRA adapters (plugins/adapters/lora, mixt/adapter.h) against PEFT over
+// transformers' LlamaForCausalLM (tests/golden/make_lora_golden.py, the lora_golden fixture;
+// DoRA's references in its dora/ folder):
 //  - `mixt run` from the fixture's save_pretrained base (model.from) and PEFT's initial
 //    adapter folder (adapter.from): 20 AdamW steps, the gradient norm clipped, in the data
 //    order of `shuffle: false`, give every loss and gradient norm of a plain PyTorch loop
 //    over peft.get_peft_model's model, and the run's adapter/adapter_model.safetensors holds
 //    PEFT's final adapter tensors, bit for bit (with trainer.activation_checkpointing: all
 //    too); PEFT loads that folder (PeftModel.from_pretrained) and gives the final adapter's
-//    logits;
-//  - mixt reads PEFT's initial and final adapter folders and gives PEFT's logits;
+//    logits; `mixt export RUN --format transformers` writes PEFT's merge_and_unload()
+//    weights, which transformers loads with the merged model's logits;
+//  - mixt reads PEFT's initial and final adapter folders and gives PEFT's logits; a fresh
+//    dora's lora_magnitude_vector is PEFT's initial one;
 //  - under fp8_tensorwise the adapter wraps the policy's float8 LinearFunction;
 //  - bad input: a target that matches nothing, a rank above a layer's size, an adapter of
-//    another base: exit 2 with the reason;
+//    another base (a dora magnitude too), --merge-adapter without an adapter, a transformers
+//    export over a folder that holds files, an adapter that cannot merge: exit 2 with the
+//    reason, nothing written;
 //  - recipes/llama/lora.yaml trains on a transformers folder.
 //
 // Measured (CPU, one thread, mixt linking the torch the reference runs): the 20 losses and
 // gradient norms equal, the 12 final adapter tensors equal (largest difference 0), PEFT's
 // logits from mixt's adapter folder and mixt's from PEFT's equal (difference 0); so the
-// training test allows no difference, the logits tests 1e-5 of the largest logit.
+// training test allows no difference, the logits tests 1e-5 of the largest logit. DoRA the
+// same (18 tensors), and both merged exports equal PEFT's merged weights bit for bit.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -50,7 +56,12 @@ using ::testing::HasSubstr;
 const fs::path kGolden = testing::configured::lora_golden_dir();
 const fs::path kSource = testing::source_dir();
 
-nlohmann::json golden() { return nlohmann::json::parse(testing::read_file(kGolden / "training.json")); }
+// A variant's references: lora's in the fixture's folder, dora's in its dora/.
+fs::path references(const std::string& variant) { return variant == "dora" ? kGolden / "dora" : kGolden; }
+
+nlohmann::json golden(const std::string& variant = "lora") {
+  return nlohmann::json::parse(testing::read_file(references(variant) / "training.json"));
+}
 
 std::string quoted(const fs::path& path) { return nlohmann::json(path.string()).dump(); }
 
@@ -60,8 +71,7 @@ std::string recipe(const std::string& adapter, const std::string& trainer = "") 
   return "name: lora\n"
          "task: { name: causal_lm, fused_loss: false }\n"
          "model: { name: llama, from: " +
-         quoted(kGolden / "base") + " }\nadapter: " + adapter +
-         "\n"
+         quoted(kGolden / "base") + " }\n" + (adapter.empty() ? "" : "adapter: " + adapter + "\n") +
          "precision: { name: fp32 }\n"
          "optimizer: " +
          g["optimizer"].dump() +
@@ -80,16 +90,59 @@ std::string recipe(const std::string& adapter, const std::string& trainer = "") 
          "output: runs\n";
 }
 
-std::string from_init() { return "{ from: " + quoted(kGolden / "init_adapter") + " }"; }
+std::string from_init(const std::string& variant = "lora") {
+  return "{ from: " + quoted(references(variant) / "init_adapter") + " }";
+}
 
-// With activation checkpointing too: the adapted layers are recomputed in the backward pass,
-// bitwise the same training.
-class LoraTraining : public ::testing::TestWithParam<std::string> {};
+std::map<std::string, at::Tensor> by_name(const fs::path& file) {
+  const NamedTensors tensors = load_safetensors(file).tensors;
+  return {tensors.begin(), tensors.end()};
+}
+
+// `python3 make_lora_golden.py COMMAND FIXTURE DIR [dora]`, which prints "agree" when it does.
+void expect_python_agrees(const std::string& command, const fs::path& dir, const std::string& variant) {
+  const CommandResult check = testing::run_command(
+      std::string(MIXT_PYTHON) + " " + testing::shell_quote((kSource / "tests/golden/make_lora_golden.py").string()) +
+      " " + command + " " + testing::shell_quote(kGolden.string()) + " " + testing::shell_quote(dir.string()) +
+      (variant == "dora" ? " dora" : ""));
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+  EXPECT_THAT(check.output, HasSubstr("agree"));
+  std::cout << "[ measured ] " << variant << " " << command << ": " << check.output;
+}
+
+// `mixt export RUN --format transformers`: PEFT's merge_and_unload() weights under their
+// names, bit for bit, and model.from's config.json; transformers loads the folder.
+void expect_merged_export_equals_pefts(const fs::path& run_dir, const std::string& variant, const fs::path& cwd) {
+  const fs::path out = cwd / ("merged_" + variant);
+  const CommandResult exported =
+      run_mixt({"export", run_dir.string(), "--format", "transformers", "-o", out.string()}, cwd);
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  EXPECT_THAT(exported.output, HasSubstr("the adapter merged into the base weights"));
+  auto merged = by_name(out / "model.safetensors");
+  auto reference = by_name(references(variant) / "merged" / "model.safetensors");
+  EXPECT_EQ(merged.size(), reference.size());
+  double largest = 0;
+  for (const auto& [name, tensor] : reference) {
+    ASSERT_TRUE(merged.count(name)) << name << " is not in mixt's merged export";
+    EXPECT_TRUE(at::equal(merged[name], tensor)) << name;
+    largest = std::max(largest, (merged[name] - tensor).abs().max().item<double>());
+  }
+  std::cout << "[ measured ] " << variant << " merged export: " << merged.size()
+            << " tensors, largest difference from PEFT's merge_and_unload() " << largest << "\n";
+  EXPECT_EQ(testing::read_file(out / "config.json"), testing::read_file(kGolden / "base" / "config.json"));
+  expect_python_agrees("check-merged", out, variant);
+}
+
+// DoRA and LoRA, with activation checkpointing too: the adapted layers are recomputed in the
+// backward pass, bitwise the same training.
+class LoraTraining : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
 TEST_P(LoraTraining, TwentyAdamWStepsEqualPeftOverTransformers) {
-  const nlohmann::json g = golden();
+  const auto& [variant, checkpointing] = GetParam();
+  const nlohmann::json g = golden(variant);
   TempDir dir;
-  dir.write("lora.yaml", recipe(from_init(), GetParam() == "checkpointed" ? "activation_checkpointing: all, " : ""));
+  dir.write("lora.yaml",
+            recipe(from_init(variant), checkpointing == "checkpointed" ? "activation_checkpointing: all, " : ""));
   const CommandResult run = run_mixt({"run", "lora.yaml"}, dir.path());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const fs::path run_dir = testing::only_run_directory(dir.path() / "runs" / "lora");
@@ -110,33 +163,31 @@ TEST_P(LoraTraining, TwentyAdamWStepsEqualPeftOverTransformers) {
 
   // The run's adapter folder: PEFT's names and PEFT's final values.
   const NamedTensors trained = load_safetensors(run_dir / "adapter" / "adapter_model.safetensors").tensors;
-  const NamedTensors reference = load_safetensors(kGolden / "final_adapter" / "adapter_model.safetensors").tensors;
+  auto reference = by_name(references(variant) / "final_adapter" / "adapter_model.safetensors");
   ASSERT_EQ(trained.size(), reference.size());
-  std::map<std::string, at::Tensor> by_name(reference.begin(), reference.end());
   double largest = 0;
   for (const auto& [name, tensor] : trained) {
-    ASSERT_TRUE(by_name.count(name)) << name << " is not in PEFT's adapter";
-    EXPECT_TRUE(at::equal(tensor, by_name[name])) << name;
-    largest = std::max(largest, (tensor - by_name[name]).abs().max().item<double>());
+    ASSERT_TRUE(reference.count(name)) << name << " is not in PEFT's adapter";
+    EXPECT_TRUE(at::equal(tensor, reference[name])) << name;
+    largest = std::max(largest, (tensor - reference[name]).abs().max().item<double>());
   }
-  std::cout << "[ measured ] " << trained.size() << " adapter tensors, largest difference from PEFT's " << largest
-            << "\n";
+  std::cout << "[ measured ] " << variant << ": " << trained.size()
+            << " adapter tensors, largest difference from PEFT's " << largest << "\n";
   const nlohmann::json config = nlohmann::json::parse(testing::read_file(run_dir / "adapter" / "adapter_config.json"));
   EXPECT_EQ(config["peft_type"], "LORA");
+  EXPECT_EQ(config["use_dora"], variant == "dora");
   EXPECT_EQ(config["r"], g["adapter"]["rank"]);
   EXPECT_EQ(config["task_type"], "CAUSAL_LM");
 
   // PEFT reads it.
-  const CommandResult check = testing::run_command(
-      std::string(MIXT_PYTHON) + " " + testing::shell_quote((kSource / "tests/golden/make_lora_golden.py").string()) +
-      " check " + testing::shell_quote(kGolden.string()) + " " + testing::shell_quote((run_dir / "adapter").string()));
-  EXPECT_EQ(check.exit_code, 0) << check.output;
-  EXPECT_THAT(check.output, HasSubstr("agree"));
-  std::cout << "[ measured ] " << check.output;
+  expect_python_agrees("check", run_dir / "adapter", variant);
+  if (checkpointing == "plain") expect_merged_export_equals_pefts(run_dir, variant, dir.path());
 }
 
-INSTANTIATE_TEST_SUITE_P(Runs, LoraTraining, ::testing::Values("plain", "checkpointed"),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Runs, LoraTraining,
+                         ::testing::Combine(::testing::Values("lora", "dora"),
+                                            ::testing::Values("plain", "checkpointed")),
+                         [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
 
 const testing::BuiltPlugins& plugins() {
   static const testing::BuiltPlugins built;
@@ -251,12 +302,16 @@ TEST(LoraDataParallel, TwoRanksTrainAsOneProcessInEveryShardingMode) {
   }
 }
 
-TEST(LoraAdapter, MixtReadsPeftsAdapterFolderWithPeftsLogits) {
-  const NamedTensors io = load_safetensors(kGolden / "io.safetensors").tensors;
+class LoraAdapter : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LoraAdapter, MixtReadsPeftsAdapterFolderWithPeftsLogits) {
+  const std::string variant = GetParam();
+  const NamedTensors io = load_safetensors(references(variant) / "io.safetensors").tensors;
   for (const std::string which : {"init", "final"}) {
-    const RecipeNodePtr root = parse_yaml("model: {name: llama, from: " + quoted(kGolden / "base") +
-                                              "}\nadapter: {from: " + quoted(kGolden / (which + "_adapter")) + "}",
-                                          "test");
+    const RecipeNodePtr root =
+        parse_yaml("model: {name: llama, from: " + quoted(kGolden / "base") +
+                       "}\nadapter: {from: " + quoted(references(variant) / (which + "_adapter")) + "}",
+                   "test");
     const Config recipe(root, "");
     const auto model = build_model(recipe.section("model"), plugins().registry, ModelContext{});
     [[maybe_unused]] const auto adapter =
@@ -273,7 +328,54 @@ TEST(LoraAdapter, MixtReadsPeftsAdapterFolderWithPeftsLogits) {
     for (const auto& item : model->named_parameters()) {
       EXPECT_EQ(item.value().requires_grad(), item.key().find(".lora_") != std::string::npos) << item.key();
     }
-    EXPECT_EQ(peft_tensors(*model).size(), 12u);  // 2 layers, 3 targets, A and B
+    // 2 layers, 3 targets, A and B (and dora's magnitude)
+    EXPECT_EQ(peft_tensors(*model).size(), variant == "dora" ? 18u : 12u);
+    EXPECT_EQ(recipe.section("adapter").string("name"), variant);  // use_dora chose dora
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, LoraAdapter, ::testing::Values("lora", "dora"));
+
+// A fresh dora (no `from`) starts as PEFT's does: lora_magnitude_vector the base weight's row
+// norms (the initial folder's, bit for bit, lora_B being zero then), and the model computes
+// exactly what the base computes.
+TEST(DoraAdapter, StartsFromTheBaseWeightsRowNormsAsPeftDoes) {
+  const RecipeNodePtr root = parse_yaml("model: {name: llama, from: " + quoted(kGolden / "base") +
+                                            "}\nadapter: {name: dora, rank: 4, alpha: 8, targets: [q_proj, v_proj, "
+                                            "mlp.down_proj]}",
+                                        "test");
+  const Config recipe(root, "");
+  const auto model = build_model(recipe.section("model"), plugins().registry, ModelContext{});
+  const at::Tensor ids = find(load_safetensors(kGolden / "io.safetensors").tensors, "ids");
+  at::NoGradGuard no_grad;
+  const at::Tensor before = model->forward(ids);
+  [[maybe_unused]] const auto adapter =
+      apply_adapter(recipe.section("adapter"), plugins().registry, *model, AdapterContext{});
+  auto initial = by_name(kGolden / "dora" / "init_adapter" / "adapter_model.safetensors");
+  int magnitudes = 0;
+  for (const auto& [name, tensor] : peft_tensors(*model)) {
+    if (!name.ends_with(".lora_magnitude_vector")) continue;
+    ASSERT_TRUE(initial.count(name)) << name << " is not in PEFT's initial adapter";
+    EXPECT_TRUE(at::equal(tensor, initial[name])) << name;
+    ++magnitudes;
+  }
+  EXPECT_EQ(magnitudes, 6);
+  EXPECT_TRUE(at::equal(model->forward(ids), before));
+}
+
+// The SDK's default: an adapter without MergesIntoBase is refused by name, a usage error.
+TEST(LoraAdapterMerge, AnAdapterThatCannotMergeIsRefusedByName) {
+  struct Unmergeable : Adapter {
+    void apply(torch::nn::Module&) override {}
+    std::string peft_config() const override { return "{}"; }
+  } adapter;
+  torch::nn::Module model;
+  try {
+    merge_adapter(adapter, "mine", model);
+    FAIL() << "merged";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::usage);
+    EXPECT_THAT(e.message(), HasSubstr("the adapter 'mine' cannot merge into the base weights"));
   }
 }
 
@@ -352,6 +454,47 @@ TEST(LoraBadInput, AnAdapterOfAnotherBaseNamesTheTensor) {
   const CommandResult disagree = check_with("{ from: " + quoted(kGolden / "init_adapter") + ", rank: 8 }", dir);
   EXPECT_EQ(disagree.exit_code, 2) << disagree.output;
   EXPECT_THAT(disagree.output, HasSubstr("adapter.rank disagrees with"));
+}
+
+TEST(LoraBadInput, ADoraFolderOfAnotherBaseNamesTheMagnitude) {
+  TempDir dir;
+  const fs::path init = kGolden / "dora" / "init_adapter";
+  fs::create_directories(dir.path() / "other");
+  fs::copy_file(init / "adapter_config.json", dir.path() / "other" / "adapter_config.json");
+  NamedTensors tensors = load_safetensors(init / "adapter_model.safetensors").tensors;
+  const std::string changed = "base_model.model.model.layers.0.mlp.down_proj.lora_magnitude_vector";
+  for (auto& [name, tensor] : tensors) {
+    if (name == changed) tensor = at::ones({48});  // a base with a wider hidden size
+  }
+  save_safetensors(dir.path() / "other" / "adapter_model.safetensors", tensors);
+  const CommandResult r = check_with("{ from: " + quoted(dir.path() / "other") + " }", dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("adapter.from"));
+  EXPECT_THAT(r.output, HasSubstr(changed + " is [48], this model's is [64]"));
+  // A DoRA folder is dora's: a recipe that names lora disagrees.
+  const CommandResult named = check_with("{ name: lora, from: " + quoted(init) + " }", dir);
+  EXPECT_EQ(named.exit_code, 2) << named.output;
+  EXPECT_THAT(named.output, HasSubstr("adapter.name disagrees with"));
+  EXPECT_THAT(named.output, HasSubstr("key use_dora"));
+}
+
+TEST(LoraBadInput, MergingWithoutAnAdapterOrOverAFolderWritesNothing) {
+  TempDir dir;
+  dir.write("plain.yaml", recipe(""));
+  const CommandResult r = run_mixt({"export", "plain.yaml", "--merge-adapter", "-o", "merged.safetensors"}, dir.path());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--merge-adapter: plain.yaml's recipe has no adapter to merge"));
+  EXPECT_FALSE(fs::exists(dir.path() / "merged.safetensors"));
+  const CommandResult onnx = run_mixt({"export", "plain.yaml", "--merge-adapter", "-o", "model.onnx"}, dir.path());
+  EXPECT_EQ(onnx.exit_code, 2) << onnx.output;
+  EXPECT_THAT(onnx.output, HasSubstr("--merge-adapter goes with --format safetensors or transformers"));
+  // A transformers export does not write into a folder that holds files.
+  dir.write("lora.yaml", recipe(from_init()));
+  dir.write("out/keep.txt", "mine");
+  const CommandResult over = run_mixt({"export", "lora.yaml", "--format", "transformers", "-o", "out"}, dir.path());
+  EXPECT_EQ(over.exit_code, 2) << over.output;
+  EXPECT_THAT(over.output, HasSubstr("-o out exists: --format transformers writes a new folder"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path() / "out"), fs::directory_iterator{}), 1);
 }
 
 TEST(LoraRecipe, TrainsOnATransformersFolderAndWritesPeftFiles) {

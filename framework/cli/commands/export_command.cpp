@@ -19,6 +19,7 @@
 #include "export/op_listing.h"
 #include "export/traced_model.h"
 #include "files/export_metadata.h"
+#include "files/transformers_export.h"
 #include "files/weights_export.h"
 #include "mixt/decodes_files.h"
 #include "mixt/helpers/nf4.h"
@@ -99,21 +100,56 @@ ModelInput model_input(const ExportOptions& options, const ModelTarget& target, 
   return in;
 }
 
-int export_recipe_weights(const ExportOptions& options, const ModelPlan& plan, const std::shared_ptr<Model>& model) {
-  NamedTensors tensors = state_dict(*model);
+int export_recipe_weights(const ExportOptions& options, const ModelPlan& plan, const std::shared_ptr<Model>& model,
+                          bool merged) {
+  NamedTensors tensors = merged ? exported_state(*model, /*adapter=*/true) : state_dict(*model);
   for (auto& item : tensors) item.second = item.second.to(at::kCPU).contiguous();
   save_safetensors(options.output, tensors, {{"format", "pt"}, {"source", "mixt " + std::string(version())}});
-  std::printf("wrote %zu tensors from %s to %s\n", tensors.size(), plan.recipe.file.string().c_str(),
-              options.output.c_str());
+  std::printf("wrote %zu tensors from %s to %s%s\n", tensors.size(), plan.recipe.file.string().c_str(),
+              options.output.c_str(), merged ? ", the adapter merged into the base weights" : "");
   return 0;
+}
+
+// --format transformers: the weights (an adapter merged) and model.from's config.json.
+int export_transformers(const ExportOptions& options, const ModelPlan& plan, const std::shared_ptr<Model>& model,
+                        bool merged) {
+  const Config section = plan.recipe.config().section("model");
+  const NamedTensors tensors = exported_state(*model, merged);
+  write_transformers_folder(options.output, tensors, section.string("from"));
+  std::printf("wrote %s (transformers' layout: model.safetensors, %zu tensors, and config.json from %s) from %s%s\n",
+              options.output.c_str(), tensors.size(), section.string("from").c_str(), plan.recipe.file.string().c_str(),
+              merged ? ", the adapter merged into the base weights" : "");
+  return 0;
+}
+
+// --merge-adapter, and --format transformers, before anything is built: the recipe has an
+// adapter to merge (or, for transformers, at least a model.from to take config.json from).
+void check_merge_request(const ExportOptions& options, const std::string& format, const ModelPlan& plan) {
+  const Config root = plan.recipe.config();
+  if (options.merge_adapter && !root.has("adapter")) {
+    throw usage_error("--merge-adapter: " + options.source + "'s recipe has no adapter to merge",
+                      "leave out --merge-adapter: the export holds the model's own weights");
+  }
+  if (format == "transformers") {
+    if (!root.section("model").has("from")) {
+      throw usage_error("--format transformers takes config.json from the recipe's model.from, which " +
+                            options.source + "'s recipe does not set",
+                        "export --format safetensors: the weights under transformers' names");
+    }
+    check_transformers_output(options.output);
+  }
 }
 
 // The export format, after the checks of the flags that go with it; nothing is read yet.
 std::string checked_export_format(const ExportOptions& options) {
   const std::string format = options.format.empty() ? export_format_of(options.output) : lower(options.format);
-  if (format != "onnx" && format != "torchscript" && format != "safetensors") {
+  if (format != "onnx" && format != "torchscript" && format != "safetensors" && format != "transformers") {
     throw usage_error("unknown export format '" + options.format + "'",
-                      "mixt export writes --format onnx, torchscript or safetensors");
+                      "mixt export writes --format onnx, torchscript, safetensors or transformers");
+  }
+  if (options.merge_adapter && format != "safetensors" && format != "transformers") {
+    throw usage_error("--merge-adapter goes with --format safetensors or transformers",
+                      "an ONNX or TorchScript file computes the adapter as it trained, unmerged");
   }
   if (format == "onnx" && (options.opset < 17 || options.opset > 21)) {
     throw usage_error("--opset " + std::to_string(options.opset) + ": mixt writes ONNX opsets 17 to 21",
@@ -232,12 +268,14 @@ int export_model(const ExportOptions& options) {
   }
   const bool recipe_source =
       fs::path(options.source).extension() == ".yaml" || fs::path(options.source).extension() == ".yml";
-  if (format == "safetensors" && !recipe_source && options.overrides.empty() && options.input_shape.empty()) {
+  if (format == "safetensors" && !recipe_source && options.overrides.empty() && options.input_shape.empty() &&
+      !options.merge_adapter) {
     return export_weights(options.source, format, options.output, options.ema, options.best);
   }
 
   const ModelTarget target = resolve_model_target(options.source, "export", options.best);
   ModelPlan plan = plan_model(target, options.overrides, options.ema);
+  check_merge_request(options, format, plan);
   Session session;
   session.load_plugins_of(plan.recipe);
   const InferenceSettings settings = InferenceSettings::read(plan.recipe, at::kCPU);  // traced on the CPU
@@ -276,7 +314,13 @@ int export_model(const ExportOptions& options) {
     }
   }
   model->to(at::kFloat);
-  if (format == "safetensors") return export_recipe_weights(options, plan, model);
+  // A transformers folder cannot hold an adapter's tensors: it is merged there always.
+  const bool merge = inference.adapter() && (options.merge_adapter || format == "transformers");
+  if (merge) {
+    merge_adapter(*inference.adapter(), plan.recipe.config().section("adapter").string("name"), *model);
+  }
+  if (format == "safetensors") return export_recipe_weights(options, plan, model, merge);
+  if (format == "transformers") return export_transformers(options, plan, model, merge);
 
   CheckedTrace trace = trace_and_check(model, in);
   if (options.list_ops) {
@@ -313,8 +357,9 @@ void add_export_command(CLI::App& app, Commands& commands) {
       ->required();
   command->add_option("-o,--output", o->output, "output file: model.onnx, model.pt, model.safetensors");
   command->add_option("--format", o->format,
-                      "onnx, torchscript or safetensors (default: from the output's extension; safetensors "
-                      "for other names)");
+                      "onnx, torchscript, safetensors, or transformers (a folder: model.safetensors and "
+                      "model.from's config.json) (default: from the output's extension; safetensors for other "
+                      "names)");
   command->add_option("--opset", o->opset, "ONNX opset, 17 (the default) to 21");
   command->add_option("--dtype", o->dtype, "ONNX tensors: float32 (the default) or float16");
   command
@@ -323,6 +368,9 @@ void add_export_command(CLI::App& app, Commands& commands) {
       ->delimiter(',');
   command->add_flag("--ema", o->ema, "the ema callback's average of the weights instead of the model's own");
   command->add_flag("--best", o->best, kBestHelp);
+  command->add_flag("--merge-adapter", o->merge_adapter,
+                    "a run with an adapter: merge it into the base weights (PEFT's merge_and_unload) and write "
+                    "those alone; --format safetensors or transformers (which always merges)");
   command->add_flag("--list-ops", o->list_ops,
                     "list the ATen ops the model's forward records and their ONNX translations (at --opset); "
                     "write nothing");

@@ -45,7 +45,8 @@ int export_weights(const std::string& checkpoint, const std::string& format, con
                 "model they adapt",
                 SourceLocation{file.string()}, {},
                 "the run's adapter/ folder holds the adapter in PEFT's layout (peft.PeftModel.from_pretrained "
-                "loads it); docs/adapters.md");
+                "loads it); --merge-adapter (or --format transformers -o DIR) writes the base with the adapter "
+                "merged in; docs/adapters.md");
   }
   NamedTensors tensors = checkpoint_weights(contents, file, ema);
   for (const auto& [name, tensor] : tensors) {

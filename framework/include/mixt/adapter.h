@@ -25,6 +25,10 @@
 // submodule as PEFT names it) and `adapter/adapter_config.json` (peft_config(), with the keys
 // mixt knows added), which `peft.PeftModel.from_pretrained` loads; `adapter: {from: DIR}`
 // reads such a folder back (docs/adapters.md).
+//
+// Since ABI 6.10 an adapter may also derive from mixt::MergesIntoBase: `mixt export
+// --merge-adapter` (and --format transformers) folds it into the base weights, as PEFT's
+// merge_and_unload() does.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -55,6 +59,25 @@ class Adapter {
   // mixt adds "base_model_name_or_path" and "task_type" when absent.
   virtual std::string peft_config() const = 0;
 };
+
+// An optional interface of an Adapter (since ABI 6.10): the adapter folds its update into the
+// base weights. The host finds it with a dynamic_cast, so Adapter's virtual table is the 6.9
+// one and an adapter without it is refused by name (merge_adapter below).
+class MergesIntoBase {
+ public:
+  virtual ~MergesIntoBase();
+  // Called once, after apply() and the checkpoint's values, on the CPU in float32, gradients
+  // off. Each layer the adapter changed gets its merged weight in place (the value PEFT's
+  // merge_and_unload() gives it; through LinearLayer::weight, which may be a view of the
+  // parameter) and computes as it did before apply() (its former LinearFunction back). The
+  // adapter's own parameters stay in the model, unused; the host leaves them out of what it
+  // writes.
+  virtual void merge(torch::nn::Module& model) = 0;
+};
+
+// `adapter` (named `name` in errors) merged into `model`'s base weights: its
+// MergesIntoBase::merge, or a usage error (exit 2) saying that this adapter cannot merge.
+void merge_adapter(Adapter& adapter, const std::string& name, torch::nn::Module& model);
 
 // PEFT's target_modules semantics over the model's linear layers (mixt::linear_layers): a
 // layer is a target when a pattern equals its name, or is a suffix of its name after a dot

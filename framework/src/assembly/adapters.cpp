@@ -94,11 +94,17 @@ void fill_from_config(const Config& section, const fs::path& dir) {
   if (type == config.end() || !type->is_string()) section.fail("from", file.string() + " has no peft_type");
   std::string name = type->get<std::string>();
   std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-  fill(section, "name", name, file.string() + ", key peft_type");
-  for (const char* unsupported : {"use_dora", "use_rslora", "fan_in_fan_out"}) {
-    const auto found = config.find(unsupported);
-    if (found != config.end() && found->is_boolean() && found->get<bool>()) {
-      section.fail("from", file.string() + " has " + unsupported + ": true, which mixt's lora does not implement");
+  const auto is_true = [&config](const char* key) {
+    const auto found = config.find(key);
+    return found != config.end() && found->is_boolean() && found->get<bool>();
+  };
+  // PEFT's DoRA is a LoRA config with use_dora: mixt's adapter `dora`.
+  const bool dora = name == "lora" && is_true("use_dora");
+  fill(section, "name", dora ? "dora" : name, file.string() + ", key " + (dora ? "use_dora" : "peft_type"));
+  for (const char* unsupported : {"use_rslora", "fan_in_fan_out"}) {
+    if (is_true(unsupported)) {
+      section.fail("from", file.string() + " has " + std::string(unsupported) + ": true, which mixt's " +
+                               (dora ? "dora" : "lora") + " does not implement");
     }
   }
   const auto targets = config.find("target_modules");

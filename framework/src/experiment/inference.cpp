@@ -44,7 +44,8 @@ Inference::Inference(const ModelPlan& plan, const Registry& registry, const Infe
                            "model.num_classes=N to the training data's (a run directory's recipe.yaml states it)"));
   }
   // The recipe's adapter, so that the checkpoint's adapter tensors have their parameters.
-  if (root.has("adapter")) apply_adapter(root.section("adapter"), registry, *model_, AdapterContext{device_});
+  if (root.has("adapter"))
+    adapter_ = apply_adapter(root.section("adapter"), registry, *model_, AdapterContext{device_});
   // Only the model is built from the recipe, so only its section is checked: a misspelt
   // model.weigths would predict with untrained weights and exit 0.
   check_unknown_keys(*plan.recipe.root, "model");

@@ -15,6 +15,7 @@
 #include "assembly/components.h"
 #include "assembly/run_facts.h"
 #include "experiment/model_source.h"
+#include "mixt/adapter.h"
 #include "plugins/registry.h"
 #include "recipe/recipe_loader.h"
 
@@ -52,6 +53,8 @@ class Inference {
   Inference(Components& components, const RunFacts& facts, const ModelPlan& plan, bool ema, std::uint64_t seed);
 
   Model& model() const { return *model_; }
+  // The recipe's adapter, applied to the model (null without an `adapter:` section).
+  Adapter* adapter() const { return adapter_.get(); }
   const std::shared_ptr<Model>& shared_model() const { return model_; }
   at::Device device() const { return device_; }
   bool channels_last() const { return channels_last_; }
@@ -62,6 +65,7 @@ class Inference {
 
  private:
   std::shared_ptr<Model> model_;
+  std::unique_ptr<Adapter> adapter_;
   at::Device device_ = at::kCPU;
   bool channels_last_ = false;
 };

@@ -3,9 +3,22 @@
 
 #include <algorithm>
 
+#include "mixt/error.h"
+
 namespace mixt {
 
 Adapter::~Adapter() = default;
+MergesIntoBase::~MergesIntoBase() = default;
+
+void merge_adapter(Adapter& adapter, const std::string& name, torch::nn::Module& model) {
+  auto* merging = dynamic_cast<MergesIntoBase*>(&adapter);
+  if (merging == nullptr) {
+    throw usage_error("the adapter '" + name + "' cannot merge into the base weights (it has no mixt::MergesIntoBase)",
+                      "export without --merge-adapter: the base and the adapter's tensors side by side, or give "
+                      "PEFT the run's adapter/ folder");
+  }
+  merging->merge(model);
+}
 
 namespace {
 // PEFT's check_target_module_exists for a list: the key equals the pattern, or ends with

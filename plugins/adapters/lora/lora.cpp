@@ -1,30 +1,39 @@
-// The `lora` adapter: LoRA (Hu et al., 2021) as PEFT's LoraConfig computes it.
+// The `lora` and `dora` adapters: LoRA (Hu et al., 2021) and DoRA (Liu et al., 2024) as PEFT's
+// LoraConfig computes them (use_dora false and true).
 //
 // On each target linear layer (PEFT's target_modules: mixt/adapter.h) two linear maps
 // without bias, lora_A (in -> rank, PEFT's default init: kaiming_uniform(a=sqrt(5)), the
 // same as torch.nn.Linear's) and lora_B (rank -> out, zeros), registered as the layer's
 // submodules so that the model names them "<layer>.lora_A.weight" and "<layer>.lora_B.weight";
-// the layer then computes
+// dora adds the parameter "<layer>.lora_magnitude_vector" (the name PEFT's files give it),
+// the base weight's row norms. The layer then computes (low_rank.h)
 //
-//   y = base(x) + lora_B(lora_A(dropout(x))) * (alpha / rank)
+//   lora: y = base(x) + lora_B(lora_A(dropout(x))) * (alpha / rank)
+//   dora: the same direction, each output row rescaled to its magnitude (dora_function.cpp)
 //
 // in PEFT's order of operations, where base is what the layer computed before: at::linear,
 // or the LinearFunction a precision policy installed (a float8 policy's), which the
-// adapter wraps rather than replaces.
+// adapter wraps rather than replaces. Both merge into the base weights (MergesIntoBase) as
+// PEFT's merge_and_unload() does.
 #include <ATen/ATen.h>
 #include <torch/nn/modules/linear.h>
 
 #include <cmath>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "low_rank.h"
 #include "mixt/adapter.h"
 #include "mixt/helpers/linear.h"
+#include "mixt/helpers/nf4.h"
 #include "mixt/plugin.h"
 
 namespace {
+
+using mixt::adapters::LowRank;
 
 struct LoraOptions {
   std::vector<std::string> targets;
@@ -46,44 +55,19 @@ const auto kOptions =
              mixt::at_least(0) && mixt::below(1))
         .recipe_section(&LoraOptions::where);
 
-// One adapted layer's computation.
-class LoraFunction : public mixt::LinearFunction {
+const char* const kMagnitude = "lora_magnitude_vector";
+
+class Lora : public mixt::Adapter, public mixt::MergesIntoBase {
  public:
-  LoraFunction(std::shared_ptr<mixt::LinearFunction> base, torch::nn::Linear a, torch::nn::Linear b, double scaling,
-               double dropout, const torch::nn::Module* owner)
-      : base_(std::move(base)),
-        a_(std::move(a)),
-        b_(std::move(b)),
-        scaling_(scaling),
-        dropout_(dropout),
-        owner_(owner) {}
-
-  at::Tensor forward(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) override {
-    at::Tensor result = base_ ? base_->forward(input, weight, bias) : at::linear(input, weight, bias);
-    const auto result_dtype = result.scalar_type();
-    at::Tensor x = input.to(a_->weight.scalar_type());  // PEFT's _cast_input_dtype
-    if (dropout_ > 0) x = at::dropout(x, dropout_, owner_->is_training());
-    result = result + at::linear(at::linear(x, a_->weight), b_->weight) * scaling_;
-    return result.to(result_dtype);
-  }
-
- private:
-  std::shared_ptr<mixt::LinearFunction> base_;
-  torch::nn::Linear a_, b_;
-  double scaling_, dropout_;
-  const torch::nn::Module* owner_;
-};
-
-class Lora : public mixt::Adapter {
- public:
-  explicit Lora(LoraOptions o) : o_(std::move(o)) {}
+  Lora(LoraOptions o, bool dora) : o_(std::move(o)), dora_(dora) {}
 
   void apply(torch::nn::Module& model) override {
     const std::vector<mixt::LinearLayer> targets = mixt::adapter_targets(model, o_.targets, o_.where, "targets");
     for (const mixt::LinearLayer& layer : targets) {
       torch::nn::Module* owner = mixt::owner_module(layer);
       if (!layer.map.empty() || owner == nullptr) {
-        o_.where.fail("targets", "'" + layer.name + "' is a linear map inside a module, which lora does not adapt",
+        o_.where.fail("targets",
+                      "'" + layer.name + "' is a linear map inside a module, which " + name() + " does not adapt",
                       "name mixt::Linear layers");
       }
       const std::int64_t smaller = std::min(layer.in_features(), layer.out_features());
@@ -94,18 +78,50 @@ class Lora : public mixt::Adapter {
                           " out)",
                       "a rank of at most " + std::to_string(smaller));
       }
-      torch::nn::Linear a(torch::nn::LinearOptions(layer.in_features(), o_.rank).bias(false));
-      torch::nn::Linear b(torch::nn::LinearOptions(o_.rank, layer.out_features()).bias(false));
+      LowRank low_rank;
+      low_rank.a = torch::nn::Linear(torch::nn::LinearOptions(layer.in_features(), o_.rank).bias(false));
+      low_rank.b = torch::nn::Linear(torch::nn::LinearOptions(o_.rank, layer.out_features()).bias(false));
       {
         at::NoGradGuard no_grad;
-        b->weight.zero_();
+        low_rank.b->weight.zero_();
       }
-      a->to(layer.weight.device(), layer.weight.scalar_type());
-      b->to(layer.weight.device(), layer.weight.scalar_type());
-      owner->register_module("lora_A", a);
-      owner->register_module("lora_B", b);
-      layer.set_function(std::make_shared<LoraFunction>(layer.owner->linear_function(layer.map), a, b,
-                                                        o_.alpha / static_cast<double>(o_.rank), o_.dropout, owner));
+      low_rank.a->to(layer.weight.device(), layer.weight.scalar_type());
+      low_rank.b->to(layer.weight.device(), layer.weight.scalar_type());
+      low_rank.scaling = o_.alpha / static_cast<double>(o_.rank);
+      low_rank.dropout = o_.dropout;
+      low_rank.owner = owner;
+      owner->register_module("lora_A", low_rank.a);
+      owner->register_module("lora_B", low_rank.b);
+      std::shared_ptr<mixt::LinearFunction> base = layer.owner->linear_function(layer.map);
+      if (dora_ && mixt::held_in_nf4(layer.weight)) {
+        // DoRA's norms read the base's values, which an NF4 layer does not hold as its weight.
+        o_.where.fail("targets", "'" + layer.name + "' is held in NF4 (quantize_base), which dora does not adapt yet",
+                      "use lora over an NF4 base, or dora without quantize_base");
+      }
+      if (dora_) {
+        const at::Tensor magnitude =
+            owner->register_parameter(kMagnitude, mixt::adapters::dora_magnitude(layer.weight, low_rank));
+        layer.set_function(mixt::adapters::dora_function(base, low_rank, magnitude));
+      } else {
+        layer.set_function(mixt::adapters::lora_function(base, low_rank));
+      }
+      layers_[layer.name] = {low_rank, base};
+    }
+  }
+
+  void merge(torch::nn::Module& model) override {
+    at::NoGradGuard no_grad;
+    // The layers found again: the checkpoint's values and the move to float32 came after apply().
+    for (const mixt::LinearLayer& layer : mixt::adapter_targets(model, o_.targets, o_.where, "targets")) {
+      const Adapted& adapted = layers_.at(layer.name);
+      at::Tensor weight = layer.weight;
+      if (dora_) {
+        mixt::adapters::merge_dora(weight, adapted.low_rank,
+                                   *mixt::owner_module(layer)->named_parameters(false).find(kMagnitude));
+      } else {
+        mixt::adapters::merge_lora(weight, adapted.low_rank);
+      }
+      layer.set_function(adapted.base);
     }
   }
 
@@ -123,20 +139,33 @@ class Lora : public mixt::Adapter {
                              {"fan_in_fan_out", false},
                              {"init_lora_weights", true},
                              {"use_rslora", false},
-                             {"use_dora", false},
+                             {"use_dora", dora_},
                              {"inference_mode", true}};
     return config.dump();
   }
 
  private:
+  struct Adapted {
+    LowRank low_rank;
+    std::shared_ptr<mixt::LinearFunction> base;  // what the layer computed before
+  };
+  std::string name() const { return dora_ ? "dora" : "lora"; }
+
   LoraOptions o_;
+  bool dora_;
+  std::map<std::string, Adapted> layers_;
 };
 
 void register_components(mixt::Registrar& r) {
   r.add_adapter("lora", "LoRA: low-rank updates of chosen linear layers, the base frozen (PEFT's LoraConfig)", kOptions,
-                [](const LoraOptions& o, const mixt::AdapterContext&) { return std::make_unique<Lora>(o); });
+                [](const LoraOptions& o, const mixt::AdapterContext&) { return std::make_unique<Lora>(o, false); });
+  r.add_adapter("dora",
+                "DoRA: LoRA's low-rank update as a direction, each output row rescaled to a trained magnitude "
+                "(PEFT's LoraConfig(use_dora=True))",
+                kOptions,
+                [](const LoraOptions& o, const mixt::AdapterContext&) { return std::make_unique<Lora>(o, true); });
 }
 
 }  // namespace
 
-MIXT_PLUGIN("lora", "1.0.0", register_components)
+MIXT_PLUGIN("lora", "1.1.0", register_components)

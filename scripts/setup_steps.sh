@@ -42,6 +42,7 @@ TEST_REQUIREMENTS=(
   tiktoken               # bench/tokenizer's second reference: OpenAI's encoder on the same vocabulary
   mlflow                 # the tracking server the mlflow callback's tests log to, and its client reading back
   peft==0.21.2           # LoRA adapters: the adapter plugins' parity reference and the file format they write
+  torchtune==0.6.1       # bench/lora's second peer (its LoRA and QLoRA builders; brings datasets, omegaconf)
 )
 
 # The parts of a CUDA toolkit that the wheel's CMake config requires (it runs nvcc once and

@@ -11,7 +11,7 @@
 #
 #   bench/gpt2_compare.sh [--device cpu|cuda] [--batch N] [--context T] [--steps N] [--warmup N]
 #                         [--precision fp32,amp_bf16,...] [--checkpointing fp32|none] [--threads N]
-#                         [--fused] [--model gpt2|smollm2] [--plain-loss fp32|none] [--out DIR]
+#                         [--fused] [--model gpt2|smollm2] [--layers N] [--plain-loss fp32|none] [--out DIR]
 #
 # The recipe is recipes/gpt2/gpt2_124m.yaml (--model smollm2: recipes/llama/smollm2_135m.yaml, the
 # same settings) (nanoGPT's settings: AdamW lr 6e-4, betas 0.9/0.95,
@@ -21,6 +21,9 @@
 # The tokens are uniform random ids below 50257 in nanoGPT's .bin format, written once with
 # numpy into the output directory; mixt reads them through its `tokens` dataset, PyTorch
 # slices the same file.
+#
+# --layers N (gpt2 only): the model's shape with N blocks instead of 12, on both sides (a
+# quick check of the plumbing, as bench/gpu/run.sh --cpu makes).
 #
 # --out DIR keeps both sides' results there (mixt's bench.json and bench.md with the
 # environment they were measured in, PyTorch's pytorch.jsonl, the table as compare.md);
@@ -35,7 +38,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 MIXT=${MIXT:-build/bin/mixt}
 DEVICE=""; BATCH=""; CONTEXT=1024; STEPS=""; WARMUP=""; THREADS=0; FUSED=false; PRECISION=""; OUT=""
-CHECKPOINTING=fp32; PLAIN_LOSS=fp32; MODEL=gpt2
+CHECKPOINTING=fp32; PLAIN_LOSS=fp32; MODEL=gpt2; LAYERS=""
 while (($#)); do
   case "$1" in
     --device) DEVICE=$2; shift 2 ;;
@@ -48,6 +51,7 @@ while (($#)); do
     --threads) THREADS=$2; shift 2 ;;
     --fused) FUSED=true; shift ;;
     --model) MODEL=$2; shift 2 ;;
+    --layers) LAYERS=$2; shift 2 ;;
     --plain-loss) PLAIN_LOSS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
@@ -68,6 +72,11 @@ case "$MODEL" in
   smollm2) RECIPE=recipes/llama/smollm2_135m.yaml; VOCAB=49152; TITLE="SmolLM2-135M-shaped Llama" ;;
   *) echo "unknown --model $MODEL (gpt2, smollm2)" >&2; exit 2 ;;
 esac
+MIXT_LAYERS=(); TORCH_LAYERS=()
+if [ -n "$LAYERS" ]; then
+  [ "$MODEL" = gpt2 ] || { echo "--layers is for --model gpt2" >&2; exit 2; }
+  MIXT_LAYERS=(model.num_layers="$LAYERS"); TORCH_LAYERS=(--layers "$LAYERS"); TITLE="GPT-2 124M's shape, $LAYERS layers"
+fi
 
 if [ -n "$OUT" ]; then
   mkdir -p "$OUT"; out=$(cd "$OUT" && pwd)
@@ -88,14 +97,14 @@ mixt_bench() {  # OUTPUT_DIR POLICIES [extra mixt bench flags]
   "$MIXT" bench "$RECIPE" --precision "$policies" --steps "$STEPS" --warmup "$WARMUP" \
     --batch "$BATCH" "$@" trainer.device="$DEVICE" trainer.threads="$THREADS" output="$dir" \
     data.train.files="$tokens" data.train.context="$CONTEXT" model.context_length="$CONTEXT" \
-    trainer.accumulate=1 scheduler=null optimizer.fused="$FUSED" 'callbacks=[]' >&2 || true
+    trainer.accumulate=1 scheduler=null optimizer.fused="$FUSED" 'callbacks=[]' "${MIXT_LAYERS[@]}" >&2 || true
   find "$dir" -name bench.json | head -n 1
 }
 torch_side() {  # POLICIES [extra flags]
   local policies=$1; shift
   python3 bench/gpt2_vs_pytorch.py --model "$MODEL" --tokens "$tokens" --precision "$policies" --device "$DEVICE" \
     --batch "$BATCH" --context "$CONTEXT" --steps "$STEPS" --warmup "$WARMUP" --threads "$THREADS" \
-    $([ "$FUSED" = true ] && echo --fused) "$@"
+    $([ "$FUSED" = true ] && echo --fused) "${TORCH_LAYERS[@]}" "$@"
 }
 
 # The two sides take turns, policy by policy, so that a change in the machine's other load

@@ -9,6 +9,8 @@
 #include <sstream>
 
 #include "child_process.h"
+#include "run_directories.h"
+#include "shared_setup.h"
 #include "test_support.h"
 
 namespace mixt {
@@ -18,7 +20,8 @@ namespace {
 const std::vector<std::string> kShortRun = {"data.train.limit=256", "trainer.epochs=1",
                                             "callbacks=[{name: ema, decay: 0.9}]"};
 
-// One trained run, shared by the tests (training is the slow part).
+// One trained run, shared by the tests (training is the slow part); each case's files go to a
+// directory of its own.
 class EvaluateCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -26,9 +29,9 @@ class EvaluateCli : public ::testing::Test {
     dir_->write("r.yaml", testing::kTinyRecipe);
     std::vector<std::string> args = {"run", "r.yaml"};
     args.insert(args.end(), kShortRun.begin(), kShortRun.end());
-    const CommandResult run = run_mixt(args, dir_->path());
-    ASSERT_EQ(run.exit_code, 0) << run.output;
-    for (const auto& entry : fs::directory_iterator(dir_->path() / "runs" / "tiny")) run_ = new fs::path(entry.path());
+    const fs::path shared = testing::shared_mixt_command("evaluate_cli", "r.yaml", testing::kTinyRecipe, args);
+    if (HasFatalFailure()) return;
+    run_ = new fs::path(testing::only_run_directory(shared / "runs" / "tiny"));
     std::istringstream lines(testing::read_file(*run_ / "metrics.jsonl"));
     last_epoch_ = new nlohmann::json;
     for (std::string line; std::getline(lines, line);) {

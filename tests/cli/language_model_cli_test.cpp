@@ -17,6 +17,7 @@
 #include "export_checks.h"
 #include "mixt/helpers/safetensors.h"
 #include "run_directories.h"
+#include "shared_setup.h"
 #include "test_support.h"
 
 namespace mixt {
@@ -48,10 +49,12 @@ class LanguageModelCli : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new TempDir;
     dir_->write("chars.yaml", recipe("task: { name: causal_lm }"));
-    const CommandResult run = run_mixt({"run", "chars.yaml"}, dir_->path());
-    ASSERT_EQ(run.exit_code, 0) << run.output;
-    run_output_ = new std::string(run.output);
-    for (const auto& entry : fs::directory_iterator(dir_->path() / "runs" / "chars")) run_ = new fs::path(entry.path());
+    // Trained once for the suite's processes; each case's files go to dir_.
+    const fs::path shared = testing::shared_mixt_command("language_model_cli", "chars.yaml",
+                                                         recipe("task: { name: causal_lm }"), {"run", "chars.yaml"});
+    if (HasFatalFailure()) return;
+    run_output_ = new std::string(testing::read_file(shared / "command_output.txt"));
+    run_ = new fs::path(testing::only_run_directory(shared / "runs" / "chars"));
     std::istringstream lines(testing::read_file(*run_ / "metrics.jsonl"));
     epochs_ = new std::vector<nlohmann::json>;
     for (std::string line; std::getline(lines, line);) {

@@ -16,6 +16,8 @@
 #include "mixt/decodes_files.h"
 #include "mixt/helpers/safetensors.h"
 #include "mixt/helpers/state_dict.h"
+#include "run_directories.h"
+#include "shared_setup.h"
 #include "test_support.h"
 
 namespace mixt {
@@ -59,19 +61,26 @@ std::vector<double> probabilities(const nlohmann::json& report) {
   return p;
 }
 
-// One short training run on three colours (with an ema average), shared by the tests.
+// One short training run on three colours (with an ema average), made once for the suite's
+// processes; each case works in a directory of its own, whose data/ is the shared images.
 class PredictCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    const fs::path shared =
+        testing::shared_setup("predict_cli-" + testing::stable_hash(kColourRecipe), true, [](const fs::path& made) {
+          testing::run_fixture_script("make_colour_folder.py", testing::shell_quote((made / "data/train").string()) +
+                                                                   " --per-class 16 --seed 0");
+          testing::run_fixture_script("make_colour_folder.py",
+                                      testing::shell_quote((made / "data/val").string()) + " --per-class 4 --seed 1");
+          std::ofstream(made / "colours.yaml") << kColourRecipe;
+          const CommandResult run = run_mixt({"run", "colours.yaml"}, made);
+          ASSERT_EQ(run.exit_code, 0) << run.output;
+        });
+    if (HasFatalFailure()) return;
     dir_ = new TempDir;
-    testing::run_fixture_script("make_colour_folder.py", testing::shell_quote((dir_->path() / "data/train").string()) +
-                                                             " --per-class 16 --seed 0");
-    testing::run_fixture_script("make_colour_folder.py", testing::shell_quote((dir_->path() / "data/val").string()) +
-                                                             " --per-class 4 --seed 1");
+    fs::create_directory_symlink(shared / "data", dir_->path() / "data");
     dir_->write("colours.yaml", kColourRecipe);
-    const CommandResult run = run_mixt({"run", "colours.yaml"}, dir_->path());
-    ASSERT_EQ(run.exit_code, 0) << run.output;
-    for (const auto& entry : fs::directory_iterator(dir_->path() / "runs" / "colours")) run_ = new fs::path(entry.path());
+    run_ = new fs::path(testing::only_run_directory(shared / "runs" / "colours"));
   }
   static void TearDownTestSuite() {
     delete run_;

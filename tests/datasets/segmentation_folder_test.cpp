@@ -24,16 +24,9 @@ using testing::make_dataset;
 
 class SegmentationFolder : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    trees_ = new TempDir();
-    testing::run_fixture_script("make_segmentation_folder.py", testing::shell_quote(palette().string()));
-    testing::run_fixture_script("make_segmentation_folder.py", testing::shell_quote(grey().string()) + " --grey");
-    testing::run_fixture_script("make_segmentation_folder.py", testing::shell_quote(bad().string()) + " --bad");
-  }
-  static void TearDownTestSuite() { delete trees_; }
-  static fs::path palette() { return trees_->path() / "palette"; }
-  static fs::path grey() { return trees_->path() / "grey"; }
-  static fs::path bad() { return trees_->path() / "bad"; }
+  static fs::path palette() { return testing::fixture_tree("make_segmentation_folder.py"); }
+  static fs::path grey() { return testing::fixture_tree("make_segmentation_folder.py", "--grey"); }
+  static fs::path bad() { return testing::fixture_tree("make_segmentation_folder.py", "--bad"); }
 
   static std::string section(const fs::path& root, const std::string& extra) {
     return "{name: segmentation_folder, root: " + root.string() +
@@ -41,9 +34,7 @@ class SegmentationFolder : public ::testing::Test {
   }
 
   BuiltPlugins plugins;
-  static TempDir* trees_;
 };
-TempDir* SegmentationFolder::trees_ = nullptr;
 
 const DatasetContext kVal{"val", 0, 0, 1, at::kCPU};
 

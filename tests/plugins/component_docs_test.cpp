@@ -53,12 +53,13 @@ int expect_documented_defaults_read(const std::string& component, const std::vec
   return compared;
 }
 
+// The image trees are the ones the dataset suites share (data_support.h), only read here.
 struct DataTrees {
   TempDir dir;
   DataTrees() {
-    testing::run_fixture_script("make_cifar10.py", testing::shell_quote((dir.path() / "cifar").string()));
-    testing::run_fixture_script("make_image_folder.py", testing::shell_quote((dir.path() / "images").string()));
-    testing::run_fixture_script("make_segmentation_folder.py", testing::shell_quote((dir.path() / "voc").string()));
+    fs::create_directory_symlink(testing::fixture_tree("make_cifar10.py"), dir.path() / "cifar");
+    fs::create_directory_symlink(testing::fixture_tree("make_image_folder.py"), dir.path() / "images");
+    fs::create_directory_symlink(testing::fixture_tree("make_segmentation_folder.py"), dir.path() / "voc");
     dir.write("tokens.bin", std::string(2 * 1025, '\0'));  // one window of the default context, 1024
     dir.write("chat.jsonl", "{\"prompt\": \"Who wrote the GPL?\", \"response\": \"The FSF.\"}\n");
   }

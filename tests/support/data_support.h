@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "plugins.h"
 #include "recipe/recipe_loader.h"
+#include "shared_setup.h"
 #include "test_support.h"
 
 namespace mixt::testing {
@@ -45,6 +47,19 @@ inline void run_fixture_script(const std::string& script, const std::string& arg
   const std::string command =
       "python3 " + shell_quote(testing::configured::source_dir() + "/tests/fixtures/data/" + script) + " " + args;
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
+}
+
+// The tree tests/fixtures/data/SCRIPT writes (SCRIPT OUT ARGS), made once for the suite's
+// processes (shared_setup.h) and kept while the script and ARGS stay the same. Files the script
+// writes beside OUT (OUT.suffix) are there too.
+inline std::filesystem::path fixture_tree(const std::string& script, const std::string& args = "") {
+  const std::string text = read_file(configured::source_dir() + "/tests/fixtures/data/" + script);
+  const std::filesystem::path made = shared_setup(
+      std::filesystem::path(script).stem().string() + "-" + stable_hash(text + '\0' + args), false,
+      [&](const std::filesystem::path& dir) {
+        run_fixture_script(script, shell_quote((dir / "tree").string()) + (args.empty() ? "" : " " + args));
+      });
+  return made / "tree";
 }
 
 }  // namespace mixt::testing

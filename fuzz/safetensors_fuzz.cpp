@@ -3,41 +3,17 @@
 //     an allocation the header alone asks for);
 //   - a file it accepts, written back with save_safetensors and read again, gives the same
 //     names, dtypes, shapes, bytes and metadata.
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
-#include <string>
-#include <system_error>
 
 #include "fuzz_check.h"
 #include "mixt/error.h"
 #include "mixt/helpers/safetensors.h"
-
-namespace {
-
-// A file of this process's own under the temporary folder, removed when the input is done.
-struct ScratchFile {
-  explicit ScratchFile(const char* name)
-      : path(std::filesystem::temp_directory_path() / ("mixt_fuzz_" + std::to_string(::getpid()) + "_" + name)) {}
-  ~ScratchFile() {
-    std::error_code ignored;
-    std::filesystem::remove(path, ignored);
-  }
-  std::filesystem::path path;
-};
-
-}  // namespace
+#include "scratch_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const ScratchFile file("in.safetensors");
-  {
-    std::ofstream out(file.path, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-  }
+  const ScratchFile file("in.safetensors", data, size);
   mixt::SafetensorsContents read;
   try {
     read = mixt::load_safetensors(file.path);

@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <array>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -32,6 +33,14 @@ std::uint32_t big_endian(const std::vector<std::uint8_t>& bytes, std::size_t off
          (std::uint32_t{bytes[offset + 2]} << 8) | std::uint32_t{bytes[offset + 3]};
 }
 
+// count x rows x cols, or nothing when it overflows: a damaged header's three uint32 can
+// claim 2^96 bytes.
+std::optional<std::int64_t> image_bytes(std::int64_t count, std::int64_t rows, std::int64_t cols) {
+  std::int64_t plane = 0, total = 0;
+  if (__builtin_mul_overflow(rows, cols, &plane) || __builtin_mul_overflow(count, plane, &total)) return std::nullopt;
+  return total;
+}
+
 }  // namespace
 
 at::Tensor read_idx_images(const std::filesystem::path& file) {
@@ -40,8 +49,11 @@ at::Tensor read_idx_images(const std::filesystem::path& file) {
     throw std::runtime_error(file.string() + " is not an IDX image file (magic 0x803)");
   }
   const std::int64_t count = big_endian(bytes, 4), rows = big_endian(bytes, 8), cols = big_endian(bytes, 12);
-  if (bytes.size() != static_cast<std::size_t>(16 + count * rows * cols)) {
-    throw std::runtime_error(file.string() + " is truncated: header promises " + std::to_string(count) + " images");
+  const std::optional<std::int64_t> payload = image_bytes(count, rows, cols);
+  if (!payload || bytes.size() - 16 != static_cast<std::uint64_t>(*payload)) {
+    throw std::runtime_error(file.string() + " is truncated: header promises " + std::to_string(count) + " images of " +
+                             std::to_string(rows) + " x " + std::to_string(cols) + ", the file holds " +
+                             std::to_string(bytes.size() - 16) + " bytes of them");
   }
   at::Tensor images = at::empty({count, 1, rows, cols}, at::kByte);
   std::copy(bytes.begin() + 16, bytes.end(), images.data_ptr<std::uint8_t>());

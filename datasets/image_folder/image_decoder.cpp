@@ -49,14 +49,15 @@ bool starts_with(const std::vector<std::uint8_t>& b, std::size_t at, const char*
   return true;
 }
 
-// The first frame header (SOFn) of a JPEG, walking the marker segments before it.
+// The first frame header (SOFn) of a JPEG, walking the marker segments before it. Bytes
+// between segments are skipped as libjpeg skips them (next_marker: anything up to an FF, and
+// FF 00): giving up there let a JPEG with two stray bytes past the bomb check (fuzzing).
 std::optional<std::pair<std::int64_t, std::int64_t>> jpeg_size(const std::vector<std::uint8_t>& b) {
   std::size_t at = 2;
   while (at + 9 < b.size()) {
-    if (b[at] != 0xFF) return std::nullopt;
     const std::uint8_t marker = b[at + 1];
-    if (marker == 0xFF) {  // fill byte
-      ++at;
+    if (b[at] != 0xFF || marker == 0xFF || marker == 0x00) {  // a stray byte, a fill byte, FF 00
+      at += b[at] == 0xFF && marker == 0x00 ? 2 : 1;
       continue;
     }
     if (marker == 0xD8 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) {  // no length
@@ -68,6 +69,21 @@ std::optional<std::pair<std::int64_t, std::int64_t>> jpeg_size(const std::vector
     at += 2 + big_endian(b, at + 2, 2);
   }
   return std::nullopt;
+}
+
+// width x height > max_pixels, without forming the product: a PNG's header holds two uint32,
+// whose product overflows int64.
+bool more_pixels_than(const std::pair<std::int64_t, std::int64_t>& size, std::int64_t max_pixels) {
+  return size.first > 0 && size.second > max_pixels / size.first;
+}
+
+// What claimed_size does not read (TIFF, PPM, a header it reads otherwise than the decoder) is
+// bounded once decoded: no image over max_pixels reaches the transforms.
+void check_decoded_size(std::int64_t width, std::int64_t height, std::int64_t max_pixels) {
+  if (more_pixels_than({width, height}, max_pixels)) {
+    throw mixt::BadSample("it decodes to " + std::to_string(width) + " x " + std::to_string(height) +
+                          " pixels, more than max_image_pixels (" + std::to_string(max_pixels) + ")");
+  }
 }
 
 }  // namespace
@@ -99,7 +115,10 @@ std::optional<std::pair<std::int64_t, std::int64_t>> claimed_size(const std::vec
 
 at::Tensor decode_image(const std::vector<std::uint8_t>& bytes, int channels, std::int64_t max_pixels) {
   if (bytes.empty()) throw mixt::BadSample("empty file");
-  if (const auto size = claimed_size(bytes); size && size->first * size->second > max_pixels) {
+  // OpenCV hands a file with "DICM" at byte 128 to GDCM, which aborts the process on a damaged
+  // one (found by fuzzing); no image folder holds DICOM.
+  if (bytes.size() >= 132 && starts_with(bytes, 128, "DICM")) throw mixt::BadSample("a DICOM file, not an image");
+  if (const auto size = claimed_size(bytes); size && more_pixels_than(*size, max_pixels)) {
     throw mixt::BadSample("its header claims " + std::to_string(size->first) + " x " + std::to_string(size->second) +
                           " pixels, more than max_image_pixels (" + std::to_string(max_pixels) +
                           "): a decompression bomb, or raise the dataset's max_image_pixels");
@@ -109,7 +128,10 @@ at::Tensor decode_image(const std::vector<std::uint8_t>& bytes, int channels, st
   if (is_jpeg(bytes)) {
     JpegResult jpeg = decode_jpeg(bytes.data(), bytes.size(), channels);
     if (jpeg.truncated) throw mixt::BadSample("truncated JPEG (premature end of data)");
-    if (jpeg.image.defined()) return jpeg.image;
+    if (jpeg.image.defined()) {
+      check_decoded_size(jpeg.image.size(1), jpeg.image.size(0), max_pixels);
+      return jpeg.image;
+    }
     // Otherwise (CMYK, ...): OpenCV below knows more conversions.
   }
 #endif
@@ -123,6 +145,7 @@ at::Tensor decode_image(const std::vector<std::uint8_t>& bytes, int channels, st
     throw mixt::BadSample(std::string("cannot decode: ") + e.what());
   }
   if (decoded.empty()) throw mixt::BadSample("cannot decode (not an image, or corrupt)");
+  check_decoded_size(decoded.cols, decoded.rows, max_pixels);
   at::Tensor image = at::empty({decoded.rows, decoded.cols, channels}, at::kByte);
   // Write straight into the tensor's memory: BGR -> RGB for colour, a copy for grey.
   cv::Mat into(decoded.rows, decoded.cols, channels == 1 ? CV_8UC1 : CV_8UC3, image.data_ptr<std::uint8_t>());

@@ -23,7 +23,8 @@ std::optional<std::pair<std::int64_t, std::int64_t>> claimed_size(const std::vec
 // file is truncated (libjpeg would otherwise return a half-grey image silently), or its
 // header claims more than `max_pixels` pixels: checked before anything is allocated, since
 // a kilobyte's header can claim gigabytes (a decompression bomb). Formats whose header is
-// not read here (TIFF, PPM) are bounded by OpenCV's own limit (2^30 pixels).
+// not read here (TIFF, PPM) are bounded by OpenCV's own limit (2^30 pixels) while decoding,
+// and refused after it when over `max_pixels`.
 at::Tensor decode_image(const std::vector<std::uint8_t>& bytes, int channels,
                         std::int64_t max_pixels = kDefaultMaxImagePixels);
 

@@ -22,17 +22,19 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "conversation.h"
+#include "instruct_lines.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using mixt::ChatFamily;
 
+using mixt::datasets::instruct::BadLine;
 using mixt::datasets::instruct::Conversation;
 using mixt::datasets::instruct::Conversations;
+using mixt::datasets::instruct::messages_of_line;
 using mixt::datasets::instruct::PackedConversations;
 
 struct InstructOptions {
@@ -122,51 +124,6 @@ const auto kOptions = [] {
                "{\"prompt\": ..., \"response\": ...} or {\"instruction\": ..., \"input\": ..., \"output\": ...}");
 }
 
-std::string string_field(const IO& o, std::int64_t line, const nlohmann::json& object, const std::string& key) {
-  const auto found = object.find(key);
-  if (found == object.end()) fail_line(o, line, "has no \"" + key + "\"");
-  if (!found->is_string()) fail_line(o, line, "\"" + key + "\" is " + found->type_name() + ", not a string");
-  return found->get<std::string>();
-}
-
-std::vector<mixt::ChatMessage> messages_of(const IO& o, std::int64_t line, const nlohmann::json& sample) {
-  if (!sample.is_object()) fail_line(o, line, "is a JSON " + std::string(sample.type_name()) + ", not an object");
-  std::vector<mixt::ChatMessage> messages;
-  if (const auto list = sample.find("messages"); list != sample.end()) {
-    if (!list->is_array() || list->empty()) fail_line(o, line, "\"messages\" is not a non-empty list");
-    for (const auto& m : *list) {
-      if (!m.is_object()) fail_line(o, line, "a message is not an object with \"role\" and \"content\"");
-      mixt::ChatMessage message{string_field(o, line, m, "role"), string_field(o, line, m, "content")};
-      if (message.role != "system" && message.role != "user" && message.role != "assistant") {
-        fail_line(o, line, "a message has role \"" + message.role + "\"; the roles are system, user and assistant");
-      }
-      messages.push_back(std::move(message));
-    }
-  } else if (sample.contains("prompt") || sample.contains("response")) {
-    if (sample.contains("system")) messages.push_back({"system", string_field(o, line, sample, "system")});
-    messages.push_back({"user", string_field(o, line, sample, "prompt")});
-    messages.push_back({"assistant", string_field(o, line, sample, "response")});
-  } else if (sample.contains("instruction") || sample.contains("output")) {
-    std::string user = string_field(o, line, sample, "instruction");
-    if (sample.contains("input") && !sample["input"].is_null()) {
-      const std::string input = string_field(o, line, sample, "input");
-      if (!input.empty()) user += "\n\n" + input;
-    }
-    messages.push_back({"user", std::move(user)});
-    messages.push_back({"assistant", string_field(o, line, sample, "output")});
-  } else {
-    std::string keys;
-    for (const auto& item : sample.items()) keys += (keys.empty() ? "" : ", ") + item.key();
-    fail_line(o, line,
-              "has none of \"messages\", \"prompt\"/\"response\", \"instruction\"/\"output\" (its keys: " +
-                  (keys.empty() ? std::string("none") : keys) + ")");
-  }
-  bool answered = false;
-  for (const auto& m : messages) answered = answered || m.role == "assistant";
-  if (!answered) fail_line(o, line, "has no assistant message: nothing of it would be trained");
-  return messages;
-}
-
 std::unique_ptr<mixt::Dataset> make_instruct(const IO& o, const mixt::DatasetContext& context) {
   std::error_code ec;
   if (!o.tokenizer) {
@@ -202,13 +159,11 @@ std::unique_ptr<mixt::Dataset> make_instruct(const IO& o, const mixt::DatasetCon
   std::string text;
   for (std::int64_t line = 1; std::getline(in, text); ++line) {
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines (a trailing one)
-    nlohmann::json sample;
     try {
-      sample = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-      fail_line(o, line, "not valid JSON (byte " + std::to_string(e.byte) + " of the line)");
+      samples.emplace_back(line, messages_of_line(text));
+    } catch (const BadLine& e) {
+      fail_line(o, line, e.what());
     }
-    samples.emplace_back(line, messages_of(o, line, sample));
   }
   if (samples.empty()) o.where.fail("file", o.file + " holds no samples");
 

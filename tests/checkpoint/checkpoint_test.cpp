@@ -41,6 +41,25 @@ TEST(Checkpoints, ResumingADirectoryTakesTheNewestByItsHeaderNotTheLink) {
   EXPECT_EQ(resolve_checkpoint(checkpoints), checkpoints / "epoch-0002");
 }
 
+// Found by reading while writing the checkpoint fuzz target (confirmed by it;
+// fuzz/regressions/checkpoint): a header whose batches_in_epoch is not a number made ranking
+// the candidates throw nlohmann's type_error, which no caller catches. Such a header now
+// ranks as 0 batches into its epoch, and the newer epoch still wins.
+TEST(Checkpoints, AHeaderWhoseBatchesInEpochIsNotANumberStillRanks) {
+  testing::TempDir dir;
+  const auto checkpoint = [&](const std::string& name, const std::string& header) {
+    std::string bytes(kCheckpointMagic, sizeof(kCheckpointMagic));
+    const std::uint32_t format = kCheckpointFormat;
+    const std::uint64_t size = header.size();
+    bytes.append(reinterpret_cast<const char*>(&format), sizeof(format));
+    bytes.append(reinterpret_cast<const char*>(&size), sizeof(size));
+    dir.write("checkpoints/" + name, bytes + header);
+  };
+  checkpoint("epoch-0001", R"({"epoch": 1, "batches_in_epoch": 7})");
+  checkpoint("epoch-0002", R"({"epoch": 2, "batches_in_epoch": "3"})");
+  EXPECT_EQ(resolve_checkpoint(dir.path()), dir.path() / "checkpoints" / "epoch-0002");
+}
+
 // `last` that cannot be re-pointed (a directory named last.tmp in the way) is a mixt error
 // naming the link, not a raw filesystem error; the epoch's file is complete and found.
 TEST(Checkpoints, ALinkThatCannotBeMadeIsAMixtErrorAndTheEpochIsKept) {

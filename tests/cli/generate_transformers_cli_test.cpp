@@ -122,6 +122,13 @@ TEST(GenerateFromTransformersFolder, ABadGenerationConfigIsARecipeErrorNamingThe
   const CommandResult result = run_mixt({"generate", (dir.path() / "recipe.yaml").string(), "--prompt", "a"});
   EXPECT_EQ(result.exit_code, 2) << result.output;
   EXPECT_THAT(result.output, HasSubstr("top_p"));
+  // A number beyond a double's range: nlohmann's out_of_range, not its parse_error (fuzzing
+  // found it in the other JSON readers).
+  dir.write("folder/generation_config.json", "{\"top_p\": 1e400}");
+  const CommandResult huge = run_mixt({"generate", (dir.path() / "recipe.yaml").string(), "--prompt", "a"});
+  EXPECT_EQ(huge.exit_code, 2) << huge.output;
+  EXPECT_THAT(huge.output, HasSubstr("generation_config.json is not valid JSON"));
+  EXPECT_THAT(huge.output, Not(HasSubstr("terminate")));
 }
 
 }  // namespace

@@ -82,5 +82,24 @@ TEST(FashionMnist, MissingRootIsARecipeErrorAtTheKey) {
       << e.what();
 }
 
+// Found by fuzzing (fuzz/regressions/idx): the header's count x rows x cols was computed in
+// int64 and overflowed (undefined; a wrapped product could match the file's size and ask for
+// an allocation of exabytes). Such a header is now a truncated file at data.root.
+TEST(FashionMnist, AHeaderWhoseSizeOverflowsIsATruncatedFile) {
+  const testing::TempDir root;
+  const auto big_endian = [](std::uint32_t v) {
+    return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+                       static_cast<char>(v)};
+  };
+  root.write("train-images-idx3-ubyte",
+             big_endian(0x803) + big_endian(229) + big_endian(295064276) + big_endian(3493311349) + "pixels");
+  root.write("train-labels-idx1-ubyte", big_endian(0x801) + big_endian(1) + "\x09");
+  testing::BuiltPlugins plugins;
+  const Error e =
+      testing::thrown_error([&] { make(plugins, "{name: fashion_mnist, root: " + root.path().string() + "}"); });
+  EXPECT_EQ(e.exit_code(), 2);
+  EXPECT_THAT(e.what(), HasSubstr("is truncated: header promises 229 images of 295064276 x 3493311349")) << e.what();
+}
+
 }  // namespace
 }  // namespace mixt

@@ -228,6 +228,8 @@ TEST(InstructDataset, ABadLineIsARecipeErrorNamingFileAndLine) {
       {R"({"messages": [{"role": "user"}]})", "has no \"content\""},
       {R"({"instruction": "a", "input": "b"})", "has no \"output\""},
       {"[1, 2]", "is a JSON array, not an object"},
+      // Found by fuzzing (fuzz/regressions/jsonl): nlohmann's out_of_range escaped the reader.
+      {R"({"prompt": 1e400, "response": "b"})", "not valid JSON (a number beyond a double's range)"},
   };
   for (const auto& [line, why] : cases) {
     const fs::path file = dir.write("bad.jsonl", good + "\n\n" + line + "\n" + good + "\n");

@@ -173,5 +173,29 @@ TEST(PublishedConfigForms, ARecipeValueMustAgreeWithTheDefaultTransformersTakes)
   EXPECT_NO_THROW(apply_transformers_config(agreeing, plugins().registry.find(ComponentKind::model, agreeing)));
 }
 
+// Found by fuzzing (fuzz/regressions/transformers_config): a weight_map naming a shard by
+// anything but a string threw nlohmann's type_error, which no caller catches.
+TEST(PublishedConfigForms, AShardIndexNamingAShardByANumberIsARecipeError) {
+  testing::TempDir dir;
+  dir.write("config.json", R"({"model_type": "llama"})");
+  dir.write("model.safetensors.index.json", R"({"weight_map": {"lm_head.weight": 1}})");
+  const Config section(parse_yaml(section_yaml("llama", dir.path()), "test"), "model");
+  const Error error = testing::thrown_error(
+      [&] { apply_transformers_dir(section, plugins().registry.find(ComponentKind::model, section)); });
+  EXPECT_THAT(error.what(), HasSubstr("model.safetensors.index.json maps lm_head.weight to 1, not a file"));
+}
+
+// Found by the jsonl fuzz target in the instruct reader, and true here too: a number beyond a
+// double's range is nlohmann's out_of_range, not a parse_error, and escaped model.from.
+TEST(PublishedConfigForms, AConfigNumberBeyondADoublesRangeIsARecipeError) {
+  testing::TempDir dir;
+  dir.write("config.json", R"({"model_type": "llama", "rope_theta": 1e400})");
+  const Config section(parse_yaml(section_yaml("llama", dir.path()), "test"), "model");
+  const Error error = testing::thrown_error(
+      [&] { apply_transformers_config(section, plugins().registry.find(ComponentKind::model, section)); });
+  EXPECT_THAT(error.what(), HasSubstr("config.json is not valid JSON"));
+  EXPECT_THAT(error.what(), HasSubstr("1e400"));
+}
+
 }  // namespace
 }  // namespace mixt

@@ -80,6 +80,9 @@ bool TextDocuments::next(std::vector<TextDocument>& into, std::size_t max_docume
       const std::size_t at = what.find("column ");
       throw runtime_error(where + ": not a JSON record" +
                           (at == std::string::npos ? std::string() : " (" + what.substr(at) + ")"));
+    } catch (const nlohmann::json::out_of_range&) {
+      // What nlohmann throws, not parse_error, for a number beyond a double's range (1e400).
+      throw runtime_error(where + ": not a JSON record (a number beyond a double's range)");
     }
     const auto field = record.is_object() ? record.find(json_field_) : record.end();
     if (!record.is_object() || field == record.end() || !field->is_string()) {

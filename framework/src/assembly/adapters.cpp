@@ -81,7 +81,7 @@ nlohmann::json read_config(const Config& section, const fs::path& file) {
   if (!in) section.fail("from", "the adapter folder has no adapter_config.json (" + file.string() + ")");
   try {
     return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e400
     section.fail("from", file.string() + " is not valid JSON: " + std::string(e.what()));
   }
 }

@@ -20,7 +20,7 @@ nlohmann::json read_json(const Config& section, const fs::path& file) {
     section.fail("from", "the checkpoint directory has no " + file.filename().string() + " (" + file.string() + ")");
   try {
     return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e400
     section.fail("from", file.string() + " is not valid JSON: " + std::string(e.what()));
   }
 }
@@ -107,6 +107,9 @@ WeightFiles open_weights(const Config& section, const fs::path& dir) {
   std::vector<std::string> shards;  // in the order the index first names them
   std::set<std::string> listed;
   for (const auto& [name, shard] : index["weight_map"].items()) {
+    // get<std::string> would throw nlohmann's type_error, which no caller catches.
+    if (!shard.is_string())
+      section.fail("from", index_file.string() + " maps " + name + " to " + shard.dump() + ", not a file");
     if (listed.insert(shard.get<std::string>()).second) shards.push_back(shard.get<std::string>());
   }
   for (const std::string& shard : shards) {

@@ -2,11 +2,11 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
-#include <iterator>
+#include <memory>
 #include <optional>
-#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -53,24 +53,58 @@ Error damaged(const fs::path& file, const std::string& what) {
                "resume from another checkpoint of the run (checkpoints/epoch-NNNN)");
 }
 
-// Format 2: strips the trailer from `rest` after checking the archive against it.
-void check_trailer(const fs::path& file, std::string& rest) {
-  if (rest.size() < kTrailerSize ||
-      std::memcmp(rest.data() + rest.size() - sizeof(kCheckpointEnd), kCheckpointEnd, sizeof(kCheckpointEnd)) != 0) {
+// Format 2: the archive's size, after its trailer and CRC-32 are checked against the bytes
+// from `offset` (where the archive starts) to the end of the file (`file_size` bytes), which
+// are read in pieces: nothing of the file is held whole.
+std::uint64_t checked_archive_size(const fs::path& file, std::ifstream& in, std::uint64_t offset,
+                                   std::uint64_t file_size) {
+  if (file_size < offset + kTrailerSize) throw damaged(file, "cut short: it does not end with its end marker");
+  char trailer[kTrailerSize];
+  in.seekg(static_cast<std::streamoff>(file_size - kTrailerSize));
+  in.read(trailer, sizeof(trailer));
+  if (!in ||
+      std::memcmp(trailer + kTrailerSize - sizeof(kCheckpointEnd), kCheckpointEnd, sizeof(kCheckpointEnd)) != 0) {
     throw damaged(file, "cut short: it does not end with its end marker");
   }
   std::uint64_t archive_size = 0;
   std::uint32_t crc = 0;
-  std::memcpy(&archive_size, rest.data() + rest.size() - kTrailerSize, sizeof(archive_size));
-  std::memcpy(&crc, rest.data() + rest.size() - kTrailerSize + sizeof(archive_size), sizeof(crc));
-  if (archive_size != rest.size() - kTrailerSize) {
-    throw damaged(file, "its contents are " + std::to_string(rest.size() - kTrailerSize) + " bytes, " +
-                            std::to_string(archive_size) + " were written");
+  std::memcpy(&archive_size, trailer, sizeof(archive_size));
+  std::memcpy(&crc, trailer + sizeof(archive_size), sizeof(crc));
+  const std::uint64_t present = file_size - offset - kTrailerSize;
+  if (archive_size != present) {
+    throw damaged(file, "its contents are " + std::to_string(present) + " bytes, " + std::to_string(archive_size) +
+                            " were written");
   }
-  rest.resize(archive_size);
-  const auto computed = static_cast<std::uint32_t>(
-      crc32_z(crc32_z(0, nullptr, 0), reinterpret_cast<const Bytef*>(rest.data()), rest.size()));
+  auto computed = static_cast<std::uint32_t>(crc32_z(0, nullptr, 0));
+  std::vector<char> piece(std::size_t{1} << 20);
+  in.seekg(static_cast<std::streamoff>(offset));
+  for (std::uint64_t left = archive_size; left > 0;) {
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, piece.size()));
+    in.read(piece.data(), static_cast<std::streamsize>(n));
+    if (!in) throw damaged(file, "cut short while reading its contents");
+    computed = static_cast<std::uint32_t>(crc32_z(computed, reinterpret_cast<const Bytef*>(piece.data()), n));
+    left -= n;
+  }
   if (computed != crc) throw damaged(file, "its bytes do not match the CRC-32 written with them");
+  return archive_size;
+}
+
+// LibTorch's archive read straight from the file's bytes [offset, offset + size), as the
+// archive asks for them: a checkpoint costs the memory of its tensors, not twice that.
+void load_archive(const fs::path& file, std::uint64_t offset, std::uint64_t size, at::Device device,
+                  torch::serialize::InputArchive& archive) {
+  auto in = std::make_shared<std::ifstream>(file, std::ios::binary);
+  if (!*in) throw runtime_error("cannot read checkpoint " + file.string());
+  archive.load_from(
+      [in, offset, size](std::uint64_t position, void* buffer, std::size_t n) -> std::size_t {
+        if (position >= size) return 0;
+        n = static_cast<std::size_t>(std::min<std::uint64_t>(n, size - position));
+        in->clear();
+        in->seekg(static_cast<std::streamoff>(offset + position));
+        in->read(static_cast<char*>(buffer), static_cast<std::streamsize>(n));
+        return static_cast<std::size_t>(in->gcount());
+      },
+      [size] { return static_cast<std::size_t>(size); }, device);
 }
 }  // namespace
 
@@ -97,8 +131,12 @@ CheckpointContents read_checkpoint(const fs::path& file, at::Device device) {
   std::string header_text(header_size, '\0');
   in.read(header_text.data(), static_cast<std::streamsize>(header_size));
   if (!in) throw damaged(file, "cut short in its header");
-  std::string rest{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (format >= 2) check_trailer(file, rest);
+  const auto offset = static_cast<std::uint64_t>(in.tellg());
+  std::error_code ec;
+  const std::uint64_t file_size = fs::file_size(file, ec);
+  if (ec) throw runtime_error("cannot read checkpoint " + file.string() + ": " + ec.message());
+  const std::uint64_t archive_size =
+      format >= 2 ? checked_archive_size(file, in, offset, file_size) : file_size - offset;
   CheckpointContents contents;
   try {
     contents.header = nlohmann::json::parse(header_text);
@@ -114,8 +152,7 @@ CheckpointContents read_checkpoint(const fs::path& file, at::Device device) {
     if (!component.is_object()) throw damaged(file, "its header is not the JSON object mixt writes");
   }
   try {
-    std::istringstream archive_bytes(std::move(rest));
-    contents.archive.load_from(archive_bytes, device);
+    load_archive(file, offset, archive_size, device, contents.archive);
   } catch (const std::exception& e) {
     // LibTorch's message, first line only (no C++ backtrace): what exactly is damaged.
     throw damaged(file, "cannot parse its contents: " + first_line(e.what()));
@@ -160,7 +197,10 @@ std::optional<std::pair<std::int64_t, std::int64_t>> progress_of(const fs::path&
   if (!in) return {};
   const nlohmann::json header = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!header.is_object() || !header.contains("epoch") || !header["epoch"].is_number_integer()) return {};
-  return std::make_pair(header["epoch"].get<std::int64_t>(), header.value("batches_in_epoch", std::int64_t{0}));
+  // value() would throw nlohmann's type_error at a batches_in_epoch of another type.
+  const auto batches = header.find("batches_in_epoch");
+  return std::make_pair(header["epoch"].get<std::int64_t>(),
+                        batches != header.end() && batches->is_number_integer() ? batches->get<std::int64_t>() : 0);
 }
 
 // The newest checkpoint in a checkpoints/ directory, by how far each got (its header): the

@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "distributed/shard_manifest.h"
+
 namespace mixt::distributed {
 
 // A tensor an optimizer updates, as the optimizer orders them (its state/<index>/ keys).
@@ -40,15 +42,6 @@ std::optional<std::vector<OptimizedTensor>> in_optimizer_order(
 // One line of a sharded checkpoint's manifest: "<name> [sizes] <dtype>".
 std::string describe_tensor(const std::string& name, at::IntArrayRef sizes, at::ScalarType dtype);
 
-// A sharded checkpoint's manifest (ShardedOptimizer::manifest): "sharding <mode>",
-// "world_size <N>", then one describe_tensor line per tensor. The mode is not kept: every
-// mode cuts the same chunks, so a checkpoint resumes under any of them.
-struct ShardManifest {
-  int world_size = 0;
-  std::map<std::string, std::string> tensors;  // name -> its whole line
-};
-// Throws std::invalid_argument when the text is not a manifest.
-ShardManifest parse_shard_manifest(const std::string& text);
 // The first tensor where `saved` and `ours` differ, as "the checkpoint's '<line>', this run's
 // '<line>'" (a missing one as "no <name>"); empty when they hold the same tensors.
 std::string first_tensor_difference(const ShardManifest& saved, const std::vector<OptimizedTensor>& ours);

@@ -17,7 +17,7 @@ nlohmann::json read_object(const fs::path& file) {
   nlohmann::json json;
   try {
     json = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e400
     throw recipe_error(file.string() + " is not valid JSON: " + e.what(), SourceLocation{file.string()});
   }
   if (!json.is_object()) throw recipe_error(file.string() + " is not a JSON object", SourceLocation{file.string()});

@@ -124,6 +124,15 @@ TEST(TokenizerFile, TruncatedJsonGivesTheLineAndColumn) {
   EXPECT_NE(message.find("not valid JSON"), std::string::npos) << message;
 }
 
+// Found by the jsonl fuzz target, in another reader (fuzz/regressions/tokenizer_json): a
+// number beyond a double's range is nlohmann's out_of_range, not a parse_error, and escaped.
+TEST(TokenizerFile, ANumberBeyondADoublesRangeIsNotValidJson) {
+  TempDir dir;
+  const std::string message = error_of(dir, R"({"model": {"type": "BPE", "dropout": 1e400}})");
+  EXPECT_NE(message.find("not valid JSON"), std::string::npos) << message;
+  EXPECT_NE(message.find("1e400"), std::string::npos) << message;
+}
+
 TEST(TokenizerFile, OtherModelTypesAreRefusedByName) {
   TempDir dir;
   const std::string message = error_of(dir, replace_once(kTiny, "\"type\": \"BPE\"", "\"type\": \"WordPiece\""));

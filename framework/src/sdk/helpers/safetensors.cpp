@@ -1,5 +1,7 @@
 #include "mixt/helpers/safetensors.h"
 
+#include <ATen/core/grad_mode.h>
+
 #include <bit>
 #include <cerrno>
 #include <cstring>

@@ -3,6 +3,7 @@
 #include <mixt/error.h>
 #include <sentencepiece_processor.h>
 
+#include "sentencepiece_charsmap.h"
 #include "utf8.h"
 
 namespace mixt::text {
@@ -72,6 +73,10 @@ class SentencePieceTokenizer : public Tokenizer {
 // The module's one entry (sentencepiece_tokenizer.h), found by dlsym.
 extern "C" __attribute__((visibility("default"))) void mixt_read_sentencepiece_model(
     const std::string& file, std::string_view content, std::unique_ptr<mixt::Tokenizer>* out, std::string* failure) {
+  if (const auto problem = mixt::text::model_charsmap_problem(content)) {
+    *failure = *problem;  // libsentencepiece would read outside the model with it
+    return;
+  }
   auto processor = std::make_unique<sentencepiece::SentencePieceProcessor>();
   const auto status = processor->LoadFromSerializedProto(content);
   if (!status.ok()) {

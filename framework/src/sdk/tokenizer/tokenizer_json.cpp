@@ -355,6 +355,10 @@ std::unique_ptr<Tokenizer> read_tokenizer_json(const std::string& file, std::str
     throw recipe_error("not valid JSON" + (colon == std::string::npos ? std::string() : what.substr(colon)),
                        SourceLocation{file, line, static_cast<int>(byte - line_start) + 1}, {},
                        "a tokenizer.json as tokenizers' save() writes it");
+  } catch (const json::out_of_range& e) {
+    // nlohmann refuses a number beyond a double's range (1e400) as out_of_range, not parse_error.
+    throw recipe_error("not valid JSON: " + std::string(e.what()), SourceLocation{file}, {},
+                       "a tokenizer.json as tokenizers' save() writes it");
   }
   if (!root.is_object()) r.fail("", "expected a JSON object (tokenizers' tokenizer.json)");
   HfTokenizerParts parts;

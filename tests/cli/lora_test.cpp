@@ -16,7 +16,8 @@
 //    another base (a dora magnitude too), --merge-adapter without an adapter, a transformers
 //    export over a folder that holds files, an adapter that cannot merge: exit 2 with the
 //    reason, nothing written;
-//  - recipes/llama/lora.yaml trains on a transformers folder.
+//  - recipes/llama/lora.yaml trains on a transformers folder; its ONNX and TorchScript exports
+//    with --merge-adapter give the unmerged exports' outputs with no adapter tensors.
 //
 // Measured (CPU, one thread, mixt linking the torch the reference runs): the 20 losses and
 // gradient norms equal, the 12 final adapter tensors equal (largest difference 0), PEFT's
@@ -33,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "adapter_recipes.h"
 #include "assembly/adapters.h"
 #include "assembly/components.h"
 #include "checkpoint/checkpoint.h"
@@ -63,31 +65,11 @@ nlohmann::json golden(const std::string& variant = "lora") {
   return nlohmann::json::parse(testing::read_file(references(variant) / "training.json"));
 }
 
-std::string quoted(const fs::path& path) { return nlohmann::json(path.string()).dump(); }
+using testing::quoted;
 
 // The reference loop's recipe: its sections as it wrote them, over the fixture's folders.
 std::string recipe(const std::string& adapter, const std::string& trainer = "") {
-  const nlohmann::json g = golden();
-  return "name: lora\n"
-         "task: { name: causal_lm, fused_loss: false }\n"
-         "model: { name: llama, from: " +
-         quoted(kGolden / "base") + " }\n" + (adapter.empty() ? "" : "adapter: " + adapter + "\n") +
-         "precision: { name: fp32 }\n"
-         "optimizer: " +
-         g["optimizer"].dump() +
-         "\n"
-         "data:\n"
-         "  train: { name: tokens, files: " +
-         quoted(kGolden / "tokens.bin") + ", format: nanogpt, vocab: " + std::to_string(g["vocab"].get<int>()) +
-         ", context: " + std::to_string(g["context"].get<int>()) +
-         ", batch_size: " + std::to_string(g["batch_size"].get<int>()) +
-         ", shuffle: false }\n"
-         "trainer: { " +
-         trainer +
-         "epochs: 1, seed: 0, threads: 1, log_every: 1, clip_grad_norm: " + nlohmann::json(g["clip_grad_norm"]).dump() +
-         " }\n"
-         "callbacks: [{ name: tensorboard, enabled: false }]\n"
-         "output: runs\n";
+  return testing::reference_loop_recipe(kGolden, "lora", adapter, trainer);
 }
 
 std::string from_init(const std::string& variant = "lora") {
@@ -436,6 +418,20 @@ TEST(LoraBadInput, ARankAboveALayersSizeIsARecipeError) {
   EXPECT_THAT(r.output, HasSubstr("rank 48 is above the size of 'model.layers.0.self_attn.v_proj' (64 in, 32 out)"));
 }
 
+// A number beyond a double's range is nlohmann's out_of_range, not its parse_error.
+TEST(LoraBadInput, AnAdapterConfigThatIsNotJsonIsARecipeError) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "other");
+  fs::copy_file(kGolden / "init_adapter" / "adapter_model.safetensors",
+                dir.path() / "other" / "adapter_model.safetensors");
+  dir.write("other/adapter_config.json", "{\"r\": 1e400}");
+  const CommandResult r = check_with("{ from: " + quoted(dir.path() / "other") + " }", dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("adapter.from"));
+  EXPECT_THAT(r.output, HasSubstr("adapter_config.json is not valid JSON"));
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("terminate")));
+}
+
 TEST(LoraBadInput, AnAdapterOfAnotherBaseNamesTheTensor) {
   TempDir dir;
   fs::create_directories(dir.path() / "other");
@@ -487,7 +483,7 @@ TEST(LoraBadInput, MergingWithoutAnAdapterOrOverAFolderWritesNothing) {
   EXPECT_FALSE(fs::exists(dir.path() / "merged.safetensors"));
   const CommandResult onnx = run_mixt({"export", "plain.yaml", "--merge-adapter", "-o", "model.onnx"}, dir.path());
   EXPECT_EQ(onnx.exit_code, 2) << onnx.output;
-  EXPECT_THAT(onnx.output, HasSubstr("--merge-adapter goes with --format safetensors or transformers"));
+  EXPECT_THAT(onnx.output, HasSubstr("--merge-adapter: plain.yaml's recipe has no adapter to merge"));
   // A transformers export does not write into a folder that holds files.
   dir.write("lora.yaml", recipe(from_init()));
   dir.write("out/keep.txt", "mine");
@@ -515,8 +511,36 @@ TEST(LoraRecipe, TrainsOnATransformersFolderAndWritesPeftFiles) {
   ASSERT_FALSE(run_dir.empty());
   // The commands that build the recipe's model alone build its adapter too, for the
   // checkpoint's adapter tensors.
-  const CommandResult exported = run_mixt({"export", run_dir.string(), "-o", "model.onnx"}, dir.path());
-  EXPECT_EQ(exported.exit_code, 0) << exported.output;
+  for (const char* file : {"model.onnx", "model.pt"}) {
+    const CommandResult exported = run_mixt({"export", run_dir.string(), "-o", file}, dir.path());
+    ASSERT_EQ(exported.exit_code, 0) << exported.output;
+    const CommandResult merged =
+        run_mixt({"export", run_dir.string(), "--merge-adapter", "-o", std::string("merged_") + file}, dir.path());
+    ASSERT_EQ(merged.exit_code, 0) << merged.output;
+  }
+  // Merged, each adapted layer is one weight: the same outputs within float rounding, no
+  // adapter tensors, and the targets' weights (2 layers' q_proj and v_proj) no longer the base's.
+  const CommandResult checked =
+      testing::run_command("cd " + testing::shell_quote(dir.path().string()) + " && " + std::string(MIXT_PYTHON) + " " +
+                           testing::shell_quote((kSource / "tests/support/merged_export_check.py").string()) + " " +
+                           testing::shell_quote((checkpoint / "model.safetensors").string()) +
+                           " model.onnx merged_model.onnx model.pt" + " merged_model.pt");
+  ASSERT_EQ(checked.exit_code, 0) << checked.output;
+  // The script's JSON is its last line (ONNX Runtime may warn before it).
+  const std::size_t last_line = checked.output.rfind("\n{");
+  const nlohmann::json m =
+      nlohmann::json::parse(last_line == std::string::npos ? checked.output : checked.output.substr(last_line + 1));
+  const double tolerance = 1e-5 * std::max(1.0, m["max_abs"].get<double>());
+  EXPECT_LE(m["onnx_max_diff"].get<double>(), tolerance) << checked.output;
+  EXPECT_LE(m["torchscript_max_diff"].get<double>(), tolerance) << checked.output;
+  EXPECT_FALSE(m["adapter_tensors"]["model.onnx"].empty()) << checked.output;
+  EXPECT_TRUE(m["adapter_tensors"]["merged_model.onnx"].empty()) << checked.output;
+  EXPECT_FALSE(m["adapter_tensors"]["model.pt"].empty()) << checked.output;
+  EXPECT_TRUE(m["adapter_tensors"]["merged_model.pt"].empty()) << checked.output;
+  EXPECT_TRUE(m["changed_from_base"]["model.onnx"].empty()) << checked.output;
+  EXPECT_EQ(m["changed_from_base"]["merged_model.onnx"].size(), 4U) << checked.output;
+  std::cout << "[ measured ] merged vs unmerged export: ONNX Runtime " << m["onnx_max_diff"] << ", torch.jit.load "
+            << m["torchscript_max_diff"] << " (outputs up to " << m["max_abs"] << ")\n";
   EXPECT_TRUE(fs::exists(run_dir / "adapter" / "adapter_model.safetensors"));
   const nlohmann::json config = nlohmann::json::parse(testing::read_file(run_dir / "adapter" / "adapter_config.json"));
   EXPECT_EQ(config["r"], 16);

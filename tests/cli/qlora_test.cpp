@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "adapter_recipes.h"
 #include "assembly/adapters.h"
 #include "assembly/components.h"
 #include "mixt/helpers/linear.h"
@@ -55,33 +56,13 @@ constexpr double kDataParallelTolerance = 1e-4;
 
 nlohmann::json golden() { return nlohmann::json::parse(testing::read_file(kGolden / "training.json")); }
 
-std::string quoted(const fs::path& path) { return nlohmann::json(path.string()).dump(); }
+using testing::quoted;
 
 std::string from_init() { return "{ from: " + quoted(kGolden / "init_adapter") + ", quantize_base: nf4 }"; }
 
 // The reference loop's recipe over the fixture's folders.
 std::string recipe(const std::string& adapter, const std::string& trainer = "", const std::string& precision = "fp32") {
-  const nlohmann::json g = golden();
-  return "name: qlora\n"
-         "task: { name: causal_lm, fused_loss: false }\n"
-         "model: { name: llama, from: " +
-         quoted(kGolden / "base") + " }\nadapter: " + adapter + "\nprecision: { name: " + precision +
-         " }\n"
-         "optimizer: " +
-         g["optimizer"].dump() +
-         "\n"
-         "data:\n"
-         "  train: { name: tokens, files: " +
-         quoted(kGolden / "tokens.bin") + ", format: nanogpt, vocab: " + std::to_string(g["vocab"].get<int>()) +
-         ", context: " + std::to_string(g["context"].get<int>()) +
-         ", batch_size: " + std::to_string(g["batch_size"].get<int>()) +
-         ", shuffle: false }\n"
-         "trainer: { " +
-         trainer +
-         "epochs: 1, seed: 0, threads: 1, log_every: 1, clip_grad_norm: " + nlohmann::json(g["clip_grad_norm"]).dump() +
-         " }\n"
-         "callbacks: [{ name: tensorboard, enabled: false }]\n"
-         "output: runs\n";
+  return testing::reference_loop_recipe(kGolden, "qlora", adapter, trainer, precision);
 }
 
 struct Steps {

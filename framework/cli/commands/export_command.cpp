@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <set>
+#include <string>
 
 #include "assembly/components.h"
 #include "common/atomic_file.h"
@@ -147,10 +149,6 @@ std::string checked_export_format(const ExportOptions& options) {
     throw usage_error("unknown export format '" + options.format + "'",
                       "mixt export writes --format onnx, torchscript, safetensors or transformers");
   }
-  if (options.merge_adapter && format != "safetensors" && format != "transformers") {
-    throw usage_error("--merge-adapter goes with --format safetensors or transformers",
-                      "an ONNX or TorchScript file computes the adapter as it trained, unmerged");
-  }
   if (format == "onnx" && (options.opset < 17 || options.opset > 21)) {
     throw usage_error("--opset " + std::to_string(options.opset) + ": mixt writes ONNX opsets 17 to 21",
                       "leave it out for 17, which every current runtime reads");
@@ -175,13 +173,14 @@ struct CheckedTrace {
 
 // The model traced at kTraceBatch on a seeded random example, and run at kCheckBatches
 // against the model; a token model also at shorter sequences (its time axis is symbolic).
-CheckedTrace trace_and_check(const std::shared_ptr<Model>& model, const ModelInput& in) {
+CheckedTrace trace_and_check(const std::shared_ptr<Model>& model, const ModelInput& in,
+                             const std::set<std::string>& left_out) {
   std::vector<std::int64_t> example_shape{kTraceBatch};
   example_shape.insert(example_shape.end(), in.sample_shape.begin(), in.sample_shape.end());
   at::manual_seed(0);
   const at::Tensor example = in.make_input(example_shape);
   const auto forward = [&model](const at::Tensor& x) { return model->forward(x); };
-  TracedModel traced = trace_model(*model, forward, example);
+  TracedModel traced = trace_model(*model, forward, example, left_out);
   double difference = check_other_sizes(traced, forward, example, in.make_input, VariedAxis{}, kCheckBatches);
   for (const OpenAxis& open : in.exported.open_axes) {
     const std::int64_t traced_size = example.size(open.input_dim);
@@ -322,7 +321,7 @@ int export_model(const ExportOptions& options) {
   if (format == "safetensors") return export_recipe_weights(options, plan, model, merge);
   if (format == "transformers") return export_transformers(options, plan, model, merge);
 
-  CheckedTrace trace = trace_and_check(model, in);
+  CheckedTrace trace = trace_and_check(model, in, merge ? adapter_parameter_names(*model) : std::set<std::string>{});
   if (options.list_ops) {
     std::printf("ops of %s's forward (traced at batch %lld):\n%s", source.c_str(), static_cast<long long>(kTraceBatch),
                 describe_traced_ops(trace.traced, options.opset).c_str());
@@ -369,8 +368,8 @@ void add_export_command(CLI::App& app, Commands& commands) {
   command->add_flag("--ema", o->ema, "the ema callback's average of the weights instead of the model's own");
   command->add_flag("--best", o->best, kBestHelp);
   command->add_flag("--merge-adapter", o->merge_adapter,
-                    "a run with an adapter: merge it into the base weights (PEFT's merge_and_unload) and write "
-                    "those alone; --format safetensors or transformers (which always merges)");
+                    "a run with an adapter: merge it into the base weights (PEFT's merge_and_unload), so that "
+                    "the file holds those alone (--format transformers always merges)");
   command->add_flag("--list-ops", o->list_ops,
                     "list the ATen ops the model's forward records and their ONNX translations (at --opset); "
                     "write nothing");

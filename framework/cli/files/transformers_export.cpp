@@ -18,13 +18,16 @@ const char* const kCopied[] = {"config.json",           "generation_config.json"
                                "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model"};
 }  // namespace
 
-NamedTensors exported_state(torch::nn::Module& model, bool adapter) {
-  std::set<std::string> adapter_parameters;
-  if (adapter) {
-    for (const auto& item : model.named_parameters()) {
-      if (item.value().requires_grad()) adapter_parameters.insert(item.key());
-    }
+std::set<std::string> adapter_parameter_names(const torch::nn::Module& model) {
+  std::set<std::string> names;
+  for (const auto& item : model.named_parameters()) {
+    if (item.value().requires_grad()) names.insert(item.key());
   }
+  return names;
+}
+
+NamedTensors exported_state(torch::nn::Module& model, bool adapter) {
+  const std::set<std::string> adapter_parameters = adapter ? adapter_parameter_names(model) : std::set<std::string>{};
   NamedTensors tensors;
   for (auto& [name, tensor] : state_dict(model)) {
     if (adapter_parameters.count(name)) continue;

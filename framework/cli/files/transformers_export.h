@@ -7,6 +7,7 @@
 #include <torch/nn/module.h>
 
 #include <filesystem>
+#include <set>
 #include <string>
 
 #include "mixt/helpers/safetensors.h"
@@ -16,6 +17,10 @@ namespace mixt::cli {
 // The model's state for a file: on the CPU, contiguous, float32 where it was a 16-bit float;
 // without the adapter's parameters (those requiring a gradient) when `adapter` is true.
 NamedTensors exported_state(torch::nn::Module& model, bool adapter);
+
+// The names of the adapter's parameters (those requiring a gradient), which a merged export
+// leaves out.
+std::set<std::string> adapter_parameter_names(const torch::nn::Module& model);
 
 // Refuses (a usage error) an output that is neither absent nor an empty folder: nothing of an
 // earlier export is overwritten or mixed in.

@@ -32,15 +32,21 @@ std::string class_name(const torch::nn::Module& module) {
   return out;
 }
 
-torch::jit::Module mirror(const torch::nn::Module& module, const std::shared_ptr<torch::jit::CompilationUnit>& unit) {
+// `prefix`: the module's name in the model with its dot ("layer1.0."), for `left_out`.
+torch::jit::Module mirror(const torch::nn::Module& module, const std::shared_ptr<torch::jit::CompilationUnit>& unit,
+                          const std::string& prefix, const std::set<std::string>& left_out) {
   torch::jit::Module mirrored(c10::QualifiedName(class_name(module)), unit, /*shouldMangle=*/true);
   for (const auto& item : module.named_parameters(/*recurse=*/false)) {
-    if (item.value().defined()) mirrored.register_parameter(item.key(), item.value(), /*is_buffer=*/false);
+    if (item.value().defined() && !left_out.count(prefix + item.key())) {
+      mirrored.register_parameter(item.key(), item.value(), /*is_buffer=*/false);
+    }
   }
   for (const auto& item : module.named_buffers(/*recurse=*/false)) {
     if (item.value().defined()) mirrored.register_buffer(item.key(), item.value());
   }
-  for (const auto& item : module.named_children()) mirrored.register_module(item.key(), mirror(*item.value(), unit));
+  for (const auto& item : module.named_children()) {
+    mirrored.register_module(item.key(), mirror(*item.value(), unit, prefix + item.key() + ".", left_out));
+  }
   mirrored.eval();
   return mirrored;
 }
@@ -55,11 +61,11 @@ struct AutocastOff {
 }  // namespace
 
 TracedModel trace_model(const torch::nn::Module& model, const std::function<at::Tensor(const at::Tensor&)>& forward,
-                        const at::Tensor& example) {
+                        const at::Tensor& example, const std::set<std::string>& left_out) {
   at::NoGradGuard no_grad;
   AutocastOff autocast_off;
   auto unit = std::make_shared<torch::jit::CompilationUnit>();
-  TracedModel traced{mirror(model, unit), nullptr};
+  TracedModel traced{mirror(model, unit, "", left_out), nullptr};
   auto [state, outputs] = torch::jit::tracer::trace(
       {example},
       [&forward](torch::jit::Stack inputs) -> torch::jit::Stack { return {forward(inputs.at(0).toTensor())}; },

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
+#include <string>
 #include <vector>
 
 namespace mixt {
@@ -22,9 +24,10 @@ struct TracedModel {
 };
 
 // Traces `forward` on `example` (float32, CPU; the caller puts the model in eval mode) with
-// gradients and autocast off. `model` supplies the module tree and the tensors.
+// gradients and autocast off. `model` supplies the module tree and the tensors, less the
+// parameters named in `left_out` (an adapter's, once merged: the forward no longer reads them).
 TracedModel trace_model(const torch::nn::Module& model, const std::function<at::Tensor(const at::Tensor&)>& forward,
-                        const at::Tensor& example);
+                        const at::Tensor& example, const std::set<std::string>& left_out = {});
 
 // Inputs of a shape ([batch, *sample]) the model takes: seeded normal floats for an image
 // model, token ids below the vocabulary for a language model.

@@ -6,13 +6,12 @@
 //     writing that gives the same text: a run's recipe.yaml reruns as it ran.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <string>
 #include <string_view>
 
-#include "fuzz_check.h"
 #include "mixt/error.h"
 #include "recipe/recipe_loader.h"
+#include "recipe_round_trip.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
@@ -33,17 +32,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   if (!root->is_map()) return 0;  // load_recipe refuses anything else ("a recipe must be a map")
-  const std::string written = mixt::to_yaml(*root);
-  mixt::RecipeNodePtr again;
-  try {
-    again = mixt::parse_yaml(written, "recipe.yaml");
-  } catch (const mixt::Error& e) {
-    std::fprintf(stderr, "%s\n---\n%s\n", e.what(), written.c_str());
-    MIXT_FUZZ_CHECK(false, "the recipe mixt wrote back does not parse");
-  }
-  const std::string rewritten = mixt::to_yaml(*again);
-  if (rewritten != written)
-    std::fprintf(stderr, "written:\n%s---\nrewritten:\n%s---\n", written.c_str(), rewritten.c_str());
-  MIXT_FUZZ_CHECK(rewritten == written, "the recipe written back changes when read and written again");
+  check_recipe_round_trip(*root);
   return 0;
 }

@@ -66,6 +66,7 @@ std::vector<double> probabilities(const nlohmann::json& report) {
 class PredictCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    dir_ = new TempDir;  // before anything can fail: the cases and TearDownTestSuite use it
     const fs::path shared =
         testing::shared_setup("predict_cli-" + testing::stable_hash(kColourRecipe), true, [](const fs::path& made) {
           testing::run_fixture_script("make_colour_folder.py", testing::shell_quote((made / "data/train").string()) +
@@ -77,7 +78,6 @@ class PredictCli : public ::testing::Test {
           ASSERT_EQ(run.exit_code, 0) << run.output;
         });
     if (HasFatalFailure()) return;
-    dir_ = new TempDir;
     fs::create_directory_symlink(shared / "data", dir_->path() / "data");
     dir_->write("colours.yaml", kColourRecipe);
     run_ = new fs::path(testing::only_run_directory(shared / "runs" / "colours"));

@@ -71,6 +71,17 @@ std::optional<std::pair<std::int64_t, std::int64_t>> jpeg_size(const std::vector
   return std::nullopt;
 }
 
+// The formats an image folder holds (folder_index.cpp's extensions, torchvision's
+// IMG_EXTENSIONS), by their leading bytes; only these reach OpenCV.
+bool is_folder_format(const std::vector<std::uint8_t>& b) {
+  const bool netpbm = b.size() >= 2 && b[0] == 'P' && b[1] >= '1' && b[1] <= '6';
+  const auto tiff_version = [](std::uint8_t v) { return v == 42 || v == 43; };  // TIFF, BigTIFF
+  const bool tiff = b.size() >= 4 && ((starts_with(b, 0, "II") && tiff_version(b[2]) && b[3] == 0) ||
+                                      (starts_with(b, 0, "MM") && b[2] == 0 && tiff_version(b[3])));
+  const bool webp = starts_with(b, 0, "RIFF") && starts_with(b, 8, "WEBP");
+  return is_jpeg(b) || starts_with(b, 0, "\x89PNG\r\n\x1a\n") || starts_with(b, 0, "BM") || netpbm || tiff || webp;
+}
+
 // width x height > max_pixels, without forming the product: a PNG's header holds two uint32,
 // whose product overflows int64.
 bool more_pixels_than(const std::pair<std::int64_t, std::int64_t>& size, std::int64_t max_pixels) {
@@ -115,9 +126,10 @@ std::optional<std::pair<std::int64_t, std::int64_t>> claimed_size(const std::vec
 
 at::Tensor decode_image(const std::vector<std::uint8_t>& bytes, int channels, std::int64_t max_pixels) {
   if (bytes.empty()) throw mixt::BadSample("empty file");
-  // OpenCV hands a file with "DICM" at byte 128 to GDCM, which aborts the process on a damaged
-  // one (found by fuzzing); no image folder holds DICOM.
-  if (bytes.size() >= 132 && starts_with(bytes, 128, "DICM")) throw mixt::BadSample("a DICOM file, not an image");
+  // OpenCV guesses the format from the bytes and has decoders no image folder needs, and not
+  // all are safe on damaged input: GDCM aborts the process on a damaged DICOM (fuzzing).
+  if (!is_folder_format(bytes))
+    throw mixt::BadSample("cannot decode: not a JPEG, PNG, BMP, PPM/PGM, TIFF or WebP image");
   if (const auto size = claimed_size(bytes); size && more_pixels_than(*size, max_pixels)) {
     throw mixt::BadSample("its header claims " + std::to_string(size->first) + " x " + std::to_string(size->second) +
                           " pixels, more than max_image_pixels (" + std::to_string(max_pixels) +

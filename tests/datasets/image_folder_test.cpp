@@ -109,7 +109,9 @@ TEST_F(ImageFolder, CorruptAndTruncatedFilesAreSkippedCountedAndNamedOnce) {
     return n;
   };
   EXPECT_EQ(count("mixt: warning: skipping bad sample"), 2u) << warnings;
-  EXPECT_EQ(count("bag/corrupt.jpg: cannot decode"), 1u) << warnings;
+  // Random bytes begin as no format an image folder holds: no decoder of OpenCV's sees them
+  // (GDCM's aborted the process on a damaged DICOM: fuzz/regressions/image).
+  EXPECT_EQ(count("bag/corrupt.jpg: cannot decode: not a JPEG, PNG, BMP, PPM/PGM, TIFF or WebP image"), 1u) << warnings;
   EXPECT_EQ(count("bag/truncated.jpg: truncated JPEG"), 1u) << warnings;
   auto* loader_dataset = dynamic_cast<LoaderDataset*>(data.get());
   ASSERT_NE(loader_dataset, nullptr);

@@ -178,6 +178,37 @@ TEST(Checkpoints, ADamagedOrTruncatedCheckpointIsRefusedAsSuch) {
   EXPECT_EQ(resume_error(dir.path() / "array"), "damaged checkpoint (its header is not the JSON object mixt writes)");
 }
 
+// Format 1 (what mixt wrote before the trailer) has no CRC of its own, but each entry of its
+// zip carries one, which LibTorch does not check: a flipped bit in a tensor loaded silently,
+// and one in a size made LibTorch allocate gigabytes (fuzzing). They are checked first.
+TEST(Checkpoints, AFormatOneCheckpointIsCheckedAgainstItsZipEntriesCrcs) {
+  testing::TempDir dir;
+  train_one_epoch_and_save(dir.path() / "good");
+  std::string bytes = testing::read_file(dir.path() / "good");
+  const std::uint32_t format_1 = 1;
+  bytes.replace(sizeof(kCheckpointMagic), sizeof(format_1), reinterpret_cast<const char*>(&format_1), sizeof(format_1));
+  bytes.resize(bytes.size() - 20);  // format 2's trailer: size, CRC-32, end marker
+  std::ofstream(dir.path() / "format1", std::ios::binary) << bytes;
+  EXPECT_EQ(resume_error(dir.path() / "format1"), "(resumed)");
+
+  // A bit flipped in the pickle and in a tensor's bytes, where LibTorch's reader finds them.
+  std::uint64_t header_size = 0;
+  std::memcpy(&header_size, bytes.data() + sizeof(kCheckpointMagic) + sizeof(std::uint32_t), sizeof(header_size));
+  const std::size_t zip_start = sizeof(kCheckpointMagic) + sizeof(std::uint32_t) + sizeof(header_size) + header_size;
+  std::istringstream zip(bytes.substr(zip_start));
+  caffe2::serialize::PyTorchStreamReader reader(&zip);
+  for (const std::string record : {"data.pkl", "data/0"}) {
+    std::string flipped = bytes;
+    const std::size_t at = zip_start + reader.getRecordOffset(record) + 3;
+    flipped[at] = static_cast<char>(flipped[at] ^ 0x01);
+    std::ofstream(dir.path() / "flipped", std::ios::binary | std::ios::trunc) << flipped;
+    EXPECT_EQ(resume_error(dir.path() / "flipped"),
+              "damaged checkpoint (entry archive/" + record + "'s bytes do not match its CRC-32)");
+  }
+  std::ofstream(dir.path() / "short", std::ios::binary) << bytes.substr(0, bytes.size() - 100);
+  EXPECT_EQ(resume_error(dir.path() / "short"), "damaged checkpoint (it has no end of central directory)");
+}
+
 // A run directory copied without its `last` link (or with `last` pointing at a removed
 // file) still has its epoch checkpoints: "no checkpoint found" sent users looking.
 TEST(Checkpoints, ARunDirectoryWithoutItsLastLinkResumesFromItsNewestEpoch) {

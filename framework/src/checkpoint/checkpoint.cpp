@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "checkpoint/zip_entries.h"
 #include "common/atomic_file.h"
 #include "common/first_line.h"
 #include "mixt/error.h"
@@ -137,6 +138,12 @@ CheckpointContents read_checkpoint(const fs::path& file, at::Device device) {
   if (ec) throw runtime_error("cannot read checkpoint " + file.string() + ": " + ec.message());
   const std::uint64_t archive_size =
       format >= 2 ? checked_archive_size(file, in, offset, file_size) : file_size - offset;
+  // Format 1 has no CRC of its own: the zip's, entry by entry, before LibTorch trusts a size.
+  if (format == 1) {
+    if (const std::optional<std::string> damage = zip_archive_damage(in, offset, archive_size)) {
+      throw damaged(file, *damage);
+    }
+  }
   CheckpointContents contents;
   try {
     contents.header = nlohmann::json::parse(header_text);

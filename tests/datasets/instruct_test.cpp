@@ -540,6 +540,45 @@ TEST(InstructGenerate, ChatFormatsThePromptAsAUserTurnAsApplyChatTemplateDoes) {
   EXPECT_EQ(std::vector<std::int64_t>(ids.ids.begin(), ids.ids.end()), ints(c["prompt_ids"]));
 }
 
+// --date: Llama 3.2's template (which would write today) with the day given, as
+// apply_chat_template(..., date_string=DATE) renders it; the llama3 model, whose tokenizer
+// has the same vocabulary, draws after it. Without --chat, or for a template that writes no
+// date, it is a usage error.
+TEST(InstructGenerate, DateWritesTheSystemHeadersDayAsApplyChatTemplateDoes) {
+  const auto& c = golden()["chat_generation"];
+  const auto& dated = c["llama32_dated"];
+  TempDir dir;
+  const fs::path recipe =
+      dir.write("chat.yaml", "model: {name: llama, from: '" + (kGolden / "llama3").string() + "', tokenizer: '" +
+                                 (kGolden / "llama32" / "tokenizer.json").string() + "'}\n");
+  const std::vector<std::string> chat = {
+      "generate", recipe.string(), "--chat", "--prompt", c["prompt"].get<std::string>(), "--max-new-tokens",
+      "1",        "--temperature", "0"};
+  std::vector<std::string> args = chat;
+  args.insert(args.end(), {"--date", dated["date"].get<std::string>()});
+  const CommandResult run = run_mixt(args, dir.path());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr(dated["prompt_text"].get<std::string>())) << "transformers' rendering";
+  args.back() = "01 Feb 2031";
+  const CommandResult other = run_mixt(args, dir.path());
+  ASSERT_EQ(other.exit_code, 0) << other.output;
+  EXPECT_THAT(other.output, HasSubstr("Today Date: 01 Feb 2031\n"));
+
+  args = {"generate", recipe.string(), "--prompt", "a", "--date", "01 Feb 2031"};
+  const CommandResult without_chat = run_mixt(args, dir.path());
+  EXPECT_EQ(without_chat.exit_code, 2) << without_chat.output;
+  EXPECT_THAT(without_chat.output, HasSubstr("--date dates a chat's system header: give --chat too"));
+  const fs::path llama3 =
+      dir.write("llama3.yaml", "model: {name: llama, from: '" + (kGolden / "llama3").string() + "'}\n");
+  args = chat;
+  args[1] = llama3.string();
+  args.insert(args.end(), {"--date", "01 Feb 2031"});
+  const CommandResult undated = run_mixt(args, dir.path());
+  EXPECT_EQ(undated.exit_code, 2) << undated.output;
+  EXPECT_THAT(undated.output, HasSubstr("--date: the llama3 chat format of"));
+  EXPECT_THAT(undated.output, HasSubstr("writes no date"));
+}
+
 TEST(InstructGenerate, ChatWithoutATemplateIsARecipeErrorNamingTheFile) {
   TempDir dir;
   fs::create_directories(dir.path() / "folder");

@@ -484,6 +484,10 @@ def main():
     ids_out = generated[0].tolist()
     expected["chat_generation"] = {"prompt": prompt, "max_new_tokens": 8, "prompt_ids": chat_ids, "ids": ids_out,
                                    "eot": eot, "text": tokenizer.decode(ids_out)}
+    # `--date`: Llama 3.2's template with date_string given (its mixt_kwargs), as decoded text.
+    llama32 = tokenizers["llama32"]
+    dated = ids_of(llama32, [{"role": "user", "content": prompt}], add_generation_prompt=True)
+    expected["chat_generation"]["llama32_dated"] = {"date": DATE, "prompt_text": llama32.decode(dated)}
     (out / "expected.json").write_text(json.dumps(expected, ensure_ascii=False, indent=1))
     stamp.write()
     print(out)

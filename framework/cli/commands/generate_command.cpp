@@ -194,12 +194,22 @@ std::optional<ChatTemplate> chat_template_for(const GenerateOptions& options, co
   }
   const std::filesystem::path config =
       std::filesystem::path(recipe_tokenizer(recipe)).parent_path() / "tokenizer_config.json";
+  ChatTemplate chat;
   try {
-    return read_chat_template(config, std::nullopt);
+    chat = read_chat_template(config, std::nullopt);
   } catch (const ChatTemplateError& e) {
     throw recipe_error(e.what(), SourceLocation{config.string()}, {},
                        "--chat writes the families " + chat_families_supported());
   }
+  if (options.date) {
+    if (chat.family != ChatFamily::llama3_1) {
+      throw usage_error(std::string("--date: the ") + chat_family_name(chat.family) + " chat format of " +
+                            config.string() + " writes no date",
+                        "only Llama 3.1's kind of template (3.1, 3.2, 3.3) dates its system header");
+    }
+    chat.date_string = *options.date;
+  }
+  return chat;
 }
 
 int sample(const GenerateOptions& options, const Recipe& recipe, const Sampler& s) {
@@ -257,6 +267,8 @@ int sample(const GenerateOptions& options, const Recipe& recipe, const Sampler& 
 int generate(const GenerateOptions& options) {
   if (!options.prompt.empty() && !options.tokens.empty()) throw usage_error("give --prompt or --tokens, not both");
   if (options.chat && options.prompt.empty()) throw usage_error("--chat needs --prompt TEXT, the user's message");
+  if (options.date && !options.chat) throw usage_error("--date dates a chat's system header: give --chat too");
+  if (options.date && options.date->empty()) throw usage_error("--date needs a date, e.g. '26 Jul 2024'");
   if (options.max_new_tokens < 1) throw usage_error("--max-new-tokens must be at least 1");
   if (options.temperature && *options.temperature < 0) {
     throw usage_error("--temperature must be 0 (the likeliest token) or more");
@@ -312,6 +324,10 @@ void add_generate_command(CLI::App& app, Commands& commands) {
       "the prompt as a user's turn in the chat template of the tokenizer's folder "
       "(tokenizer_config.json: Llama 3's, 3.1's, ChatML or Qwen3's), followed by the assistant's header; stops at "
       "the end of the assistant's turn too");
+  command->add_option("--date", o->date,
+                      "with --chat and Llama 3.1's kind of template: the system header's \"Today Date\", e.g. the "
+                      "instruct dataset's `date` the model was tuned with (default: the template's; today's for "
+                      "3.2's, as transformers renders it)");
   command->add_option("--max-new-tokens", o->max_new_tokens, "tokens to draw")->capture_default_str();
   command->add_option("--temperature", o->temperature,
                       "divides the logits; 0: always the likeliest token (default: model.from's "

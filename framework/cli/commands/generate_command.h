@@ -24,6 +24,7 @@ struct GenerateOptions {
   std::uint64_t seed = 0;
   bool ignore_eos = false;  // draw max_new_tokens even past the end-of-sequence token
   bool chat = false;        // the prompt as a user turn in the tokenizer folder's chat template
+  std::optional<std::string> date;  // --chat, llama3.1's template: its "Today Date" instead of the template's
   std::string precision;    // a policy to run under instead of the recipe's
   bool no_cache = false;
   bool ema = false;

@@ -20,7 +20,7 @@ export CCACHE_MAXSIZE ?= 5G
 # 1.8 s a hit (600 of them in a fresh clone) instead of 0.02 s. Keyed by inode and mtime.
 export CCACHE_INODECACHE ?= true
 
-.PHONY: setup setup-demo configure build build-demo test demo bench bench-data bench-tokenizer container-check fuzz clean
+.PHONY: setup setup-demo configure build build-demo test demo bench bench-data bench-tokenizer container-check fuzz sanitize clean
 
 # Everything `make test` needs; setup-demo: only what `make demo` needs (no Python references).
 setup:
@@ -70,6 +70,11 @@ bench-data: build
 # Tokenizer encode throughput: mixt vs Hugging Face tokenizers and tiktoken, one thread and every core.
 bench-tokenizer: build
 	bench/tokenizer/run.sh $(BUILD_DIR)
+
+# The in-process cases, the fuzz targets' replays and a few end-to-end cases, built with
+# AddressSanitizer and UndefinedBehaviorSanitizer (GCC) in build-sanitize: docs/fuzzing.md.
+sanitize: setup
+	PYTHON="$${PYTHON:-$(PYTHON_REAL)}" scripts/sanitize
 
 # Builds the container image (podman or docker) and runs it: not part of `make test`.
 container-check:

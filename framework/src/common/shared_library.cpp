@@ -17,6 +17,18 @@ namespace dll = boost::dll;
 
 namespace {
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kUnderAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kUnderAddressSanitizer = true;
+#else
+constexpr bool kUnderAddressSanitizer = false;
+#endif
+#else
+constexpr bool kUnderAddressSanitizer = false;
+#endif
+
 // The dynamic loader's words in a Boost.DLL failure: its throwing calls write
 // "<what failed> (dlerror system message: <dlerror()>): <error code's message>". Without
 // the "<file>: " dlerror() begins with when it is about the file itself (not about one of
@@ -59,6 +71,11 @@ SharedLibraryError::SharedLibraryError(const fs::path& file, const std::string& 
     : std::runtime_error(file.string() + ": " + reason), file_(file), reason_(reason) {}
 
 SharedLibrary::SharedLibrary(const fs::path& file, SymbolBinding binding) : file_(file) {
+  // AddressSanitizer ends the process on a dlopen with RTLD_DEEPBIND (make sanitize): a reason instead.
+  if (kUnderAddressSanitizer && binding == SymbolBinding::own_first) {
+    throw SharedLibraryError(file_,
+                             "needs RTLD_DEEPBIND, which AddressSanitizer does not allow (a make sanitize build)");
+  }
   try {
     library_ = std::make_unique<dll::shared_library>(file_, load_mode(file_, binding));
   } catch (const std::system_error& e) {

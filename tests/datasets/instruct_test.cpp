@@ -568,6 +568,11 @@ TEST(InstructGenerate, DateWritesTheSystemHeadersDayAsApplyChatTemplateDoes) {
   const CommandResult without_chat = run_mixt(args, dir.path());
   EXPECT_EQ(without_chat.exit_code, 2) << without_chat.output;
   EXPECT_THAT(without_chat.output, HasSubstr("--date dates a chat's system header: give --chat too"));
+  args = chat;
+  args.insert(args.end(), {"--date", ""});
+  const CommandResult empty = run_mixt(args, dir.path());
+  EXPECT_EQ(empty.exit_code, 2) << empty.output;
+  EXPECT_THAT(empty.output, HasSubstr("--date needs a date"));
   const fs::path llama3 =
       dir.write("llama3.yaml", "model: {name: llama, from: '" + (kGolden / "llama3").string() + "'}\n");
   args = chat;
